@@ -1,0 +1,127 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Applied to every target so the whole package reads the same way.
+let swiftSettings: [SwiftSetting] = [
+    // Swift 6 language mode is the package default; these keep signatures explicit.
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "entitlement-ledger",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ledger", targets: ["ledger"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.100.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        // Traits named explicitly: with the defaults SwiftPM orders -D flags differently between
+        // `swift build` and `swift test` and recompiles ~100 files on every switch.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0", traits: []),
+    ],
+    targets: [
+        // libpq's C API, found through pkg-config (Debian: libpq-dev).
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        // A small libpq client: connections, a fixed pool on dedicated threads, LISTEN/NOTIFY, migrations.
+        .target(
+            name: "LedgerPostgres",
+            dependencies: [
+                "CLibPQ",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The numbered SQL migrations in schema/, shipped inside the binary.
+        .target(
+            name: "LedgerSchema",
+            dependencies: ["LedgerPostgres"],
+            // Sources/LedgerSchema/schema is a symbolic link to the top-level schema/ folder.
+            resources: [.process("schema")],
+            swiftSettings: swiftSettings
+        ),
+        // A private PostgreSQL cluster for newcomers and tests, run from the machine's binaries.
+        .target(
+            name: "EmbeddedPostgres",
+            dependencies: ["LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        // The append-only event log: appends, reads behind the snapshot fence, subscriptions, hash chains.
+        .target(
+            name: "LedgerEventStore",
+            dependencies: [
+                "LedgerPostgres",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The HTTP edge (Hummingbird 2).
+        .target(
+            name: "LedgerHTTP",
+            dependencies: [
+                "LedgerPostgres",
+                "LedgerEventStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The `ledger` command: serve, migrate, verify.
+        .executableTarget(
+            name: "ledger",
+            dependencies: [
+                "LedgerPostgres",
+                "LedgerSchema",
+                "EmbeddedPostgres",
+                "LedgerEventStore",
+                "LedgerHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Benchmarks: our append path against raw INSERT and COPY on the same cluster.
+        .executableTarget(
+            name: "ledger-bench",
+            dependencies: [
+                "LedgerPostgres",
+                "LedgerSchema",
+                "EmbeddedPostgres",
+                "LedgerEventStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tools/Bench",
+            swiftSettings: swiftSettings
+        ),
+        // Throwaway clusters and databases for tests (never linked into the server).
+        .target(
+            name: "LedgerTestSupport",
+            dependencies: ["LedgerPostgres", "LedgerSchema", "EmbeddedPostgres", "LedgerEventStore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerPostgresTests",
+            dependencies: ["LedgerPostgres", "LedgerSchema", "LedgerTestSupport", "EmbeddedPostgres"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerEventStoreTests",
+            dependencies: ["LedgerEventStore", "LedgerPostgres", "LedgerTestSupport", "EmbeddedPostgres"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,53 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a program to completion with `posix_spawn` and `waitpid`, output captured in a file.
+///
+/// Not Foundation's `Process`: inside a test runner its `waitUntilExit` was seen never to return
+/// after the child had exited. And not a pipe for output: the postmaster that `pg_ctl start`
+/// leaves running inherits the child's descriptors, so a pipe would never reach end-of-file.
+enum ChildProcess {
+    struct Outcome {
+        var status: Int32
+        var output: String
+    }
+
+    static func run(_ executable: String, _ arguments: [String]) throws -> Outcome {
+        let outputPath = NSTemporaryDirectory() + "ledger-child-\(UUID().uuidString)"
+        defer { unlink(outputPath) }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        var pid: pid_t = 0
+        let argv = [executable] + arguments
+        let spawnStatus = withCStrings(argv) { argvPointers in
+            withCStrings(ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }) { envPointers in
+                posix_spawn(&pid, executable, &actions, nil, argvPointers, envPointers)
+            }
+        }
+        guard spawnStatus == 0 else {
+            throw EmbeddedPostgresError.commandFailed(command: executable, status: spawnStatus, output: String(cString: strerror(spawnStatus)))
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 {
+            guard errno == EINTR else { break }
+        }
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // WIFEXITED / WEXITSTATUS, spelled out: the C macros are not imported into Swift.
+        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return Outcome(status: exitStatus, output: output)
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+        let copies = strings.map { strdup($0) } + [nil]
+        defer { copies.forEach { free($0) } }
+        return copies.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}

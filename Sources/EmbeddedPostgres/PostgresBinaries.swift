@@ -1,0 +1,45 @@
+import Foundation
+
+/// The machine's PostgreSQL server programs (`initdb`, `pg_ctl`), found without configuration.
+public struct PostgresBinaries: Sendable {
+    public let directory: URL
+
+    public var initdb: URL { directory.appendingPathComponent("initdb") }
+    public var pgCtl: URL { directory.appendingPathComponent("pg_ctl") }
+
+    /// `LEDGER_POSTGRES_BIN` if set; else Debian's `/usr/lib/postgresql/<newest>/bin`; else `initdb` on `PATH`.
+    public static func locate(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> PostgresBinaries {
+        let fileManager = FileManager.default
+        func usable(_ path: String) -> Bool { fileManager.isExecutableFile(atPath: path + "/initdb") && fileManager.isExecutableFile(atPath: path + "/pg_ctl") }
+
+        if let configured = environment["LEDGER_POSTGRES_BIN"], !configured.isEmpty {
+            guard usable(configured) else { throw EmbeddedPostgresError.binariesNotFound("LEDGER_POSTGRES_BIN=\(configured) has no initdb and pg_ctl") }
+            return PostgresBinaries(directory: URL(fileURLWithPath: configured))
+        }
+        let debian = "/usr/lib/postgresql"
+        let versions = ((try? fileManager.contentsOfDirectory(atPath: debian)) ?? []).compactMap(Int.init).sorted(by: >)
+        for version in versions where usable("\(debian)/\(version)/bin") {
+            return PostgresBinaries(directory: URL(fileURLWithPath: "\(debian)/\(version)/bin"))
+        }
+        for path in (environment["PATH"] ?? "").split(separator: ":").map(String.init) where usable(path) {
+            return PostgresBinaries(directory: URL(fileURLWithPath: path))
+        }
+        throw EmbeddedPostgresError.binariesNotFound(
+            "no PostgreSQL server binaries found: install them (apt-get install -y postgresql) or set LEDGER_POSTGRES_BIN")
+    }
+}
+
+public enum EmbeddedPostgresError: Error, CustomStringConvertible {
+    case binariesNotFound(String)
+    case commandFailed(command: String, status: Int32, output: String)
+    case notAccessible(String)
+
+    public var description: String {
+        switch self {
+        case .binariesNotFound(let message): message
+        case .commandFailed(let command, let status, let output):
+            "\(command) exited with status \(status):\n\(output.suffix(2000))"
+        case .notAccessible(let message): message
+        }
+    }
+}

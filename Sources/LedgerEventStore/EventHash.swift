@@ -1,0 +1,51 @@
+import Crypto
+import Foundation
+
+/// The per-stream hash chain, computed in Swift.
+///
+/// `ledger.event_hash` in schema/0001 computes the same bytes inside PostgreSQL at append time;
+/// `ChainVerifier` recomputes them here, independently, so an auditor does not have to trust the
+/// database's own function to check the database. Layout (all integers big-endian):
+///
+///     SHA-256( prev_hash[32]
+///              ‖ u32 len ‖ stream (UTF-8)      ‖ i64 version ‖ event_id[16]
+///              ‖ u32 len ‖ event_type (UTF-8)  ‖ u32 len ‖ data (jsonb text)
+///              ‖ u32 len ‖ metadata (jsonb text)
+///              ‖ i64 occurred_at µs since epoch ‖ i64 recorded_at µs since epoch )
+public enum EventHash {
+    /// The previous hash of a stream's first event.
+    public static let genesis = [UInt8](repeating: 0, count: 32)
+
+    public struct Fields: Sendable {
+        public var stream: String
+        public var version: Int64
+        public var eventID: UUID
+        public var type: String
+        public var data: String
+        public var metadata: String
+        public var occurredAtMicros: Int64
+        public var recordedAtMicros: Int64
+    }
+
+    public static func hash(previous: [UInt8], _ fields: Fields) -> [UInt8] {
+        var hasher = SHA256()
+        hasher.update(data: previous)
+        func lengthPrefixed(_ text: String) {
+            let bytes = Array(text.utf8)
+            integer(UInt32(bytes.count))
+            hasher.update(data: bytes)
+        }
+        func integer<I: FixedWidthInteger>(_ value: I) {
+            withUnsafeBytes(of: value.bigEndian) { hasher.update(bufferPointer: $0) }
+        }
+        lengthPrefixed(fields.stream)
+        integer(fields.version)
+        withUnsafeBytes(of: fields.eventID.uuid) { hasher.update(bufferPointer: $0) }
+        lengthPrefixed(fields.type)
+        lengthPrefixed(fields.data)
+        lengthPrefixed(fields.metadata)
+        integer(fields.occurredAtMicros)
+        integer(fields.recordedAtMicros)
+        return Array(hasher.finalize())
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import LedgerPostgres
+import Logging
+
+/// The append-only log of every fact the ledger knows, on PostgreSQL.
+///
+/// Writes go through `ledger.append_events` (schema/0001), which does the stream lock, the
+/// idempotency and version checks, the hash chain and the insert in one call — one round trip and
+/// one short transaction per append. Reads of the global log only ever see events whose writing
+/// transaction is older than every transaction still running, so none is skipped (DESIGN-NOTES §1).
+public final class EventStore: Sendable {
+    public let pool: PostgresPool
+    let wakeup = Wakeup()
+    private let logger: Logger
+
+    /// PostgreSQL channel notified by every append.
+    public static let notificationChannel = "ledger_events"
+
+    public init(pool: PostgresPool, logger: Logger) {
+        self.pool = pool
+        self.logger = logger
+    }
+
+    // MARK: Appending
+
+    /// Appends `events` to `stream` if its version matches `expectedVersion`.
+    ///
+    /// Replaying the same events (same ids and content) returns the original result and writes
+    /// nothing, however long after. Because of that, a call that lost its connection mid-flight is
+    /// retried once here: either it had committed (and the retry is a replay) or it had not.
+    @discardableResult
+    public func append(_ events: [NewEvent], to stream: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
+        let request = StreamAppend(stream: stream, events: events, expectedVersion: expectedVersion)
+        return try await withAppendRetry(describe: { _ in (stream, expectedVersion) }) {
+            try await self.pool.withConnection { connection in
+                let rows = try connection.query(Self.appendSQL, request.parameters)
+                return try Self.result(stream: stream, rows: rows)
+            }
+        }
+    }
+
+    /// Commits several appends together in one transaction and one round trip (pipeline mode):
+    /// all of them or none. Streams are locked in name order, so two batches never deadlock.
+    @discardableResult
+    public func append(batch: [StreamAppend]) async throws -> [AppendResult] {
+        guard !batch.isEmpty else { return [] }
+        let order = batch.indices.sorted { (batch[$0].stream, $0) < (batch[$1].stream, $1) }
+        let statements = order.map { PipelinedStatement(Self.appendSQL, batch[$0].parameters) }
+        let results = try await withAppendRetry(describe: { error in
+            // Name the append that failed, not the first one of the batch.
+            let failed = error.statementIndex.flatMap { order.indices.contains($0) ? batch[order[$0]] : nil } ?? batch[order[0]]
+            return (failed.stream, failed.expectedVersion)
+        }) {
+            try await self.pool.withConnection { connection in
+                try connection.pipeline(statements, transaction: true)
+            }
+        }
+        var byRequest = [AppendResult?](repeating: nil, count: batch.count)
+        for (rows, index) in zip(results, order) {
+            byRequest[index] = try Self.result(stream: batch[index].stream, rows: rows)
+        }
+        return byRequest.map { $0! }
+    }
+
+    static let appendSQL = "SELECT * FROM ledger.append_events($1, $2, $3::jsonb)"
+
+    private func withAppendRetry<T: Sendable>(
+        describe: (PostgresError) -> (stream: String, expected: ExpectedVersion),
+        _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let result = try await body()
+                wakeup.signal()
+                return result
+            } catch let error as PostgresError {
+                // 23505 on the event id: the same id was committed concurrently on another stream;
+                // on retry the function sees it and answers replay or conflict. Lost connection and
+                // deadlock: the append is idempotent, so retrying once is safe.
+                let retryable = (error.sqlState == "23505" && error.constraint == "events_event_id_key")
+                    || error.code == .connectionLost || error.sqlState == "40P01"
+                if retryable && attempt < 3 { continue }
+                let (stream, expected) = describe(error)
+                throw EventStoreError.from(error, stream: stream, expected: expected)
+            }
+        }
+    }
+
+    private static func result(stream: String, rows: PostgresRows) throws -> AppendResult {
+        var events: [AppendedEvent] = []
+        var replay = false
+        for row in rows {
+            events.append(AppendedEvent(
+                id: try row["event_id"].uuid(), version: try row["version"].int64(),
+                position: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["event_position"].int64())))
+            replay = try row["duplicate"].bool()
+        }
+        return AppendResult(stream: stream, events: events, wasReplay: replay)
+    }
+
+    // MARK: Reading
+
+    /// A stream's events in version order, starting after `afterVersion`.
+    public func read(stream: String, afterVersion: Int64 = 0, limit: Int = 1000) async throws -> [RecordedEvent] {
+        try await pool.withConnection { connection in
+            try connection.query(Self.selectEvents + """
+                 WHERE e.stream = $1 AND e.version > $2 ORDER BY e.version LIMIT $3
+                """, [stream, afterVersion, limit]).map(RecordedEvent.init(row:))
+        }
+    }
+
+    /// The stream's current version, 0 when it has no events.
+    public func version(of stream: String) async throws -> Int64 {
+        let rows = try await pool.query("SELECT version FROM ledger.streams WHERE stream = $1", [stream])
+        return try rows.first.map { try $0["version"].int64() } ?? 0
+    }
+
+    /// Up to `limit` events after `position` in global order, behind the snapshot fence: an event
+    /// whose transaction is older than a transaction still running is held back until that one
+    /// ends, so a checkpoint taken at the last event returned can never skip anything.
+    public func readAll(after position: LogPosition, limit: Int = 1000) async throws -> [RecordedEvent] {
+        try await pool.withConnection { connection in
+            try Self.readAll(on: connection, after: position, limit: limit)
+        }
+    }
+
+    /// The same read, on a connection the caller holds (projection workers read and apply in one transaction).
+    public static func readAll(on connection: PostgresConnection, after position: LogPosition, limit: Int) throws -> [RecordedEvent] {
+        try connection.query(selectEvents + """
+             WHERE (e.tx_id, e.position) > ($1::xid8, $2::bigint)
+               AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+             ORDER BY e.tx_id, e.position
+             LIMIT $3
+            """, [position.transactionID, position.position, limit]).map(RecordedEvent.init(row:))
+    }
+
+    static let selectEvents = """
+        SELECT e.event_id, e.stream, e.version, e.event_type, e.data::text AS data, e.metadata::text AS metadata,
+               e.occurred_at, e.recorded_at, e.tx_id::text AS tx_id, e.position
+          FROM ledger.events e
+        """
+
+    // MARK: Notifications
+
+    /// Listens for appends made by any process and wakes this store's subscriptions. Call once;
+    /// stop the returned listener at shutdown.
+    public func startListening() -> PostgresListener {
+        let wakeup = self.wakeup
+        let listener = PostgresListener(
+            configuration: pool.configuration, channels: [Self.notificationChannel], logger: logger
+        ) { _ in wakeup.signal() }
+        listener.start()
+        return listener
+    }
+
+    /// Follows the global log from `position`: see `EventSubscription`.
+    public func subscribe(after position: LogPosition, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250)) -> EventSubscription {
+        EventSubscription(store: self, start: position, batchSize: batchSize, pollInterval: pollInterval, logger: logger)
+    }
+}
+
+extension StreamAppend {
+    var parameters: [(any PostgresBindable)?] {
+        [stream, expectedVersion.sqlValue, JSONText.eventsArgument(events)]
+    }
+}
+
+extension RecordedEvent {
+    init(row: PostgresRow) throws {
+        self.init(
+            id: try row["event_id"].uuid(), stream: try row["stream"].string(), version: try row["version"].int64(),
+            type: try row["event_type"].string(), data: try row["data"].string(), metadata: try row["metadata"].string(),
+            occurredAt: try row["occurred_at"].date(), recordedAt: try row["recorded_at"].date(),
+            position: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64()))
+    }
+}

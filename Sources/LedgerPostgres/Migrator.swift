@@ -1,0 +1,123 @@
+import Crypto
+import Foundation
+import Logging
+
+/// One numbered, forward-only SQL file from `schema/` (e.g. `0001_event_store.sql`).
+public struct Migration: Sendable, Equatable {
+    public let version: Int
+    public let name: String
+    public let sql: String
+    /// SHA-256 of the file: an applied migration whose file later changed is refused, because
+    /// forward-only means history is never edited.
+    public var checksum: String { Hex.encode(SHA256.hash(data: Data(sql.utf8))) }
+
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+    }
+
+    /// Parses `NNNN_name.sql`; nil for any other file name.
+    public init?(fileName: String, sql: String) {
+        guard fileName.hasSuffix(".sql") else { return nil }
+        let stem = fileName.dropLast(4)
+        guard let underscore = stem.firstIndex(of: "_"), let version = Int(stem[..<underscore]), version > 0 else { return nil }
+        self.init(version: version, name: String(stem[stem.index(after: underscore)...]), sql: sql)
+    }
+}
+
+public enum MigrationError: Error, CustomStringConvertible, Equatable {
+    case duplicateVersion(Int)
+    case changedAfterApply(version: Int, name: String)
+    /// The database has migrations this binary does not know: it is older than the schema.
+    case unknownApplied(versions: [Int])
+
+    public var description: String {
+        switch self {
+        case .duplicateVersion(let version): "two migration files share version \(version)"
+        case .changedAfterApply(let version, let name):
+            "migration \(version) (\(name)) was edited after it was applied; add a new migration instead"
+        case .unknownApplied(let versions):
+            "the database has migrations \(versions) that this ledger binary does not know; run a newer ledger"
+        }
+    }
+}
+
+/// What `migrate` did.
+public struct MigrationReport: Sendable {
+    public var applied: [Migration] = []
+    public var alreadyApplied: Int = 0
+}
+
+/// Applies migrations in order, each in its own transaction, recorded in `ledger.schema_migrations`.
+///
+/// A session-level advisory lock makes two instances migrating at once safe: the second waits,
+/// then finds everything applied. Running it again is a no-op.
+public struct Migrator: Sendable {
+    /// `hashtext('ledger.migrations')`-style constant; any fixed bigint shared by all instances works.
+    static let advisoryLockKey: Int64 = 0x1ED6_E500_0000_0001
+    public let migrations: [Migration]
+    private let logger: Logger
+
+    public init(migrations: [Migration], logger: Logger) throws {
+        let sorted = migrations.sorted { $0.version < $1.version }
+        for (a, b) in zip(sorted, sorted.dropFirst()) where a.version == b.version { throw MigrationError.duplicateVersion(a.version) }
+        self.migrations = sorted
+        self.logger = logger
+    }
+
+    @discardableResult
+    public func migrate(_ connection: PostgresConnection) throws -> MigrationReport {
+        try connection.query("SELECT pg_advisory_lock($1)", [Self.advisoryLockKey])
+        defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [Self.advisoryLockKey]) }
+        try connection.execute(script: """
+            CREATE SCHEMA IF NOT EXISTS ledger;
+            CREATE TABLE IF NOT EXISTS ledger.schema_migrations (
+                version    integer PRIMARY KEY,
+                name       text NOT NULL,
+                checksum   text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            );
+            """)
+        let applied = try appliedChecksums(connection)
+        let known = Set(migrations.map(\.version))
+        let unknown = applied.keys.filter { !known.contains($0) }.sorted()
+        guard unknown.isEmpty else { throw MigrationError.unknownApplied(versions: unknown) }
+
+        var report = MigrationReport()
+        for migration in migrations {
+            if let checksum = applied[migration.version] {
+                guard checksum == migration.checksum else {
+                    throw MigrationError.changedAfterApply(version: migration.version, name: migration.name)
+                }
+                report.alreadyApplied += 1
+                continue
+            }
+            try connection.transaction { connection in
+                try connection.execute(script: migration.sql)
+                try connection.query(
+                    "INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                    [migration.version, migration.name, migration.checksum])
+            }
+            logger.info("applied migration", metadata: ["migration.version": "\(migration.version)", "migration.name": "\(migration.name)"])
+            report.applied.append(migration)
+        }
+        return report
+    }
+
+    /// Migrations not yet applied (for readiness checks). Does not take the lock.
+    public func pending(_ connection: PostgresConnection) throws -> [Migration] {
+        let exists = try connection.query("SELECT to_regclass('ledger.schema_migrations') IS NOT NULL AS present")
+        guard try exists[0]["present"].bool() else { return migrations }
+        let applied = try appliedChecksums(connection)
+        return migrations.filter { applied[$0.version] == nil }
+    }
+
+    private func appliedChecksums(_ connection: PostgresConnection) throws -> [Int: String] {
+        var result: [Int: String] = [:]
+        for row in try connection.query("SELECT version, checksum FROM ledger.schema_migrations") {
+            result[try row["version"].int()] = try row["checksum"].string()
+        }
+        return result
+    }
+}

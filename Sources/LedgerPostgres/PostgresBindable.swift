@@ -1,0 +1,69 @@
+import Foundation
+
+/// A value that can be bound as a query parameter, in PostgreSQL's text format.
+///
+/// Every query is parameterised: SQL text is always a constant and values travel separately,
+/// so no input can change what a statement does.
+public protocol PostgresBindable: Sendable {
+    var postgresText: String { get }
+}
+
+extension String: PostgresBindable { public var postgresText: String { self } }
+extension Substring: PostgresBindable { public var postgresText: String { String(self) } }
+extension Int: PostgresBindable { public var postgresText: String { String(self) } }
+extension Int64: PostgresBindable { public var postgresText: String { String(self) } }
+extension Int32: PostgresBindable { public var postgresText: String { String(self) } }
+extension UInt64: PostgresBindable { public var postgresText: String { String(self) } }
+extension Bool: PostgresBindable { public var postgresText: String { self ? "t" : "f" } }
+extension UUID: PostgresBindable { public var postgresText: String { uuidString.lowercased() } }
+
+extension Date: PostgresBindable {
+    /// RFC 3339 with microseconds and an explicit UTC offset: exact and unambiguous for `timestamptz`.
+    public var postgresText: String { PostgresTimestamp.format(self) }
+}
+
+/// `bytea` parameters in hex form.
+public struct PostgresBytes: PostgresBindable, Hashable {
+    public var bytes: [UInt8]
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public var postgresText: String { "\\x" + Hex.encode(bytes) }
+}
+
+/// Hexadecimal text, as PostgreSQL prints `bytea` and as digests are shown to people.
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes `abcd…` or PostgreSQL's `\xabcd…`. Nil for anything that is not even-length hex.
+    public static func decode(_ text: String) -> [UInt8]? {
+        var utf8 = Substring(text).utf8
+        if utf8.starts(with: "\\x".utf8) { utf8 = utf8.dropFirst(2) }
+        guard utf8.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count / 2)
+        var high: UInt8?
+        for char in utf8 {
+            guard let nibble = nibble(char) else { return nil }
+            if let h = high { out.append(h << 4 | nibble); high = nil } else { high = nibble }
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import CLibPQ
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One statement of a pipeline: constant SQL and its parameters.
+public struct PipelinedStatement: Sendable {
+    public var sql: String
+    public var parameters: [(any PostgresBindable)?]
+    public init(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) {
+        self.sql = sql
+        self.parameters = parameters
+    }
+}
+
+extension PostgresConnection {
+    /// Sends every statement before reading any answer (libpq pipeline mode), optionally inside one
+    /// transaction, so N statements cost one round trip instead of N.
+    ///
+    /// With `transaction: true` it is all or nothing: when one statement fails the server skips the
+    /// rest *and the COMMIT*, leaving the session in an aborted transaction (25P02), which is rolled
+    /// back here before the first error is thrown.
+    public func pipeline(_ statements: [PipelinedStatement], transaction: Bool) throws -> [PostgresRows] {
+        // Statements are prepared before entering pipeline mode, where synchronous calls are not allowed.
+        let names = try statements.map { try statementName(for: $0.sql, parameterCount: $0.parameters.count) }
+        let control = try transaction ? [statementName(for: "BEGIN", parameterCount: 0), statementName(for: "COMMIT", parameterCount: 0)] : []
+
+        guard PQenterPipelineMode(handle) == 1 else { throw connectionError() }
+        var sent = 0
+        do {
+            if transaction { try send(prepared: control[0], []); sent += 1 }
+            for (name, statement) in zip(names, statements) {
+                try send(prepared: name, statement.parameters)
+                sent += 1
+            }
+            if transaction { try send(prepared: control[1], []); sent += 1 }
+            guard PQpipelineSync(handle) == 1 else { throw connectionError() }
+            try flushWhileReading()
+        } catch {
+            // A send failed: the connection is unusable for this pipeline; let the pool replace it.
+            PQexitPipelineMode(handle)
+            throw error
+        }
+
+        var results: [PostgresRows] = []
+        var firstError: (any Error)?
+        for index in 0..<sent {
+            do {
+                let rows = try consume(PQgetResult(handle))
+                results.append(rows)
+            } catch var error as PostgresError {
+                error.statementIndex = transaction ? index - 1 : index
+                if firstError == nil { firstError = error }
+                if !isHealthy { throw error }
+            }
+            // Each statement's results end with a NULL.
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+        }
+        // The sync point itself answers PGRES_PIPELINE_SYNC.
+        if let sync = PQgetResult(handle) { PQclear(sync) }
+        PQexitPipelineMode(handle)
+
+        if let firstError {
+            rollbackIfNeeded()
+            throw firstError
+        }
+        return transaction ? Array(results.dropFirst().dropLast()) : results
+    }
+
+    private func send(prepared name: String, _ parameters: [(any PostgresBindable)?]) throws {
+        let ok = withParameters(parameters) { values, count in
+            PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
+        }
+        guard ok == 1 else { throw connectionError() }
+    }
+
+    /// Flushes the output buffer without risking the classic pipeline deadlock: while the server
+    /// is blocked writing answers we have not read, we keep reading them into libpq's buffer.
+    private func flushWhileReading() throws {
+        guard PQsetnonblocking(handle, 1) == 0 else { throw connectionError() }
+        defer { PQsetnonblocking(handle, 0) }
+        while true {
+            let status = PQflush(handle)
+            if status == 0 { return }
+            if status < 0 { throw connectionError() }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN | POLLOUT), revents: 0)
+            guard poll(&descriptor, 1, 10_000) >= 0 else { throw connectionError() }
+            if descriptor.revents & Int16(POLLIN) != 0, PQconsumeInput(handle) == 0 { throw connectionError() }
+        }
+    }
+
+    /// `COPY … FROM STDIN` with rows already in COPY text format. Used by the benchmarks as the
+    /// baseline for batched appends, and by bulk tooling.
+    public func copyIn(_ sql: String, data: [UInt8]) throws {
+        let start = PQexec(handle, sql)
+        guard let start, PQresultStatus(start) == PGRES_COPY_IN else {
+            _ = try consume(start)
+            throw PostgresError(code: .protocolViolation, message: "statement did not start COPY FROM STDIN")
+        }
+        PQclear(start)
+        let chunk = 1 << 16
+        var offset = 0
+        while offset < data.count {
+            let end = min(offset + chunk, data.count)
+            let ok = data[offset..<end].withUnsafeBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    PQputCopyData(handle, $0, Int32(buffer.count))
+                }
+            }
+            guard ok == 1 else { throw connectionError() }
+            offset = end
+        }
+        guard PQputCopyEnd(handle, nil) == 1 else { throw connectionError() }
+        try consume(PQgetResult(handle))
+        while let extra = PQgetResult(handle) { PQclear(extra) }
+    }
+}

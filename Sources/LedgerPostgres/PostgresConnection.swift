@@ -1,0 +1,187 @@
+import CLibPQ
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One libpq connection. Every method blocks its calling thread.
+///
+/// Never call it from Swift's cooperative pool: it has one thread per core, and a blocked
+/// query there freezes every task (DESIGN-NOTES §4). `PostgresPool` runs these calls on a
+/// dedicated thread pool sized to its connection count.
+///
+/// `@unchecked Sendable` because a connection moves between threads, but it is never *shared*:
+/// the pool lends it to exactly one caller at a time, and the listener owns its own.
+public final class PostgresConnection: @unchecked Sendable {
+    let handle: OpaquePointer
+    /// Statement text → prepared statement name. SQL text is always a constant in this code base,
+    /// so this stays small; preparing once saves a parse and plan per call on the hot path.
+    private var prepared: [String: String] = [:]
+
+    private init(handle: OpaquePointer) { self.handle = handle }
+
+    deinit { PQfinish(handle) }
+
+    /// Opens a connection with UTC timestamps and ISO dates, then switches to `configuration.role`.
+    public static func connect(_ configuration: PostgresConfiguration) throws -> PostgresConnection {
+        let keywords = ["dbname", "application_name", "connect_timeout", "options"]
+        let values = [
+            configuration.connectionString, configuration.applicationName,
+            String(configuration.connectTimeoutSeconds), "-c TimeZone=UTC -c DateStyle=ISO",
+        ]
+        let handle = withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)  // 1: expand a URL given as dbname
+            }
+        }
+        guard let handle else {
+            throw PostgresError(code: .connectionFailed, message: "libpq could not allocate a connection")
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(handle))
+            PQfinish(handle)
+            throw PostgresError(code: .connectionFailed, message: message.trimmingTrailingWhitespace())
+        }
+        let connection = PostgresConnection(handle: handle)
+        if let role = configuration.role {
+            // set_config keeps the role name a parameter rather than spliced SQL text.
+            try connection.query("SELECT set_config('role', $1, false)", [role])
+        }
+        return connection
+    }
+
+    /// False once libpq has seen the connection break; the pool then replaces it.
+    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// True while a transaction is open (or aborted) on this connection.
+    public var isInTransaction: Bool {
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    /// Runs one parameterised statement (prepared on first use) and returns its rows.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) throws -> PostgresRows {
+        let name = try statementName(for: sql, parameterCount: parameters.count)
+        let result = withParameters(parameters) { values, count in
+            PQexecPrepared(handle, name, count, values, nil, nil, 0)
+        }
+        return try consume(result)
+    }
+
+    /// Runs a script of one or more statements with no parameters (migrations, DDL).
+    public func execute(script: String) throws {
+        _ = try consume(PQexec(handle, script))
+    }
+
+    /// BEGIN; body; COMMIT — or ROLLBACK when the body throws. Never hold one across a network
+    /// call: a long writing transaction delays every reader behind the snapshot fence.
+    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try query("BEGIN")
+        do {
+            let result = try body(self)
+            try query("COMMIT")
+            return result
+        } catch {
+            rollbackIfNeeded()
+            throw error
+        }
+    }
+
+    /// Rolls back an open or aborted transaction, ignoring errors (the connection may be gone).
+    public func rollbackIfNeeded() {
+        guard isHealthy, isInTransaction else { return }
+        if let result = PQexec(handle, "ROLLBACK") { PQclear(result) }
+    }
+
+    // MARK: - Internals shared with the pipeline, COPY and LISTEN code
+
+    func statementName(for sql: String, parameterCount: Int) throws -> String {
+        if let name = prepared[sql] { return name }
+        let name = "ledger_\(prepared.count + 1)"
+        try consume(PQprepare(handle, name, sql, Int32(parameterCount), nil))
+        prepared[sql] = name
+        return name
+    }
+
+    /// Turns a `PGresult` into rows or a typed error, and frees it.
+    @discardableResult
+    func consume(_ result: OpaquePointer?) throws -> PostgresRows {
+        guard let result else { throw connectionError() }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_SINGLE_TUPLE, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_PIPELINE_SYNC:
+            return Self.rows(of: result)
+        case PGRES_PIPELINE_ABORTED:
+            throw PostgresError(code: .server, sqlState: "25P02", message: "skipped: an earlier statement in the pipeline failed")
+        default:
+            throw error(from: result)
+        }
+    }
+
+    func error(from result: OpaquePointer) -> PostgresError {
+        func field(_ code: Int32) -> String? {
+            PQresultErrorField(result, code).map { String(cString: $0) }
+        }
+        let message = field(Int32(UInt8(ascii: "M"))) ?? String(cString: PQresultErrorMessage(result))
+        guard let sqlState = field(Int32(UInt8(ascii: "C"))) else { return connectionError() }
+        return PostgresError(
+            code: .server, sqlState: sqlState, message: message,
+            detail: field(Int32(UInt8(ascii: "D"))), constraint: field(Int32(UInt8(ascii: "n")))
+        )
+    }
+
+    func connectionError() -> PostgresError {
+        let message = String(cString: PQerrorMessage(handle)).trimmingTrailingWhitespace()
+        return PostgresError(code: isHealthy ? .protocolViolation : .connectionLost, message: message)
+    }
+
+    static func rows(of result: OpaquePointer) -> PostgresRows {
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+        var cells: [String?] = []
+        cells.reserveCapacity(rowCount * columnCount)
+        for row in 0..<Int32(rowCount) {
+            for column in 0..<Int32(columnCount) {
+                if PQgetisnull(result, row, column) == 1 {
+                    cells.append(nil)
+                } else {
+                    cells.append(String(cString: PQgetvalue(result, row, column)))
+                }
+            }
+        }
+        let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+        return PostgresRows(columns: columns, cells: cells, affectedRows: affected)
+    }
+
+    func withParameters<R>(
+        _ parameters: [(any PostgresBindable)?],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, Int32) -> R
+    ) -> R {
+        withOptionalCStringArray(parameters.map { $0?.postgresText }) { pointers in
+            body(pointers, Int32(parameters.count))
+        }
+    }
+}
+
+// MARK: - C string arrays
+
+func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    withOptionalCStringArray(strings) { pointers in body(pointers!) }
+}
+
+/// Keeps C copies of the strings alive for the duration of `body`, NULL-terminated.
+func withOptionalCStringArray<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+    let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0)! } }
+    defer { copies.forEach { free($0) } }
+    let pointers = copies.map { UnsafePointer($0) } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+}
+
+extension String {
+    func trimmingTrailingWhitespace() -> String {
+        var copy = self
+        while let last = copy.last, last.isWhitespace { copy.removeLast() }
+        return copy
+    }
+}

@@ -1,0 +1,107 @@
+import CLibPQ
+import Foundation
+import Logging
+import Synchronization
+
+/// What the listener reports: a NOTIFY on a channel, or "(re)connected" — after which listeners
+/// must assume they missed notifications and look for themselves.
+public enum PostgresNotification: Sendable, Equatable {
+    case notify(channel: String, payload: String)
+    case connected
+}
+
+/// `LISTEN` on a dedicated connection and thread, outside the pool.
+///
+/// The thread waits on the socket with `poll(2)` and hands each notification to `handler`. When
+/// the connection breaks it reconnects with capped back-off and reports `.connected`, because
+/// NOTIFYs sent while it was away are lost; subscribers poll anyway, so nothing is missed for long.
+public final class PostgresListener: Sendable {
+    private let configuration: PostgresConfiguration
+    private let channels: [String]
+    private let handler: @Sendable (PostgresNotification) -> Void
+    private let logger: Logger
+    private let stopped = Atomic<Bool>(false)
+    private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    /// - Parameter channels: lower-case identifiers (checked), e.g. `ledger_events`.
+    public init(
+        configuration: PostgresConfiguration, channels: [String], logger: Logger,
+        handler: @escaping @Sendable (PostgresNotification) -> Void
+    ) {
+        precondition(channels.allSatisfy { $0.allSatisfy { $0.isLowercase || $0 == "_" || $0.isNumber } && !$0.isEmpty },
+                     "channel names are plain lower-case identifiers")
+        self.configuration = configuration
+        self.channels = channels
+        self.handler = handler
+        self.logger = logger
+    }
+
+    public func start() {
+        let thread = Thread { [self] in
+            run()
+            let waiters = finished.withLock { state in
+                state.done = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            waiters.forEach { $0.resume() }
+        }
+        thread.name = "ledger-listen"
+        thread.start()
+    }
+
+    /// Stops the thread and waits for it to close its connection.
+    public func stop() async {
+        stopped.store(true, ordering: .releasing)
+        await withCheckedContinuation { continuation in
+            let done = finished.withLock { state in
+                if !state.done { state.waiters.append(continuation) }
+                return state.done
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    private var isStopped: Bool { stopped.load(ordering: .acquiring) }
+
+    private func run() {
+        var backoff = 0.05
+        while !isStopped {
+            do {
+                let connection = try PostgresConnection.connect(configuration)
+                for channel in channels { try connection.execute(script: "LISTEN \(channel)") }
+                backoff = 0.05
+                handler(.connected)
+                try listen(on: connection)
+            } catch {
+                if isStopped { return }
+                logger.warning("listener connection unavailable; retrying", metadata: ["error": "\(error)", "retry_in_s": "\(backoff)"])
+                sleepUnlessStopped(seconds: backoff)
+                backoff = min(backoff * 2, 2)
+            }
+        }
+    }
+
+    /// Returns when stopped; throws when the connection breaks.
+    private func listen(on connection: PostgresConnection) throws {
+        let handle = connection.handle
+        while !isStopped {
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 200)  // wake five times a second to notice stop()
+            if ready < 0, errno != EINTR { throw connection.connectionError() }
+            guard ready > 0 else { continue }
+            guard PQconsumeInput(handle) == 1, connection.isHealthy else { throw connection.connectionError() }
+            while let notice = PQnotifies(handle) {
+                let channel = String(cString: notice.pointee.relname)
+                let payload = String(cString: notice.pointee.extra)
+                PQfreemem(notice)
+                handler(.notify(channel: channel, payload: payload))
+            }
+        }
+    }
+
+    private func sleepUnlessStopped(seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !isStopped, Date() < deadline { usleep(20_000) }
+    }
+}

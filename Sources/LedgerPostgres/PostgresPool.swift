@@ -1,0 +1,163 @@
+import Logging
+import NIOPosix
+import Synchronization
+
+/// A fixed number of connections, each used by one caller at a time, on dedicated threads.
+///
+/// Callers hand the pool a *synchronous* closure; it runs on a thread of the pool's own
+/// `NIOThreadPool` (one thread per connection), never on Swift's cooperative pool. That shape also
+/// makes it impossible to `await` something slow (a call to Apple) while holding a transaction open.
+///
+/// Connections open lazily. One that breaks is dropped and its slot reconnects on next use, so a
+/// database that goes away yields `connectionFailed`/`connectionLost` errors and the pool recovers
+/// by itself when the database returns.
+public final class PostgresPool: Sendable {
+    public let configuration: PostgresConfiguration
+    public let size: Int
+    private let threads: NIOThreadPool
+    private let state: Mutex<State>
+    private let waitLimit: Duration
+    private let logger: Logger
+
+    private struct State: ~Copyable {
+        var idle: [Slot]
+        var waiters: [(id: Int, continuation: CheckedContinuation<Slot, any Error>)] = []
+        var nextWaiterID = 0
+        var closed = false
+    }
+
+    /// A connection slot; `connection` is nil until opened or after it broke.
+    struct Slot: @unchecked Sendable {
+        var connection: PostgresConnection?
+    }
+
+    public init(configuration: PostgresConfiguration, size: Int = 4, waitLimit: Duration = .seconds(10), logger: Logger) {
+        precondition(size > 0, "a pool needs at least one connection")
+        self.configuration = configuration
+        self.size = size
+        self.waitLimit = waitLimit
+        self.logger = logger
+        self.threads = NIOThreadPool(numberOfThreads: size)
+        self.threads.start()
+        self.state = Mutex(State(idle: Array(repeating: Slot(connection: nil), count: size)))
+    }
+
+    /// Runs `body` with exclusive use of one connection, on a pool thread.
+    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        let slot = try await acquire()
+        let configuration = self.configuration
+        let logger = self.logger
+        let outcome: (Slot, Result<T, any Error>)
+        do {
+            outcome = try await threads.runIfActive {
+                var slot = slot
+                do {
+                    let connection = try slot.connection ?? PostgresConnection.connect(configuration)
+                    slot.connection = connection
+                    let result = Result { try body(connection) }
+                    if !connection.isHealthy {
+                        logger.warning("postgres connection broke; it will be replaced", metadata: ["db": "\(configuration)"])
+                        slot.connection = nil
+                    } else if connection.isInTransaction {
+                        // A body that escaped mid-transaction must not leak it to the next caller.
+                        connection.rollbackIfNeeded()
+                    }
+                    return (slot, result)
+                } catch {
+                    return (Slot(connection: nil), .failure(error))
+                }
+            }
+        } catch {
+            release(Slot(connection: nil))
+            throw PostgresError(code: .poolClosed, message: "the pool's threads are shut down")
+        }
+        release(outcome.0)
+        return try outcome.1.get()
+    }
+
+    /// BEGIN; body; COMMIT on one pooled connection (ROLLBACK when `body` throws).
+    public func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await withConnection { connection in try connection.transaction(body) }
+    }
+
+    /// One statement on any free connection.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) async throws -> PostgresRows {
+        let parameters = UncheckedParameters(values: parameters)
+        return try await withConnection { try $0.query(sql, parameters.values) }
+    }
+
+    /// Closes every connection and stops the threads. Waiting callers get `poolClosed`.
+    public func close() async {
+        let waiters = state.withLock { state -> [CheckedContinuation<Slot, any Error>] in
+            state.closed = true
+            state.idle.removeAll()
+            defer { state.waiters.removeAll() }
+            return state.waiters.map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume(throwing: PostgresError(code: .poolClosed, message: "the pool was closed")) }
+        try? await threads.shutdownGracefully()
+    }
+
+    // MARK: - Slots
+
+    private func acquire() async throws -> Slot {
+        enum Immediate { case slot(Slot), closed, wait }
+        let immediate: Immediate = state.withLock { state in
+            if state.closed { return .closed }
+            if let slot = state.idle.popLast() { return .slot(slot) }
+            return .wait
+        }
+        switch immediate {
+        case .slot(let slot): return slot
+        case .closed: throw PostgresError(code: .poolClosed, message: "the pool was closed")
+        case .wait: break
+        }
+
+        let id = state.withLock { state -> Int in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        let waitLimit = self.waitLimit
+        let timeout = Task { [weak self] in
+            try await Task.sleep(for: waitLimit)
+            self?.expireWaiter(id, error: PostgresError(code: .poolTimeout, message: "no connection became free within \(waitLimit)"))
+        }
+        defer { timeout.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let readyNow: Slot? = state.withLock { state in
+                    if let slot = state.idle.popLast() { return slot }
+                    state.waiters.append((id, continuation))
+                    return nil
+                }
+                if let readyNow { continuation.resume(returning: readyNow) }
+            }
+        } onCancel: {
+            expireWaiter(id, error: CancellationError())
+        }
+    }
+
+    private func expireWaiter(_ id: Int, error: any Error) {
+        let waiter = state.withLock { state -> CheckedContinuation<Slot, any Error>? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index).continuation
+        }
+        waiter?.resume(throwing: error)
+    }
+
+    private func release(_ slot: Slot) {
+        let waiter = state.withLock { state -> CheckedContinuation<Slot, any Error>? in
+            if state.closed { return nil }
+            if !state.waiters.isEmpty { return state.waiters.removeFirst().continuation }
+            state.idle.append(slot)
+            return nil
+        }
+        waiter?.resume(returning: slot)
+    }
+}
+
+/// Parameters are `Sendable` values; the existential array needs a nudge to cross into the closure.
+struct UncheckedParameters: @unchecked Sendable {
+    let values: [(any PostgresBindable)?]
+}

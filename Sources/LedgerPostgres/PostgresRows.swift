@@ -1,0 +1,98 @@
+import Foundation
+
+/// The rows of one result, copied out of libpq's `PGresult` so it can cross threads.
+public struct PostgresRows: Sendable, RandomAccessCollection {
+    public let columns: [String]
+    let cells: [String?]
+    /// Rows touched by INSERT/UPDATE/DELETE (`PQcmdTuples`), 0 otherwise.
+    public let affectedRows: Int
+
+    init(columns: [String], cells: [String?], affectedRows: Int) {
+        self.columns = columns
+        self.cells = cells
+        self.affectedRows = affectedRows
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { columns.isEmpty ? 0 : cells.count / columns.count }
+    public subscript(position: Int) -> PostgresRow {
+        PostgresRow(rows: self, offset: position * columns.count)
+    }
+}
+
+/// One row; cells are read by column index or by name.
+public struct PostgresRow: Sendable {
+    let rows: PostgresRows
+    let offset: Int
+
+    public subscript(index: Int) -> PostgresCell {
+        PostgresCell(column: rows.columns[index], text: rows.cells[offset + index])
+    }
+
+    public subscript(name: String) -> PostgresCell {
+        guard let index = rows.columns.firstIndex(of: name) else {
+            return PostgresCell(column: name, text: nil, missing: true)
+        }
+        return self[index]
+    }
+}
+
+/// A single value in text format, with typed accessors that throw `.decoding` on bad input.
+public struct PostgresCell: Sendable {
+    public let column: String
+    public let text: String?
+    var missing = false
+
+    public var isNull: Bool { text == nil }
+
+    public func string() throws -> String { try value() }
+    public func optionalString() -> String? { text }
+
+    public func int64() throws -> Int64 {
+        let raw = try value()
+        guard let parsed = Int64(raw) else { throw failure("an integer") }
+        return parsed
+    }
+
+    public func int() throws -> Int { Int(try int64()) }
+
+    public func uint64() throws -> UInt64 {
+        let raw = try value()
+        guard let parsed = UInt64(raw) else { throw failure("an unsigned integer") }
+        return parsed
+    }
+
+    public func bool() throws -> Bool {
+        switch try value() {
+        case "t", "true": return true
+        case "f", "false": return false
+        default: throw failure("a boolean")
+        }
+    }
+
+    public func uuid() throws -> UUID {
+        guard let parsed = UUID(uuidString: try value()) else { throw failure("a UUID") }
+        return parsed
+    }
+
+    public func date() throws -> Date {
+        guard let parsed = PostgresTimestamp.parse(try value()) else { throw failure("a timestamp") }
+        return parsed
+    }
+
+    public func bytes() throws -> [UInt8] {
+        guard let parsed = Hex.decode(try value()) else { throw failure("bytea") }
+        return parsed
+    }
+
+    private func value() throws -> String {
+        guard let text else {
+            throw PostgresError(code: .decoding, message: missing ? "no column \(column)" : "column \(column) is NULL")
+        }
+        return text
+    }
+
+    private func failure(_ expected: String) -> PostgresError {
+        PostgresError(code: .decoding, message: "column \(column) is not \(expected)")
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+@Suite struct ConnectionTests {
+    @Test func parametersAreValuesNeverSQL() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        let hostile = "x'); DROP TABLE ledger.events; --"
+        let rows = try connection.query("SELECT $1::text AS echoed, $2::bigint AS n, $3::uuid AS id, $4::timestamptz AS at",
+                                        [hostile, Int64(42), UUID(uuidString: "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6")!, Date(timeIntervalSince1970: 1_681_314_324.5)])
+        #expect(try rows[0]["echoed"].string() == hostile)
+        #expect(try rows[0]["n"].int64() == 42)
+        #expect(try rows[0]["id"].uuid() == UUID(uuidString: "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6"))
+        #expect(try rows[0]["at"].date() == Date(timeIntervalSince1970: 1_681_314_324.5))
+        #expect(try connection.query("SELECT to_regclass('ledger.events') IS NOT NULL AS present")[0]["present"].bool())
+    }
+
+    @Test func serverErrorsAreTypedAndRedacted() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        let secret = "shared-secret-abc123"
+        let error = try #require(throws: PostgresError.self) { try connection.query("SELECT $1::int", [secret]) }
+        #expect(error.code == .server)
+        #expect(error.sqlState == "22P02")
+        #expect(!error.description.contains(secret), "descriptions never quote bound values")
+        #expect(error.debugDescription.contains(secret))
+        // The connection stays usable after an error.
+        #expect(try connection.query("SELECT 1 AS one")[0]["one"].int() == 1)
+    }
+
+    @Test func aConnectionThatCannotOpenIsATypedError() throws {
+        let nowhere = PostgresConfiguration(connectionString: "host=/nonexistent port=1 dbname=x user=nobody password=hunter2")
+        let error = try #require(throws: PostgresError.self) { try PostgresConnection.connect(nowhere) }
+        #expect(error.code == .connectionFailed)
+        #expect(error.isTransient)
+        #expect(!nowhere.description.contains("hunter2"))
+    }
+
+    @Test func transactionsRollBackWhenTheBodyThrows() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        try connection.execute(script: "CREATE TABLE t (n int)")
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try connection.transaction { c in
+                try c.query("INSERT INTO t VALUES (1)")
+                throw Boom()
+            }
+        }
+        #expect(!connection.isInTransaction)
+        #expect(try connection.query("SELECT count(*) AS n FROM t")[0]["n"].int() == 0)
+    }
+
+    @Test func pipelineReturnsEveryResultInOrder() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        let statements = (1...300).map { PipelinedStatement("SELECT $1::int * 2 AS doubled", [$0]) }
+        let results = try connection.pipeline(statements, transaction: false)
+        #expect(results.count == 300)
+        #expect(try results.enumerated().allSatisfy { index, rows in try rows[0]["doubled"].int() == (index + 1) * 2 })
+    }
+
+    @Test func pipelinedTransactionIsAllOrNothing() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        try connection.execute(script: "CREATE TABLE t (n int PRIMARY KEY)")
+        let statements = [1, 2, 2, 3].map { PipelinedStatement("INSERT INTO t VALUES ($1)", [$0]) }
+        let error = try #require(throws: PostgresError.self) { try connection.pipeline(statements, transaction: true) }
+        #expect(error.sqlState == "23505")
+        #expect(error.statementIndex == 2)
+        #expect(!connection.isInTransaction, "the aborted transaction was rolled back")
+        #expect(try connection.query("SELECT count(*) AS n FROM t")[0]["n"].int() == 0)
+    }
+
+    @Test func largePipelinesDoNotDeadlock() throws {
+        // Enough statements and parameter bytes to fill both socket buffers several times over.
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        let payload = String(repeating: "x", count: 2000)
+        let statements = (0..<5000).map { PipelinedStatement("SELECT $1::int AS n, $2::text AS payload", [$0, payload]) }
+        let results = try connection.pipeline(statements, transaction: true)
+        #expect(results.count == 5000)
+        #expect(try results[4999][0]["n"].int() == 4999)
+    }
+
+    @Test func copyLoadsRowsInTextFormat() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        try connection.execute(script: "CREATE TABLE t (n int, label text)")
+        let data = Array((1...1000).map { "\($0)\tlabel \($0)\n" }.joined().utf8)
+        try connection.copyIn("COPY t (n, label) FROM STDIN", data: data)
+        #expect(try connection.query("SELECT count(*) AS n, sum(n) AS s FROM t")[0]["s"].int() == 500_500)
+    }
+}

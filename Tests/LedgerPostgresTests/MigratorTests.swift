@@ -1,0 +1,69 @@
+import EmbeddedPostgres
+import Foundation
+import LedgerPostgres
+import LedgerSchema
+import LedgerTestSupport
+import Testing
+
+@Suite struct MigratorTests {
+    @Test func migratingTwiceIsANoOp() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())  // already migrated once
+        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
+        let report = try migrator.migrate(connection)
+        #expect(report.applied.isEmpty)
+        #expect(report.alreadyApplied == migrator.migrations.count)
+        #expect(try migrator.pending(connection).isEmpty)
+    }
+
+    @Test func concurrentMigratorsApplyEachMigrationOnce() async throws {
+        let cluster = try TestCluster.cluster()
+        let name = "m_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        try cluster.createDatabase(name)
+        let configuration = cluster.configuration(database: name)
+        let migrations = try LedgerSchema.migrations()
+        let appliedCounts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    let connection = try PostgresConnection.connect(configuration)
+                    return try Migrator(migrations: migrations, logger: TestCluster.quietLogger).migrate(connection).applied.count
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(appliedCounts.reduce(0, +) == migrations.count, "every migration applied exactly once across instances")
+        let rows = try PostgresConnection.connect(configuration).query("SELECT count(*) AS n FROM ledger.schema_migrations")
+        #expect(try rows[0]["n"].int() == migrations.count)
+    }
+
+    @Test func anEditedMigrationIsRefused() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        var migrations = try LedgerSchema.migrations()
+        migrations[0] = Migration(version: migrations[0].version, name: migrations[0].name, sql: migrations[0].sql + "\n-- edited")
+        #expect(throws: MigrationError.changedAfterApply(version: migrations[0].version, name: migrations[0].name)) {
+            try Migrator(migrations: migrations, logger: TestCluster.quietLogger).migrate(connection)
+        }
+    }
+
+    @Test func aDatabaseAheadOfTheBinaryIsRefused() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        try connection.query("INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES (9999, 'future', 'x')")
+        #expect(throws: MigrationError.unknownApplied(versions: [9999])) {
+            try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection)
+        }
+    }
+
+    @Test func aFailingMigrationLeavesNothingBehind() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        let broken = try LedgerSchema.migrations() + [Migration(version: 9000, name: "broken", sql: "CREATE TABLE ledger.half (n int); SELECT 1/0;")]
+        #expect(throws: PostgresError.self) { try Migrator(migrations: broken, logger: TestCluster.quietLogger).migrate(connection) }
+        #expect(try connection.query("SELECT to_regclass('ledger.half') IS NULL AS absent")[0]["absent"].bool())
+        #expect(try connection.query("SELECT count(*) AS n FROM ledger.schema_migrations WHERE version = 9000")[0]["n"].int() == 0)
+    }
+
+    @Test func fileNamesGiveVersionAndName() {
+        #expect(Migration(fileName: "0001_event_store.sql", sql: "")?.version == 1)
+        #expect(Migration(fileName: "0012_projections.sql", sql: "")?.name == "projections")
+        #expect(Migration(fileName: "README.md", sql: "") == nil)
+        #expect(Migration(fileName: "abc_x.sql", sql: "") == nil)
+    }
+}
