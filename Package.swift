@@ -120,7 +120,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerEventStoreTests",
-            dependencies: ["LedgerEventStore", "LedgerPostgres", "LedgerTestSupport", "EmbeddedPostgres"],
+            dependencies: ["LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport", "EmbeddedPostgres"],
             swiftSettings: swiftSettings
         ),
     ]

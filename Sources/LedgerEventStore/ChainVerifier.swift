@@ -16,6 +16,12 @@ public struct ChainBreak: Sendable, Equatable, CustomStringConvertible {
     public var stream: String
     public var version: Int64
     public var reason: Reason
+    public init(stream: String, version: Int64, reason: Reason) {
+        self.stream = stream
+        self.version = version
+        self.reason = reason
+    }
+
     public var description: String { "stream \(stream) version \(version): \(reason.rawValue)" }
 }
 

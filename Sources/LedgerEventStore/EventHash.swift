@@ -25,6 +25,18 @@ public enum EventHash {
         public var metadata: String
         public var occurredAtMicros: Int64
         public var recordedAtMicros: Int64
+
+        public init(stream: String, version: Int64, eventID: UUID, type: String, data: String, metadata: String,
+                    occurredAtMicros: Int64, recordedAtMicros: Int64) {
+            self.stream = stream
+            self.version = version
+            self.eventID = eventID
+            self.type = type
+            self.data = data
+            self.metadata = metadata
+            self.occurredAtMicros = occurredAtMicros
+            self.recordedAtMicros = recordedAtMicros
+        }
     }
 
     public static func hash(previous: [UInt8], _ fields: Fields) -> [UInt8] {

@@ -90,7 +90,7 @@ public struct RecordedEvent: Sendable, Equatable {
 }
 
 /// One appended (or, on a replay, previously appended) event.
-public struct AppendedEvent: Sendable, Equatable {
+public struct AppendedEvent: Sendable, Hashable {
     public var id: UUID
     public var version: Int64
     public var position: LogPosition

@@ -94,7 +94,7 @@ extension PostgresConnection {
     public func copyIn(_ sql: String, data: [UInt8]) throws {
         let start = PQexec(handle, sql)
         guard let start, PQresultStatus(start) == PGRES_COPY_IN else {
-            _ = try consume(start)
+            try consume(start)
             throw PostgresError(code: .protocolViolation, message: "statement did not start COPY FROM STDIN")
         }
         PQclear(start)

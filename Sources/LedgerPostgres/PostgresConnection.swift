@@ -16,6 +16,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Statement text → prepared statement name. SQL text is always a constant in this code base,
     /// so this stays small; preparing once saves a parse and plan per call on the hot path.
     private var prepared: [String: String] = [:]
+    /// Set once a call failed below the SQL level: libpq may still report CONNECTION_OK after a
+    /// failed send on a reset socket, but such a connection must never be handed out again.
+    private var broken = false
 
     private init(handle: OpaquePointer) { self.handle = handle }
 
@@ -50,7 +53,18 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// False once libpq has seen the connection break; the pool then replaces it.
-    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    public var isHealthy: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
+
+    /// A cheap check before reuse: if the server closed an idle connection (a restart, an
+    /// administrator's kill), the socket reads end-of-file and this returns false. One `poll(2)`.
+    public func checkAlive() -> Bool {
+        guard isHealthy else { return false }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        if poll(&descriptor, 1, 0) > 0 {
+            if PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK { broken = true }
+        }
+        return !broken
+    }
 
     /// True while a transaction is open (or aborted) on this connection.
     public var isInTransaction: Bool {
@@ -130,9 +144,12 @@ public final class PostgresConnection: @unchecked Sendable {
         )
     }
 
+    /// A failure with no SQLSTATE: the statement may or may not have reached the server, and the
+    /// connection is not trusted again.
     func connectionError() -> PostgresError {
+        broken = true
         let message = String(cString: PQerrorMessage(handle)).trimmingTrailingWhitespace()
-        return PostgresError(code: isHealthy ? .protocolViolation : .connectionLost, message: message)
+        return PostgresError(code: .connectionLost, message: message)
     }
 
     static func rows(of result: OpaquePointer) -> PostgresRows {

@@ -51,6 +51,7 @@ public final class PostgresPool: Sendable {
         do {
             outcome = try await threads.runIfActive {
                 var slot = slot
+                if let idle = slot.connection, !idle.checkAlive() { slot.connection = nil }
                 do {
                     let connection = try slot.connection ?? PostgresConnection.connect(configuration)
                     slot.connection = connection

@@ -45,9 +45,13 @@ public enum TestCluster {
     }()
 
     /// Starts a separate cluster for a test that stops or crashes its server (fault tests).
+    ///
+    /// Commits are synchronous here: with `synchronous_commit=off` a crash loses commits that were
+    /// already acknowledged (the outage test saw exactly that). fsync stays off — a process crash
+    /// keeps whatever reached the operating system; only a power cut would not.
     public static func privateCluster() throws -> EmbeddedPostgres {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-fault-\(getpid())-\(UUID().uuidString.prefix(8))")
-        let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: false), logger: quietLogger)
+        let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: true, settings: ["fsync": "off"]), logger: quietLogger)
         try cluster.start()
         registerCleanup(cluster)
         return cluster
