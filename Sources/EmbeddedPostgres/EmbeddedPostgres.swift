@@ -112,7 +112,12 @@ public struct EmbeddedPostgres: Sendable {
     private func prepareFolders() throws {
         let fileManager = FileManager.default
         for folder in [dataDirectory, socketDirectory] {
-            try fileManager.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            // Parents keep ordinary permissions (the postgres user must pass through them); the
+            // folder itself is private.
+            try fileManager.createDirectory(at: folder.deletingLastPathComponent(), withIntermediateDirectories: true)
+            if !fileManager.fileExists(atPath: folder.path) {
+                try fileManager.createDirectory(at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            }
             if runsAsPostgresUser {
                 _ = try run(URL(fileURLWithPath: "/bin/chown"), ["postgres:postgres", folder.path], asPostgres: false)
             }

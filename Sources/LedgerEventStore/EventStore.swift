@@ -27,14 +27,20 @@ public final class EventStore: Sendable {
     ///
     /// Replaying the same events (same ids and content) returns the original result and writes
     /// nothing, however long after. Because of that, a call that lost its connection mid-flight is
-    /// retried once here: either it had committed (and the retry is a replay) or it had not.
+    /// retried here: either it had committed (and the retry is a replay) or it had not.
     @discardableResult
     public func append(_ events: [NewEvent], to stream: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
-        let request = StreamAppend(stream: stream, events: events, expectedVersion: expectedVersion)
+        guard events.count == 1, let event = events.first else {
+            let request = StreamAppend(stream: stream, events: events, expectedVersion: expectedVersion)
+            return try await withAppendRetry(describe: { _ in (stream, expectedVersion) }) {
+                try await self.pool.withConnection { connection in
+                    try Self.result(stream: stream, rows: connection.query(AppendStatements.multiEventSQL, request.parameters))
+                }
+            }
+        }
         return try await withAppendRetry(describe: { _ in (stream, expectedVersion) }) {
             try await self.pool.withConnection { connection in
-                let rows = try connection.query(Self.appendSQL, request.parameters)
-                return try Self.result(stream: stream, rows: rows)
+                try AppendStatements.appendOne(event, to: stream, expected: expectedVersion, on: connection)
             }
         }
     }
@@ -45,7 +51,7 @@ public final class EventStore: Sendable {
     public func append(batch: [StreamAppend]) async throws -> [AppendResult] {
         guard !batch.isEmpty else { return [] }
         let order = batch.indices.sorted { (batch[$0].stream, $0) < (batch[$1].stream, $1) }
-        let statements = order.map { PipelinedStatement(Self.appendSQL, batch[$0].parameters) }
+        let statements = order.map { PipelinedStatement(AppendStatements.multiEventSQL, batch[$0].parameters) }
         let results = try await withAppendRetry(describe: { error in
             // Name the append that failed, not the first one of the batch.
             let failed = error.statementIndex.flatMap { order.indices.contains($0) ? batch[order[$0]] : nil } ?? batch[order[0]]
@@ -61,8 +67,6 @@ public final class EventStore: Sendable {
         }
         return byRequest.map { $0! }
     }
-
-    static let appendSQL = "SELECT * FROM ledger.append_events($1, $2, $3::jsonb)"
 
     private func withAppendRetry<T: Sendable>(
         describe: (PostgresError) -> (stream: String, expected: ExpectedVersion),
@@ -88,7 +92,7 @@ public final class EventStore: Sendable {
         }
     }
 
-    private static func result(stream: String, rows: PostgresRows) throws -> AppendResult {
+    static func result(stream: String, rows: PostgresRows) throws -> AppendResult {
         var events: [AppendedEvent] = []
         var replay = false
         for row in rows {

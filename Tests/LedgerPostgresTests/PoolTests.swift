@@ -1,27 +1,34 @@
 import Foundation
 import LedgerPostgres
 import LedgerTestSupport
-import Synchronization
 import Testing
 
 @Suite struct PoolTests {
-    @Test func blockingQueriesNeverStallTheCooperativePool() async throws {
-        // Four 0.3 s sleeps on a 4-connection pool run on the pool's own threads. Meanwhile a task on
-        // Swift's cooperative pool (2 threads here) must keep ticking; if libpq ran there, it would stall.
+    @Test func blockingQueriesRunOnThePoolsOwnThreads() async throws {
+        // Four 1 s sleeps on a 4-connection pool: more blocked calls than Swift's cooperative pool
+        // has threads (2 here). If libpq ran there, the ticker below could not run at all meanwhile.
         let pool = PostgresPool(configuration: try TestCluster.database(), size: 4, logger: TestCluster.quietLogger)
-        let ticks = Atomic<Int>(0)
+        let ticks = Locked(0)
         let ticker = Task {
             while !Task.isCancelled {
-                ticks.add(1, ordering: .relaxed)
-                try? await Task.sleep(for: .milliseconds(10))
+                ticks.withLock { $0 += 1 }
+                try? await Task.sleep(for: .milliseconds(20))
             }
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<4 { group.addTask { try await pool.query("SELECT pg_sleep(0.3)") } }
-            try await group.waitForAll()
+        let threadNames = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    try await pool.withConnection { connection in
+                        try connection.query("SELECT pg_sleep(1)")
+                        return Thread.current.name ?? ""
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
         }
         ticker.cancel()
-        #expect(ticks.load(ordering: .relaxed) >= 10, "the cooperative pool kept running while queries blocked")
+        #expect(threadNames.allSatisfy { $0.hasPrefix("TP-") }, "libpq calls ran on NIOThreadPool threads: \(threadNames)")
+        #expect(ticks.value >= 2, "the cooperative pool kept running while four calls blocked")
         await pool.close()
     }
 

@@ -1,0 +1,50 @@
+import Foundation
+import Hummingbird
+import LedgerPostgres
+
+/// `/healthz` (the process is up) and `/readyz` (it can do its job: the database answers and the
+/// schema is current). Orchestrators restart on the first and route traffic on the second.
+struct HealthController: Sendable {
+    let services: LedgerServices
+
+    var routes: RouteCollection<BasicRequestContext> {
+        let routes = RouteCollection(context: BasicRequestContext.self)
+        routes.get("/healthz") { _, _ in Status(status: "ok", checks: [:]) }
+        routes.get("/readyz") { _, _ in try await readiness() }
+        return routes
+    }
+
+    struct Status: ResponseCodable {
+        var status: String
+        var checks: [String: String]
+    }
+
+    private func readiness() async throws -> Response {
+        var checks: [String: String] = [:]
+        do {
+            let migrator = services.migrator
+            let pending = try await services.pool.withConnection { try migrator.pending($0).map(\.version) }
+            checks["database"] = "ok"
+            checks["migrations"] = pending.isEmpty ? "ok" : "pending: \(pending)"
+        } catch let error as PostgresError {
+            checks["database"] = "unavailable: \(error)"  // redacted description only
+        }
+        let ready = checks.values.allSatisfy { $0 == "ok" } && checks["migrations"] != nil
+        var response = try JSONResponse.encode(Status(status: ready ? "ready" : "unavailable", checks: checks))
+        if !ready {
+            response.status = .serviceUnavailable
+            response.headers[.retryAfter] = "5"
+        }
+        return response
+    }
+}
+
+/// JSON bodies with an explicit status, for routes that choose their own.
+enum JSONResponse {
+    static func encode(_ value: some Encodable) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(value)
+        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

@@ -1,0 +1,90 @@
+import ArgumentParser
+import EmbeddedPostgres
+import Foundation
+import LedgerPostgres
+import Logging
+
+/// Where the ledger's database is, shared by every command.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("database-url"), help: ArgumentHelp(
+        "PostgreSQL connection URL or libpq string (env LEDGER_DATABASE_URL). Unset: the embedded cluster.",
+        valueName: "url"))
+    var databaseURL: String?
+
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp(
+        "Folder of the embedded cluster (env LEDGER_DATA_DIR, default ./.ledger/postgres).", valueName: "path"))
+    var dataDirectory: String?
+
+    @Option(name: .customLong("database-role"), help: ArgumentHelp(
+        "Role the server switches to after connecting (env LEDGER_DATABASE_ROLE, default ledger_app).", valueName: "role"))
+    var role: String?
+
+    /// Opens the configured database, or starts the embedded cluster, and hands back a handle that
+    /// knows whether it must stop the cluster again.
+    func open(logger: Logger) throws -> Database {
+        let environment = ProcessInfo.processInfo.environment
+        let role = self.role ?? environment["LEDGER_DATABASE_ROLE"] ?? "ledger_app"
+        if let url = databaseURL ?? environment["LEDGER_DATABASE_URL"], !url.isEmpty {
+            return Database(owner: PostgresConfiguration(connectionString: url), role: role, embedded: nil, startedHere: false)
+        }
+        let folder = try embeddedFolder(environment: environment, logger: logger)
+        let cluster = try EmbeddedPostgres(dataDirectory: folder, logger: logger)
+        let started = try cluster.start()
+        try cluster.createDatabase("ledger")
+        return Database(owner: cluster.configuration(database: "ledger"), role: role, embedded: cluster, startedHere: started)
+    }
+
+    /// `./.ledger/postgres` unless configured. When we run as root the server runs as the
+    /// `postgres` user, which cannot enter folders like /root; then a folder under /var/tmp,
+    /// named after this working directory, is used instead and said so.
+    private func embeddedFolder(environment: [String: String], logger: Logger) throws -> URL {
+        if let explicit = dataDirectory ?? environment["LEDGER_DATA_DIR"], !explicit.isEmpty {
+            return URL(fileURLWithPath: explicit)
+        }
+        let local = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".ledger/postgres")
+        guard geteuid() == 0, !Self.postgresUserCanReach(local.deletingLastPathComponent().deletingLastPathComponent()) else {
+            return local
+        }
+        let fallback = URL(fileURLWithPath: "/var/tmp/ledger-\(EmbeddedPostgres.stableDigest(local.path))/postgres")
+        logger.notice("the postgres user cannot reach \(local.path); using \(fallback.path) (set LEDGER_DATA_DIR to choose)")
+        return fallback
+    }
+
+    /// Every folder from / down to `folder` must be searchable by others for the postgres user.
+    private static func postgresUserCanReach(_ folder: URL) -> Bool {
+        var path = folder.standardizedFileURL
+        while path.path != "/" {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path.path)
+            let mode = (attributes?[.posixPermissions] as? Int) ?? 0
+            if mode & 0o001 == 0 { return false }
+            path = path.deletingLastPathComponent()
+        }
+        return true
+    }
+}
+
+/// An opened database: the owner's configuration (migrations, verify) and the application role's.
+struct Database {
+    let owner: PostgresConfiguration
+    let role: String
+    let embedded: EmbeddedPostgres?
+    let startedHere: Bool
+
+    /// The server's connections: `SET ROLE` to the application role, which may not rewrite events.
+    var application: PostgresConfiguration {
+        var configuration = owner
+        configuration.role = role
+        return configuration
+    }
+
+    /// Stops the embedded cluster if this process started it.
+    func close(logger: Logger) {
+        guard let embedded, startedHere else { return }
+        do {
+            try embedded.stop()
+            logger.info("embedded PostgreSQL stopped")
+        } catch {
+            logger.error("could not stop embedded PostgreSQL: \(error)")
+        }
+    }
+}

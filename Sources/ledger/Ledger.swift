@@ -1,0 +1,36 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `ledger`: the entitlement ledger's one binary.
+@main
+struct Ledger: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ledger",
+        abstract: "The entitlement ledger: what every user of an iOS app has bought, as an append-only log on PostgreSQL.",
+        discussion: """
+            With no LEDGER_DATABASE_URL, every command uses a private PostgreSQL cluster in ./.ledger/postgres,
+            started from this machine's PostgreSQL binaries and stopped on exit.
+            """,
+        subcommands: [ServeCommand.self, MigrateCommand.self, VerifyCommand.self],
+        defaultSubcommand: ServeCommand.self
+    )
+}
+
+/// Logs go to stderr so that stdout stays clean for what a command prints for scripts.
+/// Level from `LEDGER_LOG_LEVEL` (trace … critical, default info).
+enum LoggingSetup {
+    static let bootstrapped: Void = {
+        let level = ProcessInfo.processInfo.environment["LEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }()
+
+    static func logger(_ label: String) -> Logger {
+        _ = bootstrapped
+        return Logger(label: label)
+    }
+}

@@ -1,0 +1,132 @@
+import ArgumentParser
+import Foundation
+import LedgerEventStore
+import LedgerPostgres
+import LedgerSchema
+import Logging
+
+struct AppendBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "append",
+        abstract: "Single-event appends vs. raw one-row INSERTs; batched appends vs. raw COPY.")
+
+    @Option(help: "Measurement rounds; baseline and ours alternate within each round.") var rounds = 5
+    @Option(help: "Seconds per single-append measurement.") var seconds = 2.0
+    @Option(help: "Concurrent writers for single appends.") var writers = 4
+    @Option(help: "Events per batch.") var batchSize = 500
+    @Option(help: "Batches per batched measurement.") var batches = 20
+
+    func run() async throws {
+        var logger = Logger(label: "bench")
+        logger.logLevel = .warning
+        let database = try BenchDatabase.open(logger: logger)
+        defer { database.close() }
+        let owner = try PostgresConnection.connect(database.configuration)
+        try Migrator(migrations: LedgerSchema.migrations(), logger: logger).migrate(owner)
+        try owner.execute(script: Self.rawTable)
+        let settings = try owner.query("SELECT current_setting('fsync') AS f, current_setting('synchronous_commit') AS s")[0]
+        print("PostgreSQL fsync=\(try settings["f"].string()) synchronous_commit=\(try settings["s"].string()); \(rounds) rounds, medians")
+
+        let pool = PostgresPool(configuration: database.configuration, size: writers, logger: logger)
+        let store = EventStore(pool: pool, logger: logger)
+        var results: [String: [Double]] = [:]
+        for round in 1...rounds {
+            results["insert", default: []].append(try await rawInserts(pool))
+            results["append", default: []].append(try await singleAppends(store))
+            results["copy", default: []].append(try rawCopy(owner))
+            results["batch-one-stream", default: []].append(try await batchedAppends(store, oneStream: true))
+            results["batch-pipelined", default: []].append(try await batchedAppends(store, oneStream: false))
+            FileHandle.standardError.write(Data("round \(round)/\(rounds) done\n".utf8))
+        }
+        await pool.close()
+
+        let m = results.mapValues(median)
+        print("")
+        print("single-event appends, \(writers) writers, one transaction each")
+        print("  raw INSERT (baseline)           \(format(m["insert"]!))")
+        print("  EventStore.append               \(format(m["append"]!))   \(percent(m["append"]!, of: m["insert"]!)) of raw INSERT (goal ≥ 70 %)")
+        print("batched appends, \(batchSize) events per call, one connection")
+        print("  raw COPY (baseline)             \(format(m["copy"]!))")
+        print("  append 500 to one stream        \(format(m["batch-one-stream"]!))   \(percent(m["batch-one-stream"]!, of: m["copy"]!)) of COPY (goal ≥ 40 %)")
+        print("  append(batch:) 500 streams      \(format(m["batch-pipelined"]!))   \(percent(m["batch-pipelined"]!, of: m["copy"]!)) of COPY (pipelined, one transaction)")
+        print("")
+        print("all rounds: " + results.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.map { String(format: "%.0f", $0) }.joined(separator: ","))" }.joined(separator: " "))
+    }
+
+    private func percent(_ value: Double, of baseline: Double) -> String { String(format: "%5.1f %%", value / baseline * 100) }
+
+    /// The same columns an event has, with none of the event store's guarantees.
+    static let rawTable = """
+        CREATE SCHEMA IF NOT EXISTS bench;
+        DROP TABLE IF EXISTS bench.raw_events;
+        CREATE TABLE bench.raw_events (
+            position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            stream text NOT NULL, event_id uuid NOT NULL UNIQUE, event_type text NOT NULL,
+            data jsonb NOT NULL, metadata jsonb NOT NULL, occurred_at timestamptz NOT NULL
+        );
+        """
+
+    static let payload = #"{"product_id":"com.example.pro.monthly","transaction_id":"2000000123456789","price":4990,"currency":"EUR"}"#
+
+    /// `writers` tasks, each looping one-row INSERTs (autocommit) for `seconds`.
+    private func rawInserts(_ pool: PostgresPool) async throws -> Double {
+        try await timedLoop { writer, n in
+            try await pool.query(
+                "INSERT INTO bench.raw_events (stream, event_id, event_type, data, metadata, occurred_at) VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6)",
+                ["w\(writer)-\(n % 50)", UUID(), "PurchaseRecorded", Self.payload, "{}", Date()])
+        }
+    }
+
+    private func singleAppends(_ store: EventStore) async throws -> Double {
+        try await timedLoop { writer, n in
+            try await store.append([NewEvent(id: UUID(), type: "PurchaseRecorded", data: Self.payload, occurredAt: Date())],
+                                   to: "user-\(writer)-\(n % 50)")
+        }
+    }
+
+    /// Runs `body` from `writers` concurrent tasks for `seconds`; returns calls per second.
+    private func timedLoop(_ body: @escaping @Sendable (Int, Int) async throws -> Void) async throws -> Double {
+        let started = Date()
+        let deadline = started.addingTimeInterval(seconds)
+        let total = try await withThrowingTaskGroup(of: Int.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    var n = 0
+                    while Date() < deadline {
+                        try await body(writer, n)
+                        n += 1
+                    }
+                    return n
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        return Double(total) / Date().timeIntervalSince(started)
+    }
+
+    private func rawCopy(_ connection: PostgresConnection) throws -> Double {
+        let started = Date()
+        for batch in 0..<batches {
+            var text = ""
+            for n in 0..<batchSize {
+                text += "copy-\(batch % 50)\t\(UUID().uuidString.lowercased())\tPurchaseRecorded\t\(Self.payload)\t{}\t\(PostgresTimestamp.format(Date()))\n"
+                _ = n
+            }
+            try connection.copyIn("COPY bench.raw_events (stream, event_id, event_type, data, metadata, occurred_at) FROM STDIN", data: Array(text.utf8))
+        }
+        return Double(batches * batchSize) / Date().timeIntervalSince(started)
+    }
+
+    private func batchedAppends(_ store: EventStore, oneStream: Bool) async throws -> Double {
+        let started = Date()
+        for batch in 0..<batches {
+            let events = (0..<batchSize).map { _ in NewEvent(id: UUID(), type: "PurchaseRecorded", data: Self.payload, occurredAt: Date()) }
+            if oneStream {
+                try await store.append(events, to: "import-\(batch % 50)")
+            } else {
+                try await store.append(batch: events.enumerated().map { StreamAppend(stream: "user-\(batch)-\($0.offset)", events: [$0.element]) })
+            }
+        }
+        return Double(batches * batchSize) / Date().timeIntervalSince(started)
+    }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import EmbeddedPostgres
+import Foundation
+import LedgerEventStore
+import LedgerPostgres
+import LedgerSchema
+import Logging
+
+/// `swift run -c release ledger-bench append`: the event store's append paths against raw
+/// PostgreSQL on the same cluster, in the same run. Prints medians and ratios, because absolute
+/// numbers on a shared 2-core machine mean little.
+@main
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ledger-bench",
+        abstract: "Benchmarks that print ratios against a baseline measured in the same run.",
+        subcommands: [AppendBenchmark.self]
+    )
+}
+
+/// A durable throwaway cluster (fsync and synchronous commit on, like production), or
+/// LEDGER_DATABASE_URL when set.
+struct BenchDatabase {
+    let configuration: PostgresConfiguration
+    let cluster: EmbeddedPostgres?
+
+    static func open(logger: Logger) throws -> BenchDatabase {
+        if let url = ProcessInfo.processInfo.environment["LEDGER_DATABASE_URL"], !url.isEmpty {
+            return BenchDatabase(configuration: PostgresConfiguration(connectionString: url), cluster: nil)
+        }
+        let folder = URL(fileURLWithPath: "/var/tmp/ledger-bench-\(getpid())/postgres")
+        let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: true), logger: logger)
+        try cluster.start()
+        try cluster.createDatabase("bench")
+        return BenchDatabase(configuration: cluster.configuration(database: "bench"), cluster: cluster)
+    }
+
+    func close() {
+        guard let cluster else { return }
+        try? cluster.stop()
+        try? FileManager.default.removeItem(at: cluster.dataDirectory.deletingLastPathComponent())
+        try? FileManager.default.removeItem(at: cluster.socketDirectory)
+    }
+}
+
+/// Median of a sample; the statistic every ratio here is built on.
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return 0 }
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+func format(_ rate: Double) -> String { String(format: "%9.0f/s", rate) }
