@@ -124,5 +124,10 @@ let package = Package(
             dependencies: ["LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport", "EmbeddedPostgres"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "LedgerCLITests",
+            dependencies: ["ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres"],
+            swiftSettings: swiftSettings
+        ),
     ]
 )

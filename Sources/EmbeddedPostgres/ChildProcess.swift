@@ -8,41 +8,49 @@ import Glibc
 /// Not Foundation's `Process`: inside a test runner its `waitUntilExit` was seen never to return
 /// after the child had exited. And not a pipe for output: the postmaster that `pg_ctl start`
 /// leaves running inherits the child's descriptors, so a pipe would never reach end-of-file.
-enum ChildProcess {
-    struct Outcome {
-        var status: Int32
-        var output: String
+public enum ChildProcess {
+    public struct Outcome: Sendable {
+        public var status: Int32
+        public var output: String
     }
 
-    static func run(_ executable: String, _ arguments: [String]) throws -> Outcome {
+    /// Runs to completion and returns the exit status and everything printed.
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Outcome {
         let outputPath = NSTemporaryDirectory() + "ledger-child-\(UUID().uuidString)"
         defer { unlink(outputPath) }
+        let pid = try spawn(executable, arguments, environment: environment, outputPath: outputPath)
+        let status = wait(pid)
+        return Outcome(status: status, output: (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+    }
 
+    /// Starts a program with stdin from /dev/null and stdout+stderr appended to `outputPath`.
+    public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, outputPath: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
 
         var pid: pid_t = 0
-        let argv = [executable] + arguments
-        let spawnStatus = withCStrings(argv) { argvPointers in
-            withCStrings(ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }) { envPointers in
-                posix_spawn(&pid, executable, &actions, nil, argvPointers, envPointers)
-            }
+        let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        let spawnStatus = withCStrings([executable] + arguments) { argv in
+            withCStrings(variables) { envp in posix_spawn(&pid, executable, &actions, nil, argv, envp) }
         }
         guard spawnStatus == 0 else {
             throw EmbeddedPostgresError.commandFailed(command: executable, status: spawnStatus, output: String(cString: strerror(spawnStatus)))
         }
+        return pid
+    }
+
+    /// Waits for `pid` and returns its exit status (128 + signal when it was killed).
+    public static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 {
-            guard errno == EINTR else { break }
+            guard errno == EINTR else { return -1 }
         }
-        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         // WIFEXITED / WEXITSTATUS, spelled out: the C macros are not imported into Swift.
-        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return Outcome(status: exitStatus, output: output)
+        return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
 
     private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {

@@ -11,6 +11,7 @@ import Logging
 public final class EventStore: Sendable {
     public let pool: PostgresPool
     let wakeup = Wakeup()
+    private let publisher: AppendPublisher
     private let logger: Logger
 
     /// PostgreSQL channel notified by every append.
@@ -19,6 +20,7 @@ public final class EventStore: Sendable {
     public init(pool: PostgresPool, logger: Logger) {
         self.pool = pool
         self.logger = logger
+        self.publisher = AppendPublisher(pool: pool, logger: logger)
     }
 
     // MARK: Appending
@@ -78,6 +80,7 @@ public final class EventStore: Sendable {
             do {
                 let result = try await body()
                 wakeup.signal()
+                publisher.poke()
                 return result
             } catch let error as PostgresError {
                 // 23505 on the event id: the same id was committed concurrently on another stream;
@@ -148,15 +151,17 @@ public final class EventStore: Sendable {
 
     // MARK: Notifications
 
-    /// Listens for appends made by any process and wakes this store's subscriptions. Call once;
-    /// stop the returned listener at shutdown.
-    public func startListening() -> PostgresListener {
+    /// Connects this store to other processes: a LISTEN connection wakes this store's subscriptions
+    /// when anyone appends, and a publisher NOTIFYs others after this store's appends. The server
+    /// runs it for its lifetime; without it, subscriptions still see everything by polling.
+    public func runNotifications() async {
         let wakeup = self.wakeup
         let listener = PostgresListener(
             configuration: pool.configuration, channels: [Self.notificationChannel], logger: logger
         ) { _ in wakeup.signal() }
         listener.start()
-        return listener
+        await publisher.run()  // until cancelled
+        await listener.stop()
     }
 
     /// Follows the global log from `position`: see `EventSubscription`.

@@ -3,7 +3,7 @@ import Logging
 
 /// Follows the global log in order, batch by batch, from a position, for as long as it is iterated.
 ///
-/// It wakes on NOTIFY (through `EventStore.startListening`) and on its own appends, and polls every
+/// It wakes on NOTIFY (through `EventStore.runNotifications`) and on its own appends, and polls every
 /// `pollInterval` as a fallback — a NOTIFY can be lost while the listener reconnects, and an event
 /// held back by the snapshot fence becomes readable without any NOTIFY when an unrelated
 /// transaction ends. Transient database errors are logged and retried; the position is kept.

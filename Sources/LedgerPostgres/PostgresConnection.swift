@@ -24,12 +24,14 @@ public final class PostgresConnection: @unchecked Sendable {
 
     deinit { PQfinish(handle) }
 
-    /// Opens a connection with UTC timestamps and ISO dates, then switches to `configuration.role`.
+    /// Opens a connection with UTC timestamps, ISO dates and a 60 s limit on idle open transactions
+    /// (one left open would hold back every reader behind the snapshot fence), then switches to
+    /// `configuration.role`.
     public static func connect(_ configuration: PostgresConfiguration) throws -> PostgresConnection {
         let keywords = ["dbname", "application_name", "connect_timeout", "options"]
         let values = [
             configuration.connectionString, configuration.applicationName,
-            String(configuration.connectTimeoutSeconds), "-c TimeZone=UTC -c DateStyle=ISO",
+            String(configuration.connectTimeoutSeconds), "-c TimeZone=UTC -c DateStyle=ISO -c idle_in_transaction_session_timeout=60000",
         ]
         let handle = withCStringArray(keywords) { keywordPointers in
             withCStringArray(values) { valuePointers in

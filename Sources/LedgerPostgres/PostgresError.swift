@@ -59,6 +59,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         var text = "PostgreSQL \(code)"
         if let sqlState { text += " (SQLSTATE \(sqlState))" }
         if let constraint { text += " on \(constraint)" }
+        // libpq's own connection messages name hosts and reasons, never bound values: keep them.
+        if sqlState == nil, code == .connectionFailed || code == .connectionLost, !message.isEmpty { text += ": \(message)" }
         return text
     }
 

@@ -37,17 +37,25 @@ struct ServeCommand: AsyncParsableCommand {
 
         let pool = PostgresPool(configuration: opened.application, size: poolSize, logger: logger)
         let store = EventStore(pool: pool, logger: logger)
-        let listener = store.startListening()
         let app = buildApplication(
             services: LedgerServices(pool: pool, store: store, migrator: migrator), host: host, port: port, logger: logger
         ) { port in
             logger.info("ledger listening", metadata: ["http.address": "http://\(host):\(port)", "db": "\(opened.owner)"])
         }
         let group = ServiceGroup(configuration: .init(
-            services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: [app, NotificationService(store: store)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        await listener.stop()
         await pool.close()
         logger.info("ledger stopped")
+    }
+}
+
+/// Cross-process wake-ups for subscriptions (LISTEN) and for others (coalesced NOTIFY), for the
+/// lifetime of the server.
+struct NotificationService: Service {
+    let store: EventStore
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { await store.runNotifications() }
     }
 }

@@ -14,7 +14,7 @@ import Testing
         let appRole = TestCluster.applicationRole(configuration)
         let writers = PostgresPool(configuration: appRole, size: 8, logger: TestCluster.quietLogger)
         let store = EventStore(pool: PostgresPool(configuration: appRole, size: 2, logger: TestCluster.quietLogger), logger: TestCluster.quietLogger)
-        let listener = store.startListening()
+        let notifications = Task { await store.runNotifications() }
 
         let committed = Locked<Set<UUID>>([])
         let rolledBack = Locked<Set<UUID>>([])
@@ -95,7 +95,8 @@ import Testing
         try await Task.sleep(for: .milliseconds(300))  // anything extra (a duplicate) would arrive now
         follower.cancel()
         naive.cancel()
-        await listener.stop()
+        notifications.cancel()
+        await notifications.value
 
         let events = seen.value
         let ids = events.map(\.id)

@@ -1,0 +1,94 @@
+import EmbeddedPostgres
+import Foundation
+import LedgerEventStore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The `ledger` binary as a newcomer runs it: from an empty folder, on the embedded default.
+@Suite struct LedgerCommandTests {
+    /// The `ledger` executable built beside this test bundle.
+    static var ledgerBinary: String {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        return bundle.appendingPathComponent("ledger").path
+    }
+
+    @Test func serveStartsItsOwnPostgresAnswersHealthAndStopsCleanlyOnSIGTERM() async throws {
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-cli-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let dataDir = folder.appendingPathComponent("postgres").path
+        let port = Int.random(in: 20_000..<40_000)
+        let log = folder.appendingPathComponent("serve.log").path
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATA_DIR"] = dataDir
+        environment.removeValue(forKey: "LEDGER_DATABASE_URL")
+        let pid = try ChildProcess.spawn(Self.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+
+        var ready: (Int, String)?
+        for _ in 0..<300 where ready == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            ready = try? await get("http://127.0.0.1:\(port)/readyz")
+        }
+        let health = try await get("http://127.0.0.1:\(port)/healthz")
+        #expect(health.0 == 200 && health.1.contains("\"ok\""))
+        #expect(ready?.0 == 200, "readyz: \(String(describing: ready)); log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        #expect(ready?.1.contains(#""migrations":"ok""#) == true)
+
+        kill(pid, SIGTERM)
+        let status = await Task.detached { ChildProcess.wait(pid) }.value
+        #expect(status == 0, "ledger serve exits 0 on SIGTERM")
+        #expect(!FileManager.default.fileExists(atPath: dataDir + "/postmaster.pid"), "the embedded cluster was stopped")
+        let output = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(output.contains("embedded PostgreSQL stopped"))
+    }
+
+    @Test func verifyExitsOneAndNamesTheFirstTamperedEvent() async throws {
+        let configuration = try TestCluster.database()
+        let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 1, logger: TestCluster.quietLogger)
+        let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
+        for n in 1...4 { try await store.append([testEvent(data: #"{"n": \#(n)}"#)], to: "user-7") }
+        await pool.close()
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = configuration.connectionString
+
+        let clean = try ChildProcess.run(Self.ledgerBinary, ["verify"], environment: environment)
+        #expect(clean.status == 0)
+        #expect(clean.output.contains("intact: 4 events in 1 streams"))
+
+        let owner = try PostgresConnection.connect(configuration)
+        try owner.execute(script: """
+            SET session_replication_role = replica;
+            UPDATE ledger.events SET data = '{"n": 99}' WHERE stream = 'user-7' AND version = 2;
+            """)
+        let broken = try ChildProcess.run(Self.ledgerBinary, ["verify"], environment: environment)
+        #expect(broken.status == 1)
+        #expect(broken.output.contains("stream user-7 version 2: content changed"), "\(broken.output)")
+    }
+
+    @Test func migrateIsIdempotentAndHelpIsThere() throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = try TestCluster.database().connectionString
+        let again = try ChildProcess.run(Self.ledgerBinary, ["migrate"], environment: environment)
+        #expect(again.status == 0 && again.output.contains("applied 0 migration(s)"))
+        let help = try ChildProcess.run(Self.ledgerBinary, ["help", "serve"])
+        #expect(help.status == 0 && help.output.contains("--database-url"))
+    }
+
+    @Test func aBadDatabaseURLIsAClearErrorWithoutThePassword() throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = "postgresql://ledger:hunter2@127.0.0.1:1/ledger?connect_timeout=2"
+        let outcome = try ChildProcess.run(Self.ledgerBinary, ["migrate"], environment: environment)
+        #expect(outcome.status != 0)
+        #expect(outcome.output.contains("connection_failed"))
+        #expect(!outcome.output.contains("hunter2"))
+    }
+}
+
+private func get(_ url: String) async throws -> (Int, String) {
+    let (data, response) = try await URLSession.shared.data(from: URL(string: url)!)
+    return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+}
