@@ -46,6 +46,27 @@ import FoundationNetworking
         #expect(output.contains("embedded PostgreSQL stopped"))
     }
 
+    @Test func serveStaysUpWhileTheDatabaseIsDownAndRecovers() async throws {
+        let cluster = try TestCluster.privateCluster()
+        try cluster.createDatabase("ledger")
+        let port = Int.random(in: 40_000..<60_000)
+        let log = NSTemporaryDirectory() + "ledger-outage-\(UUID().uuidString.prefix(8)).log"
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = cluster.configuration(database: "ledger").connectionString
+        let pid = try ChildProcess.spawn(Self.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+        defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
+
+        let url = "http://127.0.0.1:\(port)/readyz"
+        #expect(try await poll(url, until: 200)?.0 == 200, "ready at first")
+        try cluster.stop()
+        let down = try await poll(url, until: 503)
+        #expect(down?.0 == 503, "not ready while the database is down")
+        #expect(down?.1.contains("connection_") == true)
+        #expect(try await get("http://127.0.0.1:\(port)/healthz").0 == 200, "the process itself stays up")
+        try cluster.start()
+        #expect(try await poll(url, until: 200)?.0 == 200, "ready again once the database is back")
+    }
+
     @Test func verifyExitsOneAndNamesTheFirstTamperedEvent() async throws {
         let configuration = try TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 1, logger: TestCluster.quietLogger)
@@ -86,6 +107,17 @@ import FoundationNetworking
         #expect(outcome.output.contains("connection_failed"))
         #expect(!outcome.output.contains("hunter2"))
     }
+}
+
+/// GETs `url` every 100 ms for up to 30 s until it answers `status`; the last answer otherwise.
+private func poll(_ url: String, until status: Int) async throws -> (Int, String)? {
+    var last: (Int, String)?
+    for _ in 0..<300 {
+        last = try? await get(url)
+        if last?.0 == status { return last }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+    return last
 }
 
 private func get(_ url: String) async throws -> (Int, String) {
