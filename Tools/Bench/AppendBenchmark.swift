@@ -130,12 +130,13 @@ struct AppendBenchmark: AsyncParsableCommand {
         let hash = "\\\\x" + String(repeating: "07", count: 32)
         let started = Date()
         for batch in 0..<batches {
+            let stream = "copy-\(UUID().uuidString.lowercased())"
             var text = ""
             for n in 0..<batchSize {
                 let common = "\(UUID().uuidString.lowercased())\tPurchaseRecorded\t\(Self.payload)\t{}\t\(PostgresTimestamp.format(Date()))"
                 text += shaped
-                    ? "copy-\(batch)\t\(n + 1)\t\(common)\t\(PostgresTimestamp.format(Date()))\t\(hash)\t\(hash)\n"
-                    : "copy-\(batch % 50)\t\(common)\n"
+                    ? "\(stream)\t\(n + 1)\t\(common)\t\(PostgresTimestamp.format(Date()))\t\(hash)\t\(hash)\n"
+                    : "\(stream)\t\(common)\n"
             }
             try connection.copyIn(shaped
                 ? "COPY bench.shaped_events (stream, version, event_id, event_type, data, metadata, occurred_at, recorded_at, prev_hash, hash) FROM STDIN"
@@ -150,7 +151,7 @@ struct AppendBenchmark: AsyncParsableCommand {
         for batch in 0..<batches {
             let events = (0..<batchSize).map { _ in NewEvent(id: UUID(), type: "PurchaseRecorded", data: Self.payload, occurredAt: Date()) }
             if oneStream {
-                try await store.append(events, to: "import-\(batch % 50)")
+                try await store.append(events, to: "import-\(batch % 50)")  // streams grow across rounds, like real ones
             } else {
                 try await store.append(batch: events.enumerated().map { StreamAppend(stream: "user-\(batch)-\($0.offset)", events: [$0.element]) })
             }
