@@ -23,6 +23,7 @@ let package = Package(
         // Traits named explicitly: with the defaults SwiftPM orders -D flags differently between
         // `swift build` and `swift test` and recompiles ~100 files on every switch.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0", traits: []),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
     ],
     targets: [
         // libpq's C API, found through pkg-config (Debian: libpq-dev).
@@ -30,6 +31,11 @@ let package = Package(
             name: "CLibPQ",
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
+        ),
+        // The entitlement domain: events, catalogue, reducers, decisions. Foundation only, no I/O.
+        .target(
+            name: "LedgerCore",
+            swiftSettings: swiftSettings
         ),
         // A small libpq client: connections, a fixed pool on dedicated threads, LISTEN/NOTIFY, migrations.
         .target(
@@ -122,6 +128,11 @@ let package = Package(
         .testTarget(
             name: "LedgerEventStoreTests",
             dependencies: ["LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport", "EmbeddedPostgres"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerCoreTests",
+            dependencies: ["LedgerCore", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,78 @@
+import Foundation
+
+/// The five kinds of in-app product, as the app's configuration names them.
+public enum ProductType: String, Codable, Sendable, CaseIterable {
+    case consumable
+    case nonConsumable = "non_consumable"
+    case autoRenewable = "auto_renewable"
+    case nonRenewing = "non_renewing"
+    case freeSubscription = "free_subscription"
+
+    /// Apple's `type` strings in StoreKit 2 transactions. Unknown values stay unknown (nil):
+    /// Apple adds values, and the catalogue is the authority on what a product is.
+    public init?(appleType: String) {
+        switch appleType {
+        case "Consumable": self = .consumable
+        case "Non-Consumable": self = .nonConsumable
+        case "Auto-Renewable Subscription": self = .autoRenewable
+        case "Non-Renewing Subscription": self = .nonRenewing
+        default: return nil
+        }
+    }
+}
+
+/// What one product id means to the app: what it unlocks and what it grants.
+public struct ProductDefinition: Codable, Sendable, Equatable {
+    public var productID: String
+    public var type: ProductType
+    /// Entitlement names it unlocks; several products may unlock the same one ("pro").
+    public var entitlements: [String]
+    /// Consumable currencies granted per unit bought, e.g. `["coins": 100]`.
+    public var grants: [String: Int64]
+    /// For non-renewing subscriptions: how long one purchase lasts.
+    public var duration: ISODuration?
+
+    public init(productID: String, type: ProductType, entitlements: [String] = [], grants: [String: Int64] = [:], duration: ISODuration? = nil) {
+        self.productID = productID
+        self.type = type
+        self.entitlements = entitlements
+        self.grants = grants
+        self.duration = duration
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case productID = "product_id", type, entitlements, grants, duration
+    }
+}
+
+/// An app's catalogue *as it was* at any instant. Definitions are effective-dated because they
+/// arrive as events: changing "coins per pack" tomorrow must not change yesterday's balances.
+public struct Catalogue: Sendable, Equatable {
+    private var history: [String: [(from: Date, definition: ProductDefinition)]] = [:]
+
+    public init() {}
+
+    public mutating func define(_ definition: ProductDefinition, from date: Date) {
+        var entries = history[definition.productID] ?? []
+        entries.append((date, definition))
+        entries.sort { $0.from < $1.from }
+        history[definition.productID] = entries
+    }
+
+    /// The definition in force at `date`. A purchase made before the product was first configured
+    /// uses the first definition: apps often configure products after their first sale.
+    public func definition(of productID: String, at date: Date) -> ProductDefinition? {
+        guard let entries = history[productID], let first = entries.first else { return nil }
+        return entries.last { $0.from <= date }?.definition ?? first.definition
+    }
+
+    /// The latest definition of every product, for `GET …/products`.
+    public var current: [ProductDefinition] {
+        history.values.compactMap { $0.last?.definition }.sorted { $0.productID < $1.productID }
+    }
+
+    public static func == (a: Catalogue, b: Catalogue) -> Bool {
+        a.history.mapValues { $0.map(\.definition) } == b.history.mapValues { $0.map(\.definition) }
+            && a.history.mapValues { $0.map(\.from) } == b.history.mapValues { $0.map(\.from) }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// Events travel as (type name, JSON data). Dates are milliseconds since the epoch, like Apple's,
+/// so a round trip is exact; keys are sorted so the same event always has the same bytes.
+extension LedgerEvent {
+    public static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    public static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        return decoder
+    }()
+
+    public struct UnknownType: Error, CustomStringConvertible {
+        public let typeName: String
+        public var description: String { "unknown event type \(typeName)" }
+    }
+
+    public func encodedData() throws -> Data {
+        switch self {
+        case .appConfigured(let value): try Self.encoder.encode(value)
+        case .productConfigured(let value): try Self.encoder.encode(value)
+        case .purchased(let value), .restored(let value), .renewed(let value), .recovered(let value): try Self.encoder.encode(value)
+        case .autoRenewChanged(let value), .renewalPreferenceChanged(let value), .renewalFailed(let value), .expired(let value):
+            try Self.encoder.encode(value)
+        case .refunded(let value), .revoked(let value): try Self.encoder.encode(value)
+        case .refundReversed(let value): try Self.encoder.encode(value)
+        case .transactionClaimed(let value): try Self.encoder.encode(value)
+        case .ownershipTransferred(let value): try Self.encoder.encode(value)
+        case .consumed(let value): try Self.encoder.encode(value)
+        case .promotionalGranted(let value): try Self.encoder.encode(value)
+        case .promotionalRevoked(let value): try Self.encoder.encode(value)
+        case .appleNotificationReceived(let value): try Self.encoder.encode(value)
+        }
+    }
+
+    public init(typeName: String, data: Data) throws {
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try Self.decoder.decode(type, from: data) }
+        switch typeName {
+        case "AppConfigured": self = .appConfigured(try decode(AppSettings.self))
+        case "ProductConfigured": self = .productConfigured(try decode(ProductDefinition.self))
+        case "Purchased": self = .purchased(try decode(TransactionFacts.self))
+        case "Restored": self = .restored(try decode(TransactionFacts.self))
+        case "Renewed": self = .renewed(try decode(TransactionFacts.self))
+        case "Recovered": self = .recovered(try decode(TransactionFacts.self))
+        case "AutoRenewChanged": self = .autoRenewChanged(try decode(RenewalFacts.self))
+        case "RenewalPreferenceChanged": self = .renewalPreferenceChanged(try decode(RenewalFacts.self))
+        case "RenewalFailed": self = .renewalFailed(try decode(RenewalFacts.self))
+        case "Expired": self = .expired(try decode(RenewalFacts.self))
+        case "Refunded": self = .refunded(try decode(RevocationFacts.self))
+        case "Revoked": self = .revoked(try decode(RevocationFacts.self))
+        case "RefundReversed": self = .refundReversed(try decode(RefundReversal.self))
+        case "TransactionClaimed": self = .transactionClaimed(try decode(Claim.self))
+        case "OwnershipTransferred": self = .ownershipTransferred(try decode(Transfer.self))
+        case "Consumed": self = .consumed(try decode(Consumption.self))
+        case "PromotionalGranted": self = .promotionalGranted(try decode(PromotionalGrant.self))
+        case "PromotionalRevoked": self = .promotionalRevoked(try decode(PromotionalRevocation.self))
+        case "AppleNotificationReceived": self = .appleNotificationReceived(try decode(AppleNotification.self))
+        default: throw UnknownType(typeName: typeName)
+        }
+    }
+}
+
+/// A domain event as recorded: the fact, its business time, its place in the log, and the
+/// content hash of the raw evidence it came from (receipt, JWS, notification), if any.
+public struct RecordedFact: Sendable, Equatable {
+    public var event: LedgerEvent
+    /// Apple's signed date, or when the app or support acted: what "as of T" orders by.
+    public var occurredAt: Date
+    public var recordedAt: Date
+    /// Global order (from the event store) — the tiebreak between equal business times.
+    public var sequence: Int64
+    public var evidence: String?
+
+    public init(event: LedgerEvent, occurredAt: Date, recordedAt: Date? = nil, sequence: Int64, evidence: String? = nil) {
+        self.event = event
+        self.occurredAt = occurredAt
+        self.recordedAt = recordedAt ?? occurredAt
+        self.sequence = sequence
+        self.evidence = evidence
+    }
+
+    /// Apple's time decides order: a renewal signed before a refund but delivered after it is
+    /// still applied before it.
+    public static func businessOrder(_ a: RecordedFact, _ b: RecordedFact) -> Bool {
+        (a.occurredAt, a.sequence) < (b.occurredAt, b.sequence)
+    }
+}

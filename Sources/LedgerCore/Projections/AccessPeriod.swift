@@ -1,0 +1,44 @@
+import Foundation
+
+/// One stretch of access to a set of entitlements, from one source.
+public struct AccessPeriod: Sendable, Equatable {
+    public enum Source: String, Sendable, Codable {
+        case purchased
+        case familyShared = "family_shared"
+        case promotional
+    }
+    public var entitlements: [String]
+    public var productID: String
+    public var originalTransactionID: String?
+    public var transactionID: String?
+    public var start: Date
+    /// Nil: lifetime (non-consumables, free subscriptions, open-ended grants) until revoked.
+    public var end: Date?
+    public var source: Source
+    /// Subscriptions only: the latest renewal state.
+    public var willRenew: Bool?
+    public var billingRetry = false
+    public var gracePeriodEnd: Date?
+
+    func isActive(at instant: Date) -> Bool {
+        guard start <= instant else { return false }
+        if end.map({ instant < $0 }) ?? true { return true }
+        return gracePeriodEnd.map { instant < $0 } ?? false
+    }
+
+    /// The later end wins; lifetime beats everything.
+    func endsAfter(_ other: AccessPeriod) -> Bool {
+        switch (effectiveEnd, other.effectiveEnd) {
+        case (nil, nil): return start > other.start
+        case (nil, _): return true
+        case (_, nil): return false
+        case (let a?, let b?): return a != b ? a > b : start > other.start
+        }
+    }
+
+    /// The end including a grace period.
+    var effectiveEnd: Date? {
+        guard let end else { return nil }
+        return max(end, gracePeriodEnd ?? end)
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+
+/// Everything recorded for one app, and the answers derived from it.
+///
+/// State is a function of the *set* of facts: they may be applied in any order, and every question
+/// is answered by replaying the relevant facts in business order (Apple's signed time) up to the
+/// instant asked about. So a rebuild from zero equals the incremental state, a late notification
+/// cannot re-grant what a later-signed refund took away, and "as of T" is the same computation
+/// with a cut-off — there is no second code path to disagree with the first.
+public struct AppLedger: Sendable {
+    public let bundleID: String
+    private var facts: [RecordedFact] = []
+    private var appFacts: [Int] = []
+    private var transactionFacts: [String: [Int]] = [:]
+    private var userFacts: [String: [Int]] = [:]
+    /// Every original transaction a user has ever claimed or received.
+    private var everOwned: [String: Set<String>] = [:]
+
+    public init(bundleID: String) { self.bundleID = bundleID }
+
+    public init(bundleID: String, facts: some Sequence<RecordedFact>) {
+        self.init(bundleID: bundleID)
+        for fact in facts { apply(fact) }
+    }
+
+    public mutating func apply(_ fact: RecordedFact) {
+        let index = facts.count
+        facts.append(fact)
+        switch fact.event {
+        case .appConfigured, .productConfigured: appFacts.append(index)
+        default: break
+        }
+        if let original = fact.event.originalTransactionID { transactionFacts[original, default: []].append(index) }
+        switch fact.event {
+        case .consumed(let c): userFacts[c.userID, default: []].append(index)
+        case .promotionalGranted(let g): userFacts[g.userID, default: []].append(index)
+        case .promotionalRevoked(let r): userFacts[r.userID, default: []].append(index)
+        case .transactionClaimed(let c): everOwned[c.userID, default: []].insert(c.originalTransactionID)
+        case .ownershipTransferred(let t):
+            everOwned[t.toUserID, default: []].insert(t.originalTransactionID)
+            everOwned[t.fromUserID, default: []].insert(t.originalTransactionID)
+        default: break
+        }
+    }
+
+    public var factCount: Int { facts.count }
+    public var users: [String] { Array(Set(everOwned.keys).union(userFacts.keys)).sorted() }
+
+    // MARK: Views at an instant
+
+    private func relevant(_ indices: [Int], at instant: Date) -> [RecordedFact] {
+        indices.map { facts[$0] }.filter { $0.occurredAt <= instant }.sorted(by: RecordedFact.businessOrder)
+    }
+
+    public func settings(at instant: Date) -> AppSettings {
+        var settings = AppSettings()
+        for fact in relevant(appFacts, at: instant) {
+            if case .appConfigured(let configured) = fact.event { settings = configured }
+        }
+        return settings
+    }
+
+    public func catalogue(at instant: Date) -> Catalogue {
+        var catalogue = Catalogue()
+        for fact in relevant(appFacts, at: instant) {
+            if case .productConfigured(let definition) = fact.event { catalogue.define(definition, from: fact.occurredAt) }
+        }
+        return catalogue
+    }
+
+    func history(of originalTransactionID: String, at instant: Date) -> TransactionHistory {
+        TransactionHistory(originalTransactionID: originalTransactionID,
+                           facts: relevant(transactionFacts[originalTransactionID] ?? [], at: instant))
+    }
+
+    /// Who owns an original transaction at `instant` (nil: nobody has claimed it yet).
+    public func owner(of originalTransactionID: String, at instant: Date = .distantFuture) -> String? {
+        history(of: originalTransactionID, at: instant).owner
+    }
+
+    /// What `userID` owns at `instant`.
+    public func userState(_ userID: String, at instant: Date) -> UserState {
+        let catalogue = catalogue(at: instant)
+        let histories = (everOwned[userID] ?? []).sorted()
+            .map { history(of: $0, at: instant) }
+            .filter { $0.owner == userID }
+        let userFacts = relevant(userFacts[userID] ?? [], at: instant)
+
+        var builder = UserStateBuilder(userID: userID, instant: instant, catalogue: catalogue)
+        for history in histories { builder.add(history) }
+        builder.add(userFacts: userFacts)
+        return builder.build()
+    }
+
+    /// Every fact that touched `userID`, in recording order, with its evidence reference: the user's
+    /// own actions, and each transaction's facts while the user owned it — including those recorded
+    /// before anyone claimed it, which belong to its first owner.
+    public func auditTrail(_ userID: String) -> [RecordedFact] {
+        var indices = Set(userFacts[userID] ?? [])
+        for original in everOwned[userID] ?? [] {
+            let all = (transactionFacts[original] ?? []).sorted { facts[$0].sequence < facts[$1].sequence }
+            let firstOwner = history(of: original, at: .distantFuture).owners.first?.user
+            var owner: String?
+            for index in all {
+                switch facts[index].event {
+                case .transactionClaimed(let c) where owner == nil || owner == c.userID:
+                    owner = c.userID
+                case .ownershipTransferred(let t):
+                    if t.fromUserID == userID || t.toUserID == userID { indices.insert(index) }
+                    owner = t.toUserID
+                    continue
+                default: break
+                }
+                if owner == userID || (owner == nil && firstOwner == userID) { indices.insert(index) }
+            }
+        }
+        return indices.map { facts[$0] }.sorted { $0.sequence < $1.sequence }
+    }
+
+    /// One row per money-moving fact, for finance: purchases, renewals, refunds, reversed refunds.
+    public func financeRows(environment: AppleEnvironment = .production) -> [FinanceRow] {
+        FinanceView.rows(of: facts, environment: environment) { original, at in owner(of: original, at: at) }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// One money-moving event, as finance reconciles it.
+public struct FinanceRow: Sendable, Equatable {
+    public enum Kind: String, Sendable { case purchase, renewal, refund, refundReversed = "refund_reversed" }
+    public var kind: Kind
+    public var transactionID: String
+    public var originalTransactionID: String
+    public var userID: String?
+    public var productID: String
+    public var quantity: Int
+    /// Milliunits, signed: refunds are negative (the prorated share when Apple gives one).
+    public var price: Int64?
+    public var currency: String?
+    public var occurredAt: Date
+    public var environment: AppleEnvironment
+    public var storefront: String?
+}
+
+enum FinanceView {
+    /// Purchases and renewals once per transaction id (restores and re-deliveries repeat them),
+    /// refunds and their reversals once per fact. Family-sharing revocations move no money.
+    static func rows(of facts: [RecordedFact], environment: AppleEnvironment, owner: (String, Date) -> String?) -> [FinanceRow] {
+        var transactions: [String: TransactionFacts] = [:]
+        var rows: [FinanceRow] = []
+        for fact in facts.sorted(by: RecordedFact.businessOrder) {
+            switch fact.event {
+            case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t):
+                guard t.environment == environment else { continue }
+                if transactions[t.transactionID] == nil {
+                    rows.append(row(t, kind: t.transactionID == t.originalTransactionID ? .purchase : .renewal,
+                                    price: t.price, at: t.purchaseDate, owner: owner))
+                }
+                transactions[t.transactionID] = t
+            case .refunded(let r):
+                guard r.environment == environment, let t = transactions[r.transactionID] else { continue }
+                let share = Int64(r.percentage ?? 100_000)
+                rows.append(row(t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, owner: owner))
+            case .refundReversed(let reversal):
+                guard let t = transactions[reversal.transactionID], t.environment == environment else { continue }
+                rows.append(row(t, kind: .refundReversed, price: t.price, at: reversal.signedDate, owner: owner))
+            default: continue
+            }
+        }
+        return rows.sorted { ($0.occurredAt, $0.transactionID, $0.kind.rawValue) < ($1.occurredAt, $1.transactionID, $1.kind.rawValue) }
+    }
+
+    private static func row(_ t: TransactionFacts, kind: FinanceRow.Kind, price: Int64?, at: Date, owner: (String, Date) -> String?) -> FinanceRow {
+        FinanceRow(kind: kind, transactionID: t.transactionID, originalTransactionID: t.originalTransactionID,
+                   userID: owner(t.originalTransactionID, .distantFuture), productID: t.productID, quantity: t.quantity,
+                   price: price, currency: t.currency, occurredAt: at, environment: t.environment, storefront: t.storefront)
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+
+/// Turns the histories a user owns at an instant, and the user's own facts, into a `UserState`.
+/// The rules of the subscription lifecycle live here, one function per product type.
+struct UserStateBuilder {
+    let userID: String
+    let instant: Date
+    let catalogue: Catalogue
+    private var periods: [AccessPeriod] = []
+    private var entries: [BalanceEntry] = []
+    private var subscriptions: [SubscriptionSummary] = []
+    private var purchases: [PurchaseSummary] = []
+    /// Non-renewing purchases per product, stacked once all are known.
+    private var nonRenewing: [String: [(TransactionFacts, revokedAt: Date?, ProductDefinition)]] = [:]
+
+    init(userID: String, instant: Date, catalogue: Catalogue) {
+        self.userID = userID
+        self.instant = instant
+        self.catalogue = catalogue
+    }
+
+    mutating func add(_ history: TransactionHistory) {
+        for transaction in history.ordered {
+            let definition = catalogue.definition(of: transaction.productID, at: transaction.purchaseDate)
+            let revokedAt = history.revocationDate(of: transaction)
+            switch definition?.type {
+            case .autoRenewable?, nil where transaction.expiresDate != nil:
+                addSubscriptionPeriod(transaction, definition: definition, history: history)
+            case .nonRenewing?:
+                nonRenewing[transaction.productID, default: []].append((transaction, revokedAt, definition!))
+                addPurchase(transaction, definition, revokedAt)
+            case .consumable?:
+                addCredits(transaction, definition!, revokedAt)
+                addPurchase(transaction, definition, revokedAt)
+            case .nonConsumable?, .freeSubscription?:
+                periods.append(period(transaction, definition!.entitlements, start: transaction.purchaseDate, end: revokedAt))
+                addPurchase(transaction, definition, revokedAt)
+            case nil:
+                addPurchase(transaction, nil, revokedAt)  // unknown product: listed, grants nothing
+            }
+        }
+        summarizeSubscription(history)
+    }
+
+    mutating func add(userFacts: [RecordedFact]) {
+        var grants: [String: PromotionalGrant] = [:]
+        for fact in userFacts {
+            switch fact.event {
+            case .consumed(let c):
+                entries.append(BalanceEntry(kind: .debit, currency: c.currency, amount: c.amount, at: fact.occurredAt, reference: c.idempotencyKey))
+            case .promotionalGranted(let grant):
+                grants[grant.grantID] = grant
+            case .promotionalRevoked(let revocation):
+                if let grant = grants[revocation.grantID] {
+                    // Access ends when support revoked it; what was granted before stays in history.
+                    var ended = grant
+                    ended.expiresAt = min(grant.expiresAt ?? fact.occurredAt, fact.occurredAt)
+                    grants[revocation.grantID] = ended
+                }
+            default: break
+            }
+        }
+        for grant in grants.values {
+            periods.append(AccessPeriod(entitlements: [grant.entitlement], productID: "promotional:\(grant.grantID)",
+                                        originalTransactionID: nil, transactionID: nil, start: grant.startsAt,
+                                        end: grant.expiresAt, source: .promotional))
+        }
+    }
+
+    func build() -> UserState {
+        var periods = self.periods
+        for (_, purchases) in nonRenewing { periods += Self.stacked(purchases) }
+        return UserState(
+            userID: userID, asOf: instant,
+            entitlements: UserState.entitlements(from: periods, at: instant),
+            balances: UserState.balances(of: entries),
+            subscriptions: subscriptions.sorted { $0.originalTransactionID < $1.originalTransactionID },
+            purchases: purchases.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) },
+            balanceEntries: entries.sorted { ($0.at, $0.kind.rawValue, $0.reference) < ($1.at, $1.kind.rawValue, $1.reference) })
+    }
+
+    // MARK: Rules
+
+    /// Auto-renewable: access while `now < expiresDate`; a refund or revocation ends it at its date
+    /// (earlier periods stay in history); an upgrade ends the old period when the new one starts;
+    /// the latest period may run on inside a grace period. Billing retry without grace grants nothing.
+    private mutating func addSubscriptionPeriod(_ transaction: TransactionFacts, definition: ProductDefinition?, history: TransactionHistory) {
+        var end = transaction.expiresDate ?? transaction.purchaseDate
+        if let revoked = history.revocationDate(of: transaction) { end = min(end, revoked) }
+        if let upgraded = history.upgradeEnd(of: transaction) { end = min(end, upgraded) }
+        var access = period(transaction, definition?.entitlements ?? [], start: transaction.purchaseDate, end: end)
+        let isLatest = history.ordered.last?.transactionID == transaction.transactionID
+        if isLatest, let renewal = history.renewal {
+            access.willRenew = renewal.willAutoRenew
+            access.billingRetry = renewal.isInBillingRetry
+            if renewal.isInBillingRetry, history.revocationDate(of: transaction) == nil {
+                access.gracePeriodEnd = renewal.gracePeriodExpiresDate
+            }
+        }
+        periods.append(access)
+    }
+
+    private mutating func summarizeSubscription(_ history: TransactionHistory) {
+        guard let latest = history.ordered.last(where: { $0.expiresDate != nil }) else { return }
+        let access = periods.last { $0.transactionID == latest.transactionID }
+        let status: SubscriptionSummary.Status
+        if history.revocationDate(of: latest).map({ $0 <= instant }) ?? false {
+            status = .revoked
+        } else if let access, access.end.map({ instant < $0 }) ?? true {
+            status = .active
+        } else if let grace = access?.gracePeriodEnd, instant < grace {
+            status = .gracePeriod
+        } else if history.renewal?.isInBillingRetry == true {
+            status = .billingRetry
+        } else {
+            status = .expired
+        }
+        let renewal = history.renewal
+        subscriptions.append(SubscriptionSummary(
+            originalTransactionID: history.originalTransactionID, productID: latest.productID, status: status,
+            expiresAt: access?.end, willRenew: renewal?.willAutoRenew,
+            pendingProductID: renewal.flatMap { $0.autoRenewProductID != latest.productID ? $0.autoRenewProductID : nil },
+            expirationIntent: renewal?.expirationIntent))
+    }
+
+    /// Consumables: credit quantity × amount per unit (catalogue as at the purchase); a refund
+    /// reverses the whole credit, even if it was spent — the debt is recorded, never hidden.
+    private mutating func addCredits(_ transaction: TransactionFacts, _ definition: ProductDefinition, _ revokedAt: Date?) {
+        for (currency, perUnit) in definition.grants.sorted(by: { $0.key < $1.key }) {
+            let amount = perUnit * Int64(transaction.quantity)
+            entries.append(BalanceEntry(kind: .credit, currency: currency, amount: amount, at: transaction.purchaseDate, reference: transaction.transactionID))
+            if let revokedAt {
+                entries.append(BalanceEntry(kind: .reversal, currency: currency, amount: amount, at: revokedAt, reference: transaction.transactionID))
+            }
+        }
+    }
+
+    /// Non-renewing: each purchase lasts the catalogue's duration, and one bought while another is
+    /// running starts where that one ends (they stack). A refunded one ends at its refund.
+    static func stacked(_ purchases: [(TransactionFacts, revokedAt: Date?, ProductDefinition)]) -> [AccessPeriod] {
+        var result: [AccessPeriod] = []
+        var runningEnd: Date?
+        for (transaction, revokedAt, definition) in purchases.sorted(by: { $0.0.purchaseDate < $1.0.purchaseDate }) {
+            let start = max(transaction.purchaseDate, runningEnd ?? transaction.purchaseDate)
+            var end = definition.duration.map { $0.added(to: start) } ?? start
+            if let revokedAt { end = min(end, max(revokedAt, start)) }
+            runningEnd = end
+            result.append(AccessPeriod(entitlements: definition.entitlements, productID: transaction.productID,
+                                       originalTransactionID: transaction.originalTransactionID, transactionID: transaction.transactionID,
+                                       start: start, end: end, source: transaction.ownership == .familyShared ? .familyShared : .purchased))
+        }
+        return result
+    }
+
+    private func period(_ transaction: TransactionFacts, _ entitlements: [String], start: Date, end: Date?) -> AccessPeriod {
+        AccessPeriod(entitlements: entitlements, productID: transaction.productID, originalTransactionID: transaction.originalTransactionID,
+                     transactionID: transaction.transactionID, start: start, end: end,
+                     source: transaction.ownership == .familyShared ? .familyShared : .purchased)
+    }
+
+    private mutating func addPurchase(_ transaction: TransactionFacts, _ definition: ProductDefinition?, _ revokedAt: Date?) {
+        purchases.append(PurchaseSummary(transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
+                                         productID: transaction.productID, type: definition?.type, purchaseDate: transaction.purchaseDate,
+                                         quantity: transaction.quantity, revokedAt: revokedAt))
+    }
+}

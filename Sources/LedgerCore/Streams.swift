@@ -1,0 +1,64 @@
+/// Which stream each fact belongs to. Streams are the unit of ordering and of optimistic
+/// concurrency, so they follow who decides: the app's configuration, Apple's story of one original
+/// transaction (notifications need no user to be recorded), and a user's own actions.
+public enum LedgerStream {
+    public static func app(_ bundleID: String) -> String { "app:\(bundleID)" }
+    public static func purchase(_ bundleID: String, originalTransactionID: String) -> String { "purchase:\(bundleID):\(originalTransactionID)" }
+    public static func user(_ bundleID: String, userID: String) -> String { "user:\(bundleID):\(userID)" }
+    /// Notifications that name no transaction (TEST, summaries, consent): kept per app.
+    public static func notifications(_ bundleID: String) -> String { "notifications:\(bundleID)" }
+
+    public static func stream(of event: LedgerEvent, bundleID: String) -> String {
+        switch event {
+        case .appConfigured, .productConfigured:
+            return app(bundleID)
+        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t):
+            return purchase(bundleID, originalTransactionID: t.originalTransactionID)
+        case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r):
+            return purchase(bundleID, originalTransactionID: r.originalTransactionID)
+        case .refunded(let r), .revoked(let r):
+            return purchase(bundleID, originalTransactionID: r.originalTransactionID)
+        case .refundReversed(let r):
+            return purchase(bundleID, originalTransactionID: r.originalTransactionID)
+        case .transactionClaimed(let c):
+            return purchase(bundleID, originalTransactionID: c.originalTransactionID)
+        case .ownershipTransferred(let t):
+            return purchase(bundleID, originalTransactionID: t.originalTransactionID)
+        case .consumed(let c):
+            return user(bundleID, userID: c.userID)
+        case .promotionalGranted(let g):
+            return user(bundleID, userID: g.userID)
+        case .promotionalRevoked(let r):
+            return user(bundleID, userID: r.userID)
+        case .appleNotificationReceived(let n):
+            return n.originalTransactionID.map { purchase(bundleID, originalTransactionID: $0) } ?? notifications(bundleID)
+        }
+    }
+}
+
+extension LedgerEvent {
+    /// The original transaction a fact is about, if any.
+    var originalTransactionID: String? {
+        switch self {
+        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.originalTransactionID
+        case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r): r.originalTransactionID
+        case .refunded(let r), .revoked(let r): r.originalTransactionID
+        case .refundReversed(let r): r.originalTransactionID
+        case .transactionClaimed(let c): c.originalTransactionID
+        case .ownershipTransferred(let t): t.originalTransactionID
+        case .appleNotificationReceived(let n): n.originalTransactionID
+        default: nil
+        }
+    }
+
+    /// The user a fact is by or about directly (not through a transaction).
+    var userID: String? {
+        switch self {
+        case .consumed(let c): c.userID
+        case .promotionalGranted(let g): g.userID
+        case .promotionalRevoked(let r): r.userID
+        case .transactionClaimed(let c): c.userID
+        default: nil
+        }
+    }
+}
