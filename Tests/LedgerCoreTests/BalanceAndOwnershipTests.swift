@@ -1,0 +1,135 @@
+import Foundation
+import LedgerCore
+import Testing
+
+@Suite struct BalanceTests {
+    @Test func aPurchaseCreditsQuantityTimesTheGrantPerUnit() {
+        var s = Scenario()
+        s.buy("c1", "coins.100", at: day(0), quantity: 3)
+        #expect(s.state(at: day(1)).balances == ["coins": 300])
+    }
+
+    @Test func changingTheCatalogueDoesNotChangeYesterdaysBalances() {
+        var s = Scenario()
+        s.buy("c1", "coins.100", at: day(0))
+        s.record(.productConfigured(ProductDefinition(productID: "coins.100", type: .consumable, grants: ["coins": 150])), at: day(5))
+        s.buy("c2", "coins.100", at: day(6))
+        #expect(s.state(at: day(7)).balances == ["coins": 250], "100 from before the change, 150 after")
+    }
+
+    @Test func aRefundOfSpentCurrencyIsARecordedDebt() {
+        var s = Scenario()
+        s.buy("c1", "coins.100", at: day(0))
+        s.record(.consumed(Consumption(userID: "alice", currency: "coins", amount: 80, idempotencyKey: "k1")), at: day(1))
+        s.refund("c1", at: day(2))
+        let state = s.state(at: day(3))
+        #expect(state.balances == ["coins": -80])
+        #expect(state.balanceEntries.map(\.kind) == [.credit, .debit, .reversal])
+    }
+
+    @Test func aConsumptionIsRefusedWhenTheBalanceDoesNotCoverIt() {
+        let request = Consumption(userID: "alice", currency: "coins", amount: 50, idempotencyKey: "k")
+        #expect(Decide.consumption(request, balance: 49) == .failure(.insufficientBalance(currency: "coins", balance: 49, requested: 50)))
+        #expect(Decide.consumption(request, balance: 50) == .success(request))
+        var zero = request
+        zero.amount = 0
+        #expect(Decide.consumption(zero, balance: 100) == .failure(.invalidAmount))
+    }
+}
+
+@Suite struct OwnershipTests {
+    @Test func theRestorePolicyDecidesWhoOwnsATransaction() {
+        #expect(Decide.claim("t1", by: "bob", currentOwner: nil, policy: .keep) == .claim(Claim(originalTransactionID: "t1", userID: "bob")))
+        #expect(Decide.claim("t1", by: "alice", currentOwner: "alice", policy: .transfer) == .alreadyOwned)
+        #expect(Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .transfer)
+                == .transfer(Transfer(originalTransactionID: "t1", fromUserID: "alice", toUserID: "bob")))
+        #expect(Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .keep) == .refused(owner: "alice"))
+    }
+
+    @Test func aTransferMovesAccessFromTheTransferOn() {
+        var s = Scenario()
+        s.buy("t1", "pro.monthly", by: "alice", at: day(0), expires: day(30))
+        s.record(.ownershipTransferred(Transfer(originalTransactionID: "t1", fromUserID: "alice", toUserID: "bob")), at: day(10))
+        #expect(s.state("alice", at: day(5)).entitlements["pro"]?.active == true)
+        #expect(s.state("alice", at: day(11)).entitlements["pro"] == nil)
+        #expect(s.state("bob", at: day(11)).entitlements["pro"]?.active == true)
+        #expect(s.ledger.owner(of: "t1") == "bob")
+    }
+
+    @Test func aNotificationBeforeAnyClaimIsKeptAndAttachedWhenClaimed() {
+        var s = Scenario()
+        // Apple's SUBSCRIBED notification arrives first; nobody owns t1 yet.
+        s.record(.appleNotificationReceived(AppleNotification(version: "2", notificationType: "SUBSCRIBED", subtype: "INITIAL_BUY",
+                                                              notificationUUID: "n-1", originalTransactionID: "t1", signedDate: day(0))), at: day(0))
+        s.record(.purchased(Scenario.transaction("t1", product: "pro.monthly", at: day(0), expires: day(30))), at: day(0))
+        #expect(s.ledger.owner(of: "t1") == nil)
+        #expect(s.state("alice", at: day(1)).entitlements.isEmpty)
+        // The app posts the transaction with its user an hour later.
+        s.record(.transactionClaimed(Claim(originalTransactionID: "t1", userID: "alice")), at: day(0.04))
+        #expect(s.state("alice", at: day(1)).entitlements["pro"]?.active == true)
+        let trail = s.ledger.auditTrail("alice").map(\.event.typeName)
+        #expect(trail == ["AppleNotificationReceived", "Purchased", "TransactionClaimed"])
+    }
+
+    @Test func theAuditTrailShowsEachOwnerTheirPartOfTheStory() {
+        var s = Scenario()
+        s.buy("t1", "pro.monthly", by: "alice", at: day(0), expires: day(30))
+        s.record(.ownershipTransferred(Transfer(originalTransactionID: "t1", fromUserID: "alice", toUserID: "bob")), at: day(10))
+        s.renew("t2", original: "t1", "pro.monthly", at: day(30), expires: day(60))
+        #expect(s.ledger.auditTrail("alice").map(\.event.typeName) == ["Purchased", "TransactionClaimed", "OwnershipTransferred"])
+        #expect(s.ledger.auditTrail("bob").map(\.event.typeName) == ["OwnershipTransferred", "Renewed"])
+        #expect(s.ledger.auditTrail("alice").allSatisfy { $0.evidence != nil }, "every entry points at its evidence")
+    }
+}
+
+@Suite struct FinanceViewTests {
+    @Test func oneRowPerMoneyMovingFactAndSandboxKeptApart() {
+        var s = Scenario()
+        s.buy("t1", "pro.monthly", at: day(0), expires: day(30))
+        s.record(.restored(Scenario.transaction("t1", product: "pro.monthly", at: day(0), expires: day(30))), at: day(3))
+        s.renew("t2", original: "t1", "pro.monthly", at: day(30), expires: day(60))
+        s.refund("t2", original: "t1", at: day(40), kind: .refundProrated, percentage: 50_000)
+        s.record(.refundReversed(RefundReversal(transactionID: "t2", originalTransactionID: "t1", signedDate: day(45))), at: day(45))
+        s.buy("sb1", "pro.monthly", by: "bob", at: day(1), expires: day(31), environment: .sandbox)
+
+        let rows = s.ledger.financeRows()
+        #expect(rows.map(\.kind) == [.purchase, .renewal, .refund, .refundReversed], "the restore is not a sale")
+        #expect(rows.map(\.price) == [4990, 4990, -2495, 4990])
+        #expect(rows.allSatisfy { $0.userID == "alice" && $0.environment == .production && $0.currency == "EUR" && $0.storefront == "FRA" })
+        #expect(s.ledger.financeRows(environment: .sandbox).map(\.transactionID) == ["sb1"])
+    }
+}
+
+@Suite struct EventCodingTests {
+    @Test func everyEventRoundTripsThroughItsStoredForm() throws {
+        let transaction = Scenario.transaction("t1", product: "pro.monthly", at: day(0), expires: day(30))
+        let renewal = RenewalFacts(environment: .sandbox, originalTransactionID: "t1", productID: "p", willAutoRenew: true, signedDate: day(1))
+        let revocation = RevocationFacts(environment: .production, transactionID: "t1", originalTransactionID: "t1", revocationDate: day(2), signedDate: day(2))
+        let events: [LedgerEvent] = [
+            .appConfigured(AppSettings(appleAppID: 1234, restorePolicy: .keep)), .productConfigured(Scenario.season),
+            .purchased(transaction), .restored(transaction), .renewed(transaction), .recovered(transaction),
+            .autoRenewChanged(renewal), .renewalPreferenceChanged(renewal), .renewalFailed(renewal), .expired(renewal),
+            .refunded(revocation), .revoked(revocation),
+            .refundReversed(RefundReversal(transactionID: "t1", originalTransactionID: "t1", signedDate: day(3))),
+            .transactionClaimed(Claim(originalTransactionID: "t1", userID: "u")),
+            .ownershipTransferred(Transfer(originalTransactionID: "t1", fromUserID: "u", toUserID: "v")),
+            .consumed(Consumption(userID: "u", currency: "coins", amount: 5, idempotencyKey: "k")),
+            .promotionalGranted(PromotionalGrant(grantID: "g", userID: "u", entitlement: "pro", startsAt: day(0), expiresAt: nil, reason: "r")),
+            .promotionalRevoked(PromotionalRevocation(grantID: "g", userID: "u", reason: "r")),
+            .appleNotificationReceived(AppleNotification(version: "2", notificationType: "TEST")),
+        ]
+        #expect(Set(events.map(\.typeName)).count == events.count, "type names are distinct")
+        for event in events {
+            #expect(try LedgerEvent(typeName: event.typeName, data: event.encodedData()) == event)
+        }
+        #expect(throws: LedgerEvent.UnknownType.self) { try LedgerEvent(typeName: "Nope", data: Data("{}".utf8)) }
+    }
+
+    @Test func durationsParseLikeISO8601() {
+        #expect(ISODuration("P30D")?.added(to: day(0)) == day(30))
+        #expect(ISODuration("P1W")?.added(to: day(0)) == day(7))
+        #expect(ISODuration("PT12H")?.added(to: day(0)) == day(0.5))
+        #expect(ISODuration("P1Y2M3DT4H5M6S") != nil)
+        for bad in ["", "P", "30D", "P3X", "PT", "P1.5D", "P-1D"] { #expect(ISODuration(bad) == nil, "\(bad)") }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import LedgerCore
+
+/// SplitMix64: a tiny seeded generator, so a failing history is reproduced from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A random but plausible history of one app: every product type, renewals, refunds and their
+/// reversals, billing retry with and without grace, auto-renew changes, transfers, promotional
+/// grants, a catalogue change, raw notifications, and consumptions *decided* against the state at
+/// their time, as the server would. Business times are distinct and increase in generation order.
+struct RandomHistory {
+    static let users = ["u1", "u2", "u3"]
+    private(set) var facts: [RecordedFact] = []
+    private var rng: SplitMix64
+    private var clock = day(0)
+    private var ledger = AppLedger(bundleID: "com.example.app")
+    private var originals: [(id: String, product: ProductDefinition, owner: String)] = []
+    private var transactions: [(id: String, original: String)] = []
+    private var refunded: [(id: String, original: String)] = []
+    private var grants: [(id: String, user: String)] = []
+    private var counter = 0
+
+    init(seed: UInt64, steps: Int) {
+        rng = SplitMix64(state: seed)
+        for definition in [Scenario.monthly, Scenario.yearly, Scenario.premium, Scenario.lifetime, Scenario.coins, Scenario.season, Scenario.free] {
+            record(.productConfigured(definition), at: day(-100))
+        }
+        for _ in 0..<steps { step() }
+    }
+
+    private mutating func next() -> String {
+        counter += 1
+        return "x\(counter)"
+    }
+
+    private mutating func record(_ event: LedgerEvent, at date: Date? = nil) {
+        let at = date ?? clock
+        let fact = RecordedFact(event: event, occurredAt: at, sequence: Int64(facts.count + 1), evidence: "sha256:\(facts.count)")
+        facts.append(fact)
+        ledger.apply(fact)
+    }
+
+    private mutating func step() {
+        clock += Double(Int.random(in: 1...300, using: &rng)) * 3_600  // 1 hour … 12.5 days, always forward
+        let user = Self.users.randomElement(using: &rng)!
+        switch Int.random(in: 0..<12, using: &rng) {
+        case 0, 1, 2: buy(user)
+        case 3, 4: renew()
+        case 5: refund()
+        case 6: reverseRefund()
+        case 7: renewalChange()
+        case 8, 9: consume(user)
+        case 10: grantOrRevoke(user)
+        default: transferOrReconfigure(user)
+        }
+    }
+
+    private mutating func buy(_ user: String) {
+        let product = [Scenario.monthly, Scenario.yearly, Scenario.premium, Scenario.lifetime, Scenario.coins, Scenario.coins, Scenario.season, Scenario.free]
+            .randomElement(using: &rng)!
+        let id = next()
+        let expires = product.type == .autoRenewable ? clock + (product.productID == "pro.yearly" ? 365 : 30) * 86_400 : nil
+        let facts = Scenario.transaction(id, product: product.productID, at: clock, expires: expires, quantity: Int.random(in: 1...3, using: &rng))
+        if Bool.random(using: &rng) {
+            // The notification first, the app's claim a little later (or never).
+            record(.appleNotificationReceived(AppleNotification(version: "2", notificationType: "SUBSCRIBED", notificationUUID: next(),
+                                                                originalTransactionID: id, signedDate: clock)))
+        }
+        record(.purchased(facts))
+        originals.append((id, product, user))
+        transactions.append((id, id))
+        if Int.random(in: 0..<5, using: &rng) > 0 {
+            record(.transactionClaimed(Claim(originalTransactionID: id, userID: user)), at: clock + 60)
+            clock += 60
+        }
+    }
+
+    private mutating func renew() {
+        guard let original = originals.filter({ $0.product.type == .autoRenewable }).randomElement(using: &rng) else { return }
+        let id = next()
+        let product = [original.product.productID, "premium.monthly", "pro.monthly"].randomElement(using: &rng)!
+        let recovered = Int.random(in: 0..<4, using: &rng) == 0
+        let facts = Scenario.transaction(id, original: original.id, product: product, at: clock, expires: clock + 30 * 86_400)
+        record(recovered ? .recovered(facts) : .renewed(facts))
+        transactions.append((id, original.id))
+    }
+
+    private mutating func refund() {
+        guard let transaction = transactions.randomElement(using: &rng) else { return }
+        let kind: RevocationFacts.Kind = [.refundFull, .refundProrated, .familyRevoke].randomElement(using: &rng)!
+        let facts = RevocationFacts(environment: .production, transactionID: transaction.id, originalTransactionID: transaction.original,
+                                    revocationDate: clock - 3_600, kind: kind, percentage: kind == .refundProrated ? 40_000 : nil, signedDate: clock)
+        record(kind == .familyRevoke ? .revoked(facts) : .refunded(facts))
+        refunded.append(transaction)
+    }
+
+    private mutating func reverseRefund() {
+        guard let transaction = refunded.randomElement(using: &rng) else { return }
+        record(.refundReversed(RefundReversal(transactionID: transaction.id, originalTransactionID: transaction.original, signedDate: clock)))
+    }
+
+    private mutating func renewalChange() {
+        guard let original = originals.filter({ $0.product.type == .autoRenewable }).randomElement(using: &rng) else { return }
+        let retry = Bool.random(using: &rng)
+        let facts = RenewalFacts(environment: .production, originalTransactionID: original.id, productID: original.product.productID,
+                                 autoRenewProductID: Bool.random(using: &rng) ? "pro.monthly" : nil, willAutoRenew: Bool.random(using: &rng),
+                                 expirationIntent: retry ? 2 : nil, isInBillingRetry: retry,
+                                 gracePeriodExpiresDate: retry && Bool.random(using: &rng) ? clock + 6 * 86_400 : nil, signedDate: clock)
+        let events: [(RenewalFacts) -> LedgerEvent] = [LedgerEvent.autoRenewChanged, LedgerEvent.renewalFailed, LedgerEvent.expired, LedgerEvent.renewalPreferenceChanged]
+        record(events.randomElement(using: &rng)!(facts))
+    }
+
+    private mutating func consume(_ user: String) {
+        let balance = ledger.userState(user, at: clock).balances["coins"] ?? 0
+        let request = Consumption(userID: user, currency: "coins", amount: Int64.random(in: 1...250, using: &rng), idempotencyKey: next())
+        if case .success(let accepted) = Decide.consumption(request, balance: balance) { record(.consumed(accepted)) }
+    }
+
+    private mutating func grantOrRevoke(_ user: String) {
+        if let grant = grants.randomElement(using: &rng), Bool.random(using: &rng) {
+            record(.promotionalRevoked(PromotionalRevocation(grantID: grant.id, userID: grant.user, reason: "support")))
+        } else {
+            let id = next()
+            let expires: Date? = Bool.random(using: &rng) ? clock + Double(Int.random(in: 1...40, using: &rng)) * 86_400 : nil
+            record(.promotionalGranted(PromotionalGrant(grantID: id, userID: user, entitlement: ["pro", "vip"].randomElement(using: &rng)!,
+                                                        startsAt: clock, expiresAt: expires, reason: "goodwill")))
+            grants.append((id, user))
+        }
+    }
+
+    private mutating func transferOrReconfigure(_ user: String) {
+        if Bool.random(using: &rng), let index = originals.indices.randomElement(using: &rng) {
+            let original = originals[index]
+            guard let owner = ledger.owner(of: original.id, at: clock), owner != user else { return }
+            record(.ownershipTransferred(Transfer(originalTransactionID: original.id, fromUserID: owner, toUserID: user)))
+        } else {
+            record(.productConfigured(ProductDefinition(productID: "coins.100", type: .consumable, grants: ["coins": Int64.random(in: 50...200, using: &rng)])))
+        }
+    }
+
+    /// Instants worth asking about: every fact's time, and between them.
+    var instants: [Date] {
+        let times = facts.map(\.occurredAt).filter { $0 >= day(0) }
+        return Array(Set(times + times.map { $0 + 1_800 } + [day(-1), clock + 400 * 86_400])).sorted()
+    }
+}
