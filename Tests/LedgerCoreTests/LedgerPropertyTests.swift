@@ -23,6 +23,22 @@ import Testing
         }
     }
 
+    @Test func theStoredTimelineEvaluatedNowEqualsTheComputedState() async {
+        // What the projection stores (the timeline from everything known) answers "now" exactly
+        // like a computation from the facts, at every instant after the last fact.
+        await propertyCheck(count: 40, input: Self.seeds) { seed in
+            let history = RandomHistory(seed: seed, steps: 60)
+            let ledger = AppLedger(bundleID: "com.example.app", facts: history.facts)
+            let last = history.facts.map(\.occurredAt).max()!
+            for user in RandomHistory.users {
+                let stored = try! LedgerEvent.decoder.decode(UserTimeline.self, from: LedgerEvent.encoder.encode(ledger.timeline(of: user)))
+                for instant in [last, last + 86_400, last + 400 * 86_400] {
+                    #expect(stored.state(at: instant) == ledger.userState(user, at: instant), "seed \(seed), \(user)")
+                }
+            }
+        }
+    }
+
     @Test func stateAsOfAnInstantEqualsTheStateOfThePrefixUpToIt() async {
         await propertyCheck(count: 60, input: Self.seeds) { seed in
             let history = RandomHistory(seed: seed, steps: 60)

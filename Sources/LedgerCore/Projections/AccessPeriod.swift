@@ -1,7 +1,7 @@
 import Foundation
 
 /// One stretch of access to a set of entitlements, from one source.
-public struct AccessPeriod: Sendable, Equatable {
+public struct AccessPeriod: Codable, Sendable, Equatable {
     public enum Source: String, Sendable, Codable {
         case purchased
         case familyShared = "family_shared"

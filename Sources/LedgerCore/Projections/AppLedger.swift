@@ -78,17 +78,20 @@ public struct AppLedger: Sendable {
         history(of: originalTransactionID, at: instant).owner
     }
 
-    /// What `userID` owns at `instant`.
+    /// What `userID` owns at `instant`, from the facts known by then.
     public func userState(_ userID: String, at instant: Date) -> UserState {
-        let catalogue = catalogue(at: instant)
+        timeline(of: userID, knownAt: instant).state(at: instant)
+    }
+
+    /// The user's periods of access and balance entries from the facts with `occurredAt ≤ knownAt`.
+    /// The stored projection keeps `timeline(of:)` with everything known, and evaluates it at "now".
+    public func timeline(of userID: String, knownAt instant: Date = .distantFuture) -> UserTimeline {
         let histories = (everOwned[userID] ?? []).sorted()
             .map { history(of: $0, at: instant) }
             .filter { $0.owner == userID }
-        let userFacts = relevant(userFacts[userID] ?? [], at: instant)
-
-        var builder = UserStateBuilder(userID: userID, instant: instant, catalogue: catalogue)
+        var builder = UserTimelineBuilder(userID: userID, catalogue: catalogue(at: instant))
         for history in histories { builder.add(history) }
-        builder.add(userFacts: userFacts)
+        builder.add(userFacts: relevant(userFacts[userID] ?? [], at: instant))
         return builder.build()
     }
 

@@ -39,7 +39,7 @@ public struct SubscriptionSummary: Sendable, Equatable {
     public var expirationIntent: Int?
 }
 
-public struct PurchaseSummary: Sendable, Equatable {
+public struct PurchaseSummary: Codable, Sendable, Equatable {
     public var transactionID: String
     public var originalTransactionID: String
     public var productID: String
@@ -49,8 +49,8 @@ public struct PurchaseSummary: Sendable, Equatable {
     public var revokedAt: Date?
 }
 
-public struct BalanceEntry: Sendable, Equatable {
-    public enum Kind: String, Sendable { case credit, debit, reversal }
+public struct BalanceEntry: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable { case credit, debit, reversal }
     public var kind: Kind
     public var currency: String
     /// Always positive; `kind` says which way it moves the balance.

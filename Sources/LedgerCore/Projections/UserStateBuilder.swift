@@ -1,21 +1,20 @@
 import Foundation
 
-/// Turns the histories a user owns at an instant, and the user's own facts, into a `UserState`.
-/// The rules of the subscription lifecycle live here, one function per product type.
-struct UserStateBuilder {
+/// Turns the histories a user owns, and the user's own facts, into a `UserTimeline`: the periods
+/// of access and the balance entries they imply. The rules of the subscription lifecycle live
+/// here, one function per product type; nothing here depends on the instant being asked about.
+struct UserTimelineBuilder {
     let userID: String
-    let instant: Date
     let catalogue: Catalogue
     private var periods: [AccessPeriod] = []
     private var entries: [BalanceEntry] = []
-    private var subscriptions: [SubscriptionSummary] = []
+    private var subscriptions: [SubscriptionTimeline] = []
     private var purchases: [PurchaseSummary] = []
     /// Non-renewing purchases per product, stacked once all are known.
     private var nonRenewing: [String: [(TransactionFacts, revokedAt: Date?, ProductDefinition)]] = [:]
 
-    init(userID: String, instant: Date, catalogue: Catalogue) {
+    init(userID: String, catalogue: Catalogue) {
         self.userID = userID
-        self.instant = instant
         self.catalogue = catalogue
     }
 
@@ -67,13 +66,12 @@ struct UserStateBuilder {
         }
     }
 
-    func build() -> UserState {
+    func build() -> UserTimeline {
         var periods = self.periods
-        for (_, purchases) in nonRenewing { periods += Self.stacked(purchases) }
-        return UserState(
-            userID: userID, asOf: instant,
-            entitlements: UserState.entitlements(from: periods, at: instant),
-            balances: UserState.balances(of: entries),
+        for productID in nonRenewing.keys.sorted() { periods += Self.stacked(nonRenewing[productID]!) }
+        return UserTimeline(
+            userID: userID,
+            periods: periods.sorted { ($0.start, $0.productID, $0.transactionID ?? "") < ($1.start, $1.productID, $1.transactionID ?? "") },
             subscriptions: subscriptions.sorted { $0.originalTransactionID < $1.originalTransactionID },
             purchases: purchases.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) },
             balanceEntries: entries.sorted { ($0.at, $0.kind.rawValue, $0.reference) < ($1.at, $1.kind.rawValue, $1.reference) })
@@ -103,22 +101,11 @@ struct UserStateBuilder {
     private mutating func summarizeSubscription(_ history: TransactionHistory) {
         guard let latest = history.ordered.last(where: { $0.expiresDate != nil }) else { return }
         let access = periods.last { $0.transactionID == latest.transactionID }
-        let status: SubscriptionSummary.Status
-        if history.revocationDate(of: latest).map({ $0 <= instant }) ?? false {
-            status = .revoked
-        } else if let access, access.end.map({ instant < $0 }) ?? true {
-            status = .active
-        } else if let grace = access?.gracePeriodEnd, instant < grace {
-            status = .gracePeriod
-        } else if history.renewal?.isInBillingRetry == true {
-            status = .billingRetry
-        } else {
-            status = .expired
-        }
         let renewal = history.renewal
-        subscriptions.append(SubscriptionSummary(
-            originalTransactionID: history.originalTransactionID, productID: latest.productID, status: status,
-            expiresAt: access?.end, willRenew: renewal?.willAutoRenew,
+        subscriptions.append(SubscriptionTimeline(
+            originalTransactionID: history.originalTransactionID, productID: latest.productID,
+            accessEnd: access?.end, revokedAt: history.revocationDate(of: latest), gracePeriodEnd: access?.gracePeriodEnd,
+            billingRetry: renewal?.isInBillingRetry ?? false, willRenew: renewal?.willAutoRenew,
             pendingProductID: renewal.flatMap { $0.autoRenewProductID != latest.productID ? $0.autoRenewProductID : nil },
             expirationIntent: renewal?.expirationIntent))
     }

@@ -1,0 +1,63 @@
+import Foundation
+
+/// A user's access and money over time, independent of the instant asked about: what the stored
+/// projection keeps. "Active" is never stored — it goes stale as time passes without any event —
+/// it is evaluated from the timeline at the instant of the question.
+public struct UserTimeline: Codable, Sendable, Equatable {
+    public var userID: String
+    public var periods: [AccessPeriod]
+    public var subscriptions: [SubscriptionTimeline]
+    public var purchases: [PurchaseSummary]
+    public var balanceEntries: [BalanceEntry]
+
+    public init(userID: String, periods: [AccessPeriod] = [], subscriptions: [SubscriptionTimeline] = [],
+                purchases: [PurchaseSummary] = [], balanceEntries: [BalanceEntry] = []) {
+        self.userID = userID
+        self.periods = periods
+        self.subscriptions = subscriptions
+        self.purchases = purchases
+        self.balanceEntries = balanceEntries
+    }
+
+    public func state(at instant: Date) -> UserState {
+        let entries = balanceEntries.filter { $0.at <= instant }
+        return UserState(
+            userID: userID, asOf: instant,
+            entitlements: UserState.entitlements(from: periods, at: instant),
+            balances: UserState.balances(of: entries),
+            subscriptions: subscriptions.map { $0.summary(at: instant) },
+            purchases: purchases.filter { $0.purchaseDate <= instant },
+            balanceEntries: entries)
+    }
+}
+
+/// One auto-renewable subscription's latest period and renewal state.
+public struct SubscriptionTimeline: Codable, Sendable, Equatable {
+    public var originalTransactionID: String
+    public var productID: String
+    public var accessEnd: Date?
+    public var revokedAt: Date?
+    public var gracePeriodEnd: Date?
+    public var billingRetry: Bool
+    public var willRenew: Bool?
+    public var pendingProductID: String?
+    public var expirationIntent: Int?
+
+    func summary(at instant: Date) -> SubscriptionSummary {
+        let status: SubscriptionSummary.Status
+        if revokedAt.map({ $0 <= instant }) ?? false {
+            status = .revoked
+        } else if accessEnd.map({ instant < $0 }) ?? true {
+            status = .active
+        } else if let gracePeriodEnd, instant < gracePeriodEnd {
+            status = .gracePeriod
+        } else if billingRetry {
+            status = .billingRetry
+        } else {
+            status = .expired
+        }
+        return SubscriptionSummary(originalTransactionID: originalTransactionID, productID: productID, status: status,
+                                   expiresAt: accessEnd, willRenew: willRenew, pendingProductID: pendingProductID,
+                                   expirationIntent: expirationIntent)
+    }
+}
