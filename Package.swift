@@ -72,12 +72,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Projections: the domain's state derived from the log, stored, rebuilt blue-green.
+        .target(
+            name: "LedgerProjections",
+            dependencies: ["LedgerCore", "LedgerEventStore", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP edge (Hummingbird 2).
         .target(
             name: "LedgerHTTP",
             dependencies: [
                 "LedgerPostgres",
                 "LedgerEventStore",
+                "LedgerProjections",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -92,6 +99,7 @@ let package = Package(
                 "EmbeddedPostgres",
                 "LedgerEventStore",
                 "LedgerHTTP",
+                "LedgerProjections",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -117,7 +125,7 @@ let package = Package(
         // Throwaway clusters and databases for tests (never linked into the server).
         .target(
             name: "LedgerTestSupport",
-            dependencies: ["LedgerPostgres", "LedgerSchema", "EmbeddedPostgres", "LedgerEventStore"],
+            dependencies: ["LedgerPostgres", "LedgerSchema", "EmbeddedPostgres", "LedgerEventStore", "LedgerCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -132,7 +140,12 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerCoreTests",
-            dependencies: ["LedgerCore", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["LedgerCore", "LedgerTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerProjectionsTests",
+            dependencies: ["LedgerProjections", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

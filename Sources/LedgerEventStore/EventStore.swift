@@ -112,7 +112,7 @@ public final class EventStore: Sendable {
     /// A stream's events in version order, starting after `afterVersion`.
     public func read(stream: String, afterVersion: Int64 = 0, limit: Int = 1000) async throws -> [RecordedEvent] {
         try await pool.withConnection { connection in
-            try connection.query(Self.selectEvents + """
+            try connection.query(Self.selectEventsSQL + """
                  WHERE e.stream = $1 AND e.version > $2 ORDER BY e.version LIMIT $3
                 """, [stream, afterVersion, limit]).map(RecordedEvent.init(row:))
         }
@@ -135,7 +135,7 @@ public final class EventStore: Sendable {
 
     /// The same read, on a connection the caller holds (projection workers read and apply in one transaction).
     public static func readAll(on connection: PostgresConnection, after position: LogPosition, limit: Int) throws -> [RecordedEvent] {
-        try connection.query(selectEvents + """
+        try connection.query(selectEventsSQL + """
              WHERE (e.tx_id, e.position) > ($1::xid8, $2::bigint)
                AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
              ORDER BY e.tx_id, e.position
@@ -143,7 +143,8 @@ public final class EventStore: Sendable {
             """, [position.transactionID, position.position, limit]).map(RecordedEvent.init(row:))
     }
 
-    static let selectEvents = """
+    /// `SELECT … FROM ledger.events e`, the columns `RecordedEvent(row:)` reads; append a WHERE clause.
+    public static let selectEventsSQL = """
         SELECT e.event_id, e.stream, e.version, e.event_type, e.data::text AS data, e.metadata::text AS metadata,
                e.occurred_at, e.recorded_at, e.tx_id::text AS tx_id, e.position
           FROM ledger.events e
@@ -164,6 +165,14 @@ public final class EventStore: Sendable {
         await listener.stop()
     }
 
+    /// Incremented by every append through this store; with `waitForAppends` lets a worker sleep
+    /// until there may be something new (or `timeout` passes).
+    public var appendGeneration: UInt64 { wakeup.generation }
+
+    public func waitForAppends(after generation: UInt64, timeout: Duration) async {
+        await wakeup.wait(after: generation, timeout: timeout)
+    }
+
     /// Follows the global log from `position`: see `EventSubscription`.
     public func subscribe(after position: LogPosition, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250)) -> EventSubscription {
         EventSubscription(store: self, start: position, batchSize: batchSize, pollInterval: pollInterval, logger: logger)
@@ -177,7 +186,7 @@ extension StreamAppend {
 }
 
 extension RecordedEvent {
-    init(row: PostgresRow) throws {
+    public init(row: PostgresRow) throws {
         self.init(
             id: try row["event_id"].uuid(), stream: try row["stream"].string(), version: try row["version"].int64(),
             type: try row["event_type"].string(), data: try row["data"].string(), metadata: try row["metadata"].string(),

@@ -1,11 +1,14 @@
 import Foundation
 import Hummingbird
 import LedgerPostgres
+import LedgerProjections
 
 /// `/healthz` (the process is up) and `/readyz` (it can do its job: the database answers and the
 /// schema is current). Orchestrators restart on the first and route traffic on the second.
 struct HealthController: Sendable {
     let services: LedgerServices
+    /// Events the users projection may be behind the log and still count as ready.
+    static let maximumLag = 1000
 
     var routes: RouteCollection<BasicRequestContext> {
         let routes = RouteCollection(context: BasicRequestContext.self)
@@ -23,13 +26,18 @@ struct HealthController: Sendable {
         var checks: [String: String] = [:]
         do {
             let migrator = services.migrator
-            let pending = try await services.pool.withConnection { try migrator.pending($0).map(\.version) }
+            let (pending, lag) = try await services.pool.withConnection { connection in
+                let pending = try migrator.pending(connection).map(\.version)
+                return (pending, pending.isEmpty ? try ProjectionRunner.lag(on: connection) : 0)
+            }
             checks["database"] = "ok"
             checks["migrations"] = pending.isEmpty ? "ok" : "pending: \(pending)"
+            // Caught up within a bound: a burst may keep the worker a little behind, a stuck one won't.
+            checks["projections"] = lag <= Self.maximumLag ? "ok" : "behind by \(lag) events"
         } catch let error as PostgresError {
             checks["database"] = "unavailable: \(error)"  // redacted description only
         }
-        let ready = checks.values.allSatisfy { $0 == "ok" } && checks["migrations"] != nil
+        let ready = checks.values.allSatisfy { $0 == "ok" } && checks["projections"] != nil
         var response = try JSONResponse.encode(Status(status: ready ? "ready" : "unavailable", checks: checks))
         if !ready {
             response.status = .serviceUnavailable

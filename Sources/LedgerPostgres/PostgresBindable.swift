@@ -30,6 +30,17 @@ public struct PostgresBytes: PostgresBindable, Hashable {
     public var postgresText: String { "\\x" + Hex.encode(bytes) }
 }
 
+/// A `text[]` parameter, in PostgreSQL's array literal syntax with every element quoted.
+public struct PostgresTextArray: PostgresBindable {
+    public var elements: [String]
+    public init(_ elements: [String]) { self.elements = elements }
+    public var postgresText: String {
+        "{" + elements.map { element in
+            "\"" + element.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }.joined(separator: ",") + "}"
+    }
+}
+
 /// Hexadecimal text, as PostgreSQL prints `bytea` and as digests are shown to people.
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)

@@ -4,6 +4,7 @@ import Hummingbird
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerProjections
 import LedgerSchema
 import Logging
 import ServiceLifecycle
@@ -43,7 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger.info("ledger listening", metadata: ["http.address": "http://\(host):\(port)", "db": "\(opened.owner)"])
         }
         let group = ServiceGroup(configuration: .init(
-            services: [app, NotificationService(store: store)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: [app, NotificationService(store: store), ProjectionService(worker: ProjectionWorker(store: store, logger: logger))], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         await pool.close()
         logger.info("ledger stopped")
@@ -57,5 +58,14 @@ struct NotificationService: Service {
 
     func run() async throws {
         try await cancelWhenGracefulShutdown { await store.runNotifications() }
+    }
+}
+
+/// Keeps the active projection version current for the lifetime of the server.
+struct ProjectionService: Service {
+    let worker: ProjectionWorker
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { await worker.run() }
     }
 }

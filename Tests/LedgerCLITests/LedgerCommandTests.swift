@@ -90,6 +90,17 @@ import FoundationNetworking
         #expect(broken.output.contains("stream user-7 version 2: content changed"), "\(broken.output)")
     }
 
+    @Test func rebuildSwitchesToANewVersionAndReportsProgressLines() throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = try TestCluster.database().connectionString
+        let first = try ChildProcess.run(Self.ledgerBinary, ["rebuild"], environment: environment)
+        #expect(first.status == 0, "\(first.output)")
+        #expect(first.output.contains("rebuilt users v2"))
+        #expect(first.output.contains("rebuild: switching"), "plain progress lines when not on a terminal")
+        let unknown = try ChildProcess.run(Self.ledgerBinary, ["rebuild", "nonsense"], environment: environment)
+        #expect(unknown.status != 0 && unknown.output.contains("unknown projection"))
+    }
+
     @Test func migrateIsIdempotentAndHelpIsThere() throws {
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = try TestCluster.database().connectionString

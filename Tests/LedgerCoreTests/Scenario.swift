@@ -1,21 +1,19 @@
 import Foundation
 import LedgerCore
-
-/// Day n after a fixed instant: scenarios read as a calendar.
-func day(_ n: Double) -> Date { Date(timeIntervalSince1970: 1_700_000_000 + n * 86_400) }
+import LedgerTestSupport
 
 /// A tiny DSL that records facts the way the ledger would, so each test reads like its rule.
 struct Scenario {
     var ledger = AppLedger(bundleID: "com.example.app")
     private var sequence: Int64 = 0
 
-    static let monthly = ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"])
-    static let yearly = ProductDefinition(productID: "pro.yearly", type: .autoRenewable, entitlements: ["pro"])
-    static let premium = ProductDefinition(productID: "premium.monthly", type: .autoRenewable, entitlements: ["pro", "premium"])
-    static let lifetime = ProductDefinition(productID: "lifetime", type: .nonConsumable, entitlements: ["pro", "lifetime"])
-    static let coins = ProductDefinition(productID: "coins.100", type: .consumable, grants: ["coins": 100])
-    static let season = ProductDefinition(productID: "season.pass", type: .nonRenewing, entitlements: ["season"], duration: ISODuration("P30D"))
-    static let free = ProductDefinition(productID: "free.tier", type: .freeSubscription, entitlements: ["basic"])
+    static let monthly = SampleCatalogue.monthly
+    static let yearly = SampleCatalogue.yearly
+    static let premium = SampleCatalogue.premium
+    static let lifetime = SampleCatalogue.lifetime
+    static let coins = SampleCatalogue.coins
+    static let season = SampleCatalogue.season
+    static let free = SampleCatalogue.free
 
     init(catalogue: [ProductDefinition] = [monthly, yearly, premium, lifetime, coins, season, free]) {
         for definition in catalogue { record(.productConfigured(definition), at: day(-100)) }
@@ -29,11 +27,10 @@ struct Scenario {
     func state(_ user: String = "alice", at date: Date) -> UserState { ledger.userState(user, at: date) }
 
     static func transaction(_ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
-                            quantity: Int = 1, price: Int64? = 4990, ownership: OwnershipType = .purchased,
-                            upgraded: Bool = false, environment: AppleEnvironment = .production) -> TransactionFacts {
-        TransactionFacts(environment: environment, transactionID: id, originalTransactionID: original ?? id, productID: product,
-                         purchaseDate: date, expiresDate: expires, quantity: quantity, ownership: ownership, isUpgraded: upgraded,
-                         price: price, currency: "EUR", storefront: "FRA", signedDate: date)
+                            quantity: Int = 1, ownership: OwnershipType = .purchased, upgraded: Bool = false,
+                            environment: AppleEnvironment = .production) -> TransactionFacts {
+        SampleCatalogue.transaction(id, original: original, product: product, at: date, expires: expires, quantity: quantity,
+                                    ownership: ownership, upgraded: upgraded, environment: environment)
     }
 
     /// A first purchase, claimed by `user` at the same moment.

@@ -44,6 +44,9 @@ public struct AppLedger: Sendable {
     }
 
     public var factCount: Int { facts.count }
+
+    /// Every original transaction `userID` ever claimed or received (the projection's owner index).
+    public func transactions(everOwnedBy userID: String) -> [String] { (everOwned[userID] ?? []).sorted() }
     public var users: [String] { Array(Set(everOwned.keys).union(userFacts.keys)).sorted() }
 
     // MARK: Views at an instant

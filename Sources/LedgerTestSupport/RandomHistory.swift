@@ -1,10 +1,34 @@
 import Foundation
 import LedgerCore
 
+/// Day n after a fixed instant: scenarios read as a calendar.
+public func day(_ n: Double) -> Date { Date(timeIntervalSince1970: 1_700_000_000 + n * 86_400) }
+
+/// The sample app's products, shared by the domain tests and the projection tests.
+public enum SampleCatalogue {
+    public static let monthly = ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"])
+    public static let yearly = ProductDefinition(productID: "pro.yearly", type: .autoRenewable, entitlements: ["pro"])
+    public static let premium = ProductDefinition(productID: "premium.monthly", type: .autoRenewable, entitlements: ["pro", "premium"])
+    public static let lifetime = ProductDefinition(productID: "lifetime", type: .nonConsumable, entitlements: ["pro", "lifetime"])
+    public static let coins = ProductDefinition(productID: "coins.100", type: .consumable, grants: ["coins": 100])
+    public static let season = ProductDefinition(productID: "season.pass", type: .nonRenewing, entitlements: ["season"], duration: ISODuration("P30D"))
+    public static let free = ProductDefinition(productID: "free.tier", type: .freeSubscription, entitlements: ["basic"])
+    public static let all = [monthly, yearly, premium, lifetime, coins, season, free]
+
+    public static func transaction(_ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
+                                   quantity: Int = 1, price: Int64? = 4990, ownership: OwnershipType = .purchased,
+                                   upgraded: Bool = false, environment: AppleEnvironment = .production) -> TransactionFacts {
+        TransactionFacts(environment: environment, transactionID: id, originalTransactionID: original ?? id, productID: product,
+                         purchaseDate: date, expiresDate: expires, quantity: quantity, ownership: ownership, isUpgraded: upgraded,
+                         price: price, currency: "EUR", storefront: "FRA", signedDate: date)
+    }
+}
+
 /// SplitMix64: a tiny seeded generator, so a failing history is reproduced from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
+public struct SplitMix64: RandomNumberGenerator {
+    public var state: UInt64
+    public init(state: UInt64) { self.state = state }
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -17,9 +41,9 @@ struct SplitMix64: RandomNumberGenerator {
 /// reversals, billing retry with and without grace, auto-renew changes, transfers, promotional
 /// grants, a catalogue change, raw notifications, and consumptions *decided* against the state at
 /// their time, as the server would. Business times are distinct and increase in generation order.
-struct RandomHistory {
-    static let users = ["u1", "u2", "u3"]
-    private(set) var facts: [RecordedFact] = []
+public struct RandomHistory {
+    public static let users = ["u1", "u2", "u3"]
+    public private(set) var facts: [RecordedFact] = []
     private var rng: SplitMix64
     private var clock = day(0)
     private var ledger = AppLedger(bundleID: "com.example.app")
@@ -29,9 +53,9 @@ struct RandomHistory {
     private var grants: [(id: String, user: String)] = []
     private var counter = 0
 
-    init(seed: UInt64, steps: Int) {
+    public init(seed: UInt64, steps: Int) {
         rng = SplitMix64(state: seed)
-        for definition in [Scenario.monthly, Scenario.yearly, Scenario.premium, Scenario.lifetime, Scenario.coins, Scenario.season, Scenario.free] {
+        for definition in [SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.season, SampleCatalogue.free] {
             record(.productConfigured(definition), at: day(-100))
         }
         for _ in 0..<steps { step() }
@@ -65,11 +89,11 @@ struct RandomHistory {
     }
 
     private mutating func buy(_ user: String) {
-        let product = [Scenario.monthly, Scenario.yearly, Scenario.premium, Scenario.lifetime, Scenario.coins, Scenario.coins, Scenario.season, Scenario.free]
+        let product = [SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.coins, SampleCatalogue.season, SampleCatalogue.free]
             .randomElement(using: &rng)!
         let id = next()
         let expires = product.type == .autoRenewable ? clock + (product.productID == "pro.yearly" ? 365 : 30) * 86_400 : nil
-        let facts = Scenario.transaction(id, product: product.productID, at: clock, expires: expires, quantity: Int.random(in: 1...3, using: &rng))
+        let facts = SampleCatalogue.transaction(id, product: product.productID, at: clock, expires: expires, quantity: Int.random(in: 1...3, using: &rng))
         if Bool.random(using: &rng) {
             // The notification first, the app's claim a little later (or never).
             record(.appleNotificationReceived(AppleNotification(version: "2", notificationType: "SUBSCRIBED", notificationUUID: next(),
@@ -89,7 +113,7 @@ struct RandomHistory {
         let id = next()
         let product = [original.product.productID, "premium.monthly", "pro.monthly"].randomElement(using: &rng)!
         let recovered = Int.random(in: 0..<4, using: &rng) == 0
-        let facts = Scenario.transaction(id, original: original.id, product: product, at: clock, expires: clock + 30 * 86_400)
+        let facts = SampleCatalogue.transaction(id, original: original.id, product: product, at: clock, expires: clock + 30 * 86_400)
         record(recovered ? .recovered(facts) : .renewed(facts))
         transactions.append((id, original.id))
     }
@@ -148,7 +172,7 @@ struct RandomHistory {
     }
 
     /// Instants worth asking about: every fact's time, and between them.
-    var instants: [Date] {
+    public var instants: [Date] {
         let times = facts.map(\.occurredAt).filter { $0 >= day(0) }
         return Array(Set(times + times.map { $0 + 1_800 } + [day(-1), clock + 400 * 86_400])).sorted()
     }

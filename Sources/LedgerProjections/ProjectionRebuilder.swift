@@ -1,0 +1,144 @@
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerPostgres
+import Logging
+
+/// Progress of a rebuild, reported as it goes.
+public struct RebuildProgress: Sendable {
+    public enum Phase: String, Sendable { case replaying = "replaying", writing = "writing", catchingUp = "catching up", switching = "switching" }
+    public var phase: Phase
+    public var events: Int
+    public var totalEstimate: Int
+    public var elapsed: Duration
+    public var eventsPerSecond: Double {
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return seconds > 0 ? Double(events) / seconds : 0
+    }
+}
+
+public struct RebuildReport: Sendable {
+    public var version: Int
+    public var events: Int
+    public var users: Int
+    public var replaySeconds: Double
+    public var totalSeconds: Double
+}
+
+/// Builds a new version of the `users` projection from position zero beside the live one, then
+/// switches readers to it atomically. Safe while the server runs and events arrive: the live
+/// version keeps serving and advancing until the switch, which happens under the registry lock
+/// after the new version has caught up.
+///
+/// Fast path: the whole log is replayed in memory (`AppLedger` per app) and the result written
+/// with COPY; only what arrives during the rebuild goes through the per-user incremental path.
+public struct ProjectionRebuilder: Sendable {
+    let connection: @Sendable () throws -> PostgresConnection
+    let batchSize: Int
+    let logger: Logger
+
+    /// - Parameter connection: opens a connection as the schema owner (the rebuild creates tables).
+    public init(batchSize: Int = 10_000, logger: Logger, connection: @escaping @Sendable () throws -> PostgresConnection) {
+        self.connection = connection
+        self.batchSize = batchSize
+        self.logger = logger
+    }
+
+    public func rebuild(progress: (RebuildProgress) -> Void = { _ in }) throws -> RebuildReport {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let db = try connection()
+        let version = try db.query("SELECT COALESCE(max(version), 0) + 1 AS v FROM ledger.projection_checkpoints WHERE name = $1",
+                                   [UsersProjection.name])[0]["v"].int()
+        try db.query("SELECT ledger.create_users_projection($1)", [version])
+        let total = try db.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
+        logger.info("rebuilding projection", metadata: ["projection": "\(UsersProjection.name)", "projection.version": "\(version)"])
+
+        // 1. Replay the whole log in memory.
+        var ledgers: [String: AppLedger] = [:]
+        var position = LogPosition.start
+        var count = 0
+        var lastReport = clock.now
+        while true {
+            let batch = try EventStore.readAll(on: db, after: position, limit: batchSize)
+            guard let last = batch.last else { break }
+            for recorded in batch {
+                guard let (bundleID, fact) = try StoredFacts.fact(from: recorded) else { continue }
+                ledgers[bundleID, default: AppLedger(bundleID: bundleID)].apply(fact)
+            }
+            position = last.position
+            count += batch.count
+            if count == batch.count || clock.now - lastReport > .milliseconds(200) {
+                progress(RebuildProgress(phase: .replaying, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
+                lastReport = clock.now
+            }
+        }
+        let replaySeconds = (clock.now - started).seconds
+        progress(RebuildProgress(phase: .writing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
+
+        // 2. Write it with COPY, and the checkpoint where the replay stopped.
+        let projection = UsersProjection(version: version)
+        var users = 0
+        var owners: [UInt8] = []
+        var timelines: [UInt8] = []
+        for (bundleID, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
+            for userID in ledger.users {
+                users += 1
+                for original in ledger.transactions(everOwnedBy: userID) {
+                    owners += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(original))\t\(CopyText.escape(userID))\n".utf8)
+                }
+                let json = String(decoding: try LedgerEvent.encoder.encode(ledger.timeline(of: userID)), as: UTF8.self)
+                timelines += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(userID))\t\(CopyText.escape(json))\n".utf8)
+            }
+        }
+        try db.transaction { db in
+            try db.copyIn("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", data: owners)
+            try db.copyIn("COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", data: timelines)
+            try ProjectionRunner.advance(version: version, to: position, on: db)
+        }
+
+        // 3. Catch up with what arrived meanwhile, then switch under the registry lock. An empty
+        // step may only mean the fence holds events back behind an open transaction; whatever the
+        // switch leaves, the live worker applies to the new version from its exact checkpoint.
+        var caughtUp = count
+        while case let applied = try db.transaction({ try ProjectionRunner.step(version: version, on: $0, batchSize: 1000) }), applied > 0 {
+            caughtUp += applied
+            progress(RebuildProgress(phase: .catchingUp, events: caughtUp, totalEstimate: max(total, caughtUp), elapsed: clock.now - started))
+        }
+        progress(RebuildProgress(phase: .switching, events: caughtUp, totalEstimate: caughtUp, elapsed: clock.now - started))
+        try db.transaction { db in
+            try db.query("SELECT active_version FROM ledger.projections WHERE name = $1 FOR UPDATE", [UsersProjection.name])
+            while try ProjectionRunner.step(version: version, on: db, batchSize: 1000) > 0 {}
+            try db.query("SELECT ledger.activate_users_projection($1)", [version])
+        }
+        try dropOldVersions(keeping: version, on: db)
+        let totalSeconds = (clock.now - started).seconds
+        logger.info("projection switched", metadata: ["projection.version": "\(version)", "events": "\(count)", "users": "\(users)"])
+        return RebuildReport(version: version, events: count, users: users, replaySeconds: replaySeconds, totalSeconds: totalSeconds)
+    }
+
+    /// Keeps the new version and the one before it (a reader that looked up the old view a moment
+    /// before the switch may still be reading it); drops anything older.
+    private func dropOldVersions(keeping version: Int, on db: PostgresConnection) throws {
+        let old = try db.query("SELECT version FROM ledger.projection_checkpoints WHERE name = $1 AND version < $2 - 1",
+                               [UsersProjection.name, version]).map { try $0[0].int() }
+        for stale in old {
+            let projection = UsersProjection(version: stale)
+            try db.execute(script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines)")
+            try db.query("DELETE FROM ledger.projection_checkpoints WHERE name = $1 AND version = $2", [UsersProjection.name, stale])
+        }
+    }
+}
+
+/// COPY's text format: backslash, tab, newline and carriage return are escaped.
+enum CopyText {
+    static func escape(_ value: String) -> String {
+        guard value.contains(where: { $0 == "\\" || $0 == "\t" || $0 == "\n" || $0 == "\r" }) else { return value }
+        return value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
+            .replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r")
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

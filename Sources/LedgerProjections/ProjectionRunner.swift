@@ -1,0 +1,52 @@
+import Foundation
+import LedgerEventStore
+import LedgerPostgres
+
+/// Applies the log to the `users` projection one batch at a time, each batch in one transaction
+/// with its checkpoint: lock the checkpoint row, read after it behind the snapshot fence, apply,
+/// advance, commit. A crash anywhere applies nothing twice and loses nothing.
+public enum ProjectionRunner {
+    /// One batch on the *active* version, as the live worker does. The registry row is held
+    /// FOR SHARE, so a rebuild's switch (FOR UPDATE) waits for this batch and the next batch
+    /// sees the new version. Returns how many events it applied.
+    public static func liveStep(on connection: PostgresConnection, batchSize: Int) throws -> Int {
+        try connection.transaction { connection in
+            let version = try connection.query(
+                "SELECT active_version FROM ledger.projections WHERE name = $1 FOR SHARE", [UsersProjection.name])[0][0].int()
+            return try step(version: version, on: connection, batchSize: batchSize)
+        }
+    }
+
+    /// One batch on `version`, inside the caller's transaction.
+    public static func step(version: Int, on connection: PostgresConnection, batchSize: Int) throws -> Int {
+        let checkpoint = try connection.query("""
+            SELECT tx_id::text AS tx_id, position FROM ledger.projection_checkpoints
+             WHERE name = $1 AND version = $2 FOR UPDATE
+            """, [UsersProjection.name, version])
+        guard let row = checkpoint.first else {
+            throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no version \(version)")
+        }
+        let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
+        let batch = try EventStore.readAll(on: connection, after: after, limit: batchSize)
+        guard let last = batch.last else { return 0 }
+        try UsersProjection(version: version).apply(batch, on: connection)
+        try advance(version: version, to: last.position, on: connection)
+        return batch.count
+    }
+
+    static func advance(version: Int, to position: LogPosition, on connection: PostgresConnection) throws {
+        try connection.query("""
+            UPDATE ledger.projection_checkpoints SET tx_id = $3::text::xid8, position = $4, updated_at = now()
+             WHERE name = $1 AND version = $2
+            """, [UsersProjection.name, version, position.transactionID, position.position])
+    }
+
+    /// How far the active version is behind the log: events committed after its checkpoint.
+    public static func lag(on connection: PostgresConnection) throws -> Int {
+        try connection.query("""
+            SELECT count(*) AS n FROM ledger.events e, ledger.projections p
+              JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version
+             WHERE p.name = $1 AND (e.tx_id, e.position) > (c.tx_id, c.position)
+            """, [UsersProjection.name])[0]["n"].int()
+    }
+}

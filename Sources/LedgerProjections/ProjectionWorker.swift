@@ -1,0 +1,35 @@
+import LedgerEventStore
+import LedgerPostgres
+import Logging
+
+/// Keeps the active projection version up to date for as long as it runs: a batch at a time while
+/// there is work, then a sleep until the next append (or a poll interval, for other processes').
+public struct ProjectionWorker: Sendable {
+    let store: EventStore
+    let batchSize: Int
+    let pollInterval: Duration
+    let logger: Logger
+
+    public init(store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), logger: Logger) {
+        self.store = store
+        self.batchSize = batchSize
+        self.pollInterval = pollInterval
+        self.logger = logger
+    }
+
+    /// Runs until the task is cancelled. Database errors are logged and retried after a pause:
+    /// the checkpoint did not move, so nothing is lost.
+    public func run() async {
+        let batchSize = self.batchSize
+        while !Task.isCancelled {
+            let generation = store.appendGeneration
+            do {
+                let applied = try await store.pool.withConnection { try ProjectionRunner.liveStep(on: $0, batchSize: batchSize) }
+                if applied > 0 { continue }
+            } catch {
+                logger.warning("projection batch failed; retrying", metadata: ["error": "\(error)"])
+            }
+            await store.waitForAppends(after: generation, timeout: pollInterval)
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerPostgres
+
+/// The `users` projection: who owns which transaction, and each user's timeline. Applies a batch
+/// of the log to one version's tables on a connection inside the caller's transaction.
+public struct UsersProjection: Sendable {
+    public static let name = "users"
+    public let version: Int
+
+    public init(version: Int) { self.version = version }
+
+    var owners: String { "ledger.transaction_owners_v\(version)" }
+    var timelines: String { "ledger.user_timelines_v\(version)" }
+
+    /// Records ownership from the batch, then recomputes every user the batch touched from that
+    /// user's facts in the log. Recomputing (rather than patching) keeps the stored timeline
+    /// exactly `AppLedger.timeline(of:)`: the same code answers live and rebuilt.
+    public func apply(_ batch: [RecordedEvent], on connection: PostgresConnection) throws {
+        var affected: Set<UserKey> = []
+        var appsChanged: Set<String> = []
+        for recorded in batch {
+            guard let (bundleID, fact) = try StoredFacts.fact(from: recorded) else { continue }
+            switch fact.event {
+            case .transactionClaimed(let claim):
+                try addOwner(bundleID, claim.originalTransactionID, claim.userID, connection)
+                affected.insert(UserKey(bundleID: bundleID, userID: claim.userID))
+            case .ownershipTransferred(let transfer):
+                try addOwner(bundleID, transfer.originalTransactionID, transfer.toUserID, connection)
+                try addOwner(bundleID, transfer.originalTransactionID, transfer.fromUserID, connection)
+                affected.formUnion([transfer.fromUserID, transfer.toUserID].map { UserKey(bundleID: bundleID, userID: $0) })
+            case .appConfigured, .productConfigured:
+                appsChanged.insert(bundleID)
+            case .consumed(let c): affected.insert(UserKey(bundleID: bundleID, userID: c.userID))
+            case .promotionalGranted(let g): affected.insert(UserKey(bundleID: bundleID, userID: g.userID))
+            case .promotionalRevoked(let r): affected.insert(UserKey(bundleID: bundleID, userID: r.userID))
+            default:
+                guard let original = fact.event.originalTransaction else { continue }
+                for row in try connection.query("SELECT user_id FROM \(owners) WHERE bundle_id = $1 AND original_transaction_id = $2", [bundleID, original]) {
+                    affected.insert(UserKey(bundleID: bundleID, userID: try row["user_id"].string()))
+                }
+            }
+        }
+        for bundleID in appsChanged {
+            // A catalogue change can touch any purchase of the app: recompute all its users.
+            for row in try connection.query("SELECT DISTINCT user_id FROM \(owners) WHERE bundle_id = $1 UNION SELECT user_id FROM \(timelines) WHERE bundle_id = $1", [bundleID]) {
+                affected.insert(UserKey(bundleID: bundleID, userID: try row["user_id"].string()))
+            }
+        }
+        for user in affected.sorted(by: { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }) {
+            try recompute(user, connection)
+        }
+    }
+
+    private func addOwner(_ bundleID: String, _ original: String, _ userID: String, _ connection: PostgresConnection) throws {
+        try connection.query("INSERT INTO \(owners) (bundle_id, original_transaction_id, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                             [bundleID, original, userID])
+    }
+
+    /// Loads every fact that can concern the user (the app's, the user's, and each transaction the
+    /// user ever owned) and stores the resulting timeline.
+    func recompute(_ user: UserKey, _ connection: PostgresConnection) throws {
+        let originals = try connection.query("SELECT original_transaction_id FROM \(owners) WHERE bundle_id = $1 AND user_id = $2",
+                                             [user.bundleID, user.userID]).map { try $0[0].string() }
+        let streams = [LedgerStream.app(user.bundleID), LedgerStream.user(user.bundleID, userID: user.userID)]
+            + originals.map { LedgerStream.purchase(user.bundleID, originalTransactionID: $0) }
+        let rows = try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.position",
+                                        [PostgresTextArray(streams)])
+        var ledger = AppLedger(bundleID: user.bundleID)
+        for row in rows {
+            if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
+        }
+        let json = String(decoding: try LedgerEvent.encoder.encode(ledger.timeline(of: user.userID)), as: UTF8.self)
+        try connection.query("""
+            INSERT INTO \(timelines) (bundle_id, user_id, timeline) VALUES ($1, $2, $3::jsonb)
+            ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline
+            """, [user.bundleID, user.userID, json])
+    }
+}
+
+struct UserKey: Hashable, Sendable {
+    var bundleID: String
+    var userID: String
+}
+
+extension LedgerEvent {
+    /// The original transaction a purchase-stream fact concerns.
+    var originalTransaction: String? {
+        switch self {
+        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.originalTransactionID
+        case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r): r.originalTransactionID
+        case .refunded(let r), .revoked(let r): r.originalTransactionID
+        case .refundReversed(let r): r.originalTransactionID
+        default: nil
+        }
+    }
+}
