@@ -116,6 +116,8 @@ let package = Package(
                 "LedgerSchema",
                 "EmbeddedPostgres",
                 "LedgerEventStore",
+                "LedgerCore",
+                "LedgerProjections",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import LedgerEventStore
+import LedgerPostgres
+import LedgerProjections
+import LedgerSchema
+import Logging
+
+struct RebuildBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rebuild",
+        abstract: "Projection rebuild speed on a generated log, beside a plain keyset scan of the same table; user-state read time.")
+
+    @Option(help: "Events to generate.") var events = 1_000_000
+    @Option(help: "Measurement rounds (scan and rebuild alternate).") var rounds = 3
+    @Option(help: "Users whose state read is timed with EXPLAIN ANALYZE.") var reads = 200
+
+    func run() async throws {
+        var logger = Logger(label: "bench")
+        logger.logLevel = .warning
+        let database = try BenchDatabase.open(logger: logger)
+        defer { database.close() }
+        let configuration = database.configuration
+        let owner = try PostgresConnection.connect(configuration)
+        try Migrator(migrations: LedgerSchema.migrations(), logger: logger).migrate(owner)
+        let pool = PostgresPool(configuration: configuration, size: 2, logger: logger)
+        let store = EventStore(pool: pool, logger: logger)
+
+        let started = Date()
+        var generator = EventGenerator()
+        let written = try await generator.write(events: events, to: store) { done in
+            if done % 100_000 < 2_000 { FileHandle.standardError.write(Data("generated \(done) events\n".utf8)) }
+        }
+        try owner.execute(script: "VACUUM ANALYZE ledger.events")
+        print(String(format: "generated %d events in %.0f s through EventStore.append(batch:)", written, Date().timeIntervalSince(started)))
+
+        var scans: [Double] = []
+        var rebuilds: [Double] = []
+        var totals: [Double] = []
+        for round in 1...rounds {
+            scans.append(try keysetScan(owner))
+            let report = try ProjectionRebuilder(logger: logger) { try PostgresConnection.connect(configuration) }.rebuild()
+            rebuilds.append(Double(report.events) / report.replaySeconds)
+            totals.append(Double(report.events) / report.totalSeconds)
+            FileHandle.standardError.write(Data("round \(round)/\(rounds): scan \(Int(scans.last!))/s, rebuild replay \(Int(rebuilds.last!))/s, users \(report.users)\n".utf8))
+        }
+        let readTimes = try userReadTimes(owner)
+        await pool.close()
+
+        print("")
+        print("rebuild of the users projection, \(written) events, \(rounds) rounds, medians")
+        print("  keyset scan (EventStore.readAll, baseline) \(format(median(scans)))")
+        print("  rebuild: replay into memory               \(format(median(rebuilds)))   \(String(format: "%5.1f %%", median(rebuilds) / median(scans) * 100)) of scan (goal ≥ 100,000/s and ≥ 30 %)")
+        print("  rebuild: end to end (replay, COPY, switch) \(format(median(totals)))   \(String(format: "%5.1f %%", median(totals) / median(scans) * 100)) of scan")
+        print(String(format: "user state read at the database (EXPLAIN ANALYZE, %d users): median %.3f ms, p99 %.3f ms (goal < 1 ms)",
+                     readTimes.count, median(readTimes), readTimes.sorted()[Int(Double(readTimes.count - 1) * 0.99)]))
+        print("all rounds: scan=\(scans.map { String(format: "%.0f", $0) }) replay=\(rebuilds.map { String(format: "%.0f", $0) }) total=\(totals.map { String(format: "%.0f", $0) })")
+    }
+
+    /// The same reads the rebuild makes, decoded into RecordedEvent, and nothing else.
+    private func keysetScan(_ connection: PostgresConnection) throws -> Double {
+        let began = Date()
+        var position = LogPosition.start
+        var total = 0
+        while true {
+            let batch = try EventStore.readAll(on: connection, after: position, limit: 10_000)
+            guard let last = batch.last else { break }
+            total += batch.count
+            position = last.position
+        }
+        return Double(total) / Date().timeIntervalSince(began)
+    }
+
+    private func userReadTimes(_ connection: PostgresConnection) throws -> [Double] {
+        var times: [Double] = []
+        for _ in 0..<reads {
+            let user = "user-\(Int.random(in: 1...max(1, events / 40)))"
+            let plan = try connection.query("""
+                EXPLAIN (ANALYZE, FORMAT JSON) SELECT timeline FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2
+                """, ["com.example.bench", user])
+            let json = try JSONSerialization.jsonObject(with: Data(try plan[0][0].string().utf8)) as! [[String: Any]]
+            times.append((json[0]["Execution Time"] as? Double ?? 0) + (json[0]["Planning Time"] as? Double ?? 0))
+        }
+        return times
+    }
+}
