@@ -12,33 +12,19 @@ public enum LedgerStream {
         switch event {
         case .appConfigured, .productConfigured:
             return app(bundleID)
-        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t):
-            return purchase(bundleID, originalTransactionID: t.originalTransactionID)
-        case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r):
-            return purchase(bundleID, originalTransactionID: r.originalTransactionID)
-        case .refunded(let r), .revoked(let r):
-            return purchase(bundleID, originalTransactionID: r.originalTransactionID)
-        case .refundReversed(let r):
-            return purchase(bundleID, originalTransactionID: r.originalTransactionID)
-        case .transactionClaimed(let c):
-            return purchase(bundleID, originalTransactionID: c.originalTransactionID)
-        case .ownershipTransferred(let t):
-            return purchase(bundleID, originalTransactionID: t.originalTransactionID)
-        case .consumed(let c):
-            return user(bundleID, userID: c.userID)
-        case .promotionalGranted(let g):
-            return user(bundleID, userID: g.userID)
-        case .promotionalRevoked(let r):
-            return user(bundleID, userID: r.userID)
-        case .appleNotificationReceived(let n):
-            return n.originalTransactionID.map { purchase(bundleID, originalTransactionID: $0) } ?? notifications(bundleID)
+        case .transactionClaimed, .ownershipTransferred:
+            return purchase(bundleID, originalTransactionID: event.originalTransactionID!)
+        default:
+            if let original = event.originalTransactionID { return purchase(bundleID, originalTransactionID: original) }
+            if let userID = event.userID { return user(bundleID, userID: userID) }
+            return notifications(bundleID)
         }
     }
 }
 
 extension LedgerEvent {
     /// The original transaction a fact is about, if any.
-    var originalTransactionID: String? {
+    public var originalTransactionID: String? {
         switch self {
         case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.originalTransactionID
         case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r): r.originalTransactionID
@@ -52,12 +38,11 @@ extension LedgerEvent {
     }
 
     /// The user a fact is by or about directly (not through a transaction).
-    var userID: String? {
+    public var userID: String? {
         switch self {
         case .consumed(let c): c.userID
         case .promotionalGranted(let g): g.userID
         case .promotionalRevoked(let r): r.userID
-        case .transactionClaimed(let c): c.userID
         default: nil
         }
     }

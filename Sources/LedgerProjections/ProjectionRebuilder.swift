@@ -54,16 +54,18 @@ public struct ProjectionRebuilder: Sendable {
         let total = try db.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
         logger.info("rebuilding projection", metadata: ["projection": "\(UsersProjection.name)", "projection.version": "\(version)"])
 
-        // 1. Replay the whole log in memory.
+        // 1. Replay the whole log in memory. A second connection reads the next batch while this
+        // thread decodes the current one on every core; facts are applied in log order.
         var ledgers: [String: AppLedger] = [:]
         var position = LogPosition.start
         var count = 0
         var lastReport = clock.now
-        while true {
-            let batch = try EventStore.readAll(on: db, after: position, limit: batchSize)
+        let reader = BatchPrefetcher(connection: try connection(), batchSize: batchSize)
+        let decoders = (0..<Self.decodingThreads).map { _ in LedgerEvent.makeDecoder() }
+        while let batch = try reader.next() {
             guard let last = batch.last else { break }
-            for recorded in batch {
-                guard let (bundleID, fact) = try StoredFacts.fact(from: recorded) else { continue }
+            reader.request(after: last.position)  // read the next batch while this one decodes
+            for (bundleID, fact) in try Self.decode(batch, with: decoders) {
                 ledgers[bundleID, default: AppLedger(bundleID: bundleID)].apply(fact)
             }
             position = last.position
@@ -117,6 +119,22 @@ public struct ProjectionRebuilder: Sendable {
         return RebuildReport(version: version, events: count, users: users, replaySeconds: replaySeconds, totalSeconds: totalSeconds)
     }
 
+    static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
+
+    /// Decodes a batch on `decoders.count` threads, keeping log order.
+    static func decode(_ batch: [RecordedEvent], with decoders: [JSONDecoder]) throws -> [(String, RecordedFact)] {
+        let chunks = decoders.count
+        let size = (batch.count + chunks - 1) / chunks
+        let results = UnsafeResults<[(String, RecordedFact)]>(count: chunks)
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            let range = (chunk * size)..<min(batch.count, (chunk + 1) * size)
+            results.set(chunk, Result {
+                try batch[range].compactMap { try StoredFacts.fact(from: $0, decoder: decoders[chunk]) }
+            })
+        }
+        return try results.values.flatMap { try $0!.get() }
+    }
+
     /// Keeps the new version and the one before it (a reader that looked up the old view a moment
     /// before the switch may still be reading it); drops anything older.
     private func dropOldVersions(keeping version: Int, on db: PostgresConnection) throws {
@@ -141,4 +159,52 @@ enum CopyText {
 
 extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+/// One slot per concurrent task; each task writes only its own slot, and the slots are read after
+/// `concurrentPerform` returns (raw memory: no shared array buffer is mutated from two threads).
+final class UnsafeResults<T>: @unchecked Sendable {
+    private let slots: UnsafeMutablePointer<Result<T, any Error>?>
+    private let count: Int
+    init(count: Int) {
+        self.count = count
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil, count: count)
+    }
+    deinit {
+        slots.deinitialize(count: count)
+        slots.deallocate()
+    }
+    func set(_ index: Int, _ value: Result<T, any Error>) { slots[index] = value }
+    var values: [Result<T, any Error>?] { Array(UnsafeBufferPointer(start: slots, count: count)) }
+}
+
+/// Reads the log ahead on its own connection and thread: `next()` returns the batch requested by
+/// the previous `request(after:)` (the first batch starts at the beginning of the log).
+final class BatchPrefetcher: @unchecked Sendable {
+    private let connection: PostgresConnection
+    private let batchSize: Int
+    private let queue = DispatchQueue(label: "ledger.rebuild.prefetch")
+    private let ready = DispatchSemaphore(value: 0)
+    private var pending: Result<[RecordedEvent], any Error>?
+
+    init(connection: PostgresConnection, batchSize: Int) {
+        self.connection = connection
+        self.batchSize = batchSize
+        request(after: .start)
+    }
+
+    func request(after position: LogPosition) {
+        queue.async {
+            self.pending = Result { try EventStore.readAll(on: self.connection, after: position, limit: self.batchSize) }
+            self.ready.signal()
+        }
+    }
+
+    /// The requested batch; nil once the log is exhausted.
+    func next() throws -> [RecordedEvent]? {
+        ready.wait()
+        let batch = try pending!.get()
+        return batch.isEmpty ? nil : batch
+    }
 }

@@ -21,16 +21,25 @@ public enum StoredFacts {
     }
 
     /// Decodes a stored event into a domain fact; nil for streams that are not the domain's.
-    public static func fact(from recorded: RecordedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
+    /// Pass a `decoder` of your own when decoding on several threads at once.
+    public static func fact(from recorded: RecordedEvent, decoder: JSONDecoder = LedgerEvent.decoder) throws -> (bundleID: String, fact: RecordedFact)? {
         guard let bundleID = bundleID(ofStream: recorded.stream) else { return nil }
-        let event = try LedgerEvent(typeName: recorded.type, data: Data(recorded.data.utf8))
+        let event = try LedgerEvent(typeName: recorded.type, data: Data(recorded.data.utf8), decoder: decoder)
         return (bundleID, RecordedFact(event: event, occurredAt: recorded.occurredAt, recordedAt: recorded.recordedAt,
                                        sequence: recorded.position.position, evidence: evidence(in: recorded.metadata)))
     }
 
-    private static func evidence(in metadata: String) -> String? {
-        guard metadata.contains("evidence"),
-              let object = try? JSONSerialization.jsonObject(with: Data(metadata.utf8)) as? [String: Any] else { return nil }
-        return object["evidence"] as? String
+    /// The `evidence` of metadata written by `append` — `{"evidence": "sha256:…"}` as jsonb prints
+    /// it — read without a JSON parser (a rebuild reads it a million times); anything else falls
+    /// back to one.
+    static func evidence(in metadata: String) -> String? {
+        guard metadata.contains("evidence") else { return nil }
+        let prefix = #"{"evidence": ""#
+        if metadata.hasPrefix(prefix), metadata.hasSuffix(#""}"#) {
+            let value = metadata.dropFirst(prefix.count).dropLast(2)
+            if !value.contains("\\"), !value.contains("\"") { return String(value) }
+        }
+        let object = try? JSONSerialization.jsonObject(with: Data(metadata.utf8)) as? [String: Any]
+        return object?["evidence"] as? String
     }
 }

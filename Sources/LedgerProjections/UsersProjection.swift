@@ -32,11 +32,14 @@ public struct UsersProjection: Sendable {
                 affected.formUnion([transfer.fromUserID, transfer.toUserID].map { UserKey(bundleID: bundleID, userID: $0) })
             case .appConfigured, .productConfigured:
                 appsChanged.insert(bundleID)
-            case .consumed(let c): affected.insert(UserKey(bundleID: bundleID, userID: c.userID))
-            case .promotionalGranted(let g): affected.insert(UserKey(bundleID: bundleID, userID: g.userID))
-            case .promotionalRevoked(let r): affected.insert(UserKey(bundleID: bundleID, userID: r.userID))
+            case .appleNotificationReceived:
+                continue  // evidence only: changes no one's state
             default:
-                guard let original = fact.event.originalTransaction else { continue }
+                if let userID = fact.event.userID {
+                    affected.insert(UserKey(bundleID: bundleID, userID: userID))
+                    continue
+                }
+                guard let original = fact.event.originalTransactionID else { continue }
                 for row in try connection.query("SELECT user_id FROM \(owners) WHERE bundle_id = $1 AND original_transaction_id = $2", [bundleID, original]) {
                     affected.insert(UserKey(bundleID: bundleID, userID: try row["user_id"].string()))
                 }
@@ -82,17 +85,4 @@ public struct UsersProjection: Sendable {
 struct UserKey: Hashable, Sendable {
     var bundleID: String
     var userID: String
-}
-
-extension LedgerEvent {
-    /// The original transaction a purchase-stream fact concerns.
-    var originalTransaction: String? {
-        switch self {
-        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.originalTransactionID
-        case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r): r.originalTransactionID
-        case .refunded(let r), .revoked(let r): r.originalTransactionID
-        case .refundReversed(let r): r.originalTransactionID
-        default: nil
-        }
-    }
 }

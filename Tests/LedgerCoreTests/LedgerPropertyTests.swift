@@ -137,13 +137,3 @@ extension RecordedFact {
         }
     }
 }
-
-extension Array {
-    /// Every n-th element (and the last), to keep the number of instants checked bounded.
-    func striding(_ n: Int) -> [Element] {
-        guard !isEmpty else { return [] }
-        var result = stride(from: 0, to: count, by: Swift.max(1, count / n)).map { self[$0] }
-        result.append(self[count - 1])
-        return result
-    }
-}

@@ -33,15 +33,3 @@ import Testing
         await listener.stop()
     }
 }
-
-/// Polls `condition` for up to `seconds`; fails the test if it never holds.
-func waitUntil(seconds: Double = 10, _ condition: @Sendable () -> Bool) async throws {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        guard Date() < deadline else {
-            Issue.record("condition not met within \(seconds) s")
-            return
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}

@@ -135,12 +135,3 @@ private func drainLive(_ pool: PostgresPool) async throws {
         await pool.close()
     }
 }
-
-extension Array {
-    func striding(_ n: Int) -> [Element] {
-        guard !isEmpty else { return [] }
-        var result = stride(from: 0, to: count, by: Swift.max(1, count / n)).map { self[$0] }
-        result.append(self[count - 1])
-        return result
-    }
-}

@@ -17,12 +17,8 @@ struct AppendBenchmark: AsyncParsableCommand {
     @Option(help: "Batches per batched measurement.") var batches = 20
 
     func run() async throws {
-        var logger = Logger(label: "bench")
-        logger.logLevel = .warning
-        let database = try BenchDatabase.open(logger: logger)
+        let (database, owner, logger) = try BenchDatabase.openMigrated()
         defer { database.close() }
-        let owner = try PostgresConnection.connect(database.configuration)
-        try Migrator(migrations: LedgerSchema.migrations(), logger: logger).migrate(owner)
         try owner.execute(script: Self.rawTable)
         let settings = try owner.query("SELECT current_setting('fsync') AS f, current_setting('synchronous_commit') AS s")[0]
         print("PostgreSQL fsync=\(try settings["f"].string()) synchronous_commit=\(try settings["s"].string()); \(rounds) rounds, medians")

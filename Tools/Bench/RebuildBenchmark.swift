@@ -16,13 +16,9 @@ struct RebuildBenchmark: AsyncParsableCommand {
     @Option(help: "Users whose state read is timed with EXPLAIN ANALYZE.") var reads = 200
 
     func run() async throws {
-        var logger = Logger(label: "bench")
-        logger.logLevel = .warning
-        let database = try BenchDatabase.open(logger: logger)
+        let (database, owner, logger) = try BenchDatabase.openMigrated()
         defer { database.close() }
         let configuration = database.configuration
-        let owner = try PostgresConnection.connect(configuration)
-        try Migrator(migrations: LedgerSchema.migrations(), logger: logger).migrate(owner)
         let pool = PostgresPool(configuration: configuration, size: 2, logger: logger)
         let store = EventStore(pool: pool, logger: logger)
 

@@ -10,11 +10,14 @@ extension LedgerEvent {
         return encoder
     }()
 
-    public static let decoder: JSONDecoder = {
+    public static let decoder: JSONDecoder = makeDecoder()
+
+    /// A decoder with the events' date strategy (one per thread when decoding in parallel).
+    public static func makeDecoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
         return decoder
-    }()
+    }
 
     public struct UnknownType: Error, CustomStringConvertible {
         public let typeName: String
@@ -39,8 +42,8 @@ extension LedgerEvent {
         }
     }
 
-    public init(typeName: String, data: Data) throws {
-        func decode<T: Decodable>(_ type: T.Type) throws -> T { try Self.decoder.decode(type, from: data) }
+    public init(typeName: String, data: Data, decoder: JSONDecoder = LedgerEvent.decoder) throws {
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, from: data) }
         switch typeName {
         case "AppConfigured": self = .appConfigured(try decode(AppSettings.self))
         case "ProductConfigured": self = .productConfigured(try decode(ProductDefinition.self))
