@@ -80,19 +80,7 @@ public struct ProjectionRebuilder: Sendable {
 
         // 2. Write it with COPY, and the checkpoint where the replay stopped.
         let projection = UsersProjection(version: version)
-        var users = 0
-        var owners: [UInt8] = []
-        var timelines: [UInt8] = []
-        for (bundleID, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
-            for userID in ledger.users {
-                users += 1
-                for original in ledger.transactions(everOwnedBy: userID) {
-                    owners += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(original))\t\(CopyText.escape(userID))\n".utf8)
-                }
-                let json = String(decoding: try LedgerEvent.encoder.encode(ledger.timeline(of: userID)), as: UTF8.self)
-                timelines += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(userID))\t\(CopyText.escape(json))\n".utf8)
-            }
-        }
+        let (owners, timelines, users) = try Self.copyRows(ledgers)
         try db.transaction { db in
             try db.copyIn("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", data: owners)
             try db.copyIn("COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", data: timelines)
@@ -119,6 +107,39 @@ public struct ProjectionRebuilder: Sendable {
         return RebuildReport(version: version, events: count, users: users, replaySeconds: replaySeconds, totalSeconds: totalSeconds)
     }
 
+    /// COPY text for the owner and timeline tables, users built on every core.
+    static func copyRows(_ ledgers: [String: AppLedger]) throws -> (owners: [UInt8], timelines: [UInt8], users: Int) {
+        let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.users.map { (bundleID, ledger, $0) } }
+        let chunks = decodingThreads
+        let size = (work.count + chunks - 1) / max(chunks, 1)
+        let results = UnsafeResults<([UInt8], [UInt8])>(count: chunks)
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .millisecondsSince1970
+            encoder.outputFormatting = [.sortedKeys]
+            results.set(chunk, Result {
+                var owners: [UInt8] = []
+                var timelines: [UInt8] = []
+                for (bundleID, ledger, userID) in work[min(work.count, chunk * size)..<min(work.count, (chunk + 1) * size)] {
+                    for original in ledger.transactions(everOwnedBy: userID) {
+                        owners += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(original))\t\(CopyText.escape(userID))\n".utf8)
+                    }
+                    let json = String(decoding: try encoder.encode(ledger.timeline(of: userID)), as: UTF8.self)
+                    timelines += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(userID))\t\(CopyText.escape(json))\n".utf8)
+                }
+                return (owners, timelines)
+            })
+        }
+        var owners: [UInt8] = []
+        var timelines: [UInt8] = []
+        for slot in results.values {
+            let (o, t) = try slot!.get()
+            owners += o
+            timelines += t
+        }
+        return (owners, timelines, work.count)
+    }
+
     static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
 
     /// Decodes a batch on `decoders.count` threads, keeping log order.
@@ -129,7 +150,9 @@ public struct ProjectionRebuilder: Sendable {
         DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
             let range = (chunk * size)..<min(batch.count, (chunk + 1) * size)
             results.set(chunk, Result {
-                try batch[range].compactMap { try StoredFacts.fact(from: $0, decoder: decoders[chunk]) }
+                try batch[range].compactMap { recorded in
+                    UsersProjection.ignoredTypes.contains(recorded.type) ? nil : try StoredFacts.fact(from: recorded, decoder: decoders[chunk])
+                }
             })
         }
         return try results.values.flatMap { try $0!.get() }

@@ -7,6 +7,9 @@ import LedgerPostgres
 /// of the log to one version's tables on a connection inside the caller's transaction.
 public struct UsersProjection: Sendable {
     public static let name = "users"
+    /// Event types that change no one's ownership or timeline: evidence kept for the audit trail.
+    /// Not decoded by this projection — in a realistic log they are half of all events.
+    public static let ignoredTypes: Set<String> = ["AppleNotificationReceived"]
     public let version: Int
 
     public init(version: Int) { self.version = version }
@@ -20,7 +23,7 @@ public struct UsersProjection: Sendable {
     public func apply(_ batch: [RecordedEvent], on connection: PostgresConnection) throws {
         var affected: Set<UserKey> = []
         var appsChanged: Set<String> = []
-        for recorded in batch {
+        for recorded in batch where !Self.ignoredTypes.contains(recorded.type) {
             guard let (bundleID, fact) = try StoredFacts.fact(from: recorded) else { continue }
             switch fact.event {
             case .transactionClaimed(let claim):
@@ -32,8 +35,6 @@ public struct UsersProjection: Sendable {
                 affected.formUnion([transfer.fromUserID, transfer.toUserID].map { UserKey(bundleID: bundleID, userID: $0) })
             case .appConfigured, .productConfigured:
                 appsChanged.insert(bundleID)
-            case .appleNotificationReceived:
-                continue  // evidence only: changes no one's state
             default:
                 if let userID = fact.event.userID {
                     affected.insert(UserKey(bundleID: bundleID, userID: userID))
@@ -68,8 +69,8 @@ public struct UsersProjection: Sendable {
                                              [user.bundleID, user.userID]).map { try $0[0].string() }
         let streams = [LedgerStream.app(user.bundleID), LedgerStream.user(user.bundleID, userID: user.userID)]
             + originals.map { LedgerStream.purchase(user.bundleID, originalTransactionID: $0) }
-        let rows = try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.position",
-                                        [PostgresTextArray(streams)])
+        let rows = try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) AND e.event_type <> ALL($2::text[]) ORDER BY e.position",
+                                        [PostgresTextArray(streams), PostgresTextArray(Array(Self.ignoredTypes))])
         var ledger = AppLedger(bundleID: user.bundleID)
         for row in rows {
             if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
