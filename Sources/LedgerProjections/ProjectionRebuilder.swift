@@ -110,52 +110,30 @@ public struct ProjectionRebuilder: Sendable {
     /// COPY text for the owner and timeline tables, users built on every core.
     static func copyRows(_ ledgers: [String: AppLedger]) throws -> (owners: [UInt8], timelines: [UInt8], users: Int) {
         let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.users.map { (bundleID, ledger, $0) } }
-        let chunks = decodingThreads
-        let size = (work.count + chunks - 1) / max(chunks, 1)
-        let results = UnsafeResults<([UInt8], [UInt8])>(count: chunks)
-        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .millisecondsSince1970
-            encoder.outputFormatting = [.sortedKeys]
-            results.set(chunk, Result {
-                var owners: [UInt8] = []
-                var timelines: [UInt8] = []
-                for (bundleID, ledger, userID) in work[min(work.count, chunk * size)..<min(work.count, (chunk + 1) * size)] {
-                    for original in ledger.transactions(everOwnedBy: userID) {
-                        owners += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(original))\t\(CopyText.escape(userID))\n".utf8)
-                    }
-                    let json = String(decoding: try encoder.encode(ledger.timeline(of: userID)), as: UTF8.self)
-                    timelines += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(userID))\t\(CopyText.escape(json))\n".utf8)
+        let parts = try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
+            var owners: [UInt8] = []
+            var timelines: [UInt8] = []
+            for (bundleID, ledger, userID) in work[range] {
+                for original in ledger.transactions(everOwnedBy: userID) {
+                    owners += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(original))\t\(CopyText.escape(userID))\n".utf8)
                 }
-                return (owners, timelines)
-            })
+                let json = String(decoding: try LedgerEvent.encodeForStorage(ledger.timeline(of: userID)), as: UTF8.self)
+                timelines += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(userID))\t\(CopyText.escape(json))\n".utf8)
+            }
+            return (owners, timelines)
         }
-        var owners: [UInt8] = []
-        var timelines: [UInt8] = []
-        for slot in results.values {
-            let (o, t) = try slot!.get()
-            owners += o
-            timelines += t
-        }
-        return (owners, timelines, work.count)
+        return (parts.flatMap(\.0), parts.flatMap(\.1), work.count)
     }
 
     static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
 
     /// Decodes a batch on `decoders.count` threads, keeping log order.
     static func decode(_ batch: [RecordedEvent], with decoders: [JSONDecoder]) throws -> [(String, RecordedFact)] {
-        let chunks = decoders.count
-        let size = (batch.count + chunks - 1) / chunks
-        let results = UnsafeResults<[(String, RecordedFact)]>(count: chunks)
-        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
-            let range = (chunk * size)..<min(batch.count, (chunk + 1) * size)
-            results.set(chunk, Result {
-                try batch[range].compactMap { recorded in
-                    UsersProjection.ignoredTypes.contains(recorded.type) ? nil : try StoredFacts.fact(from: recorded, decoder: decoders[chunk])
-                }
-            })
-        }
-        return try results.values.flatMap { try $0!.get() }
+        try Parallel.chunks(of: batch.count, into: decoders.count) { chunk, range in
+            try batch[range].compactMap { recorded in
+                UsersProjection.ignoredTypes.contains(recorded.type) ? nil : try StoredFacts.fact(from: recorded, decoder: decoders[chunk])
+            }
+        }.flatMap { $0 }
     }
 
     /// Keeps the new version and the one before it (a reader that looked up the old view a moment
@@ -184,22 +162,29 @@ extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
-/// One slot per concurrent task; each task writes only its own slot, and the slots are read after
-/// `concurrentPerform` returns (raw memory: no shared array buffer is mutated from two threads).
-final class UnsafeResults<T>: @unchecked Sendable {
-    private let slots: UnsafeMutablePointer<Result<T, any Error>?>
-    private let count: Int
-    init(count: Int) {
-        self.count = count
-        slots = .allocate(capacity: count)
-        slots.initialize(repeating: nil, count: count)
+/// Splits `count` items into `chunks` contiguous ranges and runs `body` on each on its own
+/// thread (`concurrentPerform`), returning the results in range order.
+enum Parallel {
+    static func chunks<T>(of count: Int, into chunks: Int, _ body: (Int, Range<Int>) throws -> T) throws -> [T] {
+        let chunks = max(1, chunks)
+        let size = (count + chunks - 1) / chunks
+        let slots = UnsafeMutablePointer<Result<T, any Error>?>.allocate(capacity: chunks)
+        slots.initialize(repeating: nil, count: chunks)
+        defer {
+            slots.deinitialize(count: chunks)
+            slots.deallocate()
+        }
+        // Each iteration writes only its own slot; the slots are read after all have returned.
+        nonisolated(unsafe) let shared = slots
+        withoutActuallyEscaping(body) { body in
+            nonisolated(unsafe) let body = body
+            DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+                let range = min(count, chunk * size)..<min(count, (chunk + 1) * size)
+                shared[chunk] = Result { try body(chunk, range) }
+            }
+        }
+        return try (0..<chunks).map { try slots[$0]!.get() }
     }
-    deinit {
-        slots.deinitialize(count: count)
-        slots.deallocate()
-    }
-    func set(_ index: Int, _ value: Result<T, any Error>) { slots[index] = value }
-    var values: [Result<T, any Error>?] { Array(UnsafeBufferPointer(start: slots, count: count)) }
 }
 
 /// Reads the log ahead on its own connection and thread: `next()` returns the batch requested by

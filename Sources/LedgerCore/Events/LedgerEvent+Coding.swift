@@ -12,6 +12,15 @@ extension LedgerEvent {
 
     public static let decoder: JSONDecoder = makeDecoder()
 
+    /// Encodes anything the ledger stores (events, timelines) the same way, with a fresh encoder so
+    /// it is safe from any thread.
+    public static func encodeForStorage(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(value)
+    }
+
     /// A decoder with the events' date strategy (one per thread when decoding in parallel).
     public static func makeDecoder() -> JSONDecoder {
         let decoder = JSONDecoder()
