@@ -33,7 +33,9 @@ GRANT SELECT, UPDATE ON ledger.projection_checkpoints TO ledger_app;
 --   transaction_owners_v: every (app, original transaction, user) that ever owned it — how a
 --                         user's purchase streams are found;
 --   user_timelines_v:     each user's periods of access and balance entries (LedgerCore.UserTimeline),
---                         evaluated at the instant of each query, so nothing stored goes stale.
+--                         evaluated at the instant of each query, so nothing stored goes stale;
+--   finance_rows_v:       one row per money-moving fact (LedgerCore.FinanceRow), per original
+--                         transaction, indexed by app, environment and time for month-end exports.
 CREATE FUNCTION ledger.create_users_projection(v integer) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     EXECUTE format($f$
@@ -44,8 +46,15 @@ BEGIN
         CREATE TABLE ledger.%2$I (
             bundle_id text NOT NULL, user_id text NOT NULL, timeline jsonb NOT NULL,
             PRIMARY KEY (bundle_id, user_id));
-        GRANT SELECT, INSERT, UPDATE, DELETE ON ledger.%1$I, ledger.%2$I TO ledger_app;
-        $f$, 'transaction_owners_v' || v, 'user_timelines_v' || v);
+        CREATE TABLE ledger.%3$I (
+            bundle_id text NOT NULL, original_transaction_id text NOT NULL, seq integer NOT NULL,
+            kind text NOT NULL CHECK (kind IN ('purchase', 'renewal', 'refund', 'refund_reversed')),
+            transaction_id text NOT NULL, user_id text, product_id text NOT NULL, quantity integer NOT NULL,
+            price bigint, currency text, storefront text, environment text NOT NULL, occurred_at timestamptz NOT NULL,
+            PRIMARY KEY (bundle_id, original_transaction_id, seq));
+        CREATE INDEX ON ledger.%3$I (bundle_id, environment, occurred_at);
+        GRANT SELECT, INSERT, UPDATE, DELETE ON ledger.%1$I, ledger.%2$I, ledger.%3$I TO ledger_app;
+        $f$, 'transaction_owners_v' || v, 'user_timelines_v' || v, 'finance_rows_v' || v);
     INSERT INTO ledger.projection_checkpoints (name, version, status) VALUES ('users', v, 'building');
 END
 $$;
@@ -55,7 +64,8 @@ CREATE FUNCTION ledger.activate_users_projection(v integer) RETURNS void LANGUAG
 BEGIN
     EXECUTE format('CREATE OR REPLACE VIEW ledger.transaction_owners AS SELECT * FROM ledger.%I', 'transaction_owners_v' || v);
     EXECUTE format('CREATE OR REPLACE VIEW ledger.user_timelines AS SELECT * FROM ledger.%I', 'user_timelines_v' || v);
-    GRANT SELECT ON ledger.transaction_owners, ledger.user_timelines TO ledger_app;
+    EXECUTE format('CREATE OR REPLACE VIEW ledger.finance_rows AS SELECT * FROM ledger.%I', 'finance_rows_v' || v);
+    GRANT SELECT ON ledger.transaction_owners, ledger.user_timelines, ledger.finance_rows TO ledger_app;
     UPDATE ledger.projection_checkpoints SET status = 'retired' WHERE name = 'users' AND version <> v AND status = 'live';
     UPDATE ledger.projection_checkpoints SET status = 'live' WHERE name = 'users' AND version = v;
     INSERT INTO ledger.projections (name, active_version) VALUES ('users', v)

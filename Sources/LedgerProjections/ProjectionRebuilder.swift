@@ -81,9 +81,12 @@ public struct ProjectionRebuilder: Sendable {
         // 2. Write it with COPY, and the checkpoint where the replay stopped.
         let projection = UsersProjection(version: version)
         let (owners, timelines, users) = try Self.copyRows(ledgers)
+        let finance = Self.financeCopyRows(ledgers)
         try db.transaction { db in
             try db.copyIn("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", data: owners)
             try db.copyIn("COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", data: timelines)
+            try db.copyIn("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
+                          + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN", data: finance)
             try ProjectionRunner.advance(version: version, to: position, on: db)
         }
 
@@ -123,6 +126,23 @@ public struct ProjectionRebuilder: Sendable {
             return (owners, timelines)
         }
         return (parts.flatMap(\.0), parts.flatMap(\.1), work.count)
+    }
+
+    /// COPY text for the finance rows, per original transaction as the live worker writes them.
+    static func financeCopyRows(_ ledgers: [String: AppLedger]) -> [UInt8] {
+        var out: [UInt8] = []
+        func field(_ value: String?) -> String { value.map(CopyText.escape) ?? "\\N" }
+        for (bundleID, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
+            for original in ledger.originalTransactions {
+                for (seq, row) in ledger.financeRows(ofTransaction: original).enumerated() {
+                    let fields: [String?] = [bundleID, original, String(seq), row.kind.rawValue, row.transactionID, row.userID, row.productID,
+                                             String(row.quantity), row.price.map(String.init), row.currency, row.storefront,
+                                             row.environment.rawValue, PostgresTimestamp.format(row.occurredAt)]
+                    out += Array((fields.map(field).joined(separator: "\t") + "\n").utf8)
+                }
+            }
+        }
+        return out
     }
 
     static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))

@@ -16,6 +16,7 @@ public struct UsersProjection: Sendable {
 
     var owners: String { "ledger.transaction_owners_v\(version)" }
     var timelines: String { "ledger.user_timelines_v\(version)" }
+    var finance: String { "ledger.finance_rows_v\(version)" }
 
     /// Records ownership from the batch, then recomputes every user the batch touched from that
     /// user's facts in the log. Recomputing (rather than patching) keeps the stored timeline
@@ -23,8 +24,12 @@ public struct UsersProjection: Sendable {
     public func apply(_ batch: [RecordedEvent], on connection: PostgresConnection) throws {
         var affected: Set<UserKey> = []
         var appsChanged: Set<String> = []
+        var moneyMoved: Set<TransactionKey> = []
         for recorded in batch where !Self.ignoredTypes.contains(recorded.type) {
             guard let (bundleID, fact) = try StoredFacts.fact(from: recorded) else { continue }
+            if let original = fact.event.originalTransactionID, fact.event.changesFinance {
+                moneyMoved.insert(TransactionKey(bundleID: bundleID, originalTransactionID: original))
+            }
             switch fact.event {
             case .transactionClaimed(let claim):
                 try addOwner(bundleID, claim.originalTransactionID, claim.userID, connection)
@@ -55,6 +60,30 @@ public struct UsersProjection: Sendable {
         for user in affected.sorted(by: { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }) {
             try recompute(user, connection)
         }
+        for transaction in moneyMoved.sorted(by: { ($0.bundleID, $0.originalTransactionID) < ($1.bundleID, $1.originalTransactionID) }) {
+            try recomputeFinance(transaction, connection)
+        }
+    }
+
+    /// Replaces the finance rows of one original transaction with what its stream now says.
+    func recomputeFinance(_ transaction: TransactionKey, _ connection: PostgresConnection) throws {
+        let stream = LedgerStream.purchase(transaction.bundleID, originalTransactionID: transaction.originalTransactionID)
+        var ledger = AppLedger(bundleID: transaction.bundleID)
+        for row in try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", [stream]) {
+            if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
+        }
+        try connection.query("DELETE FROM \(finance) WHERE bundle_id = $1 AND original_transaction_id = $2",
+                             [transaction.bundleID, transaction.originalTransactionID])
+        for (seq, row) in ledger.financeRows(ofTransaction: transaction.originalTransactionID).enumerated() {
+            try connection.query(Self.insertFinanceSQL(finance), [
+                transaction.bundleID, transaction.originalTransactionID, seq, row.kind.rawValue, row.transactionID, row.userID,
+                row.productID, row.quantity, row.price, row.currency, row.storefront, row.environment.rawValue, row.occurredAt])
+        }
+    }
+
+    static func insertFinanceSQL(_ table: String) -> String {
+        "INSERT INTO \(table) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity, price, "
+            + "currency, storefront, environment, occurred_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
     }
 
     private func addOwner(_ bundleID: String, _ original: String, _ userID: String, _ connection: PostgresConnection) throws {
@@ -86,4 +115,19 @@ public struct UsersProjection: Sendable {
 struct UserKey: Hashable, Sendable {
     var bundleID: String
     var userID: String
+}
+
+struct TransactionKey: Hashable, Sendable {
+    var bundleID: String
+    var originalTransactionID: String
+}
+
+extension LedgerEvent {
+    /// Facts that add, remove or re-attribute a finance row (ownership decides its user column).
+    var changesFinance: Bool {
+        switch self {
+        case .purchased, .restored, .renewed, .recovered, .refunded, .refundReversed, .transactionClaimed, .ownershipTransferred: true
+        default: false
+        }
+    }
 }

@@ -38,6 +38,22 @@ private func drainLive(_ pool: PostgresPool) async throws {
     Issue.record("the projection never caught up")
 }
 
+/// The finance rows as stored (through the `ledger.finance_rows` view), in FinanceView's order.
+private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
+    try await pool.query("""
+        SELECT kind, transaction_id, original_transaction_id, user_id, product_id, quantity, price, currency, occurred_at,
+               environment, storefront FROM ledger.finance_rows WHERE environment = 'Production'
+         ORDER BY occurred_at, transaction_id, kind
+        """).map { row in
+        FinanceRow(kind: FinanceRow.Kind(rawValue: try row["kind"].string())!, transactionID: try row["transaction_id"].string(),
+                   originalTransactionID: try row["original_transaction_id"].string(), userID: row["user_id"].optionalString(),
+                   productID: try row["product_id"].string(), quantity: try row["quantity"].int(),
+                   price: row["price"].isNull ? nil : try row["price"].int64(), currency: row["currency"].optionalString(),
+                   occurredAt: try row["occurred_at"].date(), environment: AppleEnvironment(rawValue: try row["environment"].string())!,
+                   storefront: row["storefront"].optionalString())
+    }
+}
+
 @Suite struct ProjectionTests {
     @Test(arguments: [UInt64(7), 1234, 99_999])
     func theLiveProjectionEqualsTheDomainComputation(seed: UInt64) async throws {
@@ -59,6 +75,9 @@ private func drainLive(_ pool: PostgresPool) async throws {
             #expect(try await reader.state(bundleID: bundleID, userID: user, at: now) == expected.userState(user, at: now))
         }
         #expect(try await pool.withConnection { try ProjectionRunner.lag(on: $0) } == 0)
+        let finance = try await storedFinance(pool)
+        #expect(!finance.isEmpty)
+        #expect(finance == expected.financeRows(), "seed \(seed): stored finance rows equal the domain's")
         await pool.close()
     }
 
@@ -124,6 +143,7 @@ private func drainLive(_ pool: PostgresPool) async throws {
         for user in RandomHistory.users {
             #expect(try await reader2.timeline(bundleID: bundleID, userID: user) == expected.timeline(of: user), "\(user)")
         }
+        #expect(try await storedFinance(pool) == expected.financeRows())
         // Both the live path and the rebuild wrote v2's rows from the same code: a second rebuild agrees.
         let again = try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild()
         #expect(again.version == 3)
@@ -132,6 +152,7 @@ private func drainLive(_ pool: PostgresPool) async throws {
         }
         let versions = try await pool.query("SELECT version FROM ledger.projection_checkpoints WHERE name = 'users' ORDER BY version").map { try $0[0].int() }
         #expect(versions == [2, 3], "the version before the active one is kept, older ones dropped")
+        #expect(try await storedFinance(pool) == expected.financeRows())
         await pool.close()
     }
 }

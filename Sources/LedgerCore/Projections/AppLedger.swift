@@ -127,4 +127,16 @@ public struct AppLedger: Sendable {
     public func financeRows(environment: AppleEnvironment = .production) -> [FinanceRow] {
         FinanceView.rows(of: facts, environment: environment) { original, at in owner(of: original, at: at) }
     }
+
+    /// The finance rows of one original transaction, every environment (what the projection stores
+    /// per transaction).
+    public func financeRows(ofTransaction originalTransactionID: String) -> [FinanceRow] {
+        let own = (transactionFacts[originalTransactionID] ?? []).map { facts[$0] }
+        return AppleEnvironment.allCases.flatMap { environment in
+            FinanceView.rows(of: own, environment: environment) { original, at in owner(of: original, at: at) }
+        }
+    }
+
+    /// Every original transaction with facts in this ledger.
+    public var originalTransactions: [String] { transactionFacts.keys.sorted() }
 }

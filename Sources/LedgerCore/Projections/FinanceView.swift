@@ -1,8 +1,8 @@
 import Foundation
 
 /// One money-moving event, as finance reconciles it.
-public struct FinanceRow: Sendable, Equatable {
-    public enum Kind: String, Sendable { case purchase, renewal, refund, refundReversed = "refund_reversed" }
+public struct FinanceRow: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable { case purchase, renewal, refund, refundReversed = "refund_reversed" }
     public var kind: Kind
     public var transactionID: String
     public var originalTransactionID: String
@@ -15,6 +15,21 @@ public struct FinanceRow: Sendable, Equatable {
     public var occurredAt: Date
     public var environment: AppleEnvironment
     public var storefront: String?
+
+    public init(kind: Kind, transactionID: String, originalTransactionID: String, userID: String?, productID: String, quantity: Int,
+                price: Int64?, currency: String?, occurredAt: Date, environment: AppleEnvironment, storefront: String?) {
+        self.kind = kind
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.userID = userID
+        self.productID = productID
+        self.quantity = quantity
+        self.price = price
+        self.currency = currency
+        self.occurredAt = occurredAt
+        self.environment = environment
+        self.storefront = storefront
+    }
 }
 
 enum FinanceView {
