@@ -6,7 +6,10 @@ import Logging
 
 /// Progress of a rebuild, reported as it goes.
 public struct RebuildProgress: Sendable {
-    public enum Phase: String, Sendable { case replaying = "replaying", writing = "writing", catchingUp = "catching up", switching = "switching" }
+    public enum Phase: String, Sendable {
+        case replaying = "replaying", computing = "computing timelines", computingFinance = "computing finance rows"
+        case writing = "writing", catchingUp = "catching up", switching = "switching"
+    }
     public var phase: Phase
     public var events: Int
     public var totalEstimate: Int
@@ -76,12 +79,14 @@ public struct ProjectionRebuilder: Sendable {
             }
         }
         let replaySeconds = (clock.now - started).seconds
-        progress(RebuildProgress(phase: .writing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
+        progress(RebuildProgress(phase: .computing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
 
         // 2. Write it with COPY, and the checkpoint where the replay stopped.
         let projection = UsersProjection(version: version)
         let (owners, timelines, users) = try Self.copyRows(ledgers)
-        let finance = Self.financeCopyRows(ledgers)
+        progress(RebuildProgress(phase: .computingFinance, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
+        let finance = try Self.financeCopyRows(ledgers)
+        progress(RebuildProgress(phase: .writing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         try db.transaction { db in
             try db.copyIn("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", data: owners)
             try db.copyIn("COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", data: timelines)
@@ -129,11 +134,12 @@ public struct ProjectionRebuilder: Sendable {
     }
 
     /// COPY text for the finance rows, per original transaction as the live worker writes them.
-    static func financeCopyRows(_ ledgers: [String: AppLedger]) -> [UInt8] {
-        var out: [UInt8] = []
+    static func financeCopyRows(_ ledgers: [String: AppLedger]) throws -> [UInt8] {
+        let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.originalTransactions.map { (bundleID, ledger, $0) } }
         func field(_ value: String?) -> String { value.map(CopyText.escape) ?? "\\N" }
-        for (bundleID, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
-            for original in ledger.originalTransactions {
+        return try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
+            var out: [UInt8] = []
+            for (bundleID, ledger, original) in work[range] {
                 for (seq, row) in ledger.financeRows(ofTransaction: original).enumerated() {
                     let fields: [String?] = [bundleID, original, String(seq), row.kind.rawValue, row.transactionID, row.userID, row.productID,
                                              String(row.quantity), row.price.map(String.init), row.currency, row.storefront,
@@ -141,8 +147,8 @@ public struct ProjectionRebuilder: Sendable {
                     out += Array((fields.map(field).joined(separator: "\t") + "\n").utf8)
                 }
             }
-        }
-        return out
+            return out
+        }.flatMap { $0 }
     }
 
     static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))

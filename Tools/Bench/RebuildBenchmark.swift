@@ -35,7 +35,9 @@ struct RebuildBenchmark: AsyncParsableCommand {
         var totals: [Double] = []
         for round in 1...rounds {
             scans.append(try keysetScan(owner))
-            let report = try ProjectionRebuilder(logger: logger) { try PostgresConnection.connect(configuration) }.rebuild()
+            let phases = PhaseClock()
+            let report = try ProjectionRebuilder(logger: logger) { try PostgresConnection.connect(configuration) }.rebuild(progress: phases.record)
+            FileHandle.standardError.write(Data("  phases: \(phases.summary(total: report.totalSeconds))\n".utf8))
             rebuilds.append(Double(report.events) / report.replaySeconds)
             totals.append(Double(report.events) / report.totalSeconds)
             FileHandle.standardError.write(Data("round \(round)/\(rounds): scan \(Int(scans.last!))/s, rebuild replay \(Int(rebuilds.last!))/s, users \(report.users)\n".utf8))
@@ -79,4 +81,20 @@ struct RebuildBenchmark: AsyncParsableCommand {
         }
         return times
     }
+}
+
+/// When each rebuild phase began, to say where the time goes.
+final class PhaseClock: @unchecked Sendable {
+    private var starts: [(String, Double)] = []
+    func record(_ progress: RebuildProgress) {
+        if starts.last?.0 != progress.phase.rawValue { starts.append((progress.phase.rawValue, progress.elapsed.inSeconds)) }
+    }
+    func summary(total: Double) -> String {
+        zip(starts, starts.dropFirst().map(\.1) + [total]).map { start, end in "\(start.0) \(String(format: "%.1f", end - start.1)) s" }
+            .joined(separator: ", ")
+    }
+}
+
+extension Duration {
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

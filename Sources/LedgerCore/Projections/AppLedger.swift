@@ -125,15 +125,22 @@ public struct AppLedger: Sendable {
 
     /// One row per money-moving fact, for finance: purchases, renewals, refunds, reversed refunds.
     public func financeRows(environment: AppleEnvironment = .production) -> [FinanceRow] {
-        FinanceView.rows(of: facts, environment: environment) { original, at in owner(of: original, at: at) }
+        var owners: [String: String?] = [:]
+        return FinanceView.rows(of: facts, environment: environment) { original in
+            if let known = owners[original] { return known }
+            let found = owner(of: original)
+            owners[original] = found
+            return found
+        }
     }
 
     /// The finance rows of one original transaction, every environment (what the projection stores
     /// per transaction).
     public func financeRows(ofTransaction originalTransactionID: String) -> [FinanceRow] {
         let own = (transactionFacts[originalTransactionID] ?? []).map { facts[$0] }
+        let currentOwner = owner(of: originalTransactionID)
         return AppleEnvironment.allCases.flatMap { environment in
-            FinanceView.rows(of: own, environment: environment) { original, at in owner(of: original, at: at) }
+            FinanceView.rows(of: own, environment: environment) { _ in currentOwner }
         }
     }
 

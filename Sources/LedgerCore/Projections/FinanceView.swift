@@ -35,7 +35,8 @@ public struct FinanceRow: Codable, Sendable, Equatable {
 enum FinanceView {
     /// Purchases and renewals once per transaction id (restores and re-deliveries repeat them),
     /// refunds and their reversals once per fact. Family-sharing revocations move no money.
-    static func rows(of facts: [RecordedFact], environment: AppleEnvironment, owner: (String, Date) -> String?) -> [FinanceRow] {
+    /// `owner` names the current owner of an original transaction: the user finance attributes it to.
+    static func rows(of facts: [RecordedFact], environment: AppleEnvironment, owner: (String) -> String?) -> [FinanceRow] {
         var transactions: [String: TransactionFacts] = [:]
         var rows: [FinanceRow] = []
         for fact in facts.sorted(by: RecordedFact.businessOrder) {
@@ -60,9 +61,9 @@ enum FinanceView {
         return rows.sorted { ($0.occurredAt, $0.transactionID, $0.kind.rawValue) < ($1.occurredAt, $1.transactionID, $1.kind.rawValue) }
     }
 
-    private static func row(_ t: TransactionFacts, kind: FinanceRow.Kind, price: Int64?, at: Date, owner: (String, Date) -> String?) -> FinanceRow {
+    private static func row(_ t: TransactionFacts, kind: FinanceRow.Kind, price: Int64?, at: Date, owner: (String) -> String?) -> FinanceRow {
         FinanceRow(kind: kind, transactionID: t.transactionID, originalTransactionID: t.originalTransactionID,
-                   userID: owner(t.originalTransactionID, .distantFuture), productID: t.productID, quantity: t.quantity,
+                   userID: owner(t.originalTransactionID), productID: t.productID, quantity: t.quantity,
                    price: price, currency: t.currency, occurredAt: at, environment: t.environment, storefront: t.storefront)
     }
 }

@@ -17,9 +17,10 @@ struct TransactionHistory: Sendable {
     init(originalTransactionID: String, facts: [RecordedFact]) {
         self.init(originalTransactionID: originalTransactionID)
         for fact in facts { apply(fact) }
+        ordered = transactions.values.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
     }
 
-    mutating func apply(_ fact: RecordedFact) {
+    private mutating func apply(_ fact: RecordedFact) {
         switch fact.event {
         case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t):
             if let existing = transactions[t.transactionID], existing.signedDate > t.signedDate { return }
@@ -46,10 +47,8 @@ struct TransactionHistory: Sendable {
     /// When `user` first came to own it, or nil.
     func ownership(of user: String) -> Bool { owners.contains { $0.user == user } }
 
-    /// Every transaction, oldest purchase first.
-    var ordered: [TransactionFacts] {
-        transactions.values.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
-    }
+    /// Every transaction, oldest purchase first (sorted once, when the history is built).
+    private(set) var ordered: [TransactionFacts] = []
 
     /// When access to `transaction` ended early: refund/revocation (unless reversed), or an upgrade
     /// (the old period ends when the upgrading transaction starts).
