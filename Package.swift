@@ -24,6 +24,8 @@ let package = Package(
         // `swift build` and `swift test` and recompiles ~100 files on every switch.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0", traits: []),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.0"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.0"),
     ],
     targets: [
         // libpq's C API, found through pkg-config (Debian: libpq-dev).
@@ -35,6 +37,17 @@ let package = Package(
         // The entitlement domain: events, catalogue, reducers, decisions. Foundation only, no I/O.
         .target(
             name: "LedgerCore",
+            swiftSettings: swiftSettings
+        ),
+        // Apple's evidence: StoreKit 2 JWS and notification verification (no database).
+        .target(
+            name: "AppStore",
+            dependencies: [
+                "LedgerCore",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         // A small libpq client: connections, a fixed pool on dedicated threads, LISTEN/NOTIFY, migrations.
@@ -148,6 +161,11 @@ let package = Package(
         .testTarget(
             name: "LedgerProjectionsTests",
             dependencies: ["LedgerProjections", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AppStoreTests",
+            dependencies: ["AppStore", "LedgerCore", .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"), .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,140 @@
+import Crypto
+import Foundation
+import LedgerCore
+import SwiftASN1
+import Synchronization
+import X509
+
+/// What a piece of signed data must be for one app.
+public struct Expectation: Sendable {
+    public enum Kind: Sendable { case transaction, renewalInfo, notification }
+    public var bundleID: String
+    /// Environments the app accepts (Xcode and LocalTesting only when listed, never with Production).
+    public var environments: Set<AppleEnvironment>
+    /// Required for Production notifications; checked whenever both sides have one.
+    public var appAppleID: Int64?
+
+    public init(bundleID: String, environments: Set<AppleEnvironment>, appAppleID: Int64? = nil) {
+        self.bundleID = bundleID
+        self.environments = environments
+        self.appAppleID = appAppleID
+    }
+}
+
+/// A verified JWS: its decoded payload, and the instant Apple signed it.
+public struct VerifiedPayload: Sendable {
+    public var payload: Data
+    public var signedDate: Date
+    public var environment: AppleEnvironment
+}
+
+/// Verifies StoreKit 2 transactions, renewal info and App Store Server Notifications V2 the way
+/// Apple's own server libraries do (DESIGN-NOTES §2), against roots from configuration only.
+///
+/// Validated chains are cached with the window in which every certificate of the chain is valid,
+/// so repeated evidence from the same leaf costs one ES256 check and the cache can never accept a
+/// payload signed outside that window.
+public final class SignedDataVerifier: Sendable {
+    /// Apple's marker extensions: the WWDR intermediate and the App Store receipt-signing leaf.
+    static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
+    static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
+    /// Evidence larger than this is refused before any parsing.
+    public static let maximumSize = 64 * 1024
+
+    private let roots: [Certificate]
+    private let cache = Mutex<[Data: ClosedRange<Date>]>([:])
+
+    public init(roots: [Certificate]) {
+        self.roots = roots
+    }
+
+    public func verify(_ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation) async throws -> VerifiedPayload {
+        guard jws.utf8.count <= Self.maximumSize else { throw AppStoreError(.malformed, "signed data is over \(Self.maximumSize) bytes") }
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]) else {
+            throw AppStoreError(.malformed, "not a compact JWS of three base64url parts")
+        }
+        guard let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
+              let fields = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
+            throw AppStoreError(.malformed, "the JWS header or payload is not a JSON object")
+        }
+        guard header["alg"] as? String == "ES256" else { throw AppStoreError(.unsupportedAlgorithm, "only ES256 is accepted") }
+        guard let x5c = header["x5c"] as? [String], x5c.count == 3 else {
+            throw AppStoreError(.missingCertificateChain, "the header must carry exactly three x5c certificates")
+        }
+        let claims = try Claims(fields, kind: kind)
+        let leaf = try await validatedLeaf(x5c, at: claims.signedDate)
+
+        guard let key = P256.Signing.PublicKey(leaf.publicKey), signature.count == 64,
+              let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+              key.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8)) else {
+            throw AppStoreError(.invalidSignature, "the ES256 signature does not match the leaf certificate")
+        }
+        let environment = try claims.check(against: expectation, kind: kind)
+        return VerifiedPayload(payload: payload, signedDate: claims.signedDate, environment: environment)
+    }
+
+    /// Leaf → intermediate → a configured root (never `x5c[2]`), Apple's marker OIDs, valid at `date`.
+    private func validatedLeaf(_ x5c: [String], at date: Date) async throws -> Certificate {
+        guard let leafDER = Base64URL.decode(Substring(x5c[0])), let intermediateDER = Base64URL.decode(Substring(x5c[1])),
+              let leaf = try? Certificate(derEncoded: Array(leafDER)),
+              let intermediate = try? Certificate(derEncoded: Array(intermediateDER)) else {
+            throw AppStoreError(.missingCertificateChain, "an x5c certificate is not valid DER")
+        }
+        let key = leafDER + intermediateDER
+        if let window = cache.withLock({ $0[key] }), window.contains(date) { return leaf }
+
+        guard intermediate.extensions[oid: Self.intermediateMarker] != nil, leaf.extensions[oid: Self.leafMarker] != nil else {
+            throw AppStoreError(.untrustedChain, "the certificates lack Apple's App Store marker extensions")
+        }
+        var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(validationTime: date) }
+        let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
+        guard case .validCertificate(let chain) = result, chain.count == 3, chain[1] == intermediate else {
+            throw AppStoreError(.untrustedChain, "the chain does not lead to a configured root, or was not valid when signed")
+        }
+        let notBefore = chain.map(\.notValidBefore).max()!
+        let notAfter = chain.map(\.notValidAfter).min()!
+        if notBefore <= notAfter { cache.withLock { $0[key] = notBefore...notAfter } }
+        return leaf
+    }
+}
+
+/// The identifying claims of a payload, wherever its kind keeps them.
+struct Claims {
+    /// When Apple signed it: the instant the chain must have been valid. Like Apple's libraries,
+    /// "now" when the payload does not say (the chain is then checked as of today).
+    var signedDate: Date
+    var environment: AppleEnvironment?
+    var bundleID: String?
+    var appAppleID: Int64?
+
+    init(_ fields: [String: Any], kind: Expectation.Kind) throws {
+        let scope = kind == .notification ? (fields["data"] as? [String: Any] ?? fields["summary"] as? [String: Any] ?? [:]) : fields
+        self.signedDate = (fields["signedDate"] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue / 1000) } ?? Date()
+        self.environment = (scope["environment"] as? String).flatMap(AppleEnvironment.init(rawValue:))
+        self.bundleID = scope["bundleId"] as? String
+        self.appAppleID = (scope["appAppleId"] as? NSNumber)?.int64Value
+    }
+
+    /// App identity first, then environment, as Apple's libraries order them. Returns the environment.
+    func check(against expectation: Expectation, kind: Expectation.Kind) throws -> AppleEnvironment {
+        if kind != .renewalInfo || bundleID != nil {
+            guard bundleID == expectation.bundleID else {
+                throw AppStoreError(.bundleMismatch, "signed for another app than \(expectation.bundleID)")
+            }
+        }
+        guard let environment, expectation.environments.contains(environment) else {
+            throw AppStoreError(.environmentNotAllowed, "\(environment?.rawValue ?? "unnamed") environment is not accepted for this app")
+        }
+        if kind == .notification {
+            if environment == .production, expectation.appAppleID == nil || appAppleID != expectation.appAppleID {
+                throw AppStoreError(.appMismatch, "Production notifications must carry this app's Apple app id")
+            }
+            if let expected = expectation.appAppleID, let actual = appAppleID, actual != expected {
+                throw AppStoreError(.appMismatch, "signed for Apple app id \(actual), not \(expected)")
+            }
+        }
+        return environment
+    }
+}
