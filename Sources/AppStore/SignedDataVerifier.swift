@@ -42,7 +42,13 @@ public final class SignedDataVerifier: Sendable {
     public static let maximumSize = 64 * 1024
 
     private let roots: [Certificate]
-    private let cache = Mutex<[Data: ClosedRange<Date>]>([:])
+    /// JWS header segment → the leaf's key and the window in which the whole chain is valid.
+    private let cache = Mutex<[String: CachedChain]>([:])
+
+    struct CachedChain {
+        var key: P256.Signing.PublicKey
+        var window: ClosedRange<Date>
+    }
 
     public init(roots: [Certificate]) {
         self.roots = roots
@@ -51,52 +57,58 @@ public final class SignedDataVerifier: Sendable {
     public func verify(_ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation) async throws -> VerifiedPayload {
         guard jws.utf8.count <= Self.maximumSize else { throw AppStoreError(.malformed, "signed data is over \(Self.maximumSize) bytes") }
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]) else {
-            throw AppStoreError(.malformed, "not a compact JWS of three base64url parts")
-        }
-        guard let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
+        guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
               let fields = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
-            throw AppStoreError(.malformed, "the JWS header or payload is not a JSON object")
-        }
-        guard header["alg"] as? String == "ES256" else { throw AppStoreError(.unsupportedAlgorithm, "only ES256 is accepted") }
-        guard let x5c = header["x5c"] as? [String], x5c.count == 3 else {
-            throw AppStoreError(.missingCertificateChain, "the header must carry exactly three x5c certificates")
+            throw AppStoreError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
         }
         let claims = try Claims(fields, kind: kind)
-        let leaf = try await validatedLeaf(x5c, at: claims.signedDate)
+        // The header segment is signed, so the same segment means the same algorithm and chain:
+        // a chain seen before (and valid at this signedDate) skips decoding the header at all.
+        let headerSegment = String(parts[0])
+        let key: P256.Signing.PublicKey
+        if let cached = cache.withLock({ $0[headerSegment] }), cached.window.contains(claims.signedDate) {
+            key = cached.key
+        } else {
+            guard let headerData = Base64URL.decode(parts[0]), let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any] else {
+                throw AppStoreError(.malformed, "the JWS header is not a JSON object")
+            }
+            guard header["alg"] as? String == "ES256" else { throw AppStoreError(.unsupportedAlgorithm, "only ES256 is accepted") }
+            guard let x5c = header["x5c"] as? [String], x5c.count == 3 else {
+                throw AppStoreError(.missingCertificateChain, "the header must carry exactly three x5c certificates")
+            }
+            key = try await validatedKey(x5c, at: claims.signedDate, cacheKey: headerSegment)
+        }
 
-        guard let key = P256.Signing.PublicKey(leaf.publicKey), signature.count == 64,
+        guard signature.count == 64,
               let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-              key.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8)) else {
+              key.isValidSignature(ecdsa, for: Data(jws.utf8[..<parts[1].endIndex])) else {
             throw AppStoreError(.invalidSignature, "the ES256 signature does not match the leaf certificate")
         }
         let environment = try claims.check(against: expectation, kind: kind)
         return VerifiedPayload(payload: payload, signedDate: claims.signedDate, environment: environment)
     }
 
-    /// Leaf → intermediate → a configured root (never `x5c[2]`), Apple's marker OIDs, valid at `date`.
-    private func validatedLeaf(_ x5c: [String], at date: Date) async throws -> Certificate {
+    /// Leaf → intermediate → a configured root (never `x5c[2]`), Apple's marker OIDs, valid at
+    /// `date`; returns the leaf's signing key and remembers it under `cacheKey` for the chain's window.
+    private func validatedKey(_ x5c: [String], at date: Date, cacheKey: String) async throws -> P256.Signing.PublicKey {
         guard let leafDER = Base64URL.decode(Substring(x5c[0])), let intermediateDER = Base64URL.decode(Substring(x5c[1])),
               let leaf = try? Certificate(derEncoded: Array(leafDER)),
               let intermediate = try? Certificate(derEncoded: Array(intermediateDER)) else {
             throw AppStoreError(.missingCertificateChain, "an x5c certificate is not valid DER")
         }
-        let key = leafDER + intermediateDER
-        if let window = cache.withLock({ $0[key] }), window.contains(date) { return leaf }
-
         guard intermediate.extensions[oid: Self.intermediateMarker] != nil, leaf.extensions[oid: Self.leafMarker] != nil else {
             throw AppStoreError(.untrustedChain, "the certificates lack Apple's App Store marker extensions")
         }
         var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(validationTime: date) }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
-        guard case .validCertificate(let chain) = result, chain.count == 3, chain[1] == intermediate else {
+        guard case .validCertificate(let chain) = result, chain.count == 3, chain[1] == intermediate,
+              let key = P256.Signing.PublicKey(leaf.publicKey) else {
             throw AppStoreError(.untrustedChain, "the chain does not lead to a configured root, or was not valid when signed")
         }
         let notBefore = chain.map(\.notValidBefore).max()!
         let notAfter = chain.map(\.notValidAfter).min()!
-        if notBefore <= notAfter { cache.withLock { $0[key] = notBefore...notAfter } }
-        return leaf
+        if notBefore <= notAfter { cache.withLock { $0[cacheKey] = CachedChain(key: key, window: notBefore...notAfter) } }
+        return key
     }
 }
 

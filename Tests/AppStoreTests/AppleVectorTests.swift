@@ -70,6 +70,17 @@ import X509
     }
 
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
+    func xcodeStoreKitTestingDataIsRefused() async throws {
+        // Xcode signs with one self-signed certificate: never a chain to a configured root, even
+        // for an app that lists the Xcode environment (accepting it would need its own trust path).
+        let verifier = try Self.verifier()
+        let xcode = Expectation(bundleID: "com.example", environments: [.xcode, .sandbox])
+        for name in ["xcode-signed-transaction", "xcode-signed-renewal-info", "xcode-signed-app-transaction"] {
+            #expect(await Self.rejection { try await verifier.verify(Self.file("xcode/\(name)"), as: .transaction, expecting: xcode) } == .missingCertificateChain, "\(name)")
+        }
+    }
+
+    @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
     func tamperedTruncatedAndWrongRootEvidenceIsRefused() async throws {
         let jws = try Self.file("mock_signed_data/transactionInfo")
         let verifier = try Self.verifier()
