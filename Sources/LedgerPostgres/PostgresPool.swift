@@ -84,8 +84,7 @@ public final class PostgresPool: Sendable {
     /// One statement on any free connection.
     @discardableResult
     public func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) async throws -> PostgresRows {
-        let parameters = UncheckedParameters(values: parameters)
-        return try await withConnection { try $0.query(sql, parameters.values) }
+        try await withConnection { try $0.query(sql, parameters) }
     }
 
     /// Closes every connection and stops the threads. Waiting callers get `poolClosed`.
@@ -156,9 +155,4 @@ public final class PostgresPool: Sendable {
         }
         waiter?.resume(returning: slot)
     }
-}
-
-/// Parameters are `Sendable` values; the existential array needs a nudge to cross into the closure.
-struct UncheckedParameters: @unchecked Sendable {
-    let values: [(any PostgresBindable)?]
 }

@@ -15,8 +15,7 @@ public struct RebuildProgress: Sendable {
     public var totalEstimate: Int
     public var elapsed: Duration
     public var eventsPerSecond: Double {
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return seconds > 0 ? Double(events) / seconds : 0
+        elapsed.seconds > 0 ? Double(events) / elapsed.seconds : 0
     }
 }
 
@@ -185,7 +184,7 @@ enum CopyText {
 }
 
 extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// Splits `count` items into `chunks` contiguous ranges and runs `body` on each on its own

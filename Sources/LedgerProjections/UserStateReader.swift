@@ -25,18 +25,7 @@ public struct UserStateReader: Sendable {
     /// As of `instant`, from the facts with business time ≤ `instant` (time travel).
     public func state(bundleID: String, userID: String, asOf instant: Date) async throws -> UserState {
         let ledger = try await pool.withConnection { connection in
-            let originals = try connection.query(
-                "SELECT original_transaction_id FROM ledger.transaction_owners WHERE bundle_id = $1 AND user_id = $2",
-                [bundleID, userID]).map { try $0[0].string() }
-            let streams = [LedgerStream.app(bundleID), LedgerStream.user(bundleID, userID: userID)]
-                + originals.map { LedgerStream.purchase(bundleID, originalTransactionID: $0) }
-            let rows = try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) AND e.occurred_at <= $2 ORDER BY e.position",
-                                            [PostgresTextArray(streams), instant])
-            var ledger = AppLedger(bundleID: bundleID)
-            for row in rows {
-                if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
-            }
-            return ledger
+            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: instant, on: connection)
         }
         return ledger.userState(userID, at: instant)
     }

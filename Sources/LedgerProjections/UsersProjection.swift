@@ -81,6 +81,25 @@ public struct UsersProjection: Sendable {
         }
     }
 
+    /// Every fact that can concern one user — the app's, the user's own, and each transaction the
+    /// user ever owned according to `owners` — optionally only those with business time ≤ `knownAt`.
+    /// Evidence-only events are left out: they change no one's state.
+    static func userLedger(bundleID: String, userID: String, owners: String, knownAt: Date?, on connection: PostgresConnection) throws -> AppLedger {
+        let originals = try connection.query("SELECT original_transaction_id FROM \(owners) WHERE bundle_id = $1 AND user_id = $2",
+                                             [bundleID, userID]).map { try $0[0].string() }
+        let streams = [LedgerStream.app(bundleID), LedgerStream.user(bundleID, userID: userID)]
+            + originals.map { LedgerStream.purchase(bundleID, originalTransactionID: $0) }
+        let rows = try connection.query(EventStore.selectEventsSQL + """
+             WHERE e.stream = ANY($1::text[]) AND e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.occurred_at <= $3)
+             ORDER BY e.position
+            """, [PostgresTextArray(streams), PostgresTextArray(Array(ignoredTypes)), knownAt])
+        var ledger = AppLedger(bundleID: bundleID)
+        for row in rows {
+            if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
+        }
+        return ledger
+    }
+
     static func insertFinanceSQL(_ table: String) -> String {
         "INSERT INTO \(table) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity, price, "
             + "currency, storefront, environment, occurred_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
@@ -94,17 +113,8 @@ public struct UsersProjection: Sendable {
     /// Loads every fact that can concern the user (the app's, the user's, and each transaction the
     /// user ever owned) and stores the resulting timeline.
     func recompute(_ user: UserKey, _ connection: PostgresConnection) throws {
-        let originals = try connection.query("SELECT original_transaction_id FROM \(owners) WHERE bundle_id = $1 AND user_id = $2",
-                                             [user.bundleID, user.userID]).map { try $0[0].string() }
-        let streams = [LedgerStream.app(user.bundleID), LedgerStream.user(user.bundleID, userID: user.userID)]
-            + originals.map { LedgerStream.purchase(user.bundleID, originalTransactionID: $0) }
-        let rows = try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) AND e.event_type <> ALL($2::text[]) ORDER BY e.position",
-                                        [PostgresTextArray(streams), PostgresTextArray(Array(Self.ignoredTypes))])
-        var ledger = AppLedger(bundleID: user.bundleID)
-        for row in rows {
-            if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
-        }
-        let json = String(decoding: try LedgerEvent.encoder.encode(ledger.timeline(of: user.userID)), as: UTF8.self)
+        let ledger = try Self.userLedger(bundleID: user.bundleID, userID: user.userID, owners: owners, knownAt: nil, on: connection)
+        let json = String(decoding: try LedgerEvent.encodeForStorage(ledger.timeline(of: user.userID)), as: UTF8.self)
         try connection.query("""
             INSERT INTO \(timelines) (bundle_id, user_id, timeline) VALUES ($1, $2, $3::jsonb)
             ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline

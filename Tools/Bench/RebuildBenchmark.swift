@@ -87,14 +87,10 @@ struct RebuildBenchmark: AsyncParsableCommand {
 final class PhaseClock: @unchecked Sendable {
     private var starts: [(String, Double)] = []
     func record(_ progress: RebuildProgress) {
-        if starts.last?.0 != progress.phase.rawValue { starts.append((progress.phase.rawValue, progress.elapsed.inSeconds)) }
+        if starts.last?.0 != progress.phase.rawValue { starts.append((progress.phase.rawValue, progress.elapsed.seconds)) }
     }
     func summary(total: Double) -> String {
         zip(starts, starts.dropFirst().map(\.1) + [total]).map { start, end in "\(start.0) \(String(format: "%.1f", end - start.1)) s" }
             .joined(separator: ", ")
     }
-}
-
-extension Duration {
-    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
