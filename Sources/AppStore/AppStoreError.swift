@@ -17,6 +17,16 @@ public struct AppStoreError: Error, Sendable, Equatable, CustomStringConvertible
         public static let bundleMismatch = Code("bundle_mismatch")
         public static let appMismatch = Code("app_apple_id_mismatch")
         public static let environmentNotAllowed = Code("environment_not_allowed")
+        /// Apple says the receipt is not valid (21000–21003, 21010, or any other final status),
+        /// or it is valid but for another app.
+        public static let receiptInvalid = Code("receipt_invalid")
+        /// Apple refused the app's shared secret (21004), or a V1 notification's password is wrong.
+        public static let sharedSecretMismatch = Code("shared_secret_mismatch")
+        /// Legacy evidence needs the app's shared secret and none is configured.
+        public static let sharedSecretMissing = Code("shared_secret_not_configured")
+        /// Apple could not be reached or kept failing (retryable statuses, timeouts, 5xx) within
+        /// the retry budget: try again later.
+        public static let appleUnavailable = Code("apple_unavailable")
     }
 
     public var code: Code

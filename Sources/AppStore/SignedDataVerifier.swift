@@ -3,7 +3,7 @@ import Foundation
 import LedgerCore
 import SwiftASN1
 import Synchronization
-import X509
+@_spi(FixedExpiryValidationTime) import X509
 
 /// What a piece of signed data must be for one app.
 public struct Expectation: Sendable {
@@ -99,7 +99,7 @@ public final class SignedDataVerifier: Sendable {
         guard intermediate.extensions[oid: Self.intermediateMarker] != nil, leaf.extensions[oid: Self.leafMarker] != nil else {
             throw AppStoreError(.untrustedChain, "the certificates lack Apple's App Store marker extensions")
         }
-        var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(validationTime: date) }
+        var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(fixedExpiryValidationTime: date) }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
         guard case .validCertificate(let chain) = result, chain.count == 3, chain[1] == intermediate,
               let key = P256.Signing.PublicKey(leaf.publicKey) else {

@@ -1,0 +1,98 @@
+import Foundation
+import LedgerCore
+
+/// A StoreKit 2 transaction (`JWSTransactionDecodedPayload`) as the domain's facts, plus the
+/// fields that decide which event it becomes. Unknown enum values stay raw strings: Apple adds
+/// values every year (DESIGN-NOTES §2).
+public struct DecodedTransaction: Sendable, Equatable {
+    public var facts: TransactionFacts
+    /// "Auto-Renewable Subscription", "Non-Consumable", "Consumable", "Non-Renewing Subscription".
+    public var type: String?
+    /// "PURCHASE" or "RENEWAL".
+    public var transactionReason: String?
+    /// "REFUND_FULL", "REFUND_PRORATED", "FAMILY_REVOKE".
+    public var revocationType: String?
+    public var revocationPercentage: Int?
+
+    init(_ payload: Data, environment: AppleEnvironment, signedDate: Date) throws {
+        guard let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
+            throw AppStoreError(.malformed, "the transaction payload is not a JSON object")
+        }
+        let fields = SignedFields(object)
+        guard let transactionID = fields.string("transactionId"), let productID = fields.string("productId"),
+              let purchaseDate = fields.date("purchaseDate") else {
+            throw AppStoreError(.malformed, "the transaction lacks transactionId, productId or purchaseDate")
+        }
+        self.facts = TransactionFacts(
+            environment: environment, transactionID: transactionID,
+            originalTransactionID: fields.string("originalTransactionId") ?? transactionID, productID: productID,
+            purchaseDate: purchaseDate, originalPurchaseDate: fields.date("originalPurchaseDate"),
+            expiresDate: fields.date("expiresDate"), quantity: fields.int("quantity") ?? 1,
+            ownership: fields.string("inAppOwnershipType").flatMap(OwnershipType.init(rawValue:)) ?? .purchased,
+            isUpgraded: fields.bool("isUpgraded") ?? false, price: fields.int64("price"), currency: fields.string("currency"),
+            storefront: fields.string("storefront"), webOrderLineItemID: fields.string("webOrderLineItemId"),
+            appAccountToken: fields.string("appAccountToken").flatMap(UUID.init(uuidString:)),
+            offerType: fields.int("offerType"), offerIdentifier: fields.string("offerIdentifier"),
+            revocationDate: fields.date("revocationDate"), revocationReason: fields.int("revocationReason"),
+            signedDate: signedDate)
+        self.type = fields.string("type")
+        self.transactionReason = fields.string("transactionReason")
+        self.revocationType = fields.string("revocationType")
+        self.revocationPercentage = fields.int("revocationPercentage")
+    }
+
+    /// The revocation this transaction carries, if Apple already revoked it.
+    public var revocation: RevocationFacts? {
+        guard let date = facts.revocationDate else { return nil }
+        let kind: RevocationFacts.Kind = switch revocationType {
+        case "FAMILY_REVOKE": .familyRevoke
+        case "REFUND_PRORATED": .refundProrated
+        default: facts.ownership == .familyShared && revocationType == nil ? .familyRevoke : .refundFull
+        }
+        return RevocationFacts(environment: facts.environment, transactionID: facts.transactionID,
+                               originalTransactionID: facts.originalTransactionID, revocationDate: date,
+                               reason: facts.revocationReason, kind: kind, percentage: revocationPercentage,
+                               signedDate: facts.signedDate)
+    }
+}
+
+/// Renewal info (`JWSRenewalInfoDecodedPayload`) as the domain's facts.
+public struct DecodedRenewal: Sendable, Equatable {
+    public var facts: RenewalFacts
+
+    init(_ payload: Data, environment: AppleEnvironment, signedDate: Date) throws {
+        guard let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
+            throw AppStoreError(.malformed, "the renewal info payload is not a JSON object")
+        }
+        let fields = SignedFields(object)
+        guard let original = fields.string("originalTransactionId") else {
+            throw AppStoreError(.malformed, "the renewal info lacks originalTransactionId")
+        }
+        let autoRenewProduct = fields.string("autoRenewProductId")
+        self.facts = RenewalFacts(
+            environment: environment, originalTransactionID: original,
+            productID: fields.string("productId") ?? autoRenewProduct ?? "", autoRenewProductID: autoRenewProduct,
+            willAutoRenew: fields.int("autoRenewStatus") == 1, expirationIntent: fields.int("expirationIntent"),
+            isInBillingRetry: fields.bool("isInBillingRetryPeriod") ?? false,
+            gracePeriodExpiresDate: fields.date("gracePeriodExpiresDate"), signedDate: signedDate)
+    }
+}
+
+/// JSON from signed payloads: numbers are numbers, dates are milliseconds since the epoch.
+struct SignedFields {
+    let object: [String: Any]
+    init(_ object: [String: Any]) { self.object = object }
+
+    func string(_ key: String) -> String? {
+        switch object[key] {
+        case let text as String: text
+        case let number as NSNumber: number.stringValue
+        default: nil
+        }
+    }
+    func int(_ key: String) -> Int? { (object[key] as? NSNumber)?.intValue ?? string(key).flatMap { Int($0) } }
+    func int64(_ key: String) -> Int64? { (object[key] as? NSNumber)?.int64Value ?? string(key).flatMap { Int64($0) } }
+    func bool(_ key: String) -> Bool? { (object[key] as? NSNumber)?.boolValue }
+    /// Xcode data may carry fractional milliseconds; they are kept.
+    func date(_ key: String) -> Date? { (object[key] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue / 1000) } }
+}

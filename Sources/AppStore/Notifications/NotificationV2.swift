@@ -1,0 +1,42 @@
+import Foundation
+import LedgerCore
+
+/// An App Store Server Notification V2 whose signature, and whose nested signed transaction and
+/// renewal info, were verified for one app.
+public struct VerifiedNotificationV2: Sendable {
+    public var notification: AppleNotification
+    public var transaction: DecodedTransaction?
+    public var renewal: DecodedRenewal?
+}
+
+extension SignedDataVerifier {
+    /// Verifies a V2 body (`{"signedPayload": "<JWS>"}`) and the JWS nested in its `data`.
+    public func verifyNotification(body: Data, expecting expectation: Expectation) async throws -> VerifiedNotificationV2 {
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+              let signedPayload = object["signedPayload"] as? String else {
+            throw AppStoreError(.malformed, "a V2 notification is a JSON object with a signedPayload string")
+        }
+        let verified = try await verify(signedPayload, as: .notification, expecting: expectation)
+        guard let fields = try? JSONSerialization.jsonObject(with: verified.payload) as? [String: Any],
+              let type = fields["notificationType"] as? String else {
+            throw AppStoreError(.malformed, "the notification payload has no notificationType")
+        }
+        let data = fields["data"] as? [String: Any] ?? [:]
+        var transaction: DecodedTransaction?
+        if let signed = data["signedTransactionInfo"] as? String {
+            let inner = try await verify(signed, as: .transaction, expecting: expectation)
+            transaction = try DecodedTransaction(inner.payload, environment: inner.environment, signedDate: inner.signedDate)
+        }
+        var renewal: DecodedRenewal?
+        if let signed = data["signedRenewalInfo"] as? String {
+            let inner = try await verify(signed, as: .renewalInfo, expecting: expectation)
+            renewal = try DecodedRenewal(inner.payload, environment: inner.environment, signedDate: inner.signedDate)
+        }
+        let notification = AppleNotification(
+            version: "2", notificationType: type, subtype: fields["subtype"] as? String,
+            notificationUUID: fields["notificationUUID"] as? String, environment: verified.environment,
+            originalTransactionID: transaction?.facts.originalTransactionID ?? renewal?.facts.originalTransactionID,
+            signedDate: verified.signedDate)
+        return VerifiedNotificationV2(notification: notification, transaction: transaction, renewal: renewal)
+    }
+}

@@ -1,0 +1,171 @@
+import AsyncHTTPClient
+import Foundation
+import LedgerCore
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Where and how patiently to ask Apple's legacy `verifyReceipt`.
+public struct VerifyReceiptConfiguration: Sendable {
+    public static let appleProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
+    public static let appleSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
+
+    public var productionURL: String
+    public var sandboxURL: String
+    /// Asks Apple to leave out old renewals of each subscription (smaller answers).
+    public var excludeOldTransactions: Bool
+    /// Attempts per URL for retryable failures, the first included.
+    public var maxAttempts: Int
+    /// Backoff before retry n is a random duration in [0, min(cap, base · 2ⁿ)] ("full jitter").
+    public var backoffBase: Duration
+    public var backoffCap: Duration
+    /// No retry starts after this much time has passed since the first request.
+    public var totalBudget: Duration
+    public var requestTimeout: Duration
+
+    public init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
+                excludeOldTransactions: Bool = false, maxAttempts: Int = 4, backoffBase: Duration = .milliseconds(200),
+                backoffCap: Duration = .seconds(2), totalBudget: Duration = .seconds(15), requestTimeout: Duration = .seconds(10)) {
+        self.productionURL = productionURL
+        self.sandboxURL = sandboxURL
+        self.excludeOldTransactions = excludeOldTransactions
+        self.maxAttempts = maxAttempts
+        self.backoffBase = backoffBase
+        self.backoffCap = backoffCap
+        self.totalBudget = totalBudget
+        self.requestTimeout = requestTimeout
+    }
+
+    /// `LEDGER_APPLE_VERIFY_RECEIPT_URL`, `LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL`,
+    /// `LEDGER_APPLE_EXCLUDE_OLD_TRANSACTIONS` (true/false); Apple's URLs by default.
+    public static func fromEnvironment(_ environment: [String: String]) -> Self {
+        var configuration = Self()
+        if let url = environment["LEDGER_APPLE_VERIFY_RECEIPT_URL"], !url.isEmpty { configuration.productionURL = url }
+        if let url = environment["LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL"], !url.isEmpty { configuration.sandboxURL = url }
+        configuration.excludeOldTransactions = environment["LEDGER_APPLE_EXCLUDE_OLD_TRANSACTIONS"] == "true"
+        return configuration
+    }
+
+    func backoff(beforeRetry retry: Int) -> Duration {
+        let ceiling = min(backoffCap, backoffBase * (1 << min(retry, 20)))
+        let ceilingMs = max(1, Int(ceiling.components.seconds * 1000 + ceiling.components.attoseconds / 1_000_000_000_000_000))
+        return .milliseconds(Int.random(in: 0...ceilingMs))
+    }
+}
+
+/// A receipt Apple accepted for the expected app, and where it was valid.
+public struct VerifiedReceipt: Sendable {
+    public var response: ReceiptResponse
+    public var environment: AppleEnvironment
+}
+
+/// What happened on one call to Apple, for metrics.
+public enum AppleCallOutcome: String, Sendable, CaseIterable {
+    case valid, rejected, retried, unavailable, sandboxFallback = "sandbox_fallback", productionFallback = "production_fallback"
+}
+
+/// Apple's legacy `verifyReceipt`: production first, 21007 → sandbox (21008 → production),
+/// bounded retries with backoff and jitter for Apple's transient failures, and a typed error for
+/// everything else. The answer must be for the expected app and an accepted environment.
+public struct VerifyReceiptClient: Sendable {
+    public let configuration: VerifyReceiptConfiguration
+    let http: HTTPClient
+    let logger: Logger
+    let observe: @Sendable (AppleCallOutcome) -> Void
+    /// Apple's answers stay well under this; anything larger is not a verifyReceipt answer.
+    static let maximumAnswer = 16 * 1024 * 1024
+
+    public init(configuration: VerifyReceiptConfiguration, http: HTTPClient = .shared, logger: Logger,
+                observe: @escaping @Sendable (AppleCallOutcome) -> Void = { _ in }) {
+        self.configuration = configuration
+        self.http = http
+        self.logger = logger
+        self.observe = observe
+    }
+
+    public func verify(receiptData: String, sharedSecret: String?, expecting expectation: Expectation) async throws -> VerifiedReceipt {
+        guard !receiptData.isEmpty, Data(base64Encoded: receiptData, options: .ignoreUnknownCharacters) != nil else {
+            throw AppStoreError(.malformed, "receipt_data is not base64")
+        }
+        var body: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": configuration.excludeOldTransactions]
+        if let sharedSecret { body["password"] = sharedSecret }
+        let payload = try JSONSerialization.data(withJSONObject: body)
+
+        var environment = AppleEnvironment.production
+        var switched = false
+        var retries = 0
+        let clock = ContinuousClock()
+        let started = clock.now
+        while true {
+            let url = environment == .production ? configuration.productionURL : configuration.sandboxURL
+            let status: ReceiptStatus
+            var response: ReceiptResponse?
+            do {
+                let answer = try await post(payload, to: url)
+                response = answer
+                status = ReceiptStatus(code: answer.status, isRetryable: answer.isRetryable)
+            } catch let error as AppStoreError where error.code != .appleUnavailable {
+                throw error
+            } catch {
+                logger.debug("verifyReceipt call failed", metadata: ["url": "\(url)", "error": "\(error)"])
+                status = .temporarilyUnavailable
+            }
+            switch status {
+            case .valid:
+                observe(.valid)
+                return try accept(response!, from: environment, expecting: expectation)
+            case .retryInSandbox where environment == .production && !switched:
+                observe(.sandboxFallback)
+                (environment, switched) = (.sandbox, true)
+            case .retryInProduction where environment == .sandbox && !switched:
+                observe(.productionFallback)
+                (environment, switched) = (.production, true)
+            case .retryInSandbox, .retryInProduction:
+                observe(.rejected)
+                throw AppStoreError(.receiptInvalid, "Apple sent the receipt back and forth between production and sandbox")
+            case .temporarilyUnavailable:
+                retries += 1
+                let delay = configuration.backoff(beforeRetry: retries - 1)
+                guard retries < configuration.maxAttempts, clock.now - started + delay < configuration.totalBudget else {
+                    observe(.unavailable)
+                    throw AppStoreError(.appleUnavailable, "Apple's verifyReceipt did not answer usefully after \(retries) attempts")
+                }
+                observe(.retried)
+                try await Task.sleep(for: delay)
+            case .rejected(let error):
+                observe(.rejected)
+                throw error
+            }
+        }
+    }
+
+    /// Only Apple's own failures (transport, 5xx, garbage) are `appleUnavailable`, and so retried.
+    private func post(_ payload: Data, to url: String) async throws -> ReceiptResponse {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: payload))
+        let timeout = TimeAmount.milliseconds(configuration.requestTimeout.components.seconds * 1000)
+        let answer = try await http.execute(request, timeout: timeout)
+        let body = try await answer.body.collect(upTo: Self.maximumAnswer)
+        guard (200..<300).contains(answer.status.code) else {
+            throw AppStoreError(.appleUnavailable, "verifyReceipt answered HTTP \(answer.status.code)")
+        }
+        do {
+            return try ReceiptResponse(json: Data(body.readableBytesView))
+        } catch let error as AppStoreError {
+            throw AppStoreError(.appleUnavailable, error.message)
+        }
+    }
+
+    private func accept(_ response: ReceiptResponse, from asked: AppleEnvironment, expecting expectation: Expectation) throws -> VerifiedReceipt {
+        guard response.bundleID == expectation.bundleID else {
+            throw AppStoreError(.bundleMismatch, "the receipt is for \(response.bundleID ?? "no app"), not \(expectation.bundleID)")
+        }
+        let environment = response.environment ?? asked
+        guard expectation.environments.contains(environment) else {
+            throw AppStoreError(.environmentNotAllowed, "\(environment.rawValue) receipts are not accepted for this app")
+        }
+        return VerifiedReceipt(response: response, environment: environment)
+    }
+}
