@@ -146,6 +146,23 @@ let package = Package(
             path: "Tools/Bench",
             swiftSettings: swiftSettings
         ),
+        // A local stand-in for the App Store: a test certificate chain shaped like Apple's, signed
+        // StoreKit 2 evidence and V2 notifications, verifyReceipt with scripted answers, a sender.
+        .target(
+            name: "AppStoreSimulator",
+            dependencies: [
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tools/AppStoreSimulator",
+            swiftSettings: swiftSettings
+        ),
         // Throwaway clusters and databases for tests (never linked into the server).
         .target(
             name: "LedgerTestSupport",
@@ -174,7 +191,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AppStoreTests",
-            dependencies: ["AppStore", "LedgerCore", .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"), .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["AppStore", "AppStoreSimulator", "LedgerCore", .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"), .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -96,3 +96,11 @@ struct SignedFields {
     /// Xcode data may carry fractional milliseconds; they are kept.
     func date(_ key: String) -> Date? { (object[key] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue / 1000) } }
 }
+
+extension SignedDataVerifier {
+    /// Verifies a StoreKit 2 signed transaction for one app and decodes it.
+    public func verifyTransaction(_ jws: String, expecting expectation: Expectation) async throws -> DecodedTransaction {
+        let verified = try await verify(jws, as: .transaction, expecting: expectation)
+        return try DecodedTransaction(verified.payload, environment: verified.environment, signedDate: verified.signedDate)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// One app as the App Store sees it: signs its StoreKit 2 evidence and builds its notifications.
+public struct SimulatedApp: Sendable {
+    public let authority: TestCertificateAuthority
+    public var bundleID: String
+    public var appAppleID: Int64
+    /// "Production" or "Sandbox".
+    public var environment: String
+
+    public init(authority: TestCertificateAuthority, bundleID: String, appAppleID: Int64 = 1_234_567_890, environment: String = "Sandbox") {
+        self.authority = authority
+        self.bundleID = bundleID
+        self.appAppleID = appAppleID
+        self.environment = environment
+    }
+
+    public func signedTransaction(_ transaction: SimulatedTransaction, signedDate: Date = Date()) throws -> String {
+        try authority.sign(transaction.payload(bundleID: bundleID, environment: environment, signedDate: signedDate))
+    }
+
+    public func signedRenewal(_ renewal: SimulatedRenewal, signedDate: Date = Date()) throws -> String {
+        try authority.sign(renewal.payload(environment: environment, signedDate: signedDate))
+    }
+
+    /// A V2 notification body, `{"signedPayload": …}`, with the transaction and renewal nested.
+    public func notificationV2(_ type: String, subtype: String? = nil, transaction: SimulatedTransaction? = nil,
+                               renewal: SimulatedRenewal? = nil, uuid: UUID = UUID(), signedDate: Date = Date()) throws -> Data {
+        var data: [String: Any] = ["bundleId": bundleID, "appAppleId": appAppleID, "environment": environment, "bundleVersion": "1.0"]
+        if let transaction { data["signedTransactionInfo"] = try signedTransaction(transaction, signedDate: signedDate) }
+        if let renewal { data["signedRenewalInfo"] = try signedRenewal(renewal, signedDate: signedDate) }
+        var payload: [String: Any] = ["notificationType": type, "notificationUUID": uuid.uuidString.lowercased(),
+                                      "version": "2.0", "signedDate": ms(signedDate), "data": data]
+        payload["subtype"] = subtype
+        return try JSONSerialization.data(withJSONObject: ["signedPayload": try authority.sign(payload)])
+    }
+
+    /// A verifyReceipt answer for these transactions (what `VerifyReceiptServer` returns).
+    public func receiptAnswer(_ transactions: [SimulatedTransaction], renewals: [SimulatedRenewal] = [], status: Int = 0,
+                              requestDate: Date = Date()) -> [String: Any] {
+        [
+            "status": status,
+            "environment": environment,
+            "receipt": [
+                "bundle_id": bundleID, "application_version": "1", "receipt_type": environment == "Production" ? "Production" : "ProductionSandbox",
+                "request_date_ms": String(ms(requestDate)), "request_date": SimulatedTransaction.legacyDate(requestDate),
+                "in_app": transactions.map { $0.legacyLine() },
+            ] as [String: Any],
+            "latest_receipt_info": transactions.filter { $0.type == "Auto-Renewable Subscription" }.map { $0.legacyLine() },
+            "pending_renewal_info": renewals.map { $0.legacy() },
+            "latest_receipt": Data("simulated".utf8).base64EncodedString(),
+        ]
+    }
+
+    /// A V1 notification body: the shared secret as `password`, "PROD"/"Sandbox", a unified receipt.
+    public func notificationV1(_ type: String, password: String, transactions: [SimulatedTransaction],
+                               renewals: [SimulatedRenewal] = [], autoRenewStatus: Bool = true) throws -> Data {
+        var unified = receiptAnswer(transactions, renewals: renewals)
+        unified["receipt"] = nil
+        let body: [String: Any] = [
+            "notification_type": type, "password": password, "environment": environment == "Production" ? "PROD" : "Sandbox",
+            "bid": bundleID, "bvrs": "1", "auto_renew_status": autoRenewStatus ? "true" : "false",
+            "auto_renew_product_id": transactions.last?.productID ?? "", "unified_receipt": unified,
+        ]
+        return try JSONSerialization.data(withJSONObject: body)
+    }
+}

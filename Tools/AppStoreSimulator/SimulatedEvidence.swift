@@ -1,0 +1,148 @@
+import Foundation
+
+/// One StoreKit 2 transaction, with Apple's field names, for any scenario: a purchase, a renewal
+/// (same original id, later dates), an upgrade (`isUpgraded` on the old one), a refund or family
+/// revocation (`revocationDate`), a family-shared copy (`ownership`).
+public struct SimulatedTransaction: Sendable {
+    public var transactionID: String
+    public var originalTransactionID: String
+    public var productID: String
+    /// "Auto-Renewable Subscription", "Non-Consumable", "Consumable", "Non-Renewing Subscription".
+    public var type: String
+    public var purchaseDate: Date
+    public var originalPurchaseDate: Date?
+    public var expiresDate: Date?
+    public var quantity = 1
+    public var ownership = "PURCHASED"
+    public var price: Int64? = 9_990
+    public var currency: String? = "USD"
+    public var storefront: String? = "USA"
+    public var appAccountToken: UUID?
+    public var transactionReason: String?
+    public var isUpgraded = false
+    public var revocationDate: Date?
+    public var revocationReason: Int?
+    public var revocationType: String?
+    public var revocationPercentage: Int?
+
+    public init(transactionID: String, originalTransactionID: String? = nil, productID: String,
+                type: String = "Auto-Renewable Subscription", purchaseDate: Date, expiresDate: Date? = nil) {
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID ?? transactionID
+        self.productID = productID
+        self.type = type
+        self.purchaseDate = purchaseDate
+        self.originalPurchaseDate = purchaseDate
+        self.expiresDate = expiresDate
+        self.transactionReason = originalTransactionID == nil || originalTransactionID == transactionID ? "PURCHASE" : "RENEWAL"
+    }
+
+    /// The next period of this subscription: a new transaction id, same original, `period` later.
+    public func renewed(transactionID: String, period: TimeInterval) -> SimulatedTransaction {
+        var next = self
+        next.transactionID = transactionID
+        next.transactionReason = "RENEWAL"
+        next.purchaseDate = expiresDate ?? purchaseDate
+        next.expiresDate = next.purchaseDate.addingTimeInterval(period)
+        return next
+    }
+
+    /// This transaction refunded (or, with `type` FAMILY_REVOKE, revoked) at `date`.
+    public func revoked(at date: Date, type: String = "REFUND_FULL", reason: Int = 0, percentage: Int? = nil) -> SimulatedTransaction {
+        var copy = self
+        copy.revocationDate = date
+        copy.revocationReason = reason
+        copy.revocationType = type
+        copy.revocationPercentage = percentage
+        return copy
+    }
+
+    func payload(bundleID: String, environment: String, signedDate: Date) -> [String: Any] {
+        var fields: [String: Any] = [
+            "transactionId": transactionID, "originalTransactionId": originalTransactionID, "bundleId": bundleID,
+            "productId": productID, "type": type, "purchaseDate": ms(purchaseDate), "quantity": quantity,
+            "inAppOwnershipType": ownership, "environment": environment, "signedDate": ms(signedDate), "isUpgraded": isUpgraded,
+        ]
+        fields["originalPurchaseDate"] = originalPurchaseDate.map(ms)
+        fields["expiresDate"] = expiresDate.map(ms)
+        fields["price"] = price
+        fields["currency"] = currency
+        fields["storefront"] = storefront
+        fields["appAccountToken"] = appAccountToken?.uuidString.lowercased()
+        fields["transactionReason"] = transactionReason
+        fields["revocationDate"] = revocationDate.map(ms)
+        fields["revocationReason"] = revocationReason
+        fields["revocationType"] = revocationType
+        fields["revocationPercentage"] = revocationPercentage
+        if type == "Auto-Renewable Subscription" { fields["webOrderLineItemId"] = "w" + transactionID }
+        return fields
+    }
+
+    /// The same transaction as a legacy receipt line (strings everywhere, dates three ways).
+    func legacyLine() -> [String: Any] {
+        var line: [String: Any] = [
+            "transaction_id": transactionID, "original_transaction_id": originalTransactionID, "product_id": productID,
+            "quantity": String(quantity), "is_trial_period": "false", "is_in_intro_offer_period": "false",
+            "in_app_ownership_type": ownership,
+        ]
+        for (name, date) in [("purchase_date", purchaseDate), ("original_purchase_date", originalPurchaseDate),
+                             ("expires_date", expiresDate), ("cancellation_date", revocationDate)] {
+            guard let date else { continue }
+            line[name + "_ms"] = String(ms(date))
+            line[name] = Self.legacyDate(date)
+        }
+        if let revocationReason { line["cancellation_reason"] = String(revocationReason) }
+        if isUpgraded { line["is_upgraded"] = "true" }
+        return line
+    }
+
+    static func legacyDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return formatter.string(from: date) + " Etc/GMT"
+    }
+}
+
+/// A subscription's renewal info.
+public struct SimulatedRenewal: Sendable {
+    public var originalTransactionID: String
+    public var productID: String
+    public var autoRenewProductID: String
+    public var autoRenewStatus = true
+    public var expirationIntent: Int?
+    public var isInBillingRetryPeriod = false
+    public var gracePeriodExpiresDate: Date?
+
+    public init(originalTransactionID: String, productID: String, autoRenewProductID: String? = nil, autoRenewStatus: Bool = true) {
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.autoRenewProductID = autoRenewProductID ?? productID
+        self.autoRenewStatus = autoRenewStatus
+    }
+
+    func payload(environment: String, signedDate: Date) -> [String: Any] {
+        var fields: [String: Any] = [
+            "originalTransactionId": originalTransactionID, "productId": productID, "autoRenewProductId": autoRenewProductID,
+            "autoRenewStatus": autoRenewStatus ? 1 : 0, "isInBillingRetryPeriod": isInBillingRetryPeriod,
+            "environment": environment, "signedDate": ms(signedDate),
+        ]
+        fields["expirationIntent"] = expirationIntent
+        fields["gracePeriodExpiresDate"] = gracePeriodExpiresDate.map(ms)
+        return fields
+    }
+
+    func legacy() -> [String: Any] {
+        var fields: [String: Any] = [
+            "original_transaction_id": originalTransactionID, "product_id": productID,
+            "auto_renew_product_id": autoRenewProductID, "auto_renew_status": autoRenewStatus ? "1" : "0",
+            "is_in_billing_retry_period": isInBillingRetryPeriod ? "1" : "0",
+        ]
+        if let expirationIntent { fields["expiration_intent"] = String(expirationIntent) }
+        if let grace = gracePeriodExpiresDate { fields["grace_period_expires_date_ms"] = String(ms(grace)) }
+        return fields
+    }
+}
+
+func ms(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }

@@ -1,0 +1,89 @@
+import Crypto
+import Foundation
+import SwiftASN1
+import X509
+
+/// A certificate chain shaped like Apple's App Store signing chain — a self-signed root, an
+/// intermediate carrying the WWDR marker extension, a leaf carrying the receipt-signing marker —
+/// generated fresh, so tests and demos sign StoreKit 2 evidence the ledger verifies for real.
+/// Point the ledger at `rootDER` (LEDGER_APPLE_ROOT_CERTIFICATES); never use it in production.
+public struct TestCertificateAuthority: Sendable {
+    public let root: Certificate
+    public let intermediate: Certificate
+    public let leaf: Certificate
+    let leafKey: P256.Signing.PrivateKey
+
+    static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
+    static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
+
+    /// Valid from a day before `now` for `years`; markers can be left out to test their absence.
+    public init(now: Date = Date(), years: Int = 10, intermediateMarker: Bool = true, leafMarker: Bool = true) throws {
+        let notBefore = now.addingTimeInterval(-86_400)
+        let notAfter = now.addingTimeInterval(Double(years) * 365 * 86_400)
+        let rootKey = P256.Signing.PrivateKey()
+        let intermediateKey = P256.Signing.PrivateKey()
+        leafKey = P256.Signing.PrivateKey()
+        let rootName = try DistinguishedName { CommonName("Ledger Simulator Root CA"); OrganizationName("App Store Simulator") }
+        let intermediateName = try DistinguishedName { CommonName("Ledger Simulator WWDR"); OrganizationName("App Store Simulator") }
+        let leafName = try DistinguishedName { CommonName("Ledger Simulator StoreKit Signing"); OrganizationName("App Store Simulator") }
+
+        root = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(rootKey.publicKey), notValidBefore: notBefore, notValidAfter: notAfter,
+            issuer: rootName, subject: rootName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+            },
+            issuerPrivateKey: .init(rootKey))
+        intermediate = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(intermediateKey.publicKey), notValidBefore: notBefore, notValidAfter: notAfter,
+            issuer: rootName, subject: intermediateName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+                if intermediateMarker { Self.marker(Self.intermediateMarker) }
+            },
+            issuerPrivateKey: .init(rootKey))
+        leaf = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey), notValidBefore: notBefore, notValidAfter: notAfter,
+            issuer: intermediateName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                if leafMarker { Self.marker(Self.leafMarker) }
+            },
+            issuerPrivateKey: .init(intermediateKey))
+    }
+
+    /// Apple's marker extensions hold an ASN.1 NULL.
+    static func marker(_ oid: ASN1ObjectIdentifier) -> Certificate.Extension {
+        Certificate.Extension(oid: oid, critical: false, value: [0x05, 0x00])
+    }
+
+    public var rootDER: Data { Self.der(root) }
+
+    /// Writes the root as DER to `path`, where LEDGER_APPLE_ROOT_CERTIFICATES can name it.
+    public func writeRoot(to path: String) throws {
+        try rootDER.write(to: URL(fileURLWithPath: path))
+    }
+
+    static func der(_ certificate: Certificate) -> Data {
+        var serializer = DER.Serializer()
+        try! serializer.serialize(certificate)
+        return Data(serializer.serializedBytes)
+    }
+
+    /// Signs `payload` as a compact JWS with Apple's header: ES256 and x5c [leaf, intermediate, root].
+    public func sign(_ payload: [String: Any], alg: String = "ES256") throws -> String {
+        let header: [String: Any] = ["alg": alg, "x5c": [leaf, intermediate, root].map { Self.der($0).base64EncodedString() }]
+        let input = try Self.base64URL(JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
+            + Self.base64URL(JSONSerialization.data(withJSONObject: payload, options: .sortedKeys))
+        let signature = try leafKey.signature(for: Data(input.utf8))
+        return input + "." + Self.base64URL(signature.rawRepresentation)
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
