@@ -96,6 +96,17 @@ let package = Package(
             dependencies: ["LedgerCore", "LedgerEventStore", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
+        // Evidence in, events out: verification against each app's configuration, raw evidence
+        // storage, ownership decisions, consumptions and grants, read-your-writes answers.
+        .target(
+            name: "LedgerIngestion",
+            dependencies: [
+                "AppStore", "LedgerCore", "LedgerEventStore", "LedgerProjections", "LedgerPostgres",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP edge (Hummingbird 2).
         .target(
             name: "LedgerHTTP",

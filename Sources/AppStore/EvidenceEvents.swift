@@ -78,18 +78,3 @@ public enum EvidenceEvents {
         return events
     }
 }
-
-extension LedgerEvent {
-    /// Business time of a fact Apple stated: its signed date (evidence that carries none is
-    /// stamped with its statement time by the translator above).
-    public var appleSignedDate: Date? {
-        switch self {
-        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.signedDate
-        case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r): r.signedDate
-        case .refunded(let r), .revoked(let r): r.signedDate
-        case .refundReversed(let r): r.signedDate
-        case .appleNotificationReceived(let n): n.signedDate
-        default: nil
-        }
-    }
-}

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Which stream each fact belongs to. Streams are the unit of ordering and of optimistic
 /// concurrency, so they follow who decides: the app's configuration, Apple's story of one original
 /// transaction (notifications need no user to be recorded), and a user's own actions.
@@ -43,6 +45,21 @@ extension LedgerEvent {
         case .consumed(let c): c.userID
         case .promotionalGranted(let g): g.userID
         case .promotionalRevoked(let r): r.userID
+        default: nil
+        }
+    }
+}
+
+extension LedgerEvent {
+    /// Business time of a fact Apple stated: its signed date (evidence that carries none, like
+    /// legacy receipts, is stamped with the time Apple stated it).
+    public var appleSignedDate: Date? {
+        switch self {
+        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.signedDate
+        case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r): r.signedDate
+        case .refunded(let r), .revoked(let r): r.signedDate
+        case .refundReversed(let r): r.signedDate
+        case .appleNotificationReceived(let n): n.signedDate
         default: nil
         }
     }

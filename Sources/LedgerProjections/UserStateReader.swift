@@ -22,6 +22,14 @@ public struct UserStateReader: Sendable {
         try await timeline(bundleID: bundleID, userID: userID).state(at: instant)
     }
 
+    /// Every fact that concerns the user, read from the log now (not the projection's rows):
+    /// what decisions about the user are made on.
+    public func ledger(bundleID: String, userID: String) async throws -> AppLedger {
+        try await pool.withConnection { connection in
+            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: nil, on: connection)
+        }
+    }
+
     /// As of `instant`, from the facts with business time ≤ `instant` (time travel).
     public func state(bundleID: String, userID: String, asOf instant: Date) async throws -> UserState {
         let ledger = try await pool.withConnection { connection in

@@ -1,0 +1,109 @@
+import AppStore
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerPostgres
+import LedgerProjections
+
+/// One app as configured: settings and catalogue from its `app:` stream (events), the shared
+/// secret from `ledger.app_secrets` (never an event: the log is forever).
+public struct AppConfiguration: Sendable {
+    public var bundleID: String
+    public var settings: AppSettings
+    public var catalogue: Catalogue
+    public var products: [ProductDefinition]
+    public var sharedSecret: String?
+    /// The app stream's version, for optimistic concurrency on configuration changes.
+    public var version: Int64
+
+    /// What signed evidence must be for this app.
+    public var expectation: Expectation {
+        Expectation(bundleID: bundleID, environments: Set(settings.environments), appAppleID: settings.appleAppID)
+    }
+}
+
+/// Reads and changes app configuration. Changes are events on the app's stream, appended only
+/// when they differ from what is in force, so repeating a PUT records nothing.
+public struct AppDirectory: Sendable {
+    let store: EventStore
+
+    public init(store: EventStore) { self.store = store }
+
+    /// The app, or `unknown_app`.
+    public func app(_ bundleID: String) async throws -> AppConfiguration {
+        guard let app = try await find(bundleID) else { throw LedgerError.unknownApp(bundleID) }
+        return app
+    }
+
+    public func find(_ bundleID: String) async throws -> AppConfiguration? {
+        let stream = LedgerStream.app(bundleID)
+        let recorded = try await store.readAll(stream: stream)
+        guard !recorded.isEmpty else { return nil }
+        var ledger = AppLedger(bundleID: bundleID)
+        var products: [String: ProductDefinition] = [:]
+        for event in recorded {
+            guard let (_, fact) = try StoredFacts.fact(from: event) else { continue }
+            ledger.apply(fact)
+            if case .productConfigured(let definition) = fact.event { products[definition.productID] = definition }
+        }
+        let secret = try await store.pool.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID])
+            .first.map { try $0["shared_secret"].string() }
+        return AppConfiguration(bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(at: .distantFuture),
+                                products: products.values.sorted { $0.productID < $1.productID },
+                                sharedSecret: secret, version: recorded.last?.version ?? 0)
+    }
+
+    /// Creates or changes an app. The secret, when given, replaces the stored one.
+    public func configure(_ bundleID: String, settings: AppSettings, sharedSecret: String?) async throws -> AppConfiguration {
+        try Self.validate(bundleID: bundleID)
+        if let sharedSecret {
+            try await store.pool.query("""
+                INSERT INTO ledger.app_secrets (bundle_id, shared_secret) VALUES ($1, $2)
+                ON CONFLICT (bundle_id) DO UPDATE SET shared_secret = EXCLUDED.shared_secret, updated_at = now()
+                """, [bundleID, sharedSecret])
+        }
+        let current = try await find(bundleID)
+        if current == nil || current?.settings != settings {
+            try await append(.appConfigured(settings), bundleID: bundleID, after: current?.version ?? 0)
+        }
+        return try await app(bundleID)
+    }
+
+    /// Defines or changes a product of a configured app, effective now.
+    public func define(_ definition: ProductDefinition, in bundleID: String) async throws -> AppConfiguration {
+        let app = try await app(bundleID)
+        if !app.products.contains(definition) {
+            try await append(.productConfigured(definition), bundleID: bundleID, after: app.version)
+        }
+        return try await self.app(bundleID)
+    }
+
+    private func append(_ event: LedgerEvent, bundleID: String, after version: Int64) async throws {
+        let (stream, new) = try StoredFacts.append(event, bundleID: bundleID, id: UUID(), occurredAt: Date())
+        do {
+            try await store.append([new], to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
+        } catch EventStoreError.wrongExpectedVersion {
+            throw LedgerError(.conflict, "concurrent_change", "the app's configuration changed meanwhile; read it and try again")
+        }
+    }
+
+    /// Bundle ids are reverse-DNS names; they are also part of stream names, so no colons.
+    static func validate(bundleID: String) throws {
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: ".-_"))
+        guard !bundleID.isEmpty, bundleID.count <= 155, bundleID.unicodeScalars.allSatisfy(allowed.contains) else {
+            throw LedgerError(.invalid, "invalid_bundle_id", "a bundle id is 1–155 letters, digits, '.', '-' or '_'")
+        }
+    }
+}
+
+extension EventStore {
+    /// Every event of a stream, page by page.
+    func readAll(stream: String) async throws -> [RecordedEvent] {
+        var events: [RecordedEvent] = []
+        while true {
+            let page = try await read(stream: stream, afterVersion: events.last?.version ?? 0, limit: 1000)
+            events += page
+            if page.count < 1000 { return events }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerProjections
+
+/// Appends what a piece of evidence says, stream by stream, and — when a user presented it —
+/// who owns each original transaction it names, decided by the app's restore policy against
+/// the stream as read and appended with that stream's version (optimistic concurrency).
+struct FactRecorder: Sendable {
+    let store: EventStore
+
+    struct Outcome: Sendable {
+        /// The furthest position written (nil: everything was already recorded).
+        var lastPosition: LogPosition?
+        var originalTransactions: Set<String> = []
+        /// Original transactions another user keeps (restore policy `keep`).
+        var refusedBy: [String: String] = [:]
+    }
+
+    func record(_ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: String?, policy: RestorePolicy,
+                now: Date = Date()) async throws -> Outcome {
+        var outcome = Outcome()
+        var byStream: [String: [LedgerEvent]] = [:]
+        var order: [String] = []
+        for event in events {
+            let stream = LedgerStream.stream(of: event, bundleID: bundleID)
+            if byStream[stream] == nil { order.append(stream) }
+            byStream[stream, default: []].append(event)
+            if let original = event.originalTransactionID { outcome.originalTransactions.insert(original) }
+        }
+        for stream in order {
+            let original = byStream[stream]!.compactMap(\.originalTransactionID).first
+            let claim = original.flatMap { original in claimant.map { (original, $0) } }
+            if let position = try await append(byStream[stream]!, to: stream, bundleID: bundleID, evidence: evidence,
+                                               claim: claim, policy: policy, now: now, refusedBy: &outcome.refusedBy) {
+                outcome.lastPosition = max(outcome.lastPosition ?? position, position)
+            }
+        }
+        return outcome
+    }
+
+    /// One stream: skip what is already there, add the ownership decision, append; on a
+    /// concurrent change, read again and decide again.
+    private func append(_ events: [LedgerEvent], to stream: String, bundleID: String, evidence: String?,
+                        claim: (original: String, user: String)?, policy: RestorePolicy, now: Date,
+                        refusedBy: inout [String: String]) async throws -> LogPosition? {
+        let candidates = try events.map { event in
+            let data = String(decoding: try event.encodedData(), as: UTF8.self)
+            // A notification is identified by Apple's UUID: a redelivery is a no-op even if re-signed.
+            let id = if case .appleNotificationReceived(let n) = event, let uuid = n.notificationUUID {
+                StableID.make(bundleID, "notification", uuid)
+            } else {
+                StableID.make(stream, event.typeName, data)
+            }
+            return try StoredFacts.append(event, bundleID: bundleID, id: id, occurredAt: event.appleSignedDate ?? now, evidence: evidence).event
+        }
+        for _ in 0..<10 {
+            // The per-app notifications stream grows without bound and decides nothing: its
+            // events are appended one by one, and their ids make a replay a no-op.
+            guard stream.hasPrefix("purchase:") else {
+                var last: LogPosition?
+                for event in candidates { last = try await store.append([event], to: stream).events.last?.position }
+                return last
+            }
+            let existing = try await store.readAll(stream: stream)
+            let known = Set(existing.map(\.id))
+            if candidates.contains(where: { known.contains($0.id) && $0.type == "AppleNotificationReceived" }) {
+                return nil  // this notification was recorded before, with everything it said
+            }
+            var fresh = candidates.filter { !known.contains($0.id) }
+            var history = AppLedger(bundleID: bundleID)
+            for event in existing { if let (_, fact) = try StoredFacts.fact(from: event) { history.apply(fact) } }
+            let decision = claim.map { Decide.claim($0.original, by: $0.user, currentOwner: history.owner(of: $0.original), policy: policy) }
+            switch decision {
+            case .alreadyOwned, nil: break
+            case .claim(let decided):
+                fresh.append(try ownership(.transactionClaimed(decided), stream, bundleID, existing.count, now))
+            case .transfer(let decided):
+                fresh.append(try ownership(.ownershipTransferred(decided), stream, bundleID, existing.count, now))
+            case .refused(let owner):
+                refusedBy[claim!.original] = owner
+            }
+            guard !fresh.isEmpty else { return nil }
+            do {
+                let version = existing.last?.version ?? 0
+                let result = try await store.append(fresh, to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
+                return result.events.last?.position
+            } catch EventStoreError.wrongExpectedVersion {
+                continue
+            }
+        }
+        throw LedgerError(.unavailable, "contention", "stream \(stream) kept changing; try again")
+    }
+
+    /// Ownership decisions are told apart by the stream version they were decided at, so the same
+    /// user can claim again after a transfer away, and a retried request is still a replay.
+    private func ownership(_ event: LedgerEvent, _ stream: String, _ bundleID: String, _ version: Int, _ now: Date) throws -> NewEvent {
+        try StoredFacts.append(event, bundleID: bundleID, id: StableID.make(stream, event.typeName, String(version), event.ownerDescription),
+                               occurredAt: now).event
+    }
+}
+
+extension LedgerEvent {
+    fileprivate var ownerDescription: String {
+        switch self {
+        case .transactionClaimed(let c): c.userID
+        case .ownershipTransferred(let t): t.fromUserID + "→" + t.toUserID
+        default: ""
+        }
+    }
+}

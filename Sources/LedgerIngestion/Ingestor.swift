@@ -1,0 +1,121 @@
+import AppStore
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerPostgres
+import LedgerProjections
+import Logging
+
+/// Apple's evidence in, events out: verify against the app's configuration, keep the raw
+/// evidence, record what it says and (for evidence a user presented) who owns it, then answer
+/// the user's state including what was just recorded.
+public struct Ingestor: Sendable {
+    public let directory: AppDirectory
+    let store: EventStore
+    let evidence: EvidenceStore
+    let recorder: FactRecorder
+    let verifier: SignedDataVerifier
+    let receipts: VerifyReceiptClient
+    let users: UserStateReader
+    let logger: Logger
+
+    public init(store: EventStore, verifier: SignedDataVerifier, receipts: VerifyReceiptClient, logger: Logger) {
+        self.store = store
+        self.directory = AppDirectory(store: store)
+        self.evidence = EvidenceStore(pool: store.pool)
+        self.recorder = FactRecorder(store: store)
+        self.verifier = verifier
+        self.receipts = receipts
+        self.users = UserStateReader(pool: store.pool)
+        self.logger = logger
+    }
+
+    /// A StoreKit 2 signed transaction posted by the app for `userID`.
+    public func ingestTransaction(bundleID: String, userID: String, signedTransaction: String) async throws -> UserState {
+        try await LedgerError.mapping {
+            try Self.validate(userID: userID)
+            let app = try await directory.app(bundleID)
+            let transaction = try await verifier.verifyTransaction(signedTransaction, expecting: app.expectation)
+            let digest = try await evidence.store(Data(signedTransaction.utf8), kind: .signedTransaction, bundleID: bundleID)
+            let outcome = try await recorder.record(EvidenceEvents.events(for: transaction), bundleID: bundleID, evidence: digest,
+                                                    claimant: userID, policy: app.settings.restorePolicy)
+            return try await answer(outcome, bundleID: bundleID, userID: userID)
+        }
+    }
+
+    /// A legacy receipt posted by the app for `userID`, verified with Apple's verifyReceipt.
+    public func ingestReceipt(bundleID: String, userID: String, receiptData: String) async throws -> UserState {
+        try await LedgerError.mapping {
+            try Self.validate(userID: userID)
+            let app = try await directory.app(bundleID)
+            guard let secret = app.sharedSecret else {
+                throw LedgerError(AppStoreError(.sharedSecretMissing, "legacy receipts need the app's shared_secret; configure it first"))
+            }
+            let verified = try await receipts.verify(receiptData: receiptData, sharedSecret: secret, expecting: app.expectation)
+            let receiptDigest = try await evidence.store(Data(receiptData.utf8), kind: .receipt, bundleID: bundleID)
+            let answer = try JSONSerialization.data(withJSONObject: ["status": verified.response.status, "environment": verified.environment.rawValue,
+                                                                     "bundle_id": bundleID, "request_date_ms": verified.response.requestDate.map { Int64($0.timeIntervalSince1970 * 1000) } as Any],
+                                                    options: .sortedKeys)
+            let digest = try await evidence.store(answer, kind: .receiptAnswer, bundleID: bundleID, answers: receiptDigest)
+            let events = EvidenceEvents.events(for: verified.response, environment: verified.environment,
+                                               statedAt: verified.response.requestDate ?? Date())
+            let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: userID, policy: app.settings.restorePolicy)
+            return try await self.answer(outcome, bundleID: bundleID, userID: userID)
+        }
+    }
+
+    public enum NotificationResult: Sendable, Equatable {
+        case recorded
+        case alreadyRecorded
+    }
+
+    /// An App Store Server Notification, V1 or V2, for `bundleID`. Recorded whether or not any
+    /// user has claimed its transaction yet: a later claim attaches it.
+    public func ingestNotification(bundleID: String, body: Data) async throws -> NotificationResult {
+        try await LedgerError.mapping {
+            let app = try await directory.app(bundleID)
+            guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+                throw LedgerError(.invalid, "malformed_json", "the notification is not a JSON object")
+            }
+            let events: [LedgerEvent]
+            let digest: String
+            if object["signedPayload"] != nil {
+                let verified = try await verifier.verifyNotification(body: body, expecting: app.expectation)
+                events = EvidenceEvents.events(for: verified)
+                digest = try await evidence.store(body, kind: .notificationV2, bundleID: bundleID)
+            } else if VerifiedNotificationV1.looksLikeV1(object) {
+                let verified = try VerifiedNotificationV1(body: body, sharedSecret: app.sharedSecret, expecting: app.expectation, receivedAt: Date())
+                events = EvidenceEvents.events(for: verified)
+                // The password is the app's secret: it is redacted before the body is kept.
+                var redacted = object
+                redacted["password"] = "<redacted>"
+                digest = try await evidence.store(try JSONSerialization.data(withJSONObject: redacted, options: .sortedKeys),
+                                                  kind: .notificationV1, bundleID: bundleID)
+            } else {
+                throw LedgerError(.invalid, "malformed_evidence", "neither a V2 notification (signedPayload) nor a V1 one (notification_type)")
+            }
+            let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: nil, policy: app.settings.restorePolicy)
+            return outcome.lastPosition == nil ? .alreadyRecorded : .recorded
+        }
+    }
+
+    /// The state to answer with: once the projection has applied what was just written (so the
+    /// caller's next read sees it too), from the projection.
+    func answer(_ outcome: FactRecorder.Outcome, bundleID: String, userID: String) async throws -> UserState {
+        if let (original, owner) = outcome.refusedBy.first {
+            _ = owner  // never named to the caller: that would disclose another user's id
+            throw LedgerError(.conflict, "transaction_owned_by_another_user",
+                              "transaction \(original) belongs to another user of this app, and its restore policy is keep")
+        }
+        if let position = outcome.lastPosition {
+            try await ProjectionFreshness.wait(for: position, pool: store.pool, logger: logger)
+        }
+        return try await users.state(bundleID: bundleID, userID: userID)
+    }
+
+    static func validate(userID: String) throws {
+        guard !userID.isEmpty, userID.utf8.count <= 255, !userID.contains(where: { $0.isNewline || $0 == "\0" }) else {
+            throw LedgerError(.invalid, "invalid_user_id", "user_id must be 1–255 bytes without control characters")
+        }
+    }
+}
