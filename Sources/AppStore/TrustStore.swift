@@ -24,6 +24,8 @@ public struct TrustStore: Sendable {
 
     public var roots: [Root]
 
+    public init(roots: [Root]) { self.roots = roots }
+
     public enum LoadError: Error, CustomStringConvertible {
         case notConfigured
         case unreadable(path: String)

@@ -10,8 +10,8 @@ struct HealthController: Sendable {
     /// Events the users projection may be behind the log and still count as ready.
     static let maximumLag = 1000
 
-    var routes: RouteCollection<BasicRequestContext> {
-        let routes = RouteCollection(context: BasicRequestContext.self)
+    var routes: RouteCollection<LedgerRequestContext> {
+        let routes = RouteCollection(context: LedgerRequestContext.self)
         routes.get("/healthz") { _, _ in Status(status: "ok", checks: [:]) }
         routes.get("/readyz") { _, _ in try await readiness() }
         return routes

@@ -1,6 +1,9 @@
+import AppStore
 import Hummingbird
 import LedgerEventStore
+import LedgerIngestion
 import LedgerPostgres
+import LedgerProjections
 import Logging
 
 /// What the HTTP routes need from the rest of the ledger. Built once by `ledger serve` (and by
@@ -9,11 +12,24 @@ public struct LedgerServices: Sendable {
     public var pool: PostgresPool
     public var store: EventStore
     public var migrator: Migrator
+    public var ingestor: Ingestor
+    public var actions: UserActions
+    public var keys: APIKeyStore
+    public var metrics: Metrics
 
-    public init(pool: PostgresPool, store: EventStore, migrator: Migrator) {
+    public init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
+                receipts: VerifyReceiptConfiguration, keyCacheTTL: Duration = .seconds(2), logger: Logger) {
+        let metrics = Metrics()
         self.pool = pool
         self.store = store
         self.migrator = migrator
+        self.metrics = metrics
+        let client = VerifyReceiptClient(configuration: receipts, logger: logger) { outcome in
+            metrics.increment("ledger_apple_calls_total", ["api": "verifyReceipt", "outcome": outcome.rawValue])
+        }
+        self.ingestor = Ingestor(store: store, verifier: verifier, receipts: client, logger: logger)
+        self.actions = UserActions(store: store, logger: logger)
+        self.keys = APIKeyStore(pool: pool, cacheTTL: keyCacheTTL)
     }
 }
 
@@ -22,8 +38,20 @@ public func buildApplication(
     services: LedgerServices, host: String, port: Int, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-    let router = Router()
+    let router = Router(context: LedgerRequestContext.self)
+    router.add(middleware: MetricsMiddleware(metrics: services.metrics))
+    router.add(middleware: ErrorMiddleware())
     router.addRoutes(HealthController(services: services).routes)
+    OperationsController(metrics: services.metrics, pool: services.pool).register(on: router)
+    let ingestion = IngestionController(ingestor: services.ingestor, metrics: services.metrics)
+    ingestion.registerWebhook(on: router)
+
+    let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: services.keys))
+    let directory = services.ingestor.directory
+    AppsController(directory: directory).register(on: v1)
+    ingestion.register(on: v1)
+    UsersController(directory: directory, reader: UserStateReader(pool: services.pool), actions: services.actions).register(on: v1)
+    ExportController(directory: directory, pool: services.pool).register(on: v1)
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: port), serverName: "ledger"),

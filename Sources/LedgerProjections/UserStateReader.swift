@@ -30,6 +30,15 @@ public struct UserStateReader: Sendable {
         }
     }
 
+    /// Every fact that touched the user, in recording order, Apple's notifications included:
+    /// what a support agent reads to answer "why can't I access premium?".
+    public func auditTrail(bundleID: String, userID: String) async throws -> [RecordedFact] {
+        try await pool.withConnection { connection in
+            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: nil,
+                                           withEvidence: true, on: connection).auditTrail(userID)
+        }
+    }
+
     /// As of `instant`, from the facts with business time ≤ `instant` (time travel).
     public func state(bundleID: String, userID: String, asOf instant: Date) async throws -> UserState {
         let ledger = try await pool.withConnection { connection in

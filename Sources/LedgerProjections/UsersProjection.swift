@@ -83,8 +83,10 @@ public struct UsersProjection: Sendable {
 
     /// Every fact that can concern one user — the app's, the user's own, and each transaction the
     /// user ever owned according to `owners` — optionally only those with business time ≤ `knownAt`.
-    /// Evidence-only events are left out: they change no one's state.
-    static func userLedger(bundleID: String, userID: String, owners: String, knownAt: Date?, on connection: PostgresConnection) throws -> AppLedger {
+    /// Evidence-only events are left out unless asked for (the audit trail shows them): they change
+    /// no one's state.
+    static func userLedger(bundleID: String, userID: String, owners: String, knownAt: Date?, withEvidence: Bool = false,
+                           on connection: PostgresConnection) throws -> AppLedger {
         let originals = try connection.query("SELECT original_transaction_id FROM \(owners) WHERE bundle_id = $1 AND user_id = $2",
                                              [bundleID, userID]).map { try $0[0].string() }
         let streams = [LedgerStream.app(bundleID), LedgerStream.user(bundleID, userID: userID)]
@@ -92,7 +94,7 @@ public struct UsersProjection: Sendable {
         let rows = try connection.query(EventStore.selectEventsSQL + """
              WHERE e.stream = ANY($1::text[]) AND e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.occurred_at <= $3)
              ORDER BY e.position
-            """, [PostgresTextArray(streams), PostgresTextArray(Array(ignoredTypes)), knownAt])
+            """, [PostgresTextArray(streams), PostgresTextArray(withEvidence ? [] : Array(ignoredTypes)), knownAt])
         var ledger = AppLedger(bundleID: bundleID)
         for row in rows {
             if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import AppStore
 import Hummingbird
 import LedgerEventStore
 import LedgerHTTP
@@ -36,11 +37,12 @@ struct ServeCommand: AsyncParsableCommand {
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
         try migrator.migrate(PostgresConnection.connect(opened.owner))
 
+        let trust = try AppleTrust.load(logger: logger)
         let pool = PostgresPool(configuration: opened.application, size: poolSize, logger: logger)
         let store = EventStore(pool: pool, logger: logger)
-        let app = buildApplication(
-            services: LedgerServices(pool: pool, store: store, migrator: migrator), host: host, port: port, logger: logger
-        ) { port in
+        let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: trust.verifier(),
+                                      receipts: .fromEnvironment(ProcessInfo.processInfo.environment), logger: logger)
+        let app = buildApplication(services: services, host: host, port: port, logger: logger) { port in
             logger.info("ledger listening", metadata: ["http.address": "http://\(host):\(port)", "db": "\(opened.owner)"])
         }
         let group = ServiceGroup(configuration: .init(
@@ -48,6 +50,23 @@ struct ServeCommand: AsyncParsableCommand {
         try await group.run()
         await pool.close()
         logger.info("ledger stopped")
+    }
+}
+
+/// The roots StoreKit 2 evidence must chain to (`LEDGER_APPLE_ROOT_CERTIFICATES`), announced at
+/// start-up so an operator sees at once a missing Apple root or a test root in production.
+enum AppleTrust {
+    static func load(logger: Logger) throws -> TrustStore {
+        let paths = ProcessInfo.processInfo.environment["LEDGER_APPLE_ROOT_CERTIFICATES"] ?? ""
+        guard !paths.isEmpty else {
+            logger.warning("no Apple roots configured (LEDGER_APPLE_ROOT_CERTIFICATES): every signed transaction and V2 notification will be refused as untrusted_chain; see docs/apple-roots.md")
+            return TrustStore(roots: [])
+        }
+        let trust = try TrustStore.load(paths: paths)
+        for (root, line) in zip(trust.roots, trust.summary) {
+            if root.isAppleRootCAG3 { logger.info("\(line)") } else { logger.warning("\(line)") }
+        }
+        return trust
     }
 }
 

@@ -1,0 +1,101 @@
+import Crypto
+import Foundation
+import LedgerPostgres
+import Synchronization
+
+/// What an API key may do.
+public enum Scope: String, Sendable, CaseIterable, Codable {
+    case read, ingest, finance, admin
+}
+
+/// A key as stored: never the key itself, only its SHA-256 and first characters.
+public struct APIKey: Sendable, Equatable {
+    public var id: UUID
+    public var name: String
+    public var prefix: String
+    public var scopes: Set<Scope>
+    /// Nil: every app.
+    public var bundleID: String?
+    public var createdAt: Date
+    public var revokedAt: Date?
+
+    /// Admin implies every scope; a key limited to one app sees only that app.
+    public func allows(_ scope: Scope, bundleID: String) -> Bool {
+        (scopes.contains(scope) || scopes.contains(.admin)) && (self.bundleID == nil || self.bundleID == bundleID)
+    }
+}
+
+/// Creates, lists, revokes and recognises API keys (`ledger.api_keys`).
+///
+/// Recognising a key costs a hash and, at most once per `cacheTTL`, a query: the user-state route
+/// is the hot path. A revoked key therefore stops working within `cacheTTL` in every server.
+public final class APIKeyStore: Sendable {
+    let pool: PostgresPool
+    let cacheTTL: Duration
+    private let cache = Mutex<[Data: (key: APIKey?, at: ContinuousClock.Instant)]>([:])
+
+    public init(pool: PostgresPool, cacheTTL: Duration = .seconds(2)) {
+        self.pool = pool
+        self.cacheTTL = cacheTTL
+    }
+
+    /// Makes a new key and returns it with the secret, which is shown once and never stored.
+    public func create(name: String, scopes: Set<Scope>, bundleID: String?) async throws -> (key: APIKey, secret: String) {
+        guard !name.isEmpty, !scopes.isEmpty else { throw APIKeyError.invalid("a key needs a name and at least one scope") }
+        var random = [UInt8](repeating: 0, count: 24)
+        for index in random.indices { random[index] = UInt8.random(in: 0...255) }
+        let secret = "lk_" + Hex.encode(random)
+        let key = APIKey(id: UUID(), name: name, prefix: String(secret.prefix(10)), scopes: scopes, bundleID: bundleID, createdAt: Date())
+        try await pool.query("""
+            INSERT INTO ledger.api_keys (id, name, prefix, key_hash, scopes, bundle_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+            """, [key.id, name, key.prefix, PostgresBytes(Self.hash(secret)), PostgresTextArray(scopes.map(\.rawValue).sorted()), bundleID, key.createdAt])
+        return (key, secret)
+    }
+
+    public func list() async throws -> [APIKey] {
+        try await pool.query("SELECT \(Self.columns) FROM ledger.api_keys ORDER BY created_at, name").map(Self.key(from:))
+    }
+
+    /// Revokes by id or by name; returns how many keys it revoked.
+    public func revoke(_ idOrName: String) async throws -> Int {
+        let rows = try await pool.query("""
+            UPDATE ledger.api_keys SET revoked_at = now()
+             WHERE revoked_at IS NULL AND (id::text = $1 OR name = $1 OR prefix = $1) RETURNING id
+            """, [idOrName])
+        cache.withLock { $0.removeAll() }
+        return rows.count
+    }
+
+    /// The live key for a presented secret, or nil (unknown or revoked).
+    public func authenticate(_ secret: String) async throws -> APIKey? {
+        guard secret.hasPrefix("lk_"), secret.utf8.count < 200 else { return nil }
+        let hash = Data(Self.hash(secret))
+        let now = ContinuousClock.now
+        if let cached = cache.withLock({ $0[hash] }), now - cached.at < cacheTTL { return cached.key }
+        let key = try await pool.query("SELECT \(Self.columns) FROM ledger.api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+                                       [PostgresBytes(Array(hash))]).first.map(Self.key(from:))
+        cache.withLock { cache in
+            if cache.count > 10_000 { cache.removeAll() }  // bounded: unknown secrets are cached too
+            cache[hash] = (key, now)
+        }
+        return key
+    }
+
+    static let columns = "id, name, prefix, array_to_string(scopes, ',') AS scopes, bundle_id, created_at, revoked_at"
+
+    static func key(from row: PostgresRow) throws -> APIKey {
+        APIKey(id: try row["id"].uuid(), name: try row["name"].string(), prefix: try row["prefix"].string(),
+               scopes: Set(try row["scopes"].string().split(separator: ",").compactMap { Scope(rawValue: String($0)) }),
+               bundleID: row["bundle_id"].text, createdAt: try row["created_at"].date(),
+               revokedAt: row["revoked_at"].text == nil ? nil : try row["revoked_at"].date())
+    }
+
+    static func hash(_ secret: String) -> [UInt8] { Array(SHA256.hash(data: Data(secret.utf8))) }
+}
+
+public enum APIKeyError: Error, CustomStringConvertible {
+    case invalid(String)
+    public var description: String {
+        switch self { case .invalid(let reason): reason }
+    }
+}

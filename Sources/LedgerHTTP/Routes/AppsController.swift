@@ -1,0 +1,90 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerIngestion
+
+/// App and catalogue configuration: `PUT /v1/apps/{bundle_id}`, its products, and the catalogue
+/// an app reads to know which product ids to offer.
+struct AppsController {
+    let directory: AppDirectory
+
+    func register(on group: RouterGroup<LedgerRequestContext>) {
+        group.put("/apps/:bundle_id") { request, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            try context.authorize(.admin, bundleID)
+            let body = try await JSONBody.decode(Wire.AppBody.self, from: request, context: context)
+            let settings = try Self.settings(from: body)
+            if let secret = body.shared_secret, secret.isEmpty || secret.utf8.count > 512 {
+                throw APIError.invalid("invalid_shared_secret", "shared_secret must be 1–512 bytes")
+            }
+            return try JSONBody.response(Self.body(try await directory.configure(bundleID, settings: settings, sharedSecret: body.shared_secret)))
+        }
+        group.get("/apps/:bundle_id") { _, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            try context.authorize(.read, bundleID)
+            return try JSONBody.response(Self.body(try await directory.app(bundleID)))
+        }
+        group.put("/apps/:bundle_id/products/:product_id") { request, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            let productID = try context.parameters.require("product_id")
+            try context.authorize(.admin, bundleID)
+            let body = try await JSONBody.decode(Wire.ProductBody.self, from: request, context: context)
+            let definition = try Self.definition(productID, body)
+            _ = try await directory.define(definition, in: bundleID)
+            return try JSONBody.response(Wire.ProductBody(definition))
+        }
+        group.get("/apps/:bundle_id/products") { _, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            try context.authorize(.read, bundleID)
+            struct Products: Encodable { var products: [Wire.ProductBody] }
+            return try JSONBody.response(Products(products: try await directory.app(bundleID).products.map(Wire.ProductBody.init)))
+        }
+    }
+
+    static func settings(from body: Wire.AppBody) throws -> AppSettings {
+        let names = body.environments ?? ["Production", "Sandbox"]
+        let environments = try names.map { name in
+            guard let environment = AppleEnvironment(rawValue: name) else {
+                throw APIError.invalid("invalid_environment", "environments are Production, Sandbox, Xcode or LocalTesting, not \(name)")
+            }
+            return environment
+        }
+        guard !environments.isEmpty else { throw APIError.invalid("invalid_environment", "name at least one environment") }
+        if environments.contains(.production), environments.contains(where: { $0 == .xcode || $0 == .localTesting }) {
+            throw APIError.invalid("invalid_environment", "Xcode and LocalTesting data are never accepted beside Production")
+        }
+        let policy = try body.restore_policy.map { name in
+            guard let policy = RestorePolicy(rawValue: name) else {
+                throw APIError.invalid("invalid_restore_policy", "restore_policy is transfer or keep")
+            }
+            return policy
+        } ?? .transfer
+        if let id = body.apple_app_id, id <= 0 { throw APIError.invalid("invalid_apple_app_id", "apple_app_id is a positive number") }
+        return AppSettings(environments: environments, appleAppID: body.apple_app_id, restorePolicy: policy)
+    }
+
+    static func definition(_ productID: String, _ body: Wire.ProductBody) throws -> ProductDefinition {
+        guard let type = ProductType(rawValue: body.type) else {
+            throw APIError.invalid("invalid_product_type", "type is one of \(ProductType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard !productID.isEmpty, productID.utf8.count <= 255 else { throw APIError.invalid("invalid_product_id", "product ids are 1–255 bytes") }
+        let grants = body.grants ?? [:]
+        guard grants.allSatisfy({ !$0.key.isEmpty && $0.value > 0 }) else {
+            throw APIError.invalid("invalid_grants", "grants map currency names to positive amounts per unit")
+        }
+        var duration: ISODuration?
+        if let text = body.duration {
+            guard let parsed = ISODuration(text) else { throw APIError.invalid("invalid_duration", "duration is ISO 8601, e.g. P30D or P1M") }
+            duration = parsed
+        }
+        if type == .nonRenewing, duration == nil {
+            throw APIError.invalid("invalid_duration", "a non_renewing product needs a duration (e.g. P30D)")
+        }
+        return ProductDefinition(productID: productID, type: type, entitlements: body.entitlements ?? [], grants: grants, duration: duration)
+    }
+
+    static func body(_ app: AppConfiguration) -> Wire.AppBody {
+        Wire.AppBody(bundle_id: app.bundleID, environments: app.settings.environments.map(\.rawValue), apple_app_id: app.settings.appleAppID,
+                     restore_policy: app.settings.restorePolicy.rawValue, shared_secret: nil, shared_secret_configured: app.sharedSecret != nil)
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerIngestion
+import LedgerPostgres
+import LedgerProjections
+
+/// `GET /v1/apps/{bundle_id}/exports/transactions` (scope `finance`): the finance view streamed
+/// page by page, so a month of millions of rows needs no more memory than one page.
+struct ExportController {
+    let directory: AppDirectory
+    let pool: PostgresPool
+
+    func register(on group: RouterGroup<LedgerRequestContext>) {
+        group.get("/apps/:bundle_id/exports/transactions") { request, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            try context.authorize(.finance, bundleID)
+            _ = try await directory.app(bundleID)
+            let export = try Self.export(bundleID: bundleID, request)
+            let format = try Self.format(request)
+            let pool = self.pool
+            // Fail before the status line if the database is away: the first page is read here.
+            _ = try await pool.query("SELECT 1")
+            let body = ResponseBody { writer in
+                if format == .csv { try await writer.write(ByteBuffer(string: FinanceExport.csvHeader())) }
+                try await export.forEachPage(on: pool) { rows in
+                    var buffer = ByteBuffer()
+                    for row in rows { buffer.writeString(format == .csv ? FinanceExport.csvLine(row) : FinanceExport.jsonLine(row)) }
+                    try await writer.write(buffer)
+                }
+                try await writer.finish(nil)
+            }
+            let filename = "\(bundleID)-transactions.\(format.rawValue)"
+            return Response(status: .ok, headers: [
+                .contentType: format == .csv ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
+                .contentDisposition: "attachment; filename=\"\(filename)\"",
+            ], body: body)
+        }
+    }
+
+    static func format(_ request: Request) throws -> FinanceExport.Format {
+        guard let text = request.uri.queryParameters["format"] else { return .csv }
+        guard let format = FinanceExport.Format(rawValue: String(text)) else { throw APIError.invalid("invalid_format", "format is csv or jsonl") }
+        return format
+    }
+
+    static func export(bundleID: String, _ request: Request) throws -> FinanceExport {
+        let parameters = request.uri.queryParameters
+        func time(_ name: String) throws -> Date? {
+            guard let text = parameters[Substring(name)] else { return nil }
+            guard let date = RFC3339.parse(String(text)) else { throw APIError.invalid("invalid_time", "\(name) must be an RFC 3339 time") }
+            return date
+        }
+        let environment: AppleEnvironment
+        let requested: String? = parameters["environment"].map { String($0) }
+        switch requested {
+        case nil, "Production": environment = .production
+        case "Sandbox": environment = .sandbox
+        default: throw APIError.invalid("invalid_environment", "environment is Production (the default) or Sandbox")
+        }
+        let from = try time("from"), to = try time("to")
+        if let from, let to, from >= to { throw APIError.invalid("invalid_time", "from must be before to") }
+        return FinanceExport(bundleID: bundleID, environment: environment, from: from, to: to)
+    }
+}

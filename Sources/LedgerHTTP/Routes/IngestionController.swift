@@ -1,0 +1,55 @@
+import Foundation
+import Hummingbird
+import LedgerIngestion
+
+/// Evidence in: the app's signed transactions and receipts (scope `ingest`), and Apple's
+/// notifications (no key: a V2 body is authenticated by its signature, a V1 body by the shared secret).
+struct IngestionController {
+    let ingestor: Ingestor
+    let metrics: Metrics
+
+    func register(on group: RouterGroup<LedgerRequestContext>) {
+        group.post("/apps/:bundle_id/transactions") { request, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            try context.authorize(.ingest, bundleID)
+            let body = try await JSONBody.decode(Wire.TransactionRequest.self, from: request, context: context)
+            let state = try await counted("transaction") {
+                try await ingestor.ingestTransaction(bundleID: bundleID, userID: body.user_id, signedTransaction: body.signed_transaction)
+            }
+            return try JSONBody.response(Wire.UserStateBody(state))
+        }
+        group.post("/apps/:bundle_id/receipts") { request, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            try context.authorize(.ingest, bundleID)
+            let body = try await JSONBody.decode(Wire.ReceiptRequest.self, from: request, context: context)
+            let state = try await counted("receipt") {
+                try await ingestor.ingestReceipt(bundleID: bundleID, userID: body.user_id, receiptData: body.receipt_data)
+            }
+            return try JSONBody.response(Wire.UserStateBody(state))
+        }
+    }
+
+    /// Apple's webhook, outside the keyed group. 200 when recorded or already recorded; 4xx when
+    /// forged or for another app (Apple retries failures, and should not retry those); 5xx only
+    /// for transient failures here.
+    func registerWebhook(on router: Router<LedgerRequestContext>) {
+        router.post("/v1/apps/:bundle_id/notifications/apple") { request, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            let body = try await JSONBody.bytes(request, context: context)
+            let result = try await counted("notification") { try await ingestor.ingestNotification(bundleID: bundleID, body: body) }
+            struct Answer: Encodable { var status: String }
+            return try JSONBody.response(Answer(status: result == .recorded ? "recorded" : "already_recorded"))
+        }
+    }
+
+    private func counted<T>(_ kind: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            let value = try await body()
+            metrics.increment("ledger_evidence_total", ["kind": kind, "result": "accepted"])
+            return value
+        } catch let error as LedgerError {
+            metrics.increment("ledger_evidence_total", ["kind": kind, "result": error.code])
+            throw error
+        }
+    }
+}

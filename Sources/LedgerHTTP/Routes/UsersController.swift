@@ -1,0 +1,95 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerIngestion
+import LedgerProjections
+
+/// What a user owns (now or as of an instant), why (the audit trail), and what the app and
+/// support do to them (consumptions, promotional grants).
+struct UsersController {
+    let directory: AppDirectory
+    let reader: UserStateReader
+    let actions: UserActions
+
+    func register(on group: RouterGroup<LedgerRequestContext>) {
+        group.get("/apps/:bundle_id/users/:user_id") { request, context in
+            let (bundleID, userID) = try ids(context)
+            try context.authorize(.read, bundleID)
+            _ = try await directory.app(bundleID)
+            let state: UserState
+            if let at = request.uri.queryParameters["at"] {
+                guard let instant = RFC3339.parse(String(at)) else {
+                    throw APIError.invalid("invalid_time", "at must be an RFC 3339 time, e.g. 2026-01-31T23:59:59Z")
+                }
+                state = try await reader.state(bundleID: bundleID, userID: userID, asOf: instant)
+            } else {
+                state = try await reader.state(bundleID: bundleID, userID: userID)
+            }
+            return try JSONBody.response(Wire.UserStateBody(state))
+        }
+        group.get("/apps/:bundle_id/users/:user_id/events") { request, context in
+            let (bundleID, userID) = try ids(context)
+            try context.authorize(.read, bundleID)
+            _ = try await directory.app(bundleID)
+            let parameters = request.uri.queryParameters
+            let after: Int64 = try parameters["after"].map { text -> Int64 in
+                guard let value = Int64(String(text)), value >= 0 else { throw APIError.invalid("invalid_cursor", "after is a cursor from a previous page") }
+                return value
+            } ?? 0
+            let limit: Int = try parameters["limit"].map { text -> Int in
+                guard let value = Int(String(text)), (1...1000).contains(value) else { throw APIError.invalid("invalid_limit", "limit is 1–1000") }
+                return value
+            } ?? 100
+            let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID).filter { $0.sequence > after }
+            let page = try trail.prefix(limit).map { fact in
+                Wire.AuditEvent(position: fact.sequence, type: fact.event.typeName, occurred_at: RFC3339.string(fact.occurredAt),
+                                recorded_at: RFC3339.string(fact.recordedAt), data: JSONFragment(try fact.event.encodedData()), evidence: fact.evidence)
+            }
+            let next = trail.count > limit ? page.last.map { String($0.position) } : nil
+            return try JSONBody.response(Wire.AuditPage(events: page, next: next))
+        }
+        group.post("/apps/:bundle_id/users/:user_id/consumptions") { request, context in
+            let (bundleID, userID) = try ids(context)
+            try context.authorize(.ingest, bundleID)
+            let body = try await JSONBody.decode(Wire.ConsumptionRequest.self, from: request, context: context)
+            let result = try await actions.consume(bundleID: bundleID, userID: userID, currency: body.currency, amount: body.amount,
+                                                   idempotencyKey: body.idempotency_key)
+            return try JSONBody.response(Wire.ConsumptionResponse(balance: result.balance, currency: body.currency, replayed: result.replayed))
+        }
+        group.post("/apps/:bundle_id/users/:user_id/grants") { request, context in
+            let (bundleID, userID) = try ids(context)
+            try context.authorize(.admin, bundleID)
+            let body = try await JSONBody.decode(Wire.GrantRequest.self, from: request, context: context)
+            let now = Date()
+            var expiresAt: Date?
+            switch (body.duration, body.until) {
+            case (let duration?, nil):
+                guard let parsed = ISODuration(duration) else { throw APIError.invalid("invalid_duration", "duration is ISO 8601, e.g. P7D") }
+                expiresAt = parsed.added(to: now)
+            case (nil, let until?):
+                guard let end = RFC3339.parse(until) else { throw APIError.invalid("invalid_time", "until must be an RFC 3339 time") }
+                expiresAt = end
+            case (nil, nil): expiresAt = nil
+            default: throw APIError.invalid("invalid_grant", "give duration or until, not both")
+            }
+            let grant = try await actions.grant(bundleID: bundleID, userID: userID, entitlement: body.entitlement, expiresAt: expiresAt,
+                                                reason: body.reason, grantID: body.grant_id)
+            return try JSONBody.response(Wire.GrantBody(grant_id: grant.grantID, user_id: grant.userID, entitlement: grant.entitlement,
+                                                        starts_at: RFC3339.string(grant.startsAt), expires_at: grant.expiresAt.map(RFC3339.string),
+                                                        reason: grant.reason), status: .created)
+        }
+        group.post("/apps/:bundle_id/users/:user_id/grants/:grant_id/revoke") { request, context in
+            let (bundleID, userID) = try ids(context)
+            let grantID = try context.parameters.require("grant_id")
+            try context.authorize(.admin, bundleID)
+            let body = try await JSONBody.decode(Wire.RevokeRequest.self, from: request, context: context)
+            try await actions.revokeGrant(bundleID: bundleID, userID: userID, grantID: grantID, reason: body.reason ?? "revoked by support")
+            struct Answer: Encodable { var grant_id: String; var status: String }
+            return try JSONBody.response(Answer(grant_id: grantID, status: "revoked"))
+        }
+    }
+
+    private func ids(_ context: LedgerRequestContext) throws -> (String, String) {
+        (try context.parameters.require("bundle_id"), try context.parameters.require("user_id"))
+    }
+}

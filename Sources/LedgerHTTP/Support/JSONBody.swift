@@ -1,0 +1,61 @@
+import Foundation
+import Hummingbird
+
+/// Reading request bodies with the size limit and clear errors, and writing JSON answers.
+enum JSONBody {
+    /// No key strategies: wire types spell their snake_case keys themselves, so that map keys
+    /// (entitlement names, currencies) pass through untouched.
+    static let decoder = JSONDecoder()
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// The raw body, refused with 413 beyond the limit.
+    static func bytes(_ request: Request, context: LedgerRequestContext) async throws -> Data {
+        do {
+            return Data(try await request.body.collect(upTo: context.maxUploadSize).readableBytesView)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError(.contentTooLarge, "body_too_large", "the body is over \(context.maxUploadSize) bytes")
+        }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, context: LedgerRequestContext) async throws -> T {
+        let data = try await bytes(request, context: context)
+        guard (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else {
+            throw APIError.invalid("malformed_json", "the body must be a JSON object")
+        }
+        do {
+            return try decoder.decode(type, from: data)
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw APIError.invalid("invalid_body", "\(key.stringValue) is required")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw APIError.invalid("invalid_body", "\(path(context)) has the wrong type")
+        } catch let DecodingError.dataCorrupted(context) {
+            throw APIError.invalid("invalid_body", "\(path(context)): \(context.debugDescription)")
+        }
+    }
+
+    private static func path(_ context: DecodingError.Context) -> String {
+        context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+    }
+
+    static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try encoder.encode(value)
+        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// RFC 3339 UTC with milliseconds, the one time format of the API.
+enum RFC3339 {
+    static func string(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC")!))
+    }
+
+    static func parse(_ text: String) -> Date? {
+        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+        return try? Date.ISO8601FormatStyle().parse(text)
+    }
+}

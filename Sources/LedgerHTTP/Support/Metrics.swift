@@ -1,0 +1,92 @@
+import Foundation
+import Hummingbird
+import Synchronization
+
+/// Prometheus counters and histograms kept in memory, written out in the text format on
+/// `/metrics`. Small on purpose: a handful of series, no dependency.
+public final class Metrics: Sendable {
+    static let buckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    struct Histogram {
+        var counts = [Int](repeating: 0, count: Metrics.buckets.count)
+        var sum = 0.0
+        var count = 0
+    }
+
+    struct State {
+        var requests: [[String]: Int] = [:]          // [route, method, status]
+        var latency: [[String]: Histogram] = [:]     // [route, method]
+        var counters: [String: [[String]: Int]] = [:] // name → labels → value
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    func observeRequest(route: String, method: String, status: Int, seconds: Double) {
+        state.withLock { state in
+            state.requests[[route, method, String(status)], default: 0] += 1
+            var histogram = state.latency[[route, method]] ?? Histogram()
+            for (index, bound) in Self.buckets.enumerated() where seconds <= bound { histogram.counts[index] += 1 }
+            histogram.sum += seconds
+            histogram.count += 1
+            state.latency[[route, method]] = histogram
+        }
+    }
+
+    /// Increments a labelled counter, e.g. `ledger_apple_calls_total{outcome="valid"}`.
+    public func increment(_ name: String, _ labels: [String: String]) {
+        let flat = labels.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
+        state.withLock { $0.counters[name, default: [:]][flat, default: 0] += 1 }
+    }
+
+    /// The exposition text; `gauges` are sampled by the caller at scrape time.
+    func render(gauges: [(name: String, help: String, value: Double)]) -> String {
+        let snapshot = state.withLock { $0 }
+        var out = "# HELP ledger_http_requests_total HTTP requests by route, method and status.\n# TYPE ledger_http_requests_total counter\n"
+        for (labels, value) in snapshot.requests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            out += "ledger_http_requests_total{route=\"\(escape(labels[0]))\",method=\"\(labels[1])\",status=\"\(labels[2])\"} \(value)\n"
+        }
+        out += "# HELP ledger_http_request_duration_seconds HTTP request latency by route and method.\n# TYPE ledger_http_request_duration_seconds histogram\n"
+        for (labels, histogram) in snapshot.latency.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            let base = "route=\"\(escape(labels[0]))\",method=\"\(labels[1])\""
+            for (index, bound) in Self.buckets.enumerated() {
+                out += "ledger_http_request_duration_seconds_bucket{\(base),le=\"\(bound)\"} \(histogram.counts[index])\n"
+            }
+            out += "ledger_http_request_duration_seconds_bucket{\(base),le=\"+Inf\"} \(histogram.count)\n"
+            out += "ledger_http_request_duration_seconds_sum{\(base)} \(histogram.sum)\n"
+            out += "ledger_http_request_duration_seconds_count{\(base)} \(histogram.count)\n"
+        }
+        for (name, series) in snapshot.counters.sorted(by: { $0.key < $1.key }) {
+            out += "# TYPE \(name) counter\n"
+            for (flat, value) in series.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+                let labels = stride(from: 0, to: flat.count, by: 2).map { "\(flat[$0])=\"\(escape(flat[$0 + 1]))\"" }.joined(separator: ",")
+                out += "\(name){\(labels)} \(value)\n"
+            }
+        }
+        for gauge in gauges {
+            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
+        }
+        return out
+    }
+
+    private func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+}
+
+/// Counts and times every request under its route template (`/v1/apps/{bundle_id}/users/{user_id}`),
+/// never the concrete path: user ids in labels would make series without bound.
+struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: Metrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.observeRequest(route: context.endpointPath ?? "unmatched", method: request.method.rawValue,
+                               status: response.status.code, seconds: seconds)
+        return response
+    }
+}
