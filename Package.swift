@@ -214,6 +214,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "LedgerHTTPTests",
+            dependencies: [
+                "LedgerHTTP", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
+                "LedgerTestSupport", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "LedgerCLITests",
             dependencies: ["ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres"],
             swiftSettings: swiftSettings

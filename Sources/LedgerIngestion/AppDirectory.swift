@@ -4,6 +4,7 @@ import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
 import LedgerProjections
+import Logging
 
 /// One app as configured: settings and catalogue from its `app:` stream (events), the shared
 /// secret from `ledger.app_secrets` (never an event: the log is forever).
@@ -81,7 +82,11 @@ public struct AppDirectory: Sendable {
     private func append(_ event: LedgerEvent, bundleID: String, after version: Int64) async throws {
         let (stream, new) = try StoredFacts.append(event, bundleID: bundleID, id: UUID(), occurredAt: Date())
         do {
-            try await store.append([new], to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
+            let result = try await store.append([new], to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
+            // A catalogue change re-prices what users own: answer once the projection shows it.
+            if let position = result.events.last?.position {
+                try await ProjectionFreshness.wait(for: position, pool: store.pool, logger: Logger(label: "ledger.apps"))
+            }
         } catch EventStoreError.wrongExpectedVersion {
             throw LedgerError(.conflict, "concurrent_change", "the app's configuration changed meanwhile; read it and try again")
         }

@@ -55,7 +55,8 @@ public struct UserActions: Sendable {
                     let data = String(decoding: try LedgerEvent.consumed(consumption).encodedData(), as: UTF8.self)
                     let event = NewEvent(id: id, type: "Consumed", data: data, metadata: #"{"balance_after": \#(balance - amount)}"#, occurredAt: now)
                     do {
-                        try await store.append([event], to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
+                        let result = try await store.append([event], to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
+                        try await caughtUp(result)
                         return ConsumptionResult(balance: balance - amount, replayed: false)
                     } catch EventStoreError.wrongExpectedVersion {
                         continue  // another action on this user won the race: decide again on fresh facts
@@ -86,7 +87,7 @@ public struct UserActions: Sendable {
                 return recorded  // the same grant id again: already granted
             }
             let (_, event) = try StoredFacts.append(.promotionalGranted(grant), bundleID: bundleID, id: id, occurredAt: now)
-            try await store.append([event], to: stream)
+            try await caughtUp(try await store.append([event], to: stream))
             return grant
         }
     }
@@ -105,8 +106,14 @@ public struct UserActions: Sendable {
             let id = StableID.make(stream, "PromotionalRevoked", grantID)
             guard !existing.contains(where: { $0.id == id }) else { return }
             let (_, event) = try StoredFacts.append(.promotionalRevoked(revocation), bundleID: bundleID, id: id, occurredAt: Date())
-            try await store.append([event], to: stream)
+            try await caughtUp(try await store.append([event], to: stream))
         }
+    }
+
+    /// Read-your-writes: the caller's next read of the user sees this change.
+    private func caughtUp(_ result: AppendResult) async throws {
+        guard let position = result.events.last?.position else { return }
+        try await ProjectionFreshness.wait(for: position, pool: store.pool, logger: logger)
     }
 
     /// The user stream's version (read first: a change after it makes the append fail, never

@@ -16,9 +16,10 @@ public struct TestCertificateAuthority: Sendable {
     static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
     static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
 
-    /// Valid from a day before `now` for `years`; markers can be left out to test their absence.
-    public init(now: Date = Date(), years: Int = 10, intermediateMarker: Bool = true, leafMarker: Bool = true) throws {
-        let notBefore = now.addingTimeInterval(-86_400)
+    /// Valid from `yearsBack` before `now` (so evidence signed in the past verifies) to `years`
+    /// after it; markers can be left out to test their absence.
+    public init(now: Date = Date(), yearsBack: Int = 5, years: Int = 10, intermediateMarker: Bool = true, leafMarker: Bool = true) throws {
+        let notBefore = now.addingTimeInterval(-Double(yearsBack) * 365 * 86_400)
         let notAfter = now.addingTimeInterval(Double(years) * 365 * 86_400)
         let rootKey = P256.Signing.PrivateKey()
         let intermediateKey = P256.Signing.PrivateKey()

@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import LedgerHTTP
+import LedgerPostgres
+import LedgerSchema
+
+/// `ledger keys create|list|revoke`: API keys for game servers, support tools and finance.
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "Create, list and revoke API keys.",
+        discussion: """
+            Scopes: read (user state, audit trail, catalogue), ingest (transactions, receipts, consumptions),
+            finance (exports), admin (app and product configuration, promotional grants; implies the others).
+            Only a SHA-256 of each key is stored: a key is shown once, when created.
+            """,
+        subcommands: [Create.self, List.self, Revoke.self]
+    )
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a key and print it once (the last line of stdout).",
+            discussion: "Example: ledger keys create --name game-server --scopes read,ingest --app com.example.game")
+
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "A name to recognise the key by (unique names make revoking by name easy).") var name: String
+        @Option(help: ArgumentHelp("Comma-separated scopes: read, ingest, finance, admin.", valueName: "scopes")) var scopes: String
+        @Option(help: ArgumentHelp("Limit the key to one app (bundle id); default: every app.", valueName: "bundle-id")) var app: String?
+
+        func run() async throws {
+            let parsed = try scopes.split(separator: ",").map { name in
+                guard let scope = Scope(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
+                    throw ValidationError("unknown scope \(name); use read, ingest, finance, admin")
+                }
+                return scope
+            }
+            let (key, secret) = try await withKeys { try await $0.create(name: name, scopes: Set(parsed), bundleID: app) }
+            print("created key \(key.name) (\(key.id)) with scopes \(key.scopes.map(\.rawValue).sorted().joined(separator: ","))"
+                  + (key.bundleID.map { " for \($0)" } ?? " for every app") + ". It is shown only now:")
+            print(secret)
+        }
+
+        func withKeys<T: Sendable>(_ body: @Sendable (APIKeyStore) async throws -> T) async throws -> T {
+            try await KeysCommand.withKeys(database, body)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List keys (never the keys themselves).")
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let keys = try await KeysCommand.withKeys(database) { try await $0.list() }
+            print("id\tname\tprefix\tscopes\tapp\tcreated\tstatus")
+            for key in keys {
+                print([key.id.uuidString.lowercased(), key.name, key.prefix + "…", key.scopes.map(\.rawValue).sorted().joined(separator: ","),
+                       key.bundleID ?? "*", key.createdAt.formatted(.iso8601), key.revokedAt == nil ? "active" : "revoked"].joined(separator: "\t"))
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a key by id, name or prefix.",
+            discussion: "Servers stop accepting it within their key cache time (2 s). Exit status 1 when nothing matched.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument(help: "The key's id, name or prefix.") var key: String
+
+        func run() async throws {
+            let key = self.key
+            let count = try await KeysCommand.withKeys(database) { try await $0.revoke(key) }
+            guard count > 0 else {
+                print("no active key matches \(key)")
+                throw ExitCode(1)
+            }
+            print("revoked \(count) key\(count == 1 ? "" : "s")")
+        }
+    }
+
+    /// Opens the database (migrating it: a first command may be `keys create`) for one call.
+    static func withKeys<T: Sendable>(_ database: DatabaseOptions, _ body: @Sendable (APIKeyStore) async throws -> T) async throws -> T {
+        let logger = LoggingSetup.logger("ledger.keys")
+        let opened = try database.open(logger: logger)
+        defer { opened.close(logger: logger) }
+        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
+        try migrator.migrate(PostgresConnection.connect(opened.owner))
+        let pool = PostgresPool(configuration: opened.application, size: 1, logger: logger)
+        do {
+            let result = try await body(APIKeyStore(pool: pool))
+            await pool.close()
+            return result
+        } catch {
+            await pool.close()
+            throw error
+        }
+    }
+}

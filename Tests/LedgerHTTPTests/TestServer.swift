@@ -1,0 +1,134 @@
+import AppStore
+import AppStoreSimulator
+import AsyncHTTPClient
+import EmbeddedPostgres
+import Foundation
+import Hummingbird
+import LedgerEventStore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerProjections
+import LedgerSchema
+import LedgerTestSupport
+import Logging
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+import Synchronization
+
+/// The real server on a real PostgreSQL, with the App Store simulator standing in for Apple:
+/// what every end-to-end test drives over HTTP.
+final class TestServer: Sendable {
+    /// Its own cluster: the projection's snapshot fence is cluster-wide, and the event-store tests
+    /// hold transactions open on purpose.
+    static let cluster: Result<EmbeddedPostgres, any Error> = Result { try TestCluster.privateCluster() }
+
+    let baseURL: String
+    let pool: PostgresPool
+    let store: EventStore
+    let configuration: PostgresConfiguration
+    let apple: VerifyReceiptServer
+    let app: SimulatedApp
+    let task: Task<Void, any Error>
+    /// An admin key for every app.
+    let adminKey: String
+    let keys: APIKeyStore
+
+    static let authority = try! TestCertificateAuthority()
+    static let bundleID = "com.example.game"
+
+    static func start(poolSize: Int = 4, configure: Bool = true) async throws -> TestServer {
+        let cluster = try cluster.get()
+        let name = "h_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        try cluster.createDatabase(String(name))
+        let owner = cluster.configuration(database: String(name))
+        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
+        try migrator.migrate(PostgresConnection.connect(owner))
+        let server = try await TestServer(owner: owner, migrator: migrator, poolSize: poolSize)
+        if configure { try await server.configureDefaultApp() }
+        return server
+    }
+
+    private init(owner: PostgresConfiguration, migrator: Migrator, poolSize: Int) async throws {
+        let logger = TestCluster.quietLogger
+        configuration = owner
+        pool = PostgresPool(configuration: TestCluster.applicationRole(owner), size: poolSize, logger: logger)
+        store = EventStore(pool: pool, logger: logger)
+        apple = VerifyReceiptServer()
+        let urls = try await apple.start()
+        app = SimulatedApp(authority: Self.authority, bundleID: Self.bundleID, appAppleID: 4242, environment: "Sandbox")
+        let receipts = VerifyReceiptConfiguration(productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: 3,
+                                                  backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: .seconds(5))
+        let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root]),
+                                      receipts: receipts, keyCacheTTL: .zero, logger: logger)
+        keys = services.keys
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        var serverLogger = logger
+        serverLogger.logLevel = .critical  // a cancelled server's closing connections are not news
+        let application = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: serverLogger) { port in continuation.yield(port) }
+        let worker = ProjectionWorker(store: store, pollInterval: .milliseconds(50), logger: logger)
+        let store = self.store
+        task = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await application.run() }
+                group.addTask { await worker.run() }
+                group.addTask { await store.runNotifications() }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+        var iterator = ports.makeAsyncIterator()
+        baseURL = "http://127.0.0.1:\(await iterator.next()!)"
+        adminKey = try await keys.create(name: "admin", scopes: [.admin], bundleID: nil).secret
+    }
+
+    func stop() async {
+        task.cancel()
+        _ = await task.result
+        apple.stop()
+        await pool.close()
+    }
+
+    func configureDefaultApp() async throws {
+        let app = try await send("PUT", "/v1/apps/\(Self.bundleID)", key: adminKey, json: [
+            "environments": ["Production", "Sandbox"], "shared_secret": "s3cret", "apple_app_id": 4242,
+        ])
+        precondition(app.status == 200, "configuring the app failed: \(app.text)")
+        for (product, body) in [
+            ("pro.monthly", ["type": "auto_renewable", "entitlements": ["pro"]] as [String: Any]),
+            ("pro.yearly", ["type": "auto_renewable", "entitlements": ["pro"]]),
+            ("coins.100", ["type": "consumable", "grants": ["coins": 100]]),
+            ("season.pass", ["type": "non_renewing", "entitlements": ["season"], "duration": "P30D"]),
+            ("remove.ads", ["type": "non_consumable", "entitlements": ["no_ads"]]),
+        ] {
+            let answer = try await send("PUT", "/v1/apps/\(Self.bundleID)/products/\(product)", key: adminKey, json: body)
+            precondition(answer.status == 200, "configuring \(product) failed: \(answer.text)")
+        }
+    }
+
+    struct Answer: Sendable {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: Data
+        var text: String { String(decoding: body, as: UTF8.self) }
+        var json: [String: any Sendable] { ((try? JSONSerialization.jsonObject(with: body)) as? [String: any Sendable]) ?? [:] }
+        var errorCode: String? { (json["error"] as? [String: any Sendable])?["code"] as? String }
+    }
+
+    func send(_ method: String, _ path: String, key: String? = nil, json: [String: Any]? = nil, body: Data? = nil,
+              headers: [(String, String)] = []) async throws -> Answer {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = HTTPMethod(rawValue: method)
+        if let key { request.headers.add(name: "Authorization", value: "Bearer \(key)") }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let json { request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let data = try await response.body.collect(upTo: 512 * 1024 * 1024)
+        return Answer(status: Int(response.status.code), headers: response.headers, body: Data(data.readableBytesView))
+    }
+
+    func key(_ scopes: Set<Scope>, app: String? = nil) async throws -> String {
+        try await keys.create(name: "k-\(UUID().uuidString.prefix(8))", scopes: scopes, bundleID: app).secret
+    }
+}
