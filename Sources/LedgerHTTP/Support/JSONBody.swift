@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 
 /// Reading request bodies with the size limit and clear errors, and writing JSON answers.
 enum JSONBody {
@@ -18,6 +19,8 @@ enum JSONBody {
         do {
             return Data(try await request.body.collect(upTo: context.maxUploadSize).readableBytesView)
         } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError(.contentTooLarge, "body_too_large", "the body is over \(context.maxUploadSize) bytes")
+        } catch is NIOTooManyBytesError {
             throw APIError(.contentTooLarge, "body_too_large", "the body is over \(context.maxUploadSize) bytes")
         }
     }
