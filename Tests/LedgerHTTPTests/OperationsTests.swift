@@ -1,0 +1,83 @@
+import AppStoreSimulator
+import Foundation
+import LedgerHTTP
+import Testing
+
+/// `/healthz`, `/readyz`, `/metrics`, and `/openapi.json` checked against real answers.
+@Suite struct OperationsTests {
+    static let bundle = TestServer.bundleID
+
+    @Test func healthReadinessAndMetrics() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        #expect(try await server.send("GET", "/healthz").json["status"] as? String == "ok")
+        let ready = try await server.send("GET", "/readyz")
+        #expect(ready.status == 200 && ready.json["status"] as? String == "ready", "\(ready.text)")
+        _ = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/someone", key: server.adminKey)
+        let metrics = try await server.send("GET", "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.text.contains(#"ledger_http_requests_total{route="/v1/apps/{bundle_id}/users/{user_id}",method="GET",status="200"} 1"#), "\(metrics.text)")
+        #expect(metrics.text.contains(#"ledger_http_request_duration_seconds_bucket{route="/v1/apps/{bundle_id}/users/{user_id}",method="GET",le="+Inf"} 1"#))
+        #expect(metrics.text.contains("ledger_projection_lag_events "))
+        #expect(metrics.text.contains("ledger_events_appended "))
+        #expect(!metrics.text.contains("someone"), "no user ids in labels")
+    }
+
+    @Test func everyRouteIsDocumentedAndRealAnswersMatchTheDocument() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let raw = try await server.send("GET", "/openapi.json")
+        let document = try #require(try JSONSerialization.jsonObject(with: raw.body) as? [String: Any])
+        #expect(document["openapi"] as? String == "3.1.0")
+        let validator = SchemaValidator(document: document)
+        // The validator can fail: a wrong shape is caught (so the checks below mean something).
+        let userState = try #require(validator.schema(path: "/v1/apps/{bundle_id}/users/{user_id}", method: "GET", status: 200))
+        #expect(validator.violations(of: ["user_id": 5, "extra": true] as [String: Any], against: userState).count >= 6)
+        #expect(!validator.violations(of: ["error": ["code": 1]] as [String: Any], against: ["$ref": "#/components/schemas/Error"]).isEmpty)
+        let paths = try #require(document["paths"] as? [String: Any])
+        let routes: [(String, String)] = [
+            ("PUT", "/v1/apps/{bundle_id}"), ("GET", "/v1/apps/{bundle_id}"), ("PUT", "/v1/apps/{bundle_id}/products/{product_id}"),
+            ("GET", "/v1/apps/{bundle_id}/products"), ("POST", "/v1/apps/{bundle_id}/transactions"), ("POST", "/v1/apps/{bundle_id}/receipts"),
+            ("POST", "/v1/apps/{bundle_id}/notifications/apple"), ("GET", "/v1/apps/{bundle_id}/users/{user_id}"),
+            ("GET", "/v1/apps/{bundle_id}/users/{user_id}/events"), ("POST", "/v1/apps/{bundle_id}/users/{user_id}/consumptions"),
+            ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants"), ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants/{grant_id}/revoke"),
+            ("GET", "/v1/apps/{bundle_id}/exports/transactions"), ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.json"),
+        ]
+        for (method, path) in routes {
+            #expect((paths[path] as? [String: Any])?[method.lowercased()] != nil, "\(method) \(path) is documented")
+        }
+
+        let key = try await server.key([.admin])
+        let subscription = SimulatedTransaction(transactionID: "d-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
+                                                expiresDate: Date(timeIntervalSinceNow: 86_400))
+        let coins = SimulatedTransaction(transactionID: "d-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        let receipt = try server.apple.register(server.app.receiptAnswer([coins]), environment: .sandbox, sharedSecret: "s3cret")
+        let b = Self.bundle
+        let checks: [(String, String, String, [String: Any]?, Data?)] = [
+            ("GET", "/v1/apps/\(b)", "/v1/apps/{bundle_id}", nil, nil),
+            ("PUT", "/v1/apps/\(b)", "/v1/apps/{bundle_id}", ["environments": ["Production", "Sandbox"], "apple_app_id": 4242], nil),
+            ("PUT", "/v1/apps/\(b)/products/gems", "/v1/apps/{bundle_id}/products/{product_id}", ["type": "consumable", "grants": ["gems": 5]], nil),
+            ("GET", "/v1/apps/\(b)/products", "/v1/apps/{bundle_id}/products", nil, nil),
+            ("POST", "/v1/apps/\(b)/transactions", "/v1/apps/{bundle_id}/transactions", ["user_id": "v", "signed_transaction": try server.app.signedTransaction(subscription)], nil),
+            ("POST", "/v1/apps/\(b)/receipts", "/v1/apps/{bundle_id}/receipts", ["user_id": "v", "receipt_data": receipt], nil),
+            ("POST", "/v1/apps/\(b)/notifications/apple", "/v1/apps/{bundle_id}/notifications/apple", nil, try server.app.notificationV2("TEST")),
+            ("GET", "/v1/apps/\(b)/users/v", "/v1/apps/{bundle_id}/users/{user_id}", nil, nil),
+            ("GET", "/v1/apps/\(b)/users/v?at=2020-01-01T00:00:00Z", "/v1/apps/{bundle_id}/users/{user_id}", nil, nil),
+            ("GET", "/v1/apps/\(b)/users/v/events?limit=3", "/v1/apps/{bundle_id}/users/{user_id}/events", nil, nil),
+            ("POST", "/v1/apps/\(b)/users/v/consumptions", "/v1/apps/{bundle_id}/users/{user_id}/consumptions", ["currency": "coins", "amount": 5, "idempotency_key": "o1"], nil),
+            ("POST", "/v1/apps/\(b)/users/v/consumptions", "/v1/apps/{bundle_id}/users/{user_id}/consumptions", ["currency": "coins", "amount": 500, "idempotency_key": "o2"], nil),
+            ("POST", "/v1/apps/\(b)/users/v/grants", "/v1/apps/{bundle_id}/users/{user_id}/grants", ["entitlement": "vip", "reason": "r", "grant_id": "g1"], nil),
+            ("POST", "/v1/apps/\(b)/users/v/grants/g1/revoke", "/v1/apps/{bundle_id}/users/{user_id}/grants/{grant_id}/revoke", [:], nil),
+            ("GET", "/v1/apps/com.none/users/v", "/v1/apps/{bundle_id}/users/{user_id}", nil, nil),
+            ("GET", "/healthz", "/healthz", nil, nil), ("GET", "/readyz", "/readyz", nil, nil),
+        ]
+        for (method, url, template, json, body) in checks {
+            let answer = try await server.send(method, url, key: key, json: json, body: body)
+            let schema = try #require(validator.schema(path: template, method: method, status: answer.status),
+                                      "\(method) \(template) documents status \(answer.status)")
+            let value = try JSONSerialization.jsonObject(with: answer.body)
+            let problems = validator.violations(of: value, against: schema)
+            #expect(problems.isEmpty, "\(method) \(url) → \(answer.status): \(problems)")
+        }
+    }
+}
