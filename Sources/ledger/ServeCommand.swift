@@ -46,7 +46,10 @@ struct ServeCommand: AsyncParsableCommand {
             logger.info("ledger listening", metadata: ["http.address": "http://\(host):\(port)", "db": "\(opened.owner)"])
         }
         let group = ServiceGroup(configuration: .init(
-            services: [app, NotificationService(store: store), ProjectionService(worker: ProjectionWorker(store: store, logger: logger))], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            // Shut down last-listed first: the HTTP server stops accepting and finishes its requests
+            // (which may wait for the projection) before the projection worker and LISTEN stop.
+            services: [NotificationService(store: store), ProjectionService(worker: ProjectionWorker(store: store, logger: logger)), app],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         await pool.close()
         logger.info("ledger stopped")
@@ -67,24 +70,5 @@ enum AppleTrust {
             if root.isAppleRootCAG3 { logger.info("\(line)") } else { logger.warning("\(line)") }
         }
         return trust
-    }
-}
-
-/// Cross-process wake-ups for subscriptions (LISTEN) and for others (coalesced NOTIFY), for the
-/// lifetime of the server.
-struct NotificationService: Service {
-    let store: EventStore
-
-    func run() async throws {
-        try await cancelWhenGracefulShutdown { await store.runNotifications() }
-    }
-}
-
-/// Keeps the active projection version current for the lifetime of the server.
-struct ProjectionService: Service {
-    let worker: ProjectionWorker
-
-    func run() async throws {
-        try await cancelWhenGracefulShutdown { await worker.run() }
     }
 }

@@ -30,6 +30,7 @@ final class TestServer: Sendable {
     let apple: VerifyReceiptServer
     let app: SimulatedApp
     let task: Task<Void, any Error>
+    let group: ServiceGroup
     /// An admin key for every app.
     let adminKey: String
     let keys: APIKeyStore
@@ -37,8 +38,8 @@ final class TestServer: Sendable {
     static let authority = try! TestCertificateAuthority()
     static let bundleID = "com.example.game"
 
-    static func start(poolSize: Int = 4, configure: Bool = true) async throws -> TestServer {
-        let cluster = try cluster.get()
+    static func start(poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil) async throws -> TestServer {
+        let cluster = try given ?? cluster.get()
         let name = "h_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         try cluster.createDatabase(String(name))
         let owner = cluster.configuration(database: String(name))
@@ -67,23 +68,18 @@ final class TestServer: Sendable {
         serverLogger.logLevel = .critical  // a cancelled server's closing connections are not news
         let application = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: serverLogger) { port in continuation.yield(port) }
         let worker = ProjectionWorker(store: store, pollInterval: .milliseconds(50), logger: logger)
-        let store = self.store
-        task = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await application.run() }
-                group.addTask { await worker.run() }
-                group.addTask { await store.runNotifications() }
-                try await group.next()
-                group.cancelAll()
-            }
-        }
+        // As `ledger serve` runs it: a service group, stopped by a graceful shutdown (last listed first).
+        let group = ServiceGroup(configuration: .init(services: [NotificationService(store: store), ProjectionService(worker: worker), application],
+                                                      logger: serverLogger))
+        self.group = group
+        task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         baseURL = "http://127.0.0.1:\(await iterator.next()!)"
         adminKey = try await keys.create(name: "admin", scopes: [.admin], bundleID: nil).secret
     }
 
     func stop() async {
-        task.cancel()
+        await group.triggerGracefulShutdown()
         _ = await task.result
         apple.stop()
         await pool.close()
@@ -116,14 +112,14 @@ final class TestServer: Sendable {
     }
 
     func send(_ method: String, _ path: String, key: String? = nil, json: [String: Any]? = nil, body: Data? = nil,
-              headers: [(String, String)] = []) async throws -> Answer {
+              headers: [(String, String)] = [], timeout: Int64 = 60) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = HTTPMethod(rawValue: method)
         if let key { request.headers.add(name: "Authorization", value: "Bearer \(key)") }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let json { request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeout))
         let data = try await response.body.collect(upTo: 512 * 1024 * 1024)
         return Answer(status: Int(response.status.code), headers: response.headers, body: Data(data.readableBytesView))
     }
