@@ -45,9 +45,18 @@ import Testing
     }
 
     @Test func aWaiterGivesUpAfterTheWaitLimit() async throws {
-        let pool = PostgresPool(configuration: try TestCluster.database(), size: 1, waitLimit: .milliseconds(100), logger: TestCluster.quietLogger)
-        async let long: PostgresRows = pool.query("SELECT pg_sleep(1)")
-        try await Task.sleep(for: .milliseconds(50))
+        let configuration = try TestCluster.database()
+        let pool = PostgresPool(configuration: configuration, size: 1, waitLimit: .milliseconds(100), logger: TestCluster.quietLogger)
+        async let long: PostgresRows = pool.query("SELECT pg_sleep(2)")
+        // Wait until the one connection is really busy (a loaded machine may start it late).
+        let observer = try PostgresConnection.connect(configuration)
+        for _ in 0..<500 {
+            let busy = try observer.query("""
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'
+                """)[0][0].int()
+            if busy > 0 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let error = await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
         #expect(error?.code == .poolTimeout)
         _ = try await long
