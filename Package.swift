@@ -13,6 +13,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ledger", targets: ["ledger"]),
+        .executable(name: "appstore-simulator", targets: ["appstore-simulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -158,11 +159,16 @@ let package = Package(
                 "LedgerCore",
                 "LedgerProjections",
                 "AppStore",
+                "AppStoreSimulator",
+                "LedgerHTTP",
+                "LedgerIngestion",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tools/Bench",
             swiftSettings: swiftSettings
@@ -182,6 +188,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/AppStoreSimulator",
+            swiftSettings: swiftSettings
+        ),
+        // `appstore-simulator serve`: the simulator as a process, for demos (see docs/simulator.md).
+        .executableTarget(
+            name: "appstore-simulator",
+            dependencies: [
+                "AppStoreSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Tools/Simulator",
             swiftSettings: swiftSettings
         ),
         // Throwaway clusters and databases for tests (never linked into the server).

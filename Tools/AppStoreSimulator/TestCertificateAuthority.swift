@@ -56,6 +56,32 @@ public struct TestCertificateAuthority: Sendable {
             issuerPrivateKey: .init(intermediateKey))
     }
 
+    private init(root: Certificate, intermediate: Certificate, leaf: Certificate, leafKey: P256.Signing.PrivateKey) {
+        self.root = root
+        self.intermediate = intermediate
+        self.leaf = leaf
+        self.leafKey = leafKey
+    }
+
+    /// Loads the chain saved by `save(to:)` from `folder`, or makes one and saves it there, so a
+    /// simulator restarted against the same ledger keeps signing with the root it trusts.
+    public static func persistent(in folder: URL) throws -> TestCertificateAuthority {
+        let names = ["root.pem", "intermediate.pem", "leaf.pem", "leaf-key.pem"].map { folder.appendingPathComponent($0) }
+        if names.allSatisfy({ FileManager.default.fileExists(atPath: $0.path) }) {
+            let texts = try names.map { try String(contentsOf: $0, encoding: .utf8) }
+            return TestCertificateAuthority(root: try Certificate(pemEncoded: texts[0]), intermediate: try Certificate(pemEncoded: texts[1]),
+                                            leaf: try Certificate(pemEncoded: texts[2]), leafKey: try P256.Signing.PrivateKey(pemRepresentation: texts[3]))
+        }
+        let authority = try TestCertificateAuthority()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (certificate, url) in zip([authority.root, authority.intermediate, authority.leaf], names) {
+            try certificate.serializeAsPEM().pemString.write(to: url, atomically: true, encoding: .utf8)
+        }
+        try authority.leafKey.pemRepresentation.write(to: names[3], atomically: true, encoding: .utf8)
+        try authority.writeRoot(to: folder.appendingPathComponent("root.der").path)
+        return authority
+    }
+
     /// Apple's marker extensions hold an ASN.1 NULL.
     static func marker(_ oid: ASN1ObjectIdentifier) -> Certificate.Extension {
         Certificate.Extension(oid: oid, critical: false, value: [0x05, 0x00])

@@ -50,8 +50,10 @@ public final class VerifyReceiptServer: Sendable {
     public func calls(_ endpoint: Endpoint) -> Int { state.withLock { $0.calls[endpoint] ?? 0 } }
 
     /// Starts listening on 127.0.0.1 (port 0: any free one); returns the two verifyReceipt URLs.
-    public func start(port: Int = 0) async throws -> (production: String, sandbox: String) {
+    /// `routes` may add more routes on the same listener (the simulator command's control API).
+    public func start(port: Int = 0, host: String = "127.0.0.1", routes: (Router<BasicRequestContext>) -> Void = { _ in }) async throws -> (production: String, sandbox: String) {
         let router = Router()
+        routes(router)
         router.post("/:endpoint/verifyReceipt") { [self] request, context in
             guard let endpoint = context.parameters.get("endpoint").flatMap(Endpoint.init(rawValue:)) else { return Response(status: .notFound) }
             let body = try await request.body.collect(upTo: 16 * 1024 * 1024)
@@ -60,12 +62,12 @@ public final class VerifyReceiptServer: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "appstore-simulator")
         logger.logLevel = .critical  // a stopped simulator's cancelled connections are not news
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "appstore-simulator"),
+        let app = Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "appstore-simulator"),
                               onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) }, logger: logger)
         running.withLock { $0 = Task { try await app.run() } }
         var iterator = stream.makeAsyncIterator()
         guard let bound = await iterator.next() else { throw CancellationError() }
-        let base = "http://127.0.0.1:\(bound)"
+        let base = "http://\(host):\(bound)"
         return (base + "/production/verifyReceipt", base + "/sandbox/verifyReceipt")
     }
 

@@ -1,0 +1,171 @@
+import AppStore
+import AppStoreSimulator
+import ArgumentParser
+import Foundation
+import Hummingbird
+import LedgerEventStore
+import LedgerCore
+import LedgerHTTP
+import LedgerIngestion
+import LedgerPostgres
+import LedgerProjections
+import LedgerSchema
+import Logging
+import ServiceLifecycle
+
+/// `ledger-bench http`: the real server on a durable cluster, loaded by `wrk` from a second
+/// process. Prints user-state queries beside the same server's `/healthz` in the same run, latency
+/// at about half of peak load, and ingestion of signed transactions.
+struct HTTPBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "http",
+        abstract: "User-state queries vs /healthz, p50/p99 at about half of peak, and transaction ingestion, with wrk.")
+
+    @Option(help: "Signed transactions prepared for ingestion (each for its own user).") var transactions = 20_000
+    @Option(help: "Seconds per wrk run.") var seconds = 8
+    @Option(help: "Rounds of the healthz / user-state pair.") var rounds = 3
+    @Option(help: "Connections for the peak runs.") var connections = 32
+
+    func run() async throws {
+        guard let wrk = Self.which("wrk") else { throw ValidationError("wrk is not installed (apt-get install wrk)") }
+        let (database, owner, logger) = try BenchDatabase.openMigrated()
+        defer { database.close() }
+        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
+        let pool = PostgresPool(configuration: { var c = database.configuration; c.role = "ledger_app"; return c }(), size: 8, logger: logger)
+        let store = EventStore(pool: pool, logger: logger)
+        let authority = try TestCertificateAuthority()
+        let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [authority.root]),
+                                      receipts: VerifyReceiptConfiguration(), logger: logger)
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
+        let group = ServiceGroup(configuration: .init(services: [NotificationService(store: store),
+                                                                 ProjectionService(worker: ProjectionWorker(store: store, logger: logger)), app],
+                                                      logger: logger))
+        let server = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        let base = "http://127.0.0.1:\(await iterator.next()!)"
+        _ = owner
+
+        let bundle = "com.example.bench"
+        _ = try await services.ingestor.directory.configure(bundle, settings: .init(), sharedSecret: nil)
+        _ = try await services.ingestor.directory.define(.init(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: bundle)
+        _ = try await services.ingestor.directory.define(.init(productID: "coins.100", type: .consumable, grants: ["coins": 100]), in: bundle)
+        let key = try await services.keys.create(name: "bench", scopes: [.admin], bundleID: nil).secret
+        let simulated = SimulatedApp(authority: authority, bundleID: bundle, environment: "Sandbox")
+
+        // Ingestion: one wrk thread walks through distinct pre-signed transactions (a repeat would
+        // be an idempotent no-op, cheaper than real work, so there are more than one run can use).
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-bench-http-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var bodies = ""
+        let now = Date()
+        for index in 0..<transactions {
+            let purchase = SimulatedTransaction(transactionID: "b\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
+                                                type: index % 2 == 0 ? "Auto-Renewable Subscription" : "Consumable",
+                                                purchaseDate: now.addingTimeInterval(-3600), expiresDate: index % 2 == 0 ? now.addingTimeInterval(30 * 86_400) : nil)
+            let body = try JSONSerialization.data(withJSONObject: ["user_id": "u\(index)", "signed_transaction": try simulated.signedTransaction(purchase)])
+            bodies += String(decoding: body, as: UTF8.self) + "\n"
+        }
+        try bodies.write(to: folder.appendingPathComponent("bodies.txt"), atomically: true, encoding: .utf8)
+        let ingestScript = folder.appendingPathComponent("ingest.lua")
+        try """
+            bodies = {}
+            for line in io.lines("\(folder.path)/bodies.txt") do bodies[#bodies + 1] = line end
+            counter = 0
+            request = function()
+              counter = counter % #bodies + 1
+              return wrk.format("POST", "/v1/apps/\(bundle)/transactions", {["Authorization"] = "Bearer \(key)", ["Content-Type"] = "application/json"}, bodies[counter])
+            end
+            """.write(to: ingestScript, atomically: true, encoding: .utf8)
+        let ingestSeconds = max(1, min(seconds, transactions / 1500))
+        let ingestion = try Self.wrk(wrk, ["-t1", "-c16", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
+        let ingested = try await pool.query("SELECT count(*) AS n FROM ledger.events WHERE event_type = 'Purchased'")[0]["n"].int()
+
+        // Queries: users that exist (ingested above), cycled.
+        let users = max(1, min(ingested, transactions))
+        let queryScript = folder.appendingPathComponent("query.lua")
+        try """
+            counter = 0
+            request = function()
+              counter = counter % \(users) + 1
+              return wrk.format("GET", "/v1/apps/\(bundle)/users/u" .. (counter - 1), {["Authorization"] = "Bearer \(key)"})
+            end
+            """.write(to: queryScript, atomically: true, encoding: .utf8)
+
+        var health: [Double] = [], state: [Double] = [], stateP50: [Double] = [], stateP99: [Double] = []
+        for _ in 1...rounds {
+            health.append(try Self.wrk(wrk, ["-t2", "-c\(connections)", "-d\(seconds)s", "--latency", base + "/healthz"]).rate)
+            let run = try Self.wrk(wrk, ["-t2", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", queryScript.path, base])
+            state.append(run.rate)
+            stateP50.append(run.p50)
+            stateP99.append(run.p99)
+        }
+        // Latency at about half of peak: fewer connections (wrk is closed-loop), the first that
+        // reaches half of the peak user-state rate.
+        let peak = median(state)
+        var half: [(connections: Int, run: WrkRun)] = []
+        for count in [1, 2, 3, 4, 6, 8] {
+            var runs: [WrkRun] = []
+            for _ in 1...rounds { runs.append(try Self.wrk(wrk, ["-t1", "-c\(count)", "-d\(seconds)s", "--latency", "-s", queryScript.path, base])) }
+            let medianRun = WrkRun(rate: median(runs.map(\.rate)), p50: median(runs.map(\.p50)), p99: median(runs.map(\.p99)), errors: runs.map(\.errors).max() ?? 0)
+            half.append((count, medianRun))
+            if medianRun.rate >= peak / 2 { break }
+        }
+
+        print("HTTP on this machine (server, PostgreSQL and wrk share 2 cores), \(rounds) rounds, medians")
+        print("  /healthz (baseline)            \(format(median(health)))   \(connections) connections")
+        print("  user state (GET …/users/{id})  \(format(peak))   \(String(format: "%5.1f %%", peak / median(health) * 100)) of /healthz (goal ≥ 50 %)"
+              + String(format: "   p50 %.2f ms, p99 %.2f ms at peak", median(stateP50), median(stateP99)))
+        for (count, run) in half {
+            print(String(format: "    %d connection%@: %8.0f/s (%4.1f %% of peak)  p50 %.2f ms  p99 %.2f ms", count, count == 1 ? " " : "s",
+                         run.rate, run.rate / peak * 100, run.p50, run.p99))
+        }
+        if let chosen = half.last { print(String(format: "  p99 at ~half of peak load: %.2f ms (goal < 10 ms)", chosen.run.p99)) }
+        print("  ingestion of signed transactions \(format(ingestion.rate))   (goal ≥ 1,000/s; \(ingested) purchases recorded, "
+              + "p50 \(String(format: "%.2f", ingestion.p50)) ms, p99 \(String(format: "%.2f", ingestion.p99)) ms, \(ingestion.errors) non-2xx)")
+        await group.triggerGracefulShutdown()
+        _ = await server.result
+        await pool.close()
+    }
+
+    struct WrkRun {
+        var rate: Double
+        var p50: Double
+        var p99: Double
+        var errors: Int
+    }
+
+    static func which(_ name: String) -> String? {
+        for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
+            let path = "\(folder)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    /// Runs wrk and reads Requests/sec, the 50 % and 99 % latencies (ms) and non-2xx answers.
+    static func wrk(_ wrk: String, _ arguments: [String]) throws -> WrkRun {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: wrk)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        func value(after label: String) -> String? {
+            output.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) }
+                .map { $0.trimmingCharacters(in: .whitespaces).dropFirst(label.count).trimmingCharacters(in: .whitespaces) }
+        }
+        func milliseconds(_ text: String?) -> Double {
+            guard let text else { return .nan }
+            for (unit, factor) in [("us", 0.001), ("ms", 1.0), ("s", 1000.0)] where text.hasSuffix(unit) {
+                return (Double(text.dropLast(unit.count)) ?? .nan) * factor
+            }
+            return .nan
+        }
+        return WrkRun(rate: Double(value(after: "Requests/sec:") ?? "") ?? 0, p50: milliseconds(value(after: "50%")),
+                      p99: milliseconds(value(after: "99%")), errors: Int(value(after: "Non-2xx or 3xx responses:") ?? "0") ?? 0)
+    }
+}
