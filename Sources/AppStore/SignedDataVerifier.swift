@@ -42,6 +42,7 @@ public final class SignedDataVerifier: Sendable {
     public static let maximumSize = 64 * 1024
 
     private let roots: [Certificate]
+    private static let claimsDecoder = JSONDecoder()
     /// JWS header segment → the leaf's key and the window in which the whole chain is valid.
     private let cache = Mutex<[String: CachedChain]>([:])
 
@@ -56,12 +57,19 @@ public final class SignedDataVerifier: Sendable {
 
     public func verify(_ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation) async throws -> VerifiedPayload {
         guard jws.utf8.count <= Self.maximumSize else { throw AppStoreError(.malformed, "signed data is over \(Self.maximumSize) bytes") }
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
-              let fields = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
+        // Split on the UTF-8 bytes: splitting the String by Characters was a tenth of the time.
+        let bytes = jws.utf8
+        guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")),
+              let secondDot = bytes[bytes.index(after: firstDot)...].firstIndex(of: UInt8(ascii: ".")),
+              !bytes[bytes.index(after: secondDot)...].contains(UInt8(ascii: ".")) else {
             throw AppStoreError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
         }
-        let claims = try Claims(fields, kind: kind)
+        let parts = [jws[..<firstDot], jws[bytes.index(after: firstDot)..<secondDot], jws[bytes.index(after: secondDot)...]]
+        guard let payload = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
+              let decoded = try? Self.claimsDecoder.decode(ClaimsPayload.self, from: payload) else {
+            throw AppStoreError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
+        }
+        let claims = Claims(decoded, kind: kind)
         // The header segment is signed, so the same segment means the same algorithm and chain:
         // a chain seen before (and valid at this signedDate) skips decoding the header at all.
         let headerSegment = String(parts[0])
@@ -112,6 +120,21 @@ public final class SignedDataVerifier: Sendable {
     }
 }
 
+/// The few fields of a payload that identify it, decoded without building the whole object.
+struct ClaimsPayload: Decodable {
+    struct Scope: Decodable {
+        var environment: String?
+        var bundleId: String?
+        var appAppleId: Int64?
+    }
+    var signedDate: Double?
+    var environment: String?
+    var bundleId: String?
+    var appAppleId: Int64?
+    var data: Scope?
+    var summary: Scope?
+}
+
 /// The identifying claims of a payload, wherever its kind keeps them.
 struct Claims {
     /// When Apple signed it: the instant the chain must have been valid. Like Apple's libraries,
@@ -121,12 +144,14 @@ struct Claims {
     var bundleID: String?
     var appAppleID: Int64?
 
-    init(_ fields: [String: Any], kind: Expectation.Kind) throws {
-        let scope = kind == .notification ? (fields["data"] as? [String: Any] ?? fields["summary"] as? [String: Any] ?? [:]) : fields
-        self.signedDate = (fields["signedDate"] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue / 1000) } ?? Date()
-        self.environment = (scope["environment"] as? String).flatMap(AppleEnvironment.init(rawValue:))
-        self.bundleID = scope["bundleId"] as? String
-        self.appAppleID = (scope["appAppleId"] as? NSNumber)?.int64Value
+    init(_ payload: ClaimsPayload, kind: Expectation.Kind) {
+        let scope = kind == .notification
+            ? (payload.data ?? payload.summary ?? .init())
+            : .init(environment: payload.environment, bundleId: payload.bundleId, appAppleId: payload.appAppleId)
+        self.signedDate = payload.signedDate.map { Date(timeIntervalSince1970: $0 / 1000) } ?? Date()
+        self.environment = scope.environment.flatMap(AppleEnvironment.init(rawValue:))
+        self.bundleID = scope.bundleId
+        self.appAppleID = scope.appAppleId
     }
 
     /// App identity first, then environment, as Apple's libraries order them. Returns the environment.

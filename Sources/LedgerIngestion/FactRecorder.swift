@@ -59,7 +59,10 @@ struct FactRecorder: Sendable {
             // events are appended one by one, and their ids make a replay a no-op.
             guard stream.hasPrefix("purchase:") else {
                 var last: LogPosition?
-                for event in candidates { last = try await store.append([event], to: stream).events.last?.position }
+                for event in candidates {
+                    let result = try await store.append([event], to: stream)
+                    if !result.wasReplay { last = result.events.last?.position }
+                }
                 return last
             }
             let existing = try await store.readAll(stream: stream)
