@@ -16,6 +16,10 @@ public struct LedgerServices: Sendable {
     public var actions: UserActions
     public var keys: APIKeyStore
     public var metrics: Metrics
+    public var directory: AppDirectory
+    /// Run the projection worker with this (`ProjectionWorker(progress:)`) so that writes answer
+    /// as soon as it has applied them.
+    public var progress: ProjectionProgress
 
     public init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
                 receipts: VerifyReceiptConfiguration, keyCacheTTL: Duration = .seconds(2), logger: Logger) {
@@ -27,8 +31,12 @@ public struct LedgerServices: Sendable {
         let client = VerifyReceiptClient(configuration: receipts, logger: logger) { outcome in
             metrics.increment("ledger_apple_calls_total", ["api": "verifyReceipt", "outcome": outcome.rawValue])
         }
-        self.ingestor = Ingestor(store: store, verifier: verifier, receipts: client, logger: logger)
-        self.actions = UserActions(store: store, logger: logger)
+        let progress = ProjectionProgress()
+        let directory = AppDirectory(store: store, progress: progress)
+        self.progress = progress
+        self.directory = directory
+        self.ingestor = Ingestor(store: store, directory: directory, verifier: verifier, receipts: client, progress: progress, logger: logger)
+        self.actions = UserActions(store: store, directory: directory, progress: progress, logger: logger)
         self.keys = APIKeyStore(pool: pool, cacheTTL: keyCacheTTL)
     }
 }
@@ -47,7 +55,7 @@ public func buildApplication(
     ingestion.registerWebhook(on: router)
 
     let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: services.keys))
-    let directory = services.ingestor.directory
+    let directory = services.directory
     AppsController(directory: directory).register(on: v1)
     ingestion.register(on: v1)
     UsersController(directory: directory, reader: UserStateReader(pool: services.pool), actions: services.actions).register(on: v1)

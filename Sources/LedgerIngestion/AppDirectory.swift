@@ -5,6 +5,7 @@ import LedgerEventStore
 import LedgerPostgres
 import LedgerProjections
 import Logging
+import Synchronization
 
 /// One app as configured: settings and catalogue from its `app:` stream (events), the shared
 /// secret from `ledger.app_secrets` (never an event: the log is forever).
@@ -25,17 +26,38 @@ public struct AppConfiguration: Sendable {
 
 /// Reads and changes app configuration. Changes are events on the app's stream, appended only
 /// when they differ from what is in force, so repeating a PUT records nothing.
-public struct AppDirectory: Sendable {
+///
+/// Every request needs its app, so answers are kept for `cacheTTL`: a change made through this
+/// process is seen at once, one made through another server within `cacheTTL`.
+public final class AppDirectory: Sendable {
     let store: EventStore
+    let progress: ProjectionProgress?
+    let cacheTTL: Duration
+    private let cache = Mutex<[String: (app: AppConfiguration?, at: ContinuousClock.Instant)]>([:])
 
-    public init(store: EventStore) { self.store = store }
+    public init(store: EventStore, progress: ProjectionProgress? = nil, cacheTTL: Duration = .seconds(1)) {
+        self.store = store
+        self.progress = progress
+        self.cacheTTL = cacheTTL
+    }
 
     /// The app, or `unknown_app`.
     public func app(_ bundleID: String) async throws -> AppConfiguration {
-        guard let app = try await find(bundleID) else { throw LedgerError.unknownApp(bundleID) }
-        return app
+        let now = ContinuousClock.now
+        if let cached = cache.withLock({ $0[bundleID] }), now - cached.at < cacheTTL {
+            guard let app = cached.app else { throw LedgerError.unknownApp(bundleID) }
+            return app
+        }
+        let found = try await find(bundleID)
+        cache.withLock { cache in
+            if cache.count > 10_000 { cache.removeAll() }  // unknown bundle ids are cached too: keep it bounded
+            cache[bundleID] = (found, now)
+        }
+        guard let found else { throw LedgerError.unknownApp(bundleID) }
+        return found
     }
 
+    /// The app as stored now (no cache).
     public func find(_ bundleID: String) async throws -> AppConfiguration? {
         let stream = LedgerStream.app(bundleID)
         let recorded = try await store.readAll(stream: stream)
@@ -67,16 +89,22 @@ public struct AppDirectory: Sendable {
         if current == nil || current?.settings != settings {
             try await append(.appConfigured(settings), bundleID: bundleID, after: current?.version ?? 0)
         }
-        return try await app(bundleID)
+        return try await fresh(bundleID)
     }
 
     /// Defines or changes a product of a configured app, effective now.
     public func define(_ definition: ProductDefinition, in bundleID: String) async throws -> AppConfiguration {
-        let app = try await app(bundleID)
+        guard let app = try await find(bundleID) else { throw LedgerError.unknownApp(bundleID) }
         if !app.products.contains(definition) {
             try await append(.productConfigured(definition), bundleID: bundleID, after: app.version)
         }
-        return try await self.app(bundleID)
+        return try await fresh(bundleID)
+    }
+
+    /// Reads the app again and replaces the cached copy.
+    private func fresh(_ bundleID: String) async throws -> AppConfiguration {
+        cache.withLock { _ = $0.removeValue(forKey: bundleID) }
+        return try await app(bundleID)
     }
 
     private func append(_ event: LedgerEvent, bundleID: String, after version: Int64) async throws {
@@ -85,7 +113,7 @@ public struct AppDirectory: Sendable {
             let result = try await store.append([new], to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
             // A catalogue change re-prices what users own: answer once the projection shows it.
             if let position = result.events.last?.position {
-                try await ProjectionFreshness.wait(for: position, pool: store.pool, logger: Logger(label: "ledger.apps"))
+                try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: Logger(label: "ledger.apps"))
             }
         } catch EventStoreError.wrongExpectedVersion {
             throw LedgerError(.conflict, "concurrent_change", "the app's configuration changed meanwhile; read it and try again")

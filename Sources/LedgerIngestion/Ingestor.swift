@@ -17,11 +17,14 @@ public struct Ingestor: Sendable {
     let verifier: SignedDataVerifier
     let receipts: VerifyReceiptClient
     let users: UserStateReader
+    let progress: ProjectionProgress?
     let logger: Logger
 
-    public init(store: EventStore, verifier: SignedDataVerifier, receipts: VerifyReceiptClient, logger: Logger) {
+    public init(store: EventStore, directory: AppDirectory, verifier: SignedDataVerifier, receipts: VerifyReceiptClient,
+                progress: ProjectionProgress? = nil, logger: Logger) {
         self.store = store
-        self.directory = AppDirectory(store: store)
+        self.directory = directory
+        self.progress = progress
         self.evidence = EvidenceStore(pool: store.pool)
         self.recorder = FactRecorder(store: store)
         self.verifier = verifier
@@ -108,7 +111,7 @@ public struct Ingestor: Sendable {
                               "transaction \(original) belongs to another user of this app, and its restore policy is keep")
         }
         if let position = outcome.lastPosition {
-            try await ProjectionFreshness.wait(for: position, pool: store.pool, logger: logger)
+            try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
         }
         return try await users.state(bundleID: bundleID, userID: userID)
     }

@@ -1,26 +1,35 @@
 import LedgerEventStore
 import LedgerPostgres
+import LedgerProjections
 import Logging
 
 /// Read-your-writes for the API: after an append, wait until the live projection has applied it,
-/// so the answer — and every later read by the same caller — includes it.
+/// so the answer — and every later read by the same caller — includes it. This process's worker
+/// reports its progress in memory (checked every half millisecond, no query); the checkpoint row
+/// is read every 25 ms too, for a worker running in another process.
 enum ProjectionFreshness {
-    static func wait(for position: LogPosition, pool: PostgresPool, timeout: Duration = .seconds(5), logger: Logger) async throws {
+    static func wait(for position: LogPosition, pool: PostgresPool, progress: ProjectionProgress?, timeout: Duration = .seconds(5),
+                     logger: Logger) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
-        var pause = Duration.milliseconds(1)
+        var nextQuery = clock.now
         while clock.now < deadline {
-            let rows = try await pool.query("""
-                SELECT c.tx_id::text AS tx_id, c.position FROM ledger.projections p
-                  JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = 'users'
-                """)
-            if let row = rows.first {
-                let applied = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
-                if applied >= position { return }
+            if let progress, progress.position >= position { return }
+            if clock.now >= nextQuery {
+                if try await checkpoint(pool) >= position { return }
+                nextQuery = clock.now + .milliseconds(25)
             }
-            try await Task.sleep(for: pause)
-            pause = min(pause * 2, .milliseconds(20))
+            try await Task.sleep(for: progress == nil ? .milliseconds(5) : .microseconds(500))
         }
         logger.warning("projection did not catch up in time; answering from what it has", metadata: ["position": "\(position)"])
+    }
+
+    private static func checkpoint(_ pool: PostgresPool) async throws -> LogPosition {
+        let rows = try await pool.query("""
+            SELECT c.tx_id::text AS tx_id, c.position FROM ledger.projections p
+              JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = 'users'
+            """)
+        guard let row = rows.first else { return .start }
+        return LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
     }
 }

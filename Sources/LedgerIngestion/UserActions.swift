@@ -12,11 +12,13 @@ import Logging
 public struct UserActions: Sendable {
     let store: EventStore
     let directory: AppDirectory
+    let progress: ProjectionProgress?
     let logger: Logger
 
-    public init(store: EventStore, logger: Logger) {
+    public init(store: EventStore, directory: AppDirectory, progress: ProjectionProgress? = nil, logger: Logger) {
         self.store = store
-        self.directory = AppDirectory(store: store)
+        self.directory = directory
+        self.progress = progress
         self.logger = logger
     }
 
@@ -113,7 +115,7 @@ public struct UserActions: Sendable {
     /// Read-your-writes: the caller's next read of the user sees this change.
     private func caughtUp(_ result: AppendResult) async throws {
         guard let position = result.events.last?.position else { return }
-        try await ProjectionFreshness.wait(for: position, pool: store.pool, logger: logger)
+        try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
     }
 
     /// The user stream's version (read first: a change after it makes the append fail, never

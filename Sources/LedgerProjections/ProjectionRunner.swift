@@ -10,15 +10,24 @@ public enum ProjectionRunner {
     /// FOR SHARE, so a rebuild's switch (FOR UPDATE) waits for this batch and the next batch
     /// sees the new version. Returns how many events it applied.
     public static func liveStep(on connection: PostgresConnection, batchSize: Int) throws -> Int {
+        try liveBatch(on: connection, batchSize: batchSize).count
+    }
+
+    /// `liveStep`, also telling the position of the last event applied.
+    public static func liveBatch(on connection: PostgresConnection, batchSize: Int) throws -> (count: Int, last: LogPosition?) {
         try connection.transaction { connection in
             let version = try connection.query(
                 "SELECT active_version FROM ledger.projections WHERE name = $1 FOR SHARE", [UsersProjection.name])[0][0].int()
-            return try step(version: version, on: connection, batchSize: batchSize)
+            return try batch(version: version, on: connection, batchSize: batchSize)
         }
     }
 
     /// One batch on `version`, inside the caller's transaction.
     public static func step(version: Int, on connection: PostgresConnection, batchSize: Int) throws -> Int {
+        try batch(version: version, on: connection, batchSize: batchSize).count
+    }
+
+    static func batch(version: Int, on connection: PostgresConnection, batchSize: Int) throws -> (count: Int, last: LogPosition?) {
         let checkpoint = try connection.query("""
             SELECT tx_id::text AS tx_id, position FROM ledger.projection_checkpoints
              WHERE name = $1 AND version = $2 FOR UPDATE
@@ -28,10 +37,10 @@ public enum ProjectionRunner {
         }
         let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
         let batch = try EventStore.readAll(on: connection, after: after, limit: batchSize)
-        guard let last = batch.last else { return 0 }
+        guard let last = batch.last else { return (0, nil) }
         try UsersProjection(version: version).apply(batch, on: connection)
         try advance(version: version, to: last.position, on: connection)
-        return batch.count
+        return (batch.count, last.position)
     }
 
     static func advance(version: Int, to position: LogPosition, on connection: PostgresConnection) throws {

@@ -9,9 +9,12 @@ public struct ProjectionWorker: Sendable {
     let batchSize: Int
     let pollInterval: Duration
     let logger: Logger
+    let progress: ProjectionProgress?
 
-    public init(store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), logger: Logger) {
+    public init(store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
+                logger: Logger) {
         self.store = store
+        self.progress = progress
         self.batchSize = batchSize
         self.pollInterval = pollInterval
         self.logger = logger
@@ -24,8 +27,11 @@ public struct ProjectionWorker: Sendable {
         while !Task.isCancelled {
             let generation = store.appendGeneration
             do {
-                let applied = try await store.pool.withConnection { try ProjectionRunner.liveStep(on: $0, batchSize: batchSize) }
-                if applied > 0 { continue }
+                let applied = try await store.pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize) }
+                if let last = applied.last {
+                    progress?.advance(to: last)  // after the commit: readers now see it
+                    continue
+                }
             } catch {
                 logger.warning("projection batch failed; retrying", metadata: ["error": "\(error)"])
             }

@@ -67,7 +67,7 @@ final class TestServer: Sendable {
         var serverLogger = logger
         serverLogger.logLevel = .critical  // a cancelled server's closing connections are not news
         let application = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: serverLogger) { port in continuation.yield(port) }
-        let worker = ProjectionWorker(store: store, pollInterval: .milliseconds(50), logger: logger)
+        let worker = ProjectionWorker(store: store, pollInterval: .milliseconds(50), progress: services.progress, logger: logger)
         // As `ledger serve` runs it: a service group, stopped by a graceful shutdown (last listed first).
         let group = ServiceGroup(configuration: .init(services: [NotificationService(store: store), ProjectionService(worker: worker), application],
                                                       logger: serverLogger))

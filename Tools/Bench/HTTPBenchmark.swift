@@ -39,7 +39,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
         let group = ServiceGroup(configuration: .init(services: [NotificationService(store: store),
-                                                                 ProjectionService(worker: ProjectionWorker(store: store, logger: logger)), app],
+                                                                 ProjectionService(worker: ProjectionWorker(store: store, progress: services.progress, logger: logger)), app],
                                                       logger: logger))
         let server = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
@@ -47,9 +47,9 @@ struct HTTPBenchmark: AsyncParsableCommand {
         _ = owner
 
         let bundle = "com.example.bench"
-        _ = try await services.ingestor.directory.configure(bundle, settings: .init(), sharedSecret: nil)
-        _ = try await services.ingestor.directory.define(.init(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: bundle)
-        _ = try await services.ingestor.directory.define(.init(productID: "coins.100", type: .consumable, grants: ["coins": 100]), in: bundle)
+        _ = try await services.directory.configure(bundle, settings: .init(), sharedSecret: nil)
+        _ = try await services.directory.define(.init(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: bundle)
+        _ = try await services.directory.define(.init(productID: "coins.100", type: .consumable, grants: ["coins": 100]), in: bundle)
         let key = try await services.keys.create(name: "bench", scopes: [.admin], bundleID: nil).secret
         let simulated = SimulatedApp(authority: authority, bundleID: bundle, environment: "Sandbox")
 
