@@ -1,4 +1,6 @@
 import LedgerEventStore
+import LedgerPostgres
+import Logging
 import LedgerProjections
 import ServiceLifecycle
 
@@ -22,5 +24,33 @@ public struct ProjectionService: Service {
 
     public func run() async throws {
         try await cancelWhenGracefulShutdown { await worker.run() }
+    }
+}
+
+/// Keeps this server's cached timelines true to what any process's projection batches change.
+public struct TimelineCacheService: Service {
+    let cache: TimelineCache
+    let configuration: PostgresConfiguration
+    let logger: Logger
+
+    public init(cache: TimelineCache, configuration: PostgresConfiguration, logger: Logger) {
+        self.cache = cache
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown { await cache.runInvalidations(configuration: configuration, logger: logger) }
+    }
+}
+
+extension LedgerServices {
+    /// What runs beside the HTTP server, in start order (a service group stops them in reverse,
+    /// so list the HTTP server after these: it stops first and finishes its requests while the
+    /// projection worker still runs).
+    public func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, logger: Logger) -> [any Service] {
+        let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines, logger: logger)
+        return [NotificationService(store: store), TimelineCacheService(cache: timelines, configuration: pool.configuration, logger: logger)]
+            + (projecting ? [ProjectionService(worker: worker)] : [])
     }
 }

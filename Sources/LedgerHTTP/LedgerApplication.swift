@@ -20,6 +20,9 @@ public struct LedgerServices: Sendable {
     /// Run the projection worker with this (`ProjectionWorker(progress:)`) so that writes answer
     /// as soon as it has applied them.
     public var progress: ProjectionProgress
+    /// Run the projection worker with this too (`ProjectionWorker(cache:)`), and
+    /// `TimelineCacheService` beside it.
+    public var timelines: TimelineCache
 
     public init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
                 receipts: VerifyReceiptConfiguration, keyCacheTTL: Duration = .seconds(2), logger: Logger) {
@@ -32,10 +35,13 @@ public struct LedgerServices: Sendable {
             metrics.increment("ledger_apple_calls_total", ["api": "verifyReceipt", "outcome": outcome.rawValue])
         }
         let progress = ProjectionProgress()
+        let timelines = TimelineCache()
+        self.timelines = timelines
         let directory = AppDirectory(store: store, progress: progress)
         self.progress = progress
         self.directory = directory
-        self.ingestor = Ingestor(store: store, directory: directory, verifier: verifier, receipts: client, progress: progress, logger: logger)
+        self.ingestor = Ingestor(store: store, directory: directory, verifier: verifier, receipts: client, progress: progress,
+                                 reader: UserStateReader(pool: pool, cache: timelines), logger: logger)
         self.actions = UserActions(store: store, directory: directory, progress: progress, logger: logger)
         self.keys = APIKeyStore(pool: pool, cacheTTL: keyCacheTTL)
     }
@@ -58,7 +64,7 @@ public func buildApplication(
     let directory = services.directory
     AppsController(directory: directory).register(on: v1)
     ingestion.register(on: v1)
-    UsersController(directory: directory, reader: UserStateReader(pool: services.pool), actions: services.actions).register(on: v1)
+    UsersController(directory: directory, reader: UserStateReader(pool: services.pool, cache: services.timelines), actions: services.actions).register(on: v1)
     ExportController(directory: directory, pool: services.pool).register(on: v1)
     return Application(
         router: router,

@@ -21,7 +21,7 @@ public struct Ingestor: Sendable {
     let logger: Logger
 
     public init(store: EventStore, directory: AppDirectory, verifier: SignedDataVerifier, receipts: VerifyReceiptClient,
-                progress: ProjectionProgress? = nil, logger: Logger) {
+                progress: ProjectionProgress? = nil, reader: UserStateReader? = nil, logger: Logger) {
         self.store = store
         self.directory = directory
         self.progress = progress
@@ -29,7 +29,7 @@ public struct Ingestor: Sendable {
         self.recorder = FactRecorder(store: store)
         self.verifier = verifier
         self.receipts = receipts
-        self.users = UserStateReader(pool: store.pool)
+        self.users = reader ?? UserStateReader(pool: store.pool)
         self.logger = logger
     }
 

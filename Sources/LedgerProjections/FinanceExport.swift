@@ -12,7 +12,7 @@ public struct FinanceExport: Sendable {
     /// Inclusive start, exclusive end (nil: open).
     public var from: Date?
     public var to: Date?
-    public var pageSize = 5_000
+    public var pageSize = 2_000
 
     public init(bundleID: String, environment: AppleEnvironment, from: Date?, to: Date?) {
         self.bundleID = bundleID
@@ -28,17 +28,30 @@ public struct FinanceExport: Sendable {
     public func forEachPage(on pool: PostgresPool, _ body: ([FinanceRow]) async throws -> Void) async throws {
         var after: (Date, String, Int)?
         while true {
-            let key = after
+            // Only the conditions that apply, each a plain comparison: statements are prepared, and
+            // a generic plan for "$3 IS NULL OR occurred_at >= $3" scanned and sorted the whole app
+            // for every page.
+            var conditions = ["bundle_id = $1", "environment = $2"]
+            var parameters: [(any PostgresBindable)?] = [bundleID, environment.rawValue]
+            func bind(_ value: any PostgresBindable) -> String {
+                parameters.append(value)
+                return "$\(parameters.count)"
+            }
+            if let from { conditions.append("occurred_at >= \(bind(from))") }
+            if let to { conditions.append("occurred_at < \(bind(to))") }
+            if let (time, original, seq) = after {
+                let at = bind(time)
+                conditions.append("occurred_at >= \(at)")
+                conditions.append("(occurred_at, original_transaction_id, seq) > (\(at)::timestamptz, \(bind(original))::text, \(bind(seq))::int)")
+            }
             let rows = try await pool.query("""
                 SELECT kind, transaction_id, original_transaction_id, user_id, product_id, quantity, price, currency, storefront,
                        environment, occurred_at, seq
                   FROM ledger.finance_rows
-                 WHERE bundle_id = $1 AND environment = $2
-                   AND ($3::timestamptz IS NULL OR occurred_at >= $3) AND ($4::timestamptz IS NULL OR occurred_at < $4)
-                   AND ($5::timestamptz IS NULL OR (occurred_at, original_transaction_id, seq) > ($5, $6, $7))
+                 WHERE \(conditions.joined(separator: " AND "))
                  ORDER BY occurred_at, original_transaction_id, seq
-                 LIMIT $8
-                """, [bundleID, environment.rawValue, from, to, key?.0, key?.1, key?.2, pageSize])
+                 LIMIT \(pageSize)
+                """, parameters)
             var page: [FinanceRow] = []
             page.reserveCapacity(rows.count)
             for row in rows {
@@ -87,6 +100,6 @@ public struct FinanceExport: Sendable {
     static func fields(_ row: FinanceRow) -> [String?] {
         [row.transactionID, row.originalTransactionID, row.userID, row.productID, row.kind.rawValue, String(row.quantity),
          row.price.map(units), row.price.map { String($0) }, row.currency,
-         row.occurredAt.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)), row.environment.rawValue, row.storefront]
+         RFC3339.string(row.occurredAt), row.environment.rawValue, row.storefront]
     }
 }

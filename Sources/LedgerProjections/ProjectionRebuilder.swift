@@ -107,6 +107,7 @@ public struct ProjectionRebuilder: Sendable {
             try db.query("SELECT active_version FROM ledger.projections WHERE name = $1 FOR UPDATE", [UsersProjection.name])
             while try ProjectionRunner.step(version: version, on: db, batchSize: 1000) > 0 {}
             try db.query("SELECT ledger.activate_users_projection($1)", [version])
+            try db.query("SELECT pg_notify($1, '*')", [TimelineCache.channel])  // every server forgets its cached timelines
         }
         try dropOldVersions(keeping: version, on: db)
         let totalSeconds = (clock.now - started).seconds

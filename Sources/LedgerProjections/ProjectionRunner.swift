@@ -13,8 +13,15 @@ public enum ProjectionRunner {
         try liveBatch(on: connection, batchSize: batchSize).count
     }
 
-    /// `liveStep`, also telling the position of the last event applied.
-    public static func liveBatch(on connection: PostgresConnection, batchSize: Int) throws -> (count: Int, last: LogPosition?) {
+    public struct Applied: Sendable {
+        public var count: Int
+        public var last: LogPosition?
+        public var users: [(bundleID: String, userID: String)]
+    }
+
+    /// `liveStep`, also telling the last position applied and the users it changed, whom it
+    /// announces to every process's `TimelineCache` (the NOTIFY is delivered at commit).
+    public static func liveBatch(on connection: PostgresConnection, batchSize: Int) throws -> Applied {
         try connection.transaction { connection in
             let version = try connection.query(
                 "SELECT active_version FROM ledger.projections WHERE name = $1 FOR SHARE", [UsersProjection.name])[0][0].int()
@@ -27,7 +34,7 @@ public enum ProjectionRunner {
         try batch(version: version, on: connection, batchSize: batchSize).count
     }
 
-    static func batch(version: Int, on connection: PostgresConnection, batchSize: Int) throws -> (count: Int, last: LogPosition?) {
+    static func batch(version: Int, on connection: PostgresConnection, batchSize: Int) throws -> Applied {
         let checkpoint = try connection.query("""
             SELECT tx_id::text AS tx_id, position FROM ledger.projection_checkpoints
              WHERE name = $1 AND version = $2 FOR UPDATE
@@ -37,10 +44,11 @@ public enum ProjectionRunner {
         }
         let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
         let batch = try EventStore.readAll(on: connection, after: after, limit: batchSize)
-        guard let last = batch.last else { return (0, nil) }
-        try UsersProjection(version: version).apply(batch, on: connection)
+        guard let last = batch.last else { return Applied(count: 0, last: nil, users: []) }
+        let users = try UsersProjection(version: version).apply(batch, on: connection)
         try advance(version: version, to: last.position, on: connection)
-        return (batch.count, last.position)
+        if !users.isEmpty { try connection.query("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(users)]) }
+        return Applied(count: batch.count, last: last.position, users: users)
     }
 
     static func advance(version: Int, to position: LogPosition, on connection: PostgresConnection) throws {

@@ -10,11 +10,13 @@ public struct ProjectionWorker: Sendable {
     let pollInterval: Duration
     let logger: Logger
     let progress: ProjectionProgress?
+    let cache: TimelineCache?
 
     public init(store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
-                logger: Logger) {
+                cache: TimelineCache? = nil, logger: Logger) {
         self.store = store
         self.progress = progress
+        self.cache = cache
         self.batchSize = batchSize
         self.pollInterval = pollInterval
         self.logger = logger
@@ -29,7 +31,10 @@ public struct ProjectionWorker: Sendable {
             do {
                 let applied = try await store.pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize) }
                 if let last = applied.last {
-                    progress?.advance(to: last)  // after the commit: readers now see it
+                    // After the commit, in this order: a writer woken by the progress must not
+                    // then read its user's old timeline from the cache.
+                    cache?.invalidate(applied.users)
+                    progress?.advance(to: last)
                     continue
                 }
             } catch {

@@ -7,15 +7,24 @@ import LedgerPostgres
 /// past instant by replaying the user's facts known at that instant.
 public struct UserStateReader: Sendable {
     let pool: PostgresPool
+    let cache: TimelineCache?
 
-    public init(pool: PostgresPool) { self.pool = pool }
+    public init(pool: PostgresPool, cache: TimelineCache? = nil) {
+        self.pool = pool
+        self.cache = cache
+    }
 
-    /// The stored timeline of the active version (through the `ledger.user_timelines` view).
+    /// The stored timeline of the active version (through the `ledger.user_timelines` view),
+    /// from the cache when it has it.
     public func timeline(bundleID: String, userID: String) async throws -> UserTimeline {
+        if let cached = cache?.timeline(bundleID: bundleID, userID: userID) { return cached }
+        let epoch = cache?.epoch ?? 0
         let rows = try await pool.query("SELECT timeline::text AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2",
                                         [bundleID, userID])
-        guard let text = rows.first?["t"].text else { return UserTimeline(userID: userID) }
-        return try LedgerEvent.decoder.decode(UserTimeline.self, from: Data(text.utf8))
+        let timeline = try rows.first?["t"].text.map { try LedgerEvent.decoder.decode(UserTimeline.self, from: Data($0.utf8)) }
+            ?? UserTimeline(userID: userID)
+        cache?.store(timeline, bundleID: bundleID, userID: userID, readSince: epoch)
+        return timeline
     }
 
     public func state(bundleID: String, userID: String, at instant: Date = Date()) async throws -> UserState {

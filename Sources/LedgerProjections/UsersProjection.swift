@@ -21,7 +21,9 @@ public struct UsersProjection: Sendable {
     /// Records ownership from the batch, then recomputes every user the batch touched from that
     /// user's facts in the log. Recomputing (rather than patching) keeps the stored timeline
     /// exactly `AppLedger.timeline(of:)`: the same code answers live and rebuilt.
-    public func apply(_ batch: [RecordedEvent], on connection: PostgresConnection) throws {
+    /// Returns the users whose timeline it rewrote.
+    @discardableResult
+    public func apply(_ batch: [RecordedEvent], on connection: PostgresConnection) throws -> [(bundleID: String, userID: String)] {
         var affected: Set<UserKey> = []
         var appsChanged: Set<String> = []
         var moneyMoved: Set<TransactionKey> = []
@@ -63,6 +65,7 @@ public struct UsersProjection: Sendable {
         for transaction in moneyMoved.sorted(by: { ($0.bundleID, $0.originalTransactionID) < ($1.bundleID, $1.originalTransactionID) }) {
             try recomputeFinance(transaction, connection)
         }
+        return affected.map { ($0.bundleID, $0.userID) }
     }
 
     /// Replaces the finance rows of one original transaction with what its stream now says.

@@ -37,9 +37,7 @@ struct ExportCommand: AsyncParsableCommand {
             }
         }
 
-        static func time(_ text: String) -> Date? {
-            (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
-        }
+        static func time(_ text: String) -> Date? { RFC3339.parse(text) }
 
         func run() async throws {
             let logger = LoggingSetup.logger("ledger.export")

@@ -48,7 +48,7 @@ struct ServeCommand: AsyncParsableCommand {
         let group = ServiceGroup(configuration: .init(
             // Shut down last-listed first: the HTTP server stops accepting and finishes its requests
             // (which may wait for the projection) before the projection worker and LISTEN stop.
-            services: [NotificationService(store: store), ProjectionService(worker: ProjectionWorker(store: store, progress: services.progress, logger: logger)), app],
+            services: services.backgroundServices(logger: logger) + [app],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         await pool.close()

@@ -134,3 +134,17 @@ import Testing
         for bad in ["", "P", "30D", "P3X", "PT", "P1.5D", "P-1D"] { #expect(ISODuration(bad) == nil, "\(bad)") }
     }
 }
+
+/// The hand-written time format agrees with Foundation's, across centuries and leap days.
+struct RFC3339Tests {
+    @Test func formatsLikeFoundationAndParsesBack() {
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        for seconds in [0.0, 951_782_400.5, 1_709_164_800.125, 1_790_000_000.875, -86_400.25, 4_102_444_800, 253_402_300_799.5] {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(RFC3339.string(date) == date.formatted(style), "\(seconds)")
+            #expect(RFC3339.parse(RFC3339.string(date)).map { abs($0.timeIntervalSince(date)) < 0.001 } == true)
+        }
+        #expect(RFC3339.parse("2026-01-31T23:59:59Z") == Date(timeIntervalSince1970: 1_769_903_999))
+        #expect(RFC3339.parse("yesterday") == nil)
+    }
+}

@@ -190,3 +190,30 @@ import Testing
 enum RFC3339Text {
     static func string(_ date: Date) -> String { date.formatted(Date.ISO8601FormatStyle()) }
 }
+
+/// Two servers on one database, as deployed behind a load balancer: what one records, the other
+/// answers — its cached timelines are dropped by the projection's announcements.
+@Suite struct MultiServerTests {
+    @Test func aSecondServersCachedStateFollowsWhatTheFirstRecords() async throws {
+        let first = try await TestServer.start()
+        defer { Task { await first.stop() } }
+        let second = try await TestServer.start(configure: false, sharing: first, projecting: false)
+        defer { Task { await second.stop() } }
+        let key = try await first.key([.ingest, .read])
+        let path = "/v1/apps/\(TestServer.bundleID)/users/kim"
+        let before = try await second.send("GET", path, key: key)
+        #expect(before.status == 200 && (before.json["entitlements"] as? [String: any Sendable])?.isEmpty == true, "\(before.text)")
+        _ = try await second.send("GET", path, key: key)   // now certainly cached on the second server
+        let purchase = IngestionFlowTests.subscription("m-1")
+        let posted = try await first.send("POST", "/v1/apps/\(TestServer.bundleID)/transactions", key: key,
+                                          json: ["user_id": "kim", "signed_transaction": try first.app.signedTransaction(purchase)])
+        #expect(posted.status == 200)
+        var seen = false
+        for _ in 0..<100 where !seen {
+            let answer = try await second.send("GET", path, key: key)
+            seen = ((answer.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable])?["active"] as? Bool == true
+            if !seen { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(seen, "the second server stopped answering from its stale cache")
+    }
+}

@@ -20,7 +20,7 @@ import Testing
         return (Int(statm.split(separator: " ")[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    @Test func aHundredThousandRowExportStreamsInBoundedMemory() async throws {
+    @Test func aHundredThousandRowExportIsStreamedPageByPage() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         // 100,000 finance rows straight into the projection's table (what 100,000 purchases build).
@@ -57,9 +57,9 @@ import Testing
         #expect(header.hasPrefix("transaction_id,original_transaction_id,user_id,product_id,kind,quantity,price"))
         #expect(lines - 1 == 100_000, "October's Production rows (every tenth row is Sandbox, left out)")
         #expect(chunks >= 20, "written page by page: \(chunks) chunks")
-        let growth = peak - before
-        print("export: \(bytes) bytes in \(chunks) chunks, resident memory grew \(growth / 1024) KiB")
-        #expect(growth < bytes, "memory grew \(growth) bytes for a \(bytes)-byte export")
+        // The server's memory is measured in a process of its own (LedgerCLITests): here other
+        // suites allocate in parallel in this process.
+        print("export: \(bytes) bytes in \(chunks) chunks, this process grew \((peak - before) / 1024) KiB")
     }
 
     @Test func theDatabaseGoingAwayIs503AndTheServerRecovers() async throws {

@@ -38,19 +38,27 @@ final class TestServer: Sendable {
     static let authority = try! TestCertificateAuthority()
     static let bundleID = "com.example.game"
 
-    static func start(poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil) async throws -> TestServer {
-        let cluster = try given ?? cluster.get()
-        let name = "h_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
-        try cluster.createDatabase(String(name))
-        let owner = cluster.configuration(database: String(name))
+    /// `sharing`: a second server on the first one's database (as a multi-server deployment);
+    /// `projecting: false` runs it without a projection worker.
+    static func start(poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
+                      projecting: Bool = true) async throws -> TestServer {
+        let owner: PostgresConfiguration
+        if let sharing {
+            owner = sharing.configuration
+        } else {
+            let cluster = try given ?? cluster.get()
+            let name = "h_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+            try cluster.createDatabase(String(name))
+            owner = cluster.configuration(database: String(name))
+        }
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
         try migrator.migrate(PostgresConnection.connect(owner))
-        let server = try await TestServer(owner: owner, migrator: migrator, poolSize: poolSize)
+        let server = try await TestServer(owner: owner, migrator: migrator, poolSize: poolSize, projecting: projecting)
         if configure { try await server.configureDefaultApp() }
         return server
     }
 
-    private init(owner: PostgresConfiguration, migrator: Migrator, poolSize: Int) async throws {
+    private init(owner: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool) async throws {
         let logger = TestCluster.quietLogger
         configuration = owner
         pool = PostgresPool(configuration: TestCluster.applicationRole(owner), size: poolSize, logger: logger)
@@ -67,9 +75,8 @@ final class TestServer: Sendable {
         var serverLogger = logger
         serverLogger.logLevel = .critical  // a cancelled server's closing connections are not news
         let application = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: serverLogger) { port in continuation.yield(port) }
-        let worker = ProjectionWorker(store: store, pollInterval: .milliseconds(50), progress: services.progress, logger: logger)
         // As `ledger serve` runs it: a service group, stopped by a graceful shutdown (last listed first).
-        let group = ServiceGroup(configuration: .init(services: [NotificationService(store: store), ProjectionService(worker: worker), application],
+        let group = ServiceGroup(configuration: .init(services: services.backgroundServices(pollInterval: .milliseconds(50), projecting: projecting, logger: logger) + [application],
                                                       logger: serverLogger))
         self.group = group
         task = Task { try await group.run() }

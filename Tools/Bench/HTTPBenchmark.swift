@@ -38,8 +38,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
                                       receipts: VerifyReceiptConfiguration(), logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
-        let group = ServiceGroup(configuration: .init(services: [NotificationService(store: store),
-                                                                 ProjectionService(worker: ProjectionWorker(store: store, progress: services.progress, logger: logger)), app],
+        let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger) + [app],
                                                       logger: logger))
         let server = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()

@@ -1,0 +1,89 @@
+import LedgerCore
+import LedgerPostgres
+import Logging
+import Synchronization
+
+/// Stored timelines kept in memory, so that the hot query — what does this user own now — costs
+/// no database round trip. Correct across processes because every projection batch, whichever
+/// process applies it, announces the users it changed (`NOTIFY ledger_projection`, delivered at
+/// its commit), and a rebuild's switch announces everyone ("*").
+///
+/// A read that raced an invalidation must not put back what it read: entries are stored only if
+/// no invalidation happened since the read began (`epoch`).
+public final class TimelineCache: Sendable {
+    public static let channel = "ledger_projection"
+    /// Separators that cannot occur in bundle ids and are refused in user ids.
+    static let fieldSeparator: Character = "\u{1F}", recordSeparator: Character = "\u{1E}"
+
+    struct State {
+        var entries: [Key: UserTimeline] = [:]
+        var epoch: UInt64 = 0
+    }
+
+    struct Key: Hashable {
+        var bundleID: String
+        var userID: String
+    }
+
+    private let state = Mutex(State())
+    let capacity: Int
+
+    public init(capacity: Int = 200_000) { self.capacity = capacity }
+
+    public var epoch: UInt64 { state.withLock { $0.epoch } }
+
+    public func timeline(bundleID: String, userID: String) -> UserTimeline? {
+        state.withLock { $0.entries[Key(bundleID: bundleID, userID: userID)] }
+    }
+
+    /// Stores what was read since `epoch`, unless an invalidation came in between.
+    public func store(_ timeline: UserTimeline, bundleID: String, userID: String, readSince epoch: UInt64) {
+        state.withLock { state in
+            guard state.epoch == epoch else { return }
+            if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
+            state.entries[Key(bundleID: bundleID, userID: userID)] = timeline
+        }
+    }
+
+    public func invalidate(_ users: [(bundleID: String, userID: String)]) {
+        state.withLock { state in
+            state.epoch &+= 1
+            for user in users { state.entries[Key(bundleID: user.bundleID, userID: user.userID)] = nil }
+        }
+    }
+
+    public func invalidateAll() {
+        state.withLock { state in
+            state.epoch &+= 1
+            state.entries.removeAll()
+        }
+    }
+
+    /// The NOTIFY payload for a batch: the users it changed, or "*" when too many to list.
+    static func payload(_ users: [(bundleID: String, userID: String)]) -> String {
+        let text = users.map { $0.bundleID + String(fieldSeparator) + $0.userID }.joined(separator: String(recordSeparator))
+        return text.utf8.count < 7_000 ? text : "*"
+    }
+
+    func apply(payload: String) {
+        guard payload != "*" else { return invalidateAll() }
+        invalidate(payload.split(separator: Self.recordSeparator).compactMap { record in
+            let parts = record.split(separator: Self.fieldSeparator, maxSplits: 1, omittingEmptySubsequences: false)
+            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+        })
+    }
+
+    /// Listens for other processes' batches until cancelled. After every (re)connection it
+    /// forgets everything: announcements sent while it was away are lost.
+    public func runInvalidations(configuration: PostgresConfiguration, logger: Logger) async {
+        let listener = PostgresListener(configuration: configuration, channels: [Self.channel], logger: logger) { [self] notification in
+            switch notification {
+            case .notify(_, let payload): apply(payload: payload)
+            case .connected: invalidateAll()
+            }
+        }
+        listener.start()
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        await listener.stop()
+    }
+}

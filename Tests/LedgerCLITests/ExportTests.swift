@@ -1,0 +1,98 @@
+import EmbeddedPostgres
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Month-end exports on 100,000+ rows: the server streams them in bounded memory (measured on the
+/// `ledger serve` process itself), and `ledger export` writes the same rows to a file.
+@Suite struct ExportTests {
+    static let bundle = "com.example.export"
+
+    /// Resident memory of a process, from /proc.
+    static func residentKiB(_ pid: pid_t) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// Downloads an export while sampling the server's resident memory every 5 ms.
+    func download(_ url: String, key: String, pid: pid_t) async throws -> (lines: Int, kib: Int, peak: Int) {
+        let sampler = Task {
+            var peak = 0
+            while !Task.isCancelled {
+                peak = max(peak, Self.residentKiB(pid))
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            return peak
+        }
+        var request = URLRequest(url: URL(string: url)!)
+        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        let (data, response) = try await URLSession.shared.data(for: request)
+        sampler.cancel()
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        return (data.split(separator: UInt8(ascii: "\n")).count, data.count / 1024, await sampler.value)
+    }
+
+    @Test func theServerStreamsAHundredThousandRowsInBoundedMemoryAndTheCommandExportsARange() async throws {
+        let configuration = try TestCluster.database()
+        let owner = try PostgresConnection.connect(configuration)
+        try owner.query("""
+            INSERT INTO ledger.finance_rows_v1 (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity,
+                                                price, currency, storefront, environment, occurred_at)
+            SELECT $1, 'o' || g, 0, 'purchase', 't' || g, 'user-' || (g % 977), 'coins.100', 1, 990, 'USD', 'USA', 'Production',
+                   timestamptz '2026-10-01' + g * interval '20 second'
+              FROM generate_series(1, 100000) g
+            """, [Self.bundle])
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = configuration.connectionString
+        environment["LEDGER_LOG_LEVEL"] = "warning"
+        let created = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "finance", "--scopes", "finance,admin"],
+                                           environment: environment)
+        #expect(created.status == 0, "\(created.output)")
+        let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init))
+
+        let port = Int.random(in: 20_000..<60_000)
+        let log = NSTemporaryDirectory() + "ledger-export-\(UUID().uuidString.prefix(8)).log"
+        let pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+        defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
+        let base = "http://127.0.0.1:\(port)"
+        var ready = false
+        for _ in 0..<300 where !ready {
+            ready = (try? await URLSession.shared.data(from: URL(string: base + "/healthz")!)) != nil
+            if !ready { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        var configure = URLRequest(url: URL(string: base + "/v1/apps/\(Self.bundle)")!)
+        configure.httpMethod = "PUT"
+        configure.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        configure.httpBody = Data(#"{"environments": ["Production"]}"#.utf8)
+        _ = try await URLSession.shared.data(for: configure)
+
+        // Bounded means: twice the rows, not twice the memory. The first 50,000 rows (one every
+        // 20 s from October 1st) end on October 12th; everything is 100,000.
+        let baseline = Self.residentKiB(pid)
+        let half = try await download(base + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv&to=2026-10-12T13:46:41Z", key: key, pid: pid)
+        let everything = try await download(base + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv", key: key, pid: pid)
+        #expect(half.lines == 50_001 && everything.lines == 100_001, "a header and every row: \(half.lines), \(everything.lines)")
+        let first = half.peak - baseline, second = everything.peak - baseline
+        print("ledger serve: \(baseline) KiB at rest; +\(first) KiB streaming \(half.kib) KiB, +\(second) KiB streaming \(everything.kib) KiB")
+        #expect(second < first + half.kib / 2, "twice the rows must not cost twice the memory (+\(first) KiB, then +\(second) KiB)")
+        #expect(second < everything.kib, "the server grew \(second) KiB for a \(everything.kib) KiB export: it held less than the export")
+
+        let file = NSTemporaryDirectory() + "export-\(UUID().uuidString.prefix(8)).jsonl"
+        defer { unlink(file) }
+        let exported = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["export", "transactions", "--app", Self.bundle, "--format", "jsonl",
+                                                                             "--from", "2026-10-01T00:00:00Z", "--to", "2026-10-03T07:33:21Z", "--out", file], environment: environment)
+        #expect(exported.status == 0, "\(exported.output)")
+        #expect(exported.output.contains("exported 10000 rows"), "\(exported.output)")
+        let written = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+        #expect(written.count == 10_000)
+        #expect(written.first?.contains(#""price":"0.990""#) == true && written.first?.contains(#""price_milliunits":990"#) == true)
+        let refused = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["export", "transactions", "--app", Self.bundle, "--from", "yesterday"],
+                                           environment: environment)
+        #expect(refused.status != 0 && refused.output.contains("RFC 3339"))
+    }
+}
