@@ -16,7 +16,7 @@ struct IngestionController {
             let state = try await counted("transaction") {
                 try await ingestor.ingestTransaction(bundleID: bundleID, userID: body.user_id, signedTransaction: body.signed_transaction)
             }
-            return try JSONBody.response(Wire.UserStateBody(state))
+            return JSONBody.response(bytes: Wire.userState(state))
         }
         group.post("/apps/:bundle_id/receipts") { request, context in
             let bundleID = try context.parameters.require("bundle_id")
@@ -25,7 +25,7 @@ struct IngestionController {
             let state = try await counted("receipt") {
                 try await ingestor.ingestReceipt(bundleID: bundleID, userID: body.user_id, receiptData: body.receipt_data)
             }
-            return try JSONBody.response(Wire.UserStateBody(state))
+            return JSONBody.response(bytes: Wire.userState(state))
         }
     }
 

@@ -25,7 +25,7 @@ struct UsersController {
             } else {
                 state = try await reader.state(bundleID: bundleID, userID: userID)
             }
-            return try JSONBody.response(Wire.UserStateBody(state))
+            return JSONBody.response(bytes: Wire.userState(state))
         }
         group.get("/apps/:bundle_id/users/:user_id/events") { request, context in
             let (bundleID, userID) = try ids(context)

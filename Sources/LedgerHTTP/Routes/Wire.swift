@@ -4,101 +4,66 @@ import LedgerCore
 /// The API's JSON, spelled out: snake_case keys, RFC 3339 UTC times, secrets never included.
 /// Kept apart from the domain types so the domain can change without breaking clients.
 enum Wire {
-    struct UserStateBody: Encodable {
-        var user_id: String
-        var as_of: String
-        var entitlements: [String: EntitlementBody]
-        var balances: [String: Int64]
-        var subscriptions: [SubscriptionBody]
-        var purchases: [PurchaseBody]
-
-        init(_ state: UserState) {
-            user_id = state.userID
-            as_of = RFC3339.string(state.asOf)
-            entitlements = state.entitlements.mapValues(EntitlementBody.init)
-            balances = state.balances
-            subscriptions = state.subscriptions.map(SubscriptionBody.init)
-            purchases = state.purchases.map(PurchaseBody.init)
+    /// A user's state as the API answers it (`UserState` in openapi.json), written by hand: it is
+    /// the hottest answer. Absent optionals are written as null, so clients read a fixed shape.
+    static func userState(_ state: UserState) -> [UInt8] {
+        var json = JSONWriter()
+        json.object { json in
+            json.key("user_id"); json.value(state.userID)
+            json.key("as_of"); json.value(RFC3339.string(state.asOf))
+            json.key("entitlements")
+            json.object { json in
+                for (name, e) in state.entitlements.sorted(by: { $0.key < $1.key }) {
+                    json.key(name)
+                    json.object { json in
+                        json.key("active"); json.value(e.active)
+                        json.key("product_id"); json.value(e.productID)
+                        json.key("expires_at"); json.value(e.expiresAt.map(RFC3339.string))
+                        json.key("will_renew"); json.value(e.willRenew)
+                        json.key("grace_period_expires_at"); json.value(e.gracePeriodExpiresAt.map(RFC3339.string))
+                        json.key("billing_retry"); json.value(e.billingRetry)
+                        json.key("ownership"); json.value(e.ownership.rawValue)
+                        json.key("original_transaction_id"); json.value(e.originalTransactionID)
+                        json.key("since"); json.value(RFC3339.string(e.since))
+                    }
+                }
+            }
+            json.key("balances")
+            json.object { json in
+                for (currency, balance) in state.balances.sorted(by: { $0.key < $1.key }) {
+                    json.key(currency); json.value(balance)
+                }
+            }
+            json.key("subscriptions")
+            json.array { json in
+                for s in state.subscriptions {
+                    json.object { json in
+                        json.key("original_transaction_id"); json.value(s.originalTransactionID)
+                        json.key("product_id"); json.value(s.productID)
+                        json.key("status"); json.value(s.status.rawValue)
+                        json.key("expires_at"); json.value(s.expiresAt.map(RFC3339.string))
+                        json.key("will_renew"); json.value(s.willRenew)
+                        json.key("pending_product_id"); json.value(s.pendingProductID)
+                        json.key("expiration_intent"); json.value(s.expirationIntent.map(Int64.init))
+                    }
+                }
+            }
+            json.key("purchases")
+            json.array { json in
+                for p in state.purchases {
+                    json.object { json in
+                        json.key("transaction_id"); json.value(p.transactionID)
+                        json.key("original_transaction_id"); json.value(p.originalTransactionID)
+                        json.key("product_id"); json.value(p.productID)
+                        json.key("type"); json.value(p.type?.rawValue)
+                        json.key("purchase_date"); json.value(RFC3339.string(p.purchaseDate))
+                        json.key("quantity"); json.value(Int64(p.quantity))
+                        json.key("revoked_at"); json.value(p.revokedAt.map(RFC3339.string))
+                    }
+                }
+            }
         }
-    }
-
-    struct EntitlementBody: Encodable {
-        var active: Bool
-        var product_id: String
-        var expires_at: String?
-        var will_renew: Bool?
-        var grace_period_expires_at: String?
-        var billing_retry: Bool
-        var ownership: String
-        var original_transaction_id: String?
-        var since: String
-
-        init(_ e: Entitlement) {
-            active = e.active
-            product_id = e.productID
-            expires_at = e.expiresAt.map(RFC3339.string)
-            will_renew = e.willRenew
-            grace_period_expires_at = e.gracePeriodExpiresAt.map(RFC3339.string)
-            billing_retry = e.billingRetry
-            ownership = e.ownership.rawValue
-            original_transaction_id = e.originalTransactionID
-            since = RFC3339.string(e.since)
-        }
-
-        // Absent optionals are written as null: clients read a fixed shape.
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: Keys.self)
-            try c.encode(active, forKey: .active)
-            try c.encode(product_id, forKey: .product_id)
-            try c.encode(expires_at, forKey: .expires_at)
-            try c.encode(will_renew, forKey: .will_renew)
-            try c.encode(grace_period_expires_at, forKey: .grace_period_expires_at)
-            try c.encode(billing_retry, forKey: .billing_retry)
-            try c.encode(ownership, forKey: .ownership)
-            try c.encode(original_transaction_id, forKey: .original_transaction_id)
-            try c.encode(since, forKey: .since)
-        }
-        enum Keys: CodingKey { case active, product_id, expires_at, will_renew, grace_period_expires_at, billing_retry, ownership, original_transaction_id, since }
-    }
-
-    struct SubscriptionBody: Encodable {
-        var original_transaction_id: String
-        var product_id: String
-        var status: String
-        var expires_at: String?
-        var will_renew: Bool?
-        var pending_product_id: String?
-        var expiration_intent: Int?
-
-        init(_ s: SubscriptionSummary) {
-            original_transaction_id = s.originalTransactionID
-            product_id = s.productID
-            status = s.status.rawValue
-            expires_at = s.expiresAt.map(RFC3339.string)
-            will_renew = s.willRenew
-            pending_product_id = s.pendingProductID
-            expiration_intent = s.expirationIntent
-        }
-    }
-
-    struct PurchaseBody: Encodable {
-        var transaction_id: String
-        var original_transaction_id: String
-        var product_id: String
-        var type: String?
-        var purchase_date: String
-        var quantity: Int
-        var revoked_at: String?
-
-        init(_ p: PurchaseSummary) {
-            transaction_id = p.transactionID
-            original_transaction_id = p.originalTransactionID
-            product_id = p.productID
-            type = p.type?.rawValue
-            purchase_date = RFC3339.string(p.purchaseDate)
-            quantity = p.quantity
-            revoked_at = p.revokedAt.map(RFC3339.string)
-        }
+        return json.bytes
     }
 
     struct AppBody: Codable {

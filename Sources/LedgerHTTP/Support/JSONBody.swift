@@ -45,6 +45,10 @@ enum JSONBody {
         context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
     }
 
+    static func response(bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
     static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
         let data = try encoder.encode(value)
         return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
