@@ -98,7 +98,10 @@ public struct Ingestor: Sendable {
                 throw LedgerError(.invalid, "malformed_evidence", "neither a V2 notification (signedPayload) nor a V1 one (notification_type)")
             }
             let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: nil, policy: app.settings.restorePolicy)
-            return outcome.lastPosition == nil ? .alreadyRecorded : .recorded
+            guard let position = outcome.lastPosition else { return .alreadyRecorded }
+            // Like every write: once answered, every read sees it.
+            try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
+            return .recorded
         }
     }
 

@@ -41,6 +41,18 @@ public struct PostgresTextArray: PostgresBindable {
     }
 }
 
+/// A `text[]` (or, cast, any array) parameter whose elements may be NULL.
+public struct PostgresNullableTextArray: PostgresBindable {
+    public var elements: [String?]
+    public init(_ elements: [String?]) { self.elements = elements }
+    public var postgresText: String {
+        "{" + elements.map { element in
+            guard let element else { return "NULL" }
+            return PostgresTextArray([element]).postgresText.dropFirst().dropLast().description
+        }.joined(separator: ",") + "}"
+    }
+}
+
 /// Hexadecimal text, as PostgreSQL prints `bytea` and as digests are shown to people.
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
