@@ -14,10 +14,17 @@ public struct EvidenceStore: Sendable {
     @discardableResult
     public func store(_ body: Data, kind: Kind, bundleID: String, answers: String? = nil) async throws -> String {
         let digest = EvidenceDigest.of(body)
-        try await pool.query("""
-            INSERT INTO ledger.evidence (digest, bundle_id, kind, body, answers) VALUES ($1, $2, $3, $4, $5)
-            ON CONFLICT (digest) DO NOTHING
-            """, [digest, bundleID, kind.rawValue, PostgresBytes(Array(body)), answers])
+        // Committed without waiting for its own WAL flush: the append that references it comes
+        // after it in the same WAL and flushes both, so durable events never point at lost
+        // evidence, and a request pays one disk flush instead of two. One pipelined round trip.
+        let statements = [
+            PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)"),
+            PipelinedStatement("""
+                INSERT INTO ledger.evidence (digest, bundle_id, kind, body, answers) VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (digest) DO NOTHING
+                """, [digest, bundleID, kind.rawValue, PostgresBytes(Array(body)), answers]),
+        ]
+        _ = try await pool.withConnection { try $0.pipeline(statements, transaction: true) }
         return digest
     }
 

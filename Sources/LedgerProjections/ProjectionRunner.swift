@@ -23,6 +23,10 @@ public enum ProjectionRunner {
     /// announces to every process's `TimelineCache` (the NOTIFY is delivered at commit).
     public static func liveBatch(on connection: PostgresConnection, batchSize: Int) throws -> Applied {
         try connection.transaction { connection in
+            // Projections are derived and their checkpoint commits with them: a batch lost in a
+            // crash is applied again from the checkpoint. So no waiting for the disk here — the
+            // rows are visible to readers at commit all the same.
+            try connection.query("SELECT set_config('synchronous_commit', 'off', true)")
             let version = try connection.query(
                 "SELECT active_version FROM ledger.projections WHERE name = $1 FOR SHARE", [UsersProjection.name])[0][0].int()
             return try batch(version: version, on: connection, batchSize: batchSize)
