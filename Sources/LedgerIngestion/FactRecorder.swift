@@ -13,8 +13,9 @@ struct FactRecorder: Sendable {
         /// The furthest position written (nil: everything was already recorded).
         var lastPosition: LogPosition?
         var originalTransactions: Set<String> = []
-        /// Original transactions another user keeps (restore policy `keep`).
-        var refusedBy: [String: String] = [:]
+        /// Original transactions another user keeps (restore policy `keep`). Who that is stays
+        /// here: naming them to the caller would disclose another user's id.
+        var keptByAnother: Set<String> = []
     }
 
     func record(_ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: String?, policy: RestorePolicy,
@@ -32,7 +33,7 @@ struct FactRecorder: Sendable {
             let original = byStream[stream]!.compactMap(\.originalTransactionID).first
             let claim = original.flatMap { original in claimant.map { (original, $0) } }
             if let position = try await append(byStream[stream]!, to: stream, bundleID: bundleID, evidence: evidence,
-                                               claim: claim, policy: policy, now: now, refusedBy: &outcome.refusedBy) {
+                                               claim: claim, policy: policy, now: now, kept: &outcome.keptByAnother) {
                 outcome.lastPosition = max(outcome.lastPosition ?? position, position)
             }
         }
@@ -43,7 +44,7 @@ struct FactRecorder: Sendable {
     /// concurrent change, read again and decide again.
     private func append(_ events: [LedgerEvent], to stream: String, bundleID: String, evidence: String?,
                         claim: (original: String, user: String)?, policy: RestorePolicy, now: Date,
-                        refusedBy: inout [String: String]) async throws -> LogPosition? {
+                        kept: inout Set<String>) async throws -> LogPosition? {
         let candidates = try events.map { event in
             let data = String(decoding: try event.encodedData(), as: UTF8.self)
             // A notification is identified by Apple's UUID: a redelivery is a no-op even if re-signed.
@@ -54,17 +55,17 @@ struct FactRecorder: Sendable {
             }
             return try StoredFacts.append(event, bundleID: bundleID, id: id, occurredAt: event.appleSignedDate ?? now, evidence: evidence).event
         }
-        for _ in 0..<10 {
-            // The per-app notifications stream grows without bound and decides nothing: its
-            // events are appended one by one, and their ids make a replay a no-op.
-            guard stream.hasPrefix("purchase:") else {
-                var last: LogPosition?
-                for event in candidates {
-                    let result = try await store.append([event], to: stream)
-                    if !result.wasReplay { last = result.events.last?.position }
-                }
-                return last
+        // The per-app notifications stream grows without bound and decides nothing: its events
+        // are appended one by one, and their ids make a replay a no-op.
+        guard stream.hasPrefix("purchase:") else {
+            var last: LogPosition?
+            for event in candidates {
+                let result = try await store.append([event], to: stream)
+                if !result.wasReplay { last = result.events.last?.position }
             }
+            return last
+        }
+        for _ in 0..<10 {
             let existing = try await store.readAll(stream: stream)
             let known = Set(existing.map(\.id))
             if candidates.contains(where: { known.contains($0.id) && $0.type == "AppleNotificationReceived" }) {
@@ -73,15 +74,16 @@ struct FactRecorder: Sendable {
             var fresh = candidates.filter { !known.contains($0.id) }
             var history = AppLedger(bundleID: bundleID)
             for event in existing { if let (_, fact) = try StoredFacts.fact(from: event) { history.apply(fact) } }
-            let decision = claim.map { Decide.claim($0.original, by: $0.user, currentOwner: history.owner(of: $0.original), policy: policy) }
-            switch decision {
-            case .alreadyOwned, nil: break
-            case .claim(let decided):
-                fresh.append(try ownership(.transactionClaimed(decided), stream, bundleID, existing.count, now))
-            case .transfer(let decided):
-                fresh.append(try ownership(.ownershipTransferred(decided), stream, bundleID, existing.count, now))
-            case .refused(let owner):
-                refusedBy[claim!.original] = owner
+            if let claim {
+                switch Decide.claim(claim.original, by: claim.user, currentOwner: history.owner(of: claim.original), policy: policy) {
+                case .alreadyOwned: break
+                case .claim(let decided):
+                    fresh.append(try ownership(.transactionClaimed(decided), stream, bundleID, existing.count, now))
+                case .transfer(let decided):
+                    fresh.append(try ownership(.ownershipTransferred(decided), stream, bundleID, existing.count, now))
+                case .refused:
+                    kept.insert(claim.original)
+                }
             }
             guard !fresh.isEmpty else { return nil }
             do {

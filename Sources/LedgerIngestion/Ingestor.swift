@@ -108,8 +108,7 @@ public struct Ingestor: Sendable {
     /// The state to answer with: once the projection has applied what was just written (so the
     /// caller's next read sees it too), from the projection.
     func answer(_ outcome: FactRecorder.Outcome, bundleID: String, userID: String) async throws -> UserState {
-        if let (original, owner) = outcome.refusedBy.first {
-            _ = owner  // never named to the caller: that would disclose another user's id
+        if let original = outcome.keptByAnother.first {
             throw LedgerError(.conflict, "transaction_owned_by_another_user",
                               "transaction \(original) belongs to another user of this app, and its restore policy is keep")
         }
