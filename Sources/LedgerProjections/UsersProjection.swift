@@ -72,14 +72,45 @@ public struct UsersProjection: Sendable {
             }
         }
         let users = affected.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
+        let ledgers = try userLedgers(users, on: connection)
         var timelines: [(UserKey, String)] = []
         for user in users {
-            let ledger = try Self.userLedger(bundleID: user.bundleID, userID: user.userID, owners: owners, knownAt: nil, on: connection)
+            let ledger = ledgers[user] ?? AppLedger(bundleID: user.bundleID)
             timelines.append((user, String(decoding: try LedgerEvent.encodeForStorage(ledger.timeline(of: user.userID)), as: UTF8.self)))
         }
         try storeTimelines(timelines, connection)
         try recomputeFinance(Array(moneyMoved), connection)
         return users.map { ($0.bundleID, $0.userID) }
+    }
+
+    /// `userLedger` for many users at once: two queries in all (their owned transactions, then
+    /// every event of every stream that concerns any of them), each event decoded once and given
+    /// to each user it concerns. One query per user was most of a projection batch.
+    func userLedgers(_ users: [UserKey], on connection: PostgresConnection) throws -> [UserKey: AppLedger] {
+        guard !users.isEmpty else { return [:] }
+        var concerned: [String: [UserKey]] = [:]   // stream → users it concerns
+        for user in users {
+            concerned[LedgerStream.app(user.bundleID), default: []].append(user)
+            concerned[LedgerStream.user(user.bundleID, userID: user.userID), default: []].append(user)
+        }
+        for row in try connection.query("""
+            SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o
+              JOIN unnest($1::text[], $2::text[]) AS u(bundle_id, user_id) ON o.bundle_id = u.bundle_id AND o.user_id = u.user_id
+            """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID))]) {
+            let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
+            concerned[LedgerStream.purchase(user.bundleID, originalTransactionID: try row["original_transaction_id"].string()), default: []].append(user)
+        }
+        var ledgers: [UserKey: AppLedger] = [:]
+        for row in try connection.query(EventStore.selectEventsSQL + """
+             WHERE e.stream = ANY($1::text[]) AND e.event_type <> ALL($2::text[]) ORDER BY e.position
+            """, [PostgresTextArray(Array(concerned.keys)), PostgresTextArray(Array(Self.ignoredTypes))]) {
+            let recorded = try RecordedEvent(row: row)
+            guard let (_, fact) = try StoredFacts.fact(from: recorded) else { continue }
+            for user in concerned[recorded.stream] ?? [] {
+                ledgers[user, default: AppLedger(bundleID: user.bundleID)].apply(fact)
+            }
+        }
+        return ledgers
     }
 
     /// Replaces the finance rows of each original transaction with what its stream now says:
@@ -122,11 +153,13 @@ public struct UsersProjection: Sendable {
         // One round trip: the user's own streams, and the purchase streams of everything the user
         // ever owned, found through the owners table inside the same statement.
         let streams = [LedgerStream.app(bundleID), LedgerStream.user(bundleID, userID: userID)]
+        // (A join, not "stream = ANY(…) OR stream IN (…)": the planner answered that OR with a
+        // sequential scan of the whole log.)
         let rows = try connection.query(EventStore.selectEventsSQL + """
-             WHERE (e.stream = ANY($1::text[])
-                    OR e.stream IN (SELECT 'purchase:' || o.bundle_id || ':' || o.original_transaction_id FROM \(owners) o
-                                     WHERE o.bundle_id = $4 AND o.user_id = $5))
-               AND e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.occurred_at <= $3)
+              JOIN (SELECT unnest($1::text[]) AS stream
+                    UNION SELECT 'purchase:' || o.bundle_id || ':' || o.original_transaction_id FROM \(owners) o
+                     WHERE o.bundle_id = $4 AND o.user_id = $5) AS s ON e.stream = s.stream
+             WHERE e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.occurred_at <= $3)
              ORDER BY e.position
             """, [PostgresTextArray(streams), PostgresTextArray(withEvidence ? [] : Array(ignoredTypes)), knownAt, bundleID, userID])
         var ledger = AppLedger(bundleID: bundleID)
