@@ -14,6 +14,12 @@ public struct Expectation: Sendable {
     /// Required for Production notifications; checked whenever both sides have one.
     public var appAppleID: Int64?
 
+    /// Xcode's self-signed StoreKit testing data is considered only for an app that lists Xcode or
+    /// LocalTesting and not Production.
+    var acceptsLocalTesting: Bool {
+        !environments.contains(.production) && !environments.isDisjoint(with: [.xcode, .localTesting])
+    }
+
     public init(bundleID: String, environments: Set<AppleEnvironment>, appAppleID: Int64? = nil) {
         self.bundleID = bundleID
         self.environments = environments
@@ -74,6 +80,7 @@ public final class SignedDataVerifier: Sendable {
         // a chain seen before (and valid at this signedDate) skips decoding the header at all.
         let headerSegment = String(parts[0])
         let key: P256.Signing.PublicKey
+        var localTesting = false
         if let cached = cache.withLock({ $0[headerSegment] }), cached.window.contains(claims.signedDate) {
             key = cached.key
         } else {
@@ -81,10 +88,18 @@ public final class SignedDataVerifier: Sendable {
                 throw AppStoreError(.malformed, "the JWS header is not a JSON object")
             }
             guard header["alg"] as? String == "ES256" else { throw AppStoreError(.unsupportedAlgorithm, "only ES256 is accepted") }
-            guard let x5c = header["x5c"] as? [String], x5c.count == 3 else {
+            guard let x5c = header["x5c"] as? [String] else {
                 throw AppStoreError(.missingCertificateChain, "the header must carry exactly three x5c certificates")
             }
-            key = try await validatedKey(x5c, at: claims.signedDate, cacheKey: headerSegment)
+            if x5c.count == 1, expectation.acceptsLocalTesting {
+                key = try Self.localTestingKey(x5c[0])
+                localTesting = true
+            } else {
+                guard x5c.count == 3 else {
+                    throw AppStoreError(.missingCertificateChain, "the header must carry exactly three x5c certificates")
+                }
+                key = try await validatedKey(x5c, at: claims.signedDate, cacheKey: headerSegment)
+            }
         }
 
         guard signature.count == 64,
@@ -93,7 +108,21 @@ public final class SignedDataVerifier: Sendable {
             throw AppStoreError(.invalidSignature, "the ES256 signature does not match the leaf certificate")
         }
         let environment = try claims.check(against: expectation, kind: kind)
+        if localTesting, environment != .xcode, environment != .localTesting {
+            throw AppStoreError(.untrustedChain, "a self-signed StoreKit testing certificate can only vouch for Xcode or LocalTesting data")
+        }
         return VerifiedPayload(payload: payload, signedDate: claims.signedDate, environment: environment)
+    }
+
+    /// Xcode's StoreKit testing signs with one self-signed certificate: there is no chain to a
+    /// root, so it proves nothing about Apple — accepted only for an app that lists Xcode or
+    /// LocalTesting (never beside Production), and only for data of those environments.
+    private static func localTestingKey(_ base64: String) throws -> P256.Signing.PublicKey {
+        guard let der = Base64URL.decode(Substring(base64)), let certificate = try? Certificate(derEncoded: Array(der)),
+              let key = P256.Signing.PublicKey(certificate.publicKey) else {
+            throw AppStoreError(.missingCertificateChain, "the x5c certificate is not a valid P-256 certificate")
+        }
+        return key
     }
 
     /// Leaf → intermediate → a configured root (never `x5c[2]`), Apple's marker OIDs, valid at

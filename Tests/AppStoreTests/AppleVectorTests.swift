@@ -70,14 +70,26 @@ import X509
     }
 
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
-    func xcodeStoreKitTestingDataIsRefused() async throws {
-        // Xcode signs with one self-signed certificate: never a chain to a configured root, even
-        // for an app that lists the Xcode environment (accepting it would need its own trust path).
+    func xcodeStoreKitTestingDataIsRefusedUnlessTheAppAcceptsIt() async throws {
+        // Xcode signs with one self-signed certificate: never a chain to a configured root.
         let verifier = try Self.verifier()
-        let xcode = Expectation(bundleID: "com.example", environments: [.xcode, .sandbox])
+        let bundle = "com.example.naturelab.backyardbirds.example"
         for name in ["xcode-signed-transaction", "xcode-signed-renewal-info", "xcode-signed-app-transaction"] {
-            #expect(await Self.rejection { try await verifier.verify(Self.file("xcode/\(name)"), as: .transaction, expecting: xcode) } == .missingCertificateChain, "\(name)")
+            let refused = Expectation(bundleID: bundle, environments: [.sandbox])
+            #expect(await Self.rejection { try await verifier.verify(Self.file("xcode/\(name)"), as: .transaction, expecting: refused) } == .missingCertificateChain, "\(name)")
+            let withProduction = Expectation(bundleID: bundle, environments: [.production, .xcode])
+            #expect(await Self.rejection { try await verifier.verify(Self.file("xcode/\(name)"), as: .transaction, expecting: withProduction) } == .missingCertificateChain, "never beside Production: \(name)")
         }
+        let xcode = Expectation(bundleID: bundle, environments: [.xcode])
+        let transaction = try await verifier.verifyTransaction(Self.file("xcode/xcode-signed-transaction"), expecting: xcode)
+        #expect(transaction.facts.environment == .xcode)
+        _ = try await verifier.verify(Self.file("xcode/xcode-signed-renewal-info"), as: .renewalInfo, expecting: xcode)
+        // Tampered Xcode data still fails its own signature.
+        let parts = try Self.file("xcode/xcode-signed-transaction").split(separator: ".").map(String.init)
+        var payload = try JSONSerialization.jsonObject(with: Data(base64URL: parts[1])!) as! [String: Any]
+        payload["quantity"] = 99
+        let tampered = parts[0] + "." + (try JSONSerialization.data(withJSONObject: payload)).base64URL + "." + parts[2]
+        #expect(await Self.rejection { try await verifier.verify(tampered, as: .transaction, expecting: xcode) } == .invalidSignature)
     }
 
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
