@@ -42,11 +42,15 @@ struct SimulatorCommand: AsyncParsableCommand {
         let urls = try await server.start(port: port) { router in
             ControlAPI(app: app, server: server, webhook: webhook).register(on: router)
         }
-        print("appstore-simulator for \(bundleID) (\(environment)) on port \(port)")
-        print("  LEDGER_APPLE_ROOT_CERTIFICATES=\(folder.appendingPathComponent("root.der").path)")
-        print("  LEDGER_APPLE_VERIFY_RECEIPT_URL=\(urls.production)")
-        print("  LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL=\(urls.sandbox)")
-        print("  notifications go to \(webhook)")
+        // Written straight to the descriptor: print's buffer would hold it until exit in a pipe or file.
+        FileHandle.standardOutput.write(Data("""
+            appstore-simulator for \(bundleID) (\(environment)) on port \(port)
+              LEDGER_APPLE_ROOT_CERTIFICATES=\(folder.appendingPathComponent("root.der").path)
+              LEDGER_APPLE_VERIFY_RECEIPT_URL=\(urls.production)
+              LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL=\(urls.sandbox)
+              notifications go to \(webhook)
+
+            """.utf8))
         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
     }
 }
