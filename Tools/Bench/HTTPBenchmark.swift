@@ -25,6 +25,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
     @Option(help: "Seconds per wrk run.") var seconds = 8
     @Option(help: "Rounds of the healthz / user-state pair.") var rounds = 3
     @Option(help: "Connections for the peak runs.") var connections = 32
+    @Option(help: "Connections for the ingestion run.") var ingestConnections = 16
 
     func run() async throws {
         guard let wrk = Self.which("wrk") else { throw ValidationError("wrk is not installed (apt-get install wrk)") }
@@ -78,7 +79,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
             end
             """.write(to: ingestScript, atomically: true, encoding: .utf8)
         let ingestSeconds = max(1, min(seconds, transactions / 1500))
-        let ingestion = try Self.wrk(wrk, ["-t1", "-c16", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
+        let ingestion = try Self.wrk(wrk, ["-t1", "-c\(ingestConnections)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
         let ingested = try await pool.query("SELECT count(*) AS n FROM ledger.events WHERE event_type = 'Purchased'")[0]["n"].int()
 
         // Queries: users that exist (ingested above), cycled.
@@ -121,7 +122,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
                          run.rate, run.rate / peak * 100, run.p50, run.p99))
         }
         if let chosen = half.last { print(String(format: "  p99 at ~half of peak load: %.2f ms (goal < 10 ms)", chosen.run.p99)) }
-        print("  ingestion of signed transactions \(format(ingestion.rate))   (goal ≥ 1,000/s; \(ingested) purchases recorded, "
+        print("  ingestion of signed transactions \(format(ingestion.rate))   (goal ≥ 1,000/s; \(ingestConnections) connections, \(ingested) purchases recorded, "
               + "p50 \(String(format: "%.2f", ingestion.p50)) ms, p99 \(String(format: "%.2f", ingestion.p99)) ms, \(ingestion.errors) non-2xx)")
         await group.triggerGracefulShutdown()
         _ = await server.result
