@@ -71,7 +71,21 @@ struct FactRecorder: Sendable {
             if candidates.contains(where: { known.contains($0.id) && $0.type == "AppleNotificationReceived" }) {
                 return nil  // this notification was recorded before, with everything it said
             }
-            var fresh = candidates.filter { !known.contains($0.id) }
+            // Evidence restated later (a re-fetched StoreKit transaction, the same receipt asked
+            // again) that differs from the latest fact in its slot only by when Apple stated it
+            // adds nothing, and is not appended. Only the latest counts: auto-renew turned off
+            // and then on again is two changes, not a repeat.
+            var latest: [String: String] = [:]
+            for event in existing {
+                let (slot, content) = Self.slotAndContent(type: event.type, data: event.data)
+                if let slot { latest[slot] = content }
+            }
+            var fresh = candidates.filter { candidate in
+                guard !known.contains(candidate.id) else { return false }
+                let (slot, content) = Self.slotAndContent(type: candidate.type, data: candidate.data)
+                guard let slot, let previous = latest[slot] else { return true }
+                return previous != content
+            }
             var history = AppLedger(bundleID: bundleID)
             for event in existing { if let (_, fact) = try StoredFacts.fact(from: event) { history.apply(fact) } }
             if let claim {
@@ -95,6 +109,22 @@ struct FactRecorder: Sendable {
             }
         }
         throw LedgerError(.unavailable, "contention", "stream \(stream) kept changing; try again")
+    }
+
+    /// Which of the domain's slots a fact fills (a transaction's snapshot, a subscription's renewal
+    /// state, a transaction's revocation — each keeps only its latest-signed fact), and its type
+    /// and data without Apple's statement time, canonically written. Nil slot: never deduplicated.
+    static func slotAndContent(type: String, data: String) -> (slot: String?, content: String) {
+        guard var object = try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any] else { return (nil, type + data) }
+        let slot: String? = switch type {
+        case "Purchased", "Restored", "Renewed", "Recovered": (object["transactionID"] as? String).map { "transaction:" + $0 }
+        case "AutoRenewChanged", "RenewalPreferenceChanged", "RenewalFailed", "Expired": (object["originalTransactionID"] as? String).map { "renewal:" + $0 }
+        case "Refunded", "Revoked", "RefundReversed": (object["transactionID"] as? String).map { "revocation:" + $0 }
+        default: nil
+        }
+        object["signedDate"] = nil
+        let canonical = (try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys)).map { String(decoding: $0, as: UTF8.self) } ?? data
+        return (slot, type + "\u{1F}" + canonical)
     }
 
     /// Ownership decisions are told apart by the stream version they were decided at, so the same

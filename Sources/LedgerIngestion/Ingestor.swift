@@ -56,9 +56,12 @@ public struct Ingestor: Sendable {
             }
             let verified = try await receipts.verify(receiptData: receiptData, sharedSecret: secret, expecting: app.expectation)
             let receiptDigest = try await evidence.store(Data(receiptData.utf8), kind: .receipt, bundleID: bundleID)
-            let answer = try JSONSerialization.data(withJSONObject: ["status": verified.response.status, "environment": verified.environment.rawValue,
-                                                                     "bundle_id": bundleID, "request_date_ms": verified.response.requestDate.map { Int64($0.timeIntervalSince1970 * 1000) } as Any],
-                                                    options: .sortedKeys)
+            // What Apple answered, in brief (the receipt itself is kept too). No optional may reach
+            // JSONSerialization: it raises on one instead of throwing.
+            var summary: [String: Any] = ["status": verified.response.status, "environment": verified.environment.rawValue, "bundle_id": bundleID,
+                                          "transactions": verified.response.transactions.map(\.transactionID)]
+            if let requested = verified.response.requestDate { summary["request_date_ms"] = Int64(requested.timeIntervalSince1970 * 1000) }
+            let answer = try JSONSerialization.data(withJSONObject: summary, options: .sortedKeys)
             let digest = try await evidence.store(answer, kind: .receiptAnswer, bundleID: bundleID, answers: receiptDigest)
             let events = EvidenceEvents.events(for: verified.response, environment: verified.environment,
                                                statedAt: verified.response.requestDate ?? Date())

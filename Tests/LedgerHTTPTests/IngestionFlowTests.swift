@@ -20,7 +20,8 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let ingest = try await server.key([.ingest, .read])
-        let jws = try server.app.signedTransaction(Self.subscription("t-1"))
+        let purchase = Self.subscription("t-1")
+        let jws = try server.app.signedTransaction(purchase)
         let first = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: ingest, json: ["user_id": "alice", "signed_transaction": jws])
         #expect(first.status == 200, "\(first.text)")
         let pro = (first.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable]
@@ -31,6 +32,9 @@ import Testing
         let again = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: ingest, json: ["user_id": "alice", "signed_transaction": jws])
         #expect(again.status == 200)
         #expect(try await eventCount(server) == events, "the same evidence again records nothing")
+        let refetched = try server.app.signedTransaction(purchase, signedDate: Date(timeIntervalSinceNow: 5))
+        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: ingest, json: ["user_id": "alice", "signed_transaction": refetched])
+        #expect(try await eventCount(server) == events, "the same transaction signed again later restates nothing new")
         #expect((again.json["entitlements"] as? [String: any Sendable])?.keys.sorted() == ["pro"])
         let read = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/alice", key: ingest)
         #expect(read.status == 200 && read.json["user_id"] as? String == "alice")
@@ -48,6 +52,10 @@ import Testing
         #expect(posted.status == 200, "\(posted.text)")
         #expect((posted.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 100)
         #expect(server.apple.calls(.production) == 1 && server.apple.calls(.sandbox) == 1)
+        let events = try await eventCount(server)
+        let again = try await server.send("POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "bob", "receipt_data": receipt])
+        #expect(again.status == 200 && (again.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 100)
+        #expect(try await eventCount(server) == events, "the same receipt again records nothing, though Apple answered at another time")
 
         let path = "/v1/apps/\(Self.bundle)/users/bob/consumptions"
         let spend = try await server.send("POST", path, key: key, json: ["currency": "coins", "amount": 30, "idempotency_key": "order-1"])
@@ -118,6 +126,26 @@ import Testing
         let past = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/dave?at=\(RFC3339Text.string(Date(timeIntervalSinceNow: -86_400)))", key: key)
         let proPast = (past.json["entitlements"] as? [String: any Sendable])?["pro"]
         #expect(proPast == nil, "a day ago nobody had claimed it yet: \(past.text)")
+    }
+
+    @Test func autoRenewTurnedOffAndOnAgainIsTwoChangesNotARepeat() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        let purchase = Self.subscription("r-1")
+        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                                  json: ["user_id": "lee", "signed_transaction": try server.app.signedTransaction(purchase)])
+        for (offset, on) in [(1.0, true), (2.0, false), (3.0, true)] {
+            let renewal = SimulatedRenewal(originalTransactionID: "r-1", productID: "pro.monthly", autoRenewStatus: on)
+            let body = try server.app.notificationV2("DID_CHANGE_RENEWAL_STATUS", subtype: on ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED",
+                                                     transaction: purchase, renewal: renewal, signedDate: Date(timeIntervalSinceNow: offset))
+            #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body).status == 200)
+        }
+        let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/lee?at=\(RFC3339Text.string(Date(timeIntervalSinceNow: 10)))", key: key)
+        let pro = (state.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable]
+        #expect(pro?["will_renew"] as? Bool == true, "\(state.text)")
+        let renewals = try await server.pool.query("SELECT count(*) FROM ledger.events WHERE event_type = 'AutoRenewChanged'")[0][0].int()
+        #expect(renewals == 3)
     }
 
     @Test func aSecondUserTakesOverUnderTransferAndIsRefusedUnderKeep() async throws {
