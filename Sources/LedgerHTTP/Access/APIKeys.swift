@@ -19,10 +19,11 @@ public struct APIKey: Sendable, Equatable {
     public var createdAt: Date
     public var revokedAt: Date?
 
-    /// Admin implies every scope; a key limited to one app sees only that app.
-    public func allows(_ scope: Scope, bundleID: String) -> Bool {
-        (scopes.contains(scope) || scopes.contains(.admin)) && (self.bundleID == nil || self.bundleID == bundleID)
-    }
+    /// Admin implies every scope.
+    public func grants(_ scope: Scope) -> Bool { scopes.contains(scope) || scopes.contains(.admin) }
+
+    /// A key limited to one app sees only that app.
+    public func covers(bundleID: String) -> Bool { self.bundleID == nil || self.bundleID == bundleID }
 }
 
 /// Creates, lists, revokes and recognises API keys (`ledger.api_keys`).

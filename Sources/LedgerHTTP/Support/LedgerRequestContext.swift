@@ -17,10 +17,10 @@ public struct LedgerRequestContext: RequestContext {
     /// The key must carry `scope` (admin carries all) and, if limited to one app, this app.
     func authorize(_ scope: Scope, _ bundleID: String) throws {
         guard let key else { throw APIError(.unauthorized, "missing_api_key", "send Authorization: Bearer <key>") }
-        guard key.scopes.contains(scope) || key.scopes.contains(.admin) else {
+        guard key.grants(scope) else {
             throw APIError(.forbidden, "insufficient_scope", "this key lacks the \(scope.rawValue) scope")
         }
-        guard key.bundleID == nil || key.bundleID == bundleID else {
+        guard key.covers(bundleID: bundleID) else {
             throw APIError(.forbidden, "app_not_allowed", "this key is limited to another app")
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerProjections
 import Synchronization
 
 /// Prometheus counters and histograms kept in memory, written out in the text format on
@@ -83,10 +84,8 @@ struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
         let response = try await next(request, context)
-        let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.observeRequest(route: context.endpointPath ?? "unmatched", method: request.method.rawValue,
-                               status: response.status.code, seconds: seconds)
+                               status: response.status.code, seconds: (ContinuousClock.now - start).seconds)
         return response
     }
 }
