@@ -39,6 +39,14 @@ extension LedgerEvent {
         }
     }
 
+    /// The transaction Apple signed, for the facts that are one.
+    public var transactionFacts: TransactionFacts? {
+        switch self {
+        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t
+        default: nil
+        }
+    }
+
     /// The user a fact is by or about directly (not through a transaction).
     public var userID: String? {
         switch self {

@@ -18,8 +18,24 @@ struct FactRecorder: Sendable {
         var keptByAnother: Set<String> = []
     }
 
-    func record(_ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: String?, policy: RestorePolicy,
-                now: Date = Date()) async throws -> Outcome {
+    /// Who is to own the original transactions a piece of evidence names.
+    struct Claimant: Sendable {
+        var user: @Sendable (_ originalTransactionID: String) -> String?
+        var policy: RestorePolicy
+
+        /// A user presented the evidence: everything it names is theirs, by the app's restore policy.
+        static func presenter(_ userID: String, policy: RestorePolicy) -> Claimant {
+            Claimant(user: { _ in userID }, policy: policy)
+        }
+        /// Apple sent it: a transaction nobody owns yet goes to the user its appAccountToken
+        /// stands for. Never a transfer — a notification cannot take a purchase from its owner.
+        static func tokenHolders(_ users: [String: String]) -> Claimant {
+            Claimant(user: { users[$0] }, policy: .keep)
+        }
+        static let nobody = Claimant(user: { _ in nil }, policy: .keep)
+    }
+
+    func record(_ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date = Date()) async throws -> Outcome {
         var outcome = Outcome()
         var byStream: [String: [LedgerEvent]] = [:]
         var order: [String] = []
@@ -31,9 +47,9 @@ struct FactRecorder: Sendable {
         }
         for stream in order {
             let original = byStream[stream]!.compactMap(\.originalTransactionID).first
-            let claim = original.flatMap { original in claimant.map { (original, $0) } }
+            let claim = original.flatMap { original in claimant.user(original).map { (original, $0) } }
             if let position = try await append(byStream[stream]!, to: stream, bundleID: bundleID, evidence: evidence,
-                                               claim: claim, policy: policy, now: now, kept: &outcome.keptByAnother) {
+                                               claim: claim, policy: claimant.policy, now: now, kept: &outcome.keptByAnother) {
                 outcome.lastPosition = max(outcome.lastPosition ?? position, position)
             }
         }

@@ -17,6 +17,7 @@ public struct Ingestor: Sendable {
     let verifier: SignedDataVerifier
     let receipts: VerifyReceiptClient
     let users: UserStateReader
+    public let tokens: AppAccountTokens
     let progress: ProjectionProgress?
     let logger: Logger
 
@@ -27,23 +28,69 @@ public struct Ingestor: Sendable {
         self.progress = progress
         self.evidence = EvidenceStore(pool: store.pool)
         self.recorder = FactRecorder(store: store)
+        self.tokens = AppAccountTokens(store: store)
         self.verifier = verifier
         self.receipts = receipts
         self.users = reader ?? UserStateReader(pool: store.pool)
         self.logger = logger
     }
 
-    /// A StoreKit 2 signed transaction posted by the app for `userID`.
-    public func ingestTransaction(bundleID: String, userID: String, signedTransaction: String) async throws -> UserState {
+    /// A StoreKit 2 signed transaction posted by the app for `userID` — or, when the app names no
+    /// user, for the user the transaction's `appAccountToken` is linked to.
+    public func ingestTransaction(bundleID: String, userID: String?, signedTransaction: String) async throws -> UserState {
         try await LedgerError.mapping {
-            try Self.validate(userID: userID)
+            if let userID { try Self.validate(userID: userID) }
             let app = try await directory.app(bundleID)
             let transaction = try await verifier.verifyTransaction(signedTransaction, expecting: app.expectation)
+            let presenter = try await presenter(userID, token: transaction.facts.appAccountToken, bundleID: bundleID)
             let digest = try await evidence.store(Data(signedTransaction.utf8), kind: .signedTransaction, bundleID: bundleID)
             let outcome = try await recorder.record(EvidenceEvents.events(for: transaction), bundleID: bundleID, evidence: digest,
-                                                    claimant: userID, policy: app.settings.restorePolicy)
-            return try await answer(outcome, bundleID: bundleID, userID: userID)
+                                                    claimant: .presenter(presenter, policy: app.settings.restorePolicy))
+            return try await answer(outcome, bundleID: bundleID, userID: presenter)
         }
+    }
+
+    /// Links `token` to `userID` for the app (the app does this when it chooses the token, before
+    /// the purchase). Linking the same pair again is a no-op; a token linked to someone else is a conflict.
+    public func linkToken(_ token: UUID, to userID: String, bundleID: String) async throws -> AppAccountTokens.LinkResult {
+        try await LedgerError.mapping {
+            try Self.validate(userID: userID)
+            _ = try await directory.app(bundleID)
+            let result = try await tokens.link(token, to: userID, bundleID: bundleID)
+            if result == .linkedToAnother {
+                throw LedgerError(.conflict, "app_account_token_linked_to_another_user", "this appAccountToken already stands for another user of this app")
+            }
+            return result
+        }
+    }
+
+    /// The user `token` stands for (support's "whose purchase is this?").
+    public func tokenHolder(_ token: UUID, bundleID: String) async throws -> String {
+        try await LedgerError.mapping {
+            _ = try await directory.app(bundleID)
+            guard let user = try await tokens.user(of: token, bundleID: bundleID) else {
+                throw LedgerError(.notFound, "unknown_app_account_token", "no user of this app is linked to that appAccountToken")
+            }
+            return user
+        }
+    }
+
+    /// Who presents a transaction: the user the app names, who then also holds the transaction's
+    /// token if it was linked to nobody yet (the first link wins, so naming a user never moves a
+    /// token); or, with no user named, the user the token is linked to.
+    func presenter(_ userID: String?, token: UUID?, bundleID: String) async throws -> String {
+        if let userID {
+            if let token { try await tokens.link(token, to: userID, bundleID: bundleID) }
+            return userID
+        }
+        guard let token else {
+            throw LedgerError(.invalid, "missing_user_id", "user_id is required unless the transaction carries an appAccountToken linked to a user")
+        }
+        guard let linked = try await tokens.user(of: token, bundleID: bundleID) else {
+            throw LedgerError(.invalid, "unknown_app_account_token",
+                              "the transaction's appAccountToken \(token.uuidString.lowercased()) is linked to no user; send user_id, or link the token first")
+        }
+        return linked
     }
 
     /// A legacy receipt posted by the app for `userID`, verified with Apple's verifyReceipt.
@@ -65,7 +112,8 @@ public struct Ingestor: Sendable {
             let digest = try await evidence.store(answer, kind: .receiptAnswer, bundleID: bundleID, answers: receiptDigest)
             let events = EvidenceEvents.events(for: verified.response, environment: verified.environment,
                                                statedAt: verified.response.requestDate ?? Date())
-            let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: userID, policy: app.settings.restorePolicy)
+            let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest,
+                                                    claimant: .presenter(userID, policy: app.settings.restorePolicy))
             return try await self.answer(outcome, bundleID: bundleID, userID: userID)
         }
     }
@@ -100,12 +148,23 @@ public struct Ingestor: Sendable {
             } else {
                 throw LedgerError(.invalid, "malformed_evidence", "neither a V2 notification (signedPayload) nor a V1 one (notification_type)")
             }
-            let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: nil, policy: app.settings.restorePolicy)
+            let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: .tokenHolders(try await tokenHolders(of: events, bundleID: bundleID)))
             guard let position = outcome.lastPosition else { return .alreadyRecorded }
             // Like every write: once answered, every read sees it.
             try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
             return .recorded
         }
+    }
+
+    /// original transaction → user, for the transactions among `events` whose appAccountToken is
+    /// linked to a user: a notification attributes a purchase nobody claimed yet to them.
+    func tokenHolders(of events: [LedgerEvent], bundleID: String) async throws -> [String: String] {
+        var holders: [String: String] = [:]
+        for event in events {
+            guard let facts = event.transactionFacts, let token = facts.appAccountToken, holders[facts.originalTransactionID] == nil else { continue }
+            holders[facts.originalTransactionID] = try await tokens.user(of: token, bundleID: bundleID)
+        }
+        return holders
     }
 
     /// The state to answer with: once the projection has applied what was just written (so the

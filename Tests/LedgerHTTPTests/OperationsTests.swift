@@ -41,7 +41,8 @@ import Testing
             ("POST", "/v1/apps/{bundle_id}/notifications/apple"), ("GET", "/v1/apps/{bundle_id}/users/{user_id}"),
             ("GET", "/v1/apps/{bundle_id}/users/{user_id}/events"), ("POST", "/v1/apps/{bundle_id}/users/{user_id}/consumptions"),
             ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants"), ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants/{grant_id}/revoke"),
-            ("GET", "/v1/apps/{bundle_id}/exports/transactions"), ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.json"),
+            ("GET", "/v1/apps/{bundle_id}/exports/transactions"),
+            ("PUT", "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}"), ("GET", "/v1/apps/{bundle_id}/app-account-tokens/{token}"), ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.json"),
         ]
         for (method, path) in routes {
             #expect((paths[path] as? [String: Any])?[method.lowercased()] != nil, "\(method) \(path) is documented")
@@ -53,6 +54,7 @@ import Testing
         let coins = SimulatedTransaction(transactionID: "d-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         let receipt = try server.apple.register(server.app.receiptAnswer([coins]), environment: .sandbox, sharedSecret: "s3cret")
         let b = Self.bundle
+        let token = UUID()
         let checks: [(String, String, String, [String: Any]?, Data?)] = [
             ("GET", "/v1/apps/\(b)", "/v1/apps/{bundle_id}", nil, nil),
             ("PUT", "/v1/apps/\(b)", "/v1/apps/{bundle_id}", ["environments": ["Production", "Sandbox"], "apple_app_id": 4242], nil),
@@ -68,6 +70,10 @@ import Testing
             ("POST", "/v1/apps/\(b)/users/v/consumptions", "/v1/apps/{bundle_id}/users/{user_id}/consumptions", ["currency": "coins", "amount": 500, "idempotency_key": "o2"], nil),
             ("POST", "/v1/apps/\(b)/users/v/grants", "/v1/apps/{bundle_id}/users/{user_id}/grants", ["entitlement": "vip", "reason": "r", "grant_id": "g1"], nil),
             ("POST", "/v1/apps/\(b)/users/v/grants/g1/revoke", "/v1/apps/{bundle_id}/users/{user_id}/grants/{grant_id}/revoke", [:], nil),
+            ("PUT", "/v1/apps/\(b)/users/v/app-account-tokens/\(token)", "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}", nil, nil),
+            ("PUT", "/v1/apps/\(b)/users/w/app-account-tokens/\(token)", "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}", nil, nil),
+            ("GET", "/v1/apps/\(b)/app-account-tokens/\(token)", "/v1/apps/{bundle_id}/app-account-tokens/{token}", nil, nil),
+            ("GET", "/v1/apps/\(b)/app-account-tokens/\(UUID())", "/v1/apps/{bundle_id}/app-account-tokens/{token}", nil, nil),
             ("GET", "/v1/apps/com.none/users/v", "/v1/apps/{bundle_id}/users/{user_id}", nil, nil),
             ("GET", "/healthz", "/healthz", nil, nil), ("GET", "/readyz", "/readyz", nil, nil),
         ]

@@ -27,6 +27,35 @@ struct IngestionController {
             }
             return JSONBody.response(bytes: Wire.userState(state))
         }
+        registerTokens(on: group)
+    }
+
+    /// appAccountToken links: the app says which user a token it hands StoreKit stands for, so
+    /// that a transaction or notification carrying it names its user.
+    private func registerTokens(on group: RouterGroup<LedgerRequestContext>) {
+        group.put("/apps/:bundle_id/users/:user_id/app-account-tokens/:token") { _, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            let userID = try context.parameters.require("user_id")
+            try context.authorize(.ingest, bundleID)
+            let token = try Self.token(context)
+            let result = try await ingestor.linkToken(token, to: userID, bundleID: bundleID)
+            return try JSONBody.response(Wire.TokenLink(app_account_token: token.uuidString.lowercased(), user_id: userID,
+                                                        status: result == .linked ? "linked" : "already_linked"))
+        }
+        group.get("/apps/:bundle_id/app-account-tokens/:token") { _, context in
+            let bundleID = try context.parameters.require("bundle_id")
+            try context.authorize(.read, bundleID)
+            let token = try Self.token(context)
+            let userID = try await ingestor.tokenHolder(token, bundleID: bundleID)
+            return try JSONBody.response(Wire.TokenLink(app_account_token: token.uuidString.lowercased(), user_id: userID, status: nil))
+        }
+    }
+
+    private static func token(_ context: LedgerRequestContext) throws -> UUID {
+        guard let token = UUID(uuidString: try context.parameters.require("token")) else {
+            throw APIError.invalid("invalid_app_account_token", "an appAccountToken is a UUID, e.g. 7e3fb20b-4cdb-47cc-936d-99d65f608138")
+        }
+        return token
     }
 
     /// Apple's webhook, outside the keyed group. 200 when recorded or already recorded; 4xx when

@@ -97,8 +97,9 @@ enum Wire {
         }
     }
 
-    struct TransactionRequest: Decodable { var user_id: String; var signed_transaction: String }
+    struct TransactionRequest: Decodable { var user_id: String?; var signed_transaction: String }
     struct ReceiptRequest: Decodable { var user_id: String; var receipt_data: String }
+    struct TokenLink: Encodable { var app_account_token: String; var user_id: String; var status: String? }
     struct ConsumptionRequest: Decodable { var currency: String; var amount: Int64; var idempotency_key: String }
     struct ConsumptionResponse: Encodable { var balance: Int64; var currency: String; var replayed: Bool }
 
