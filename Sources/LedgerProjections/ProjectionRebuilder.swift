@@ -63,11 +63,10 @@ public struct ProjectionRebuilder: Sendable {
         var count = 0
         var lastReport = clock.now
         let reader = BatchPrefetcher(connection: try connection(), batchSize: batchSize)
-        let decoders = (0..<Self.decodingThreads).map { _ in LedgerEvent.makeDecoder() }
         while let batch = try reader.next() {
             guard let last = batch.last else { break }
             reader.request(after: last.position)  // read the next batch while this one decodes
-            for (bundleID, fact) in try Self.decode(batch, with: decoders) {
+            for (bundleID, fact) in try Self.decode(batch) {
                 ledgers[bundleID, default: AppLedger(bundleID: bundleID)].apply(fact)
             }
             position = last.position
@@ -125,7 +124,7 @@ public struct ProjectionRebuilder: Sendable {
                 for original in ledger.transactions(everOwnedBy: userID) {
                     owners += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(original))\t\(CopyText.escape(userID))\n".utf8)
                 }
-                let json = String(decoding: try LedgerEvent.encodeForStorage(ledger.timeline(of: userID)), as: UTF8.self)
+                let json = String(decoding: try StorageEncoder.encode(ledger.timeline(of: userID)), as: UTF8.self)
                 timelines += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(userID))\t\(CopyText.escape(json))\n".utf8)
             }
             return (owners, timelines)
@@ -153,11 +152,11 @@ public struct ProjectionRebuilder: Sendable {
 
     static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
 
-    /// Decodes a batch on `decoders.count` threads, keeping log order.
-    static func decode(_ batch: [RecordedEvent], with decoders: [JSONDecoder]) throws -> [(String, RecordedFact)] {
-        try Parallel.chunks(of: batch.count, into: decoders.count) { chunk, range in
+    /// Decodes a batch on every core, keeping log order.
+    static func decode(_ batch: [RecordedEvent]) throws -> [(String, RecordedFact)] {
+        try Parallel.chunks(of: batch.count, into: decodingThreads) { _, range in
             try batch[range].compactMap { recorded in
-                UsersProjection.ignoredTypes.contains(recorded.type) ? nil : try StoredFacts.fact(from: recorded, decoder: decoders[chunk])
+                UsersProjection.ignoredTypes.contains(recorded.type) ? nil : try StoredFacts.fact(from: recorded)
             }
         }.flatMap { $0 }
     }

@@ -21,10 +21,10 @@ public enum StoredFacts {
     }
 
     /// Decodes a stored event into a domain fact; nil for streams that are not the domain's.
-    /// Pass a `decoder` of your own when decoding on several threads at once.
-    public static func fact(from recorded: RecordedEvent, decoder: JSONDecoder = LedgerEvent.decoder) throws -> (bundleID: String, fact: RecordedFact)? {
+    /// Safe on several threads at once.
+    public static func fact(from recorded: RecordedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
         guard let bundleID = bundleID(ofStream: recorded.stream) else { return nil }
-        let event = try LedgerEvent(typeName: recorded.type, data: Data(recorded.data.utf8), decoder: decoder)
+        let event = try LedgerEvent(typeName: recorded.type, data: Data(recorded.data.utf8))
         return (bundleID, RecordedFact(event: event, occurredAt: recorded.occurredAt, recordedAt: recorded.recordedAt,
                                        sequence: recorded.position.position, evidence: evidence(in: recorded.metadata)))
     }

@@ -21,7 +21,7 @@ public struct UserStateReader: Sendable {
         let epoch = cache?.epoch ?? 0
         let rows = try await pool.query("SELECT timeline::text AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2",
                                         [bundleID, userID])
-        let timeline = try rows.first?["t"].text.map { try LedgerEvent.decoder.decode(UserTimeline.self, from: Data($0.utf8)) }
+        let timeline = try rows.first?["t"].text.map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
             ?? UserTimeline(userID: userID)
         cache?.store(timeline, bundleID: bundleID, userID: userID, readSince: epoch)
         return timeline

@@ -12,15 +12,6 @@ extension LedgerEvent {
 
     public static let decoder: JSONDecoder = makeDecoder()
 
-    /// Encodes anything the ledger stores (events, timelines) the same way, with a fresh encoder so
-    /// it is safe from any thread.
-    public static func encodeForStorage(_ value: some Encodable) throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .millisecondsSince1970
-        encoder.outputFormatting = [.sortedKeys]
-        return try encoder.encode(value)
-    }
-
     /// A decoder with the events' date strategy (one per thread when decoding in parallel).
     public static func makeDecoder() -> JSONDecoder {
         let decoder = JSONDecoder()
@@ -51,8 +42,20 @@ extension LedgerEvent {
         }
     }
 
-    public init(typeName: String, data: Data, decoder: JSONDecoder = LedgerEvent.decoder) throws {
-        func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, from: data) }
+    /// Decodes a stored event with `StorageDecoder` (the fast path every reader takes).
+    public init(typeName: String, data: Data) throws {
+        let tree = try JSONTree.parse(data)
+        try self.init(typeName: typeName, payload: StoragePayload(tree: tree))
+    }
+
+    /// Decodes a stored event with Foundation's `JSONDecoder` — the reference the fast path is
+    /// tested against.
+    public init(typeName: String, data: Data, decoder: JSONDecoder) throws {
+        try self.init(typeName: typeName, payload: FoundationPayload(data: data, decoder: decoder))
+    }
+
+    private init(typeName: String, payload: some PayloadDecoding) throws {
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try payload.decode(type) }
         switch typeName {
         case "AppConfigured": self = .appConfigured(try decode(AppSettings.self))
         case "ProductConfigured": self = .productConfigured(try decode(ProductDefinition.self))
@@ -76,6 +79,21 @@ extension LedgerEvent {
         default: throw UnknownType(typeName: typeName)
         }
     }
+}
+
+private protocol PayloadDecoding {
+    func decode<T: Decodable>(_ type: T.Type) throws -> T
+}
+
+private struct StoragePayload: PayloadDecoding {
+    let tree: JSONTree
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try StorageDecoder.decode(type, from: tree) }
+}
+
+private struct FoundationPayload: PayloadDecoding {
+    let data: Data
+    let decoder: JSONDecoder
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, from: data) }
 }
 
 /// A domain event as recorded: the fact, its business time, its place in the log, and the

@@ -1,0 +1,61 @@
+import Foundation
+import LedgerCore
+import LedgerTestSupport
+import PropertyBased
+import Testing
+
+/// `StorageDecoder` / `StorageEncoder` against Foundation's coders, which they replace on the
+/// hot paths: the same values out of the same stored text, on random histories and edge cases.
+@Suite struct StorageCodingTests {
+    @Test func everyStoredEventAndTimelineDecodesAsJSONDecoderDecodesIt() async {
+        await propertyCheck(count: 40, input: Gen.uint64(in: 0 ... .max)) { seed in
+            let history = RandomHistory(seed: seed, steps: 60)
+            for fact in history.facts {
+                let data = try! fact.event.encodedData()
+                let reference = try! LedgerEvent(typeName: fact.event.typeName, data: data, decoder: LedgerEvent.decoder)
+                let fast = try! LedgerEvent(typeName: fact.event.typeName, data: data)
+                #expect(fast == reference && fast == fact.event, "seed \(seed), \(fact.event.typeName)")
+            }
+            let ledger = AppLedger(bundleID: "com.example.app", facts: history.facts)
+            for user in RandomHistory.users {
+                let timeline = ledger.timeline(of: user)
+                let written = Data(try! StorageEncoder.encode(timeline))
+                #expect(try! LedgerEvent.decoder.decode(UserTimeline.self, from: written) == timeline, "JSONDecoder reads what StorageEncoder wrote; seed \(seed)")
+                #expect(try! StorageDecoder.decode(UserTimeline.self, from: try! LedgerEvent.encoder.encode(timeline)) == timeline, "seed \(seed)")
+            }
+        }
+    }
+
+    @Test func fractionalMillisecondsAndOddStringsSurviveTheRoundTrip() throws {
+        let facts = TransactionFacts(environment: .sandbox, transactionID: "quote \" back\\slash\ttab\nline \u{1}ctl é 😀 \u{2028}",
+                                     originalTransactionID: "o", productID: "p", purchaseDate: Date(timeIntervalSince1970: 1_700_000_000.1234567),
+                                     expiresDate: Date(timeIntervalSince1970: -12.5), price: -4990, appAccountToken: UUID(), signedDate: Date())
+        let viaFoundation = try LedgerEvent.encoder.encode(facts)
+        #expect(try StorageDecoder.decode(TransactionFacts.self, from: viaFoundation) == facts)
+        let ours = Data(try StorageEncoder.encode(facts))
+        #expect(try LedgerEvent.decoder.decode(TransactionFacts.self, from: ours) == facts)
+        #expect(try StorageDecoder.decode(TransactionFacts.self, from: ours) == facts)
+    }
+
+    @Test func jsonbPrintedTextAndEscapesParse() throws {
+        // How PostgreSQL prints jsonb: spaces after ':' and ','; \u escapes and surrogate pairs.
+        let tree = try JSONTree.parse(#"{"a": [1, 2.5e3, -0.25, true, false, null], "b": "x\u00e9\ud83d\ude00\/\"", "c": {}}"#)
+        #expect(tree == .object([("a", .array([.number("1"), .number("2.5e3"), .number("-0.25"), .bool(true), .bool(false), .null])),
+                                 ("b", .string("xé😀/\"")), ("c", .object([]))]))
+        struct Numbers: Decodable, Equatable { var i: Int; var f: Int64; var d: Double; var grants: [String: Int64]; var missing: String? }
+        let numbers = try StorageDecoder.decode(Numbers.self, from: #"{"i": 1e3, "f": 2000.0, "d": 0.5, "grants": {"coins": 100, "gems": 5}, "missing": null}"#)
+        #expect(numbers == Numbers(i: 1000, f: 2000, d: 0.5, grants: ["coins": 100, "gems": 5], missing: nil))
+    }
+
+    @Test func malformedTextAndWrongShapesAreErrorsNotCrashes() {
+        for text in ["", "{", #"{"a" 1}"#, #"{"a": 1,}"#, "[1 2]", #""open"#, #""\x""#, #""\ud800""#, "tru", "{} x", "[" + String(repeating: "[", count: 600)] {
+            #expect(throws: JSONTree.SyntaxError.self, "\(text)") { try JSONTree.parse(text) }
+        }
+        struct Needs: Decodable { var name: String; var count: Int }
+        #expect(throws: DecodingError.self) { try StorageDecoder.decode(Needs.self, from: #"{"name": "x"}"#) }
+        #expect(throws: DecodingError.self) { try StorageDecoder.decode(Needs.self, from: #"{"name": 1, "count": 1}"#) }
+        #expect(throws: DecodingError.self) { try StorageDecoder.decode(Needs.self, from: #"{"name": "x", "count": 1.5}"#) }
+        #expect(throws: DecodingError.self) { try StorageDecoder.decode(Needs.self, from: "[]") }
+        #expect(throws: EncodingError.self) { try StorageEncoder.encode([Double.nan]) }
+    }
+}
