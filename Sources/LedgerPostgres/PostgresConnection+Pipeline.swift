@@ -115,3 +115,37 @@ extension PostgresConnection {
         while let extra = PQgetResult(handle) { PQclear(extra) }
     }
 }
+
+extension PostgresConnection {
+    /// Runs `COPY … TO STDOUT` and hands each row (text format, newline included) to `row` as it
+    /// arrives: a rebuild streams the whole log this way, one statement and no result held in
+    /// memory, where a keyset scan would materialise each batch as strings first.
+    public func copyOut(_ sql: String, row: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        let start = PQexec(handle, sql)
+        guard let start, PQresultStatus(start) == PGRES_COPY_OUT else {
+            try consume(start)
+            throw PostgresError(code: .protocolViolation, message: "statement did not start COPY TO STDOUT")
+        }
+        PQclear(start)
+        var failure: (any Error)?
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let length = PQgetCopyData(handle, &buffer, 0)
+            if length == -1 { break }  // done; the result follows
+            guard length >= 0, let buffer else { throw connectionError() }
+            defer { PQfreemem(buffer) }
+            // After a failure the rest is drained (the connection stays usable), then it is thrown.
+            guard failure == nil else { continue }
+            do {
+                try buffer.withMemoryRebound(to: UInt8.self, capacity: Int(length)) {
+                    try row(UnsafeBufferPointer(start: $0, count: Int(length)))
+                }
+            } catch {
+                failure = error
+            }
+        }
+        try consume(PQgetResult(handle))
+        while let extra = PQgetResult(handle) { PQclear(extra) }
+        if let failure { throw failure }
+    }
+}

@@ -21,7 +21,11 @@ public struct RebuildProgress: Sendable {
 
 public struct RebuildReport: Sendable {
     public var version: Int
+    /// Events of the log the new version covers (counted at the start, plus those caught up).
     public var events: Int
+    /// Of those, the events decoded and applied: the server leaves out the types the
+    /// projection ignores (Apple's notification records, kept as evidence).
+    public var replayed: Int
     public var users: Int
     public var replaySeconds: Double
     public var totalSeconds: Double
@@ -52,30 +56,33 @@ public struct ProjectionRebuilder: Sendable {
         let db = try connection()
         let version = try db.query("SELECT COALESCE(max(version), 0) + 1 AS v FROM ledger.projection_checkpoints WHERE name = $1",
                                    [UsersProjection.name])[0]["v"].int()
-        try db.query("SELECT ledger.create_users_projection($1)", [version])
+        try db.query("SELECT ledger.create_users_projection_tables($1)", [version])
         let total = try db.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
         logger.info("rebuilding projection", metadata: ["projection": "\(UsersProjection.name)", "projection.version": "\(version)"])
 
-        // 1. Replay the whole log in memory. A second connection reads the next batch while this
-        // thread decodes the current one on every core; facts are applied in log order.
+        // 1. Replay the whole log in memory. A second connection streams it with COPY (the
+        // events this projection ignores are left out by the server) while this thread decodes
+        // each batch on every core; facts are applied in log order.
         var ledgers: [String: AppLedger] = [:]
         var position = LogPosition.start
-        var count = 0
+        var replayed = 0
         var lastReport = clock.now
-        let reader = BatchPrefetcher(connection: try connection(), batchSize: batchSize)
+        let reader = LogReader(connection: try connection(), batchSize: batchSize, excludingTypes: UsersProjection.ignoredTypes)
+        defer { reader.cancel() }
         while let batch = try reader.next() {
-            guard let last = batch.last else { break }
-            reader.request(after: last.position)  // read the next batch while this one decodes
-            for (bundleID, fact) in try Self.decode(batch) {
+            let (facts, last) = try Self.decode(batch)
+            for (bundleID, fact) in facts {
                 ledgers[bundleID, default: AppLedger(bundleID: bundleID)].apply(fact)
             }
-            position = last.position
-            count += batch.count
-            if count == batch.count || clock.now - lastReport > .milliseconds(200) {
-                progress(RebuildProgress(phase: .replaying, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
+            position = last ?? position
+            replayed += batch.count
+            if replayed == batch.count || clock.now - lastReport > .milliseconds(200) {
+                // Positions are dense enough to say how far through the log the replay is.
+                progress(RebuildProgress(phase: .replaying, events: min(Int(position.position), total), totalEstimate: total, elapsed: clock.now - started))
                 lastReport = clock.now
             }
         }
+        let count = total
         let replaySeconds = (clock.now - started).seconds
         progress(RebuildProgress(phase: .computing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
 
@@ -85,13 +92,22 @@ public struct ProjectionRebuilder: Sendable {
         progress(RebuildProgress(phase: .computingFinance, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         let finance = try Self.financeCopyRows(ledgers)
         progress(RebuildProgress(phase: .writing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
-        try db.transaction { db in
-            try db.copyIn("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", data: owners)
-            try db.copyIn("COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", data: timelines)
-            try db.copyIn("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
-                          + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN", data: finance)
-            try ProjectionRunner.advance(version: version, to: position, on: db)
+        // Three tables loaded and indexed at once, each on its own connection (nothing reads a
+        // version before it is switched to, so they need not share a transaction); then the
+        // checkpoint where the replay stopped.
+        try Parallel.run([
+            { try load("owners", "COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", owners) },
+            { try load("timelines", "COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", timelines) },
+            { try load("finance", "COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
+                       + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN", finance) },
+        ])
+        func load(_ part: String, _ copy: String, _ rows: [UInt8]) throws {
+            let connection = try self.connection()
+            try connection.execute(script: "SET maintenance_work_mem = '256MB'")
+            try connection.copyIn(copy, data: rows)
+            try connection.query("SELECT ledger.index_users_projection($1, $2)", [version, part])
         }
+        try db.transaction { try ProjectionRunner.advance(version: version, to: position, on: $0) }
 
         // 3. Catch up with what arrived meanwhile, then switch under the registry lock. An empty
         // step may only mean the fence holds events back behind an open transaction; whatever the
@@ -111,23 +127,25 @@ public struct ProjectionRebuilder: Sendable {
         try dropOldVersions(keeping: version, on: db)
         let totalSeconds = (clock.now - started).seconds
         logger.info("projection switched", metadata: ["projection.version": "\(version)", "events": "\(count)", "users": "\(users)"])
-        return RebuildReport(version: version, events: count, users: users, replaySeconds: replaySeconds, totalSeconds: totalSeconds)
+        return RebuildReport(version: version, events: caughtUp, replayed: replayed, users: users, replaySeconds: replaySeconds, totalSeconds: totalSeconds)
     }
 
     /// COPY text for the owner and timeline tables, users built on every core.
     static func copyRows(_ ledgers: [String: AppLedger]) throws -> (owners: [UInt8], timelines: [UInt8], users: Int) {
         let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.users.map { (bundleID, ledger, $0) } }
         let parts = try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
-            var owners: [UInt8] = []
-            var timelines: [UInt8] = []
+            var owners = CopyTextWriter()
+            var timelines = CopyTextWriter()
+            var json: [UInt8] = []
             for (bundleID, ledger, userID) in work[range] {
                 for original in ledger.transactions(everOwnedBy: userID) {
-                    owners += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(original))\t\(CopyText.escape(userID))\n".utf8)
+                    owners.row { $0.field(bundleID); $0.field(original); $0.field(userID) }
                 }
-                let json = String(decoding: try StorageEncoder.encode(ledger.timeline(of: userID)), as: UTF8.self)
-                timelines += Array("\(CopyText.escape(bundleID))\t\(CopyText.escape(userID))\t\(CopyText.escape(json))\n".utf8)
+                json.removeAll(keepingCapacity: true)
+                try StorageEncoder.encode(ledger.timeline(of: userID), into: &json)
+                timelines.row { $0.field(bundleID); $0.field(userID); $0.field(bytes: json) }
             }
-            return (owners, timelines)
+            return (owners.bytes, timelines.bytes)
         }
         return (parts.flatMap(\.0), parts.flatMap(\.1), work.count)
     }
@@ -135,30 +153,37 @@ public struct ProjectionRebuilder: Sendable {
     /// COPY text for the finance rows, per original transaction as the live worker writes them.
     static func financeCopyRows(_ ledgers: [String: AppLedger]) throws -> [UInt8] {
         let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.originalTransactions.map { (bundleID, ledger, $0) } }
-        func field(_ value: String?) -> String { value.map(CopyText.escape) ?? "\\N" }
         return try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
-            var out: [UInt8] = []
+            var out = CopyTextWriter()
             for (bundleID, ledger, original) in work[range] {
                 for (seq, row) in ledger.financeRows(ofTransaction: original).enumerated() {
-                    let fields: [String?] = [bundleID, original, String(seq), row.kind.rawValue, row.transactionID, row.userID, row.productID,
-                                             String(row.quantity), row.price.map(String.init), row.currency, row.storefront,
-                                             row.environment.rawValue, PostgresTimestamp.format(row.occurredAt)]
-                    out += Array((fields.map(field).joined(separator: "\t") + "\n").utf8)
+                    out.row {
+                        $0.field(bundleID); $0.field(original); $0.field(Int64(seq)); $0.field(row.kind.rawValue); $0.field(row.transactionID)
+                        $0.field(row.userID); $0.field(row.productID); $0.field(Int64(row.quantity)); $0.field(row.price); $0.field(row.currency)
+                        $0.field(row.storefront); $0.field(row.environment.rawValue); $0.field(PostgresTimestamp.format(row.occurredAt))
+                    }
                 }
             }
-            return out
+            return out.bytes
         }.flatMap { $0 }
     }
 
     static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
 
-    /// Decodes a batch on every core, keeping log order.
-    static func decode(_ batch: [RecordedEvent]) throws -> [(String, RecordedFact)] {
-        try Parallel.chunks(of: batch.count, into: decodingThreads) { _, range in
-            try batch[range].compactMap { recorded in
-                UsersProjection.ignoredTypes.contains(recorded.type) ? nil : try StoredFacts.fact(from: recorded)
+    /// Decodes a batch on every core, keeping log order; also the position of its last event.
+    static func decode(_ batch: LogRows) throws -> (facts: [(String, RecordedFact)], last: LogPosition?) {
+        let parts = try Parallel.chunks(of: batch.count, into: decodingThreads) { _, range in
+            var facts: [(String, RecordedFact)] = []
+            facts.reserveCapacity(range.count)
+            var last: LogPosition?
+            for index in range {
+                let streamed = try batch.event(at: index)
+                last = streamed.position
+                if let fact = try StoredFacts.fact(from: streamed) { facts.append(fact) }
             }
-        }.flatMap { $0 }
+            return (facts, last)
+        }
+        return (parts.flatMap(\.0), parts.compactMap(\.1).last)
     }
 
     /// Keeps the new version and the one before it (a reader that looked up the old view a moment
@@ -171,15 +196,6 @@ public struct ProjectionRebuilder: Sendable {
             try db.execute(script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines)")
             try db.query("DELETE FROM ledger.projection_checkpoints WHERE name = $1 AND version = $2", [UsersProjection.name, stale])
         }
-    }
-}
-
-/// COPY's text format: backslash, tab, newline and carriage return are escaped.
-enum CopyText {
-    static func escape(_ value: String) -> String {
-        guard value.contains(where: { $0 == "\\" || $0 == "\t" || $0 == "\n" || $0 == "\r" }) else { return value }
-        return value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
-            .replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r")
     }
 }
 
@@ -210,34 +226,67 @@ enum Parallel {
         }
         return try (0..<chunks).map { try slots[$0]!.get() }
     }
+
+    /// Runs each task on a thread of its own (not the pool's: tasks that wait on the database
+    /// should all be under way at once) and waits for all; the first error is thrown.
+    static func run(_ tasks: [() throws -> Void]) throws {
+        let group = DispatchGroup()
+        let errors = NSLock()
+        nonisolated(unsafe) var first: (any Error)?
+        for task in tasks {
+            nonisolated(unsafe) let task = task
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do { try task() } catch { errors.withLock { if first == nil { first = error } } }
+            }
+        }
+        group.wait()
+        if let first { throw first }
+    }
 }
 
-/// Reads the log ahead on its own connection and thread: `next()` returns the batch requested by
-/// the previous `request(after:)` (the first batch starts at the beginning of the log).
-final class BatchPrefetcher: @unchecked Sendable {
-    private let connection: PostgresConnection
-    private let batchSize: Int
-    private let queue = DispatchQueue(label: "ledger.rebuild.prefetch")
-    private let ready = DispatchSemaphore(value: 0)
-    private var pending: Result<[RecordedEvent], any Error>?
+/// Streams the log on its own connection and thread (`LogCopy`), a few batches ahead of the
+/// thread that decodes them: `next()` returns them in order, nil at the end.
+final class LogReader: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ready: [LogRows] = []
+    private var finished: Result<Void, any Error>?
+    private var cancelled = false
+    private let available = DispatchSemaphore(value: 0)
+    private let room: DispatchSemaphore
 
-    init(connection: PostgresConnection, batchSize: Int) {
-        self.connection = connection
-        self.batchSize = batchSize
-        request(after: .start)
-    }
-
-    func request(after position: LogPosition) {
-        queue.async {
-            self.pending = Result { try EventStore.readAll(on: self.connection, after: position, limit: self.batchSize) }
-            self.ready.signal()
+    init(connection: PostgresConnection, batchSize: Int, excludingTypes: Set<String>, ahead: Int = 4) {
+        room = DispatchSemaphore(value: ahead)
+        Thread.detachNewThread { [self] in
+            let result = Result {
+                try LogCopy.stream(on: connection, after: .start, excludingTypes: excludingTypes, batchSize: batchSize) { batch in
+                    room.wait()
+                    if lock.withLock({ cancelled }) { throw CancellationError() }
+                    lock.withLock { ready.append(batch) }
+                    available.signal()
+                }
+            }
+            lock.withLock { finished = result }
+            available.signal()
         }
     }
 
-    /// The requested batch; nil once the log is exhausted.
-    func next() throws -> [RecordedEvent]? {
-        ready.wait()
-        let batch = try pending!.get()
-        return batch.isEmpty ? nil : batch
+    /// Lets the reading thread finish when its reader stops early (the rebuild failed).
+    func cancel() {
+        lock.withLock { cancelled = true }
+        room.signal()
+    }
+
+    func next() throws -> LogRows? {
+        available.wait()
+        return try lock.withLock {
+            if !ready.isEmpty {
+                room.signal()
+                return ready.removeFirst()
+            }
+            try finished!.get()
+            return nil
+        }
     }
 }

@@ -29,17 +29,29 @@ public enum StoredFacts {
                                        sequence: recorded.position.position, evidence: evidence(in: recorded.metadata)))
     }
 
+    /// The same for an event streamed by `LogCopy` (a rebuild).
+    public static func fact(from streamed: StreamedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
+        guard let bundleID = bundleID(ofStream: streamed.stream) else { return nil }
+        let tree = try streamed.data.withUnsafeBufferPointer { try JSONTree.parse($0) }
+        let event = try LedgerEvent(typeName: streamed.type, tree: tree)
+        return (bundleID, RecordedFact(event: event, occurredAt: streamed.occurredAt, recordedAt: streamed.recordedAt,
+                                       sequence: streamed.position.position, evidence: evidence(in: streamed.metadata)))
+    }
+
     /// The `evidence` of metadata written by `append` — `{"evidence": "sha256:…"}` as jsonb prints
-    /// it — read without a JSON parser (a rebuild reads it a million times); anything else falls
-    /// back to one.
+    /// it — read from the bytes (a rebuild reads it a million times; `String.contains` and
+    /// `hasPrefix` went through Foundation and cost more than decoding the event); anything
+    /// else falls back to a parser.
     static func evidence(in metadata: String) -> String? {
-        guard metadata.contains("evidence") else { return nil }
-        let prefix = #"{"evidence": ""#
-        if metadata.hasPrefix(prefix), metadata.hasSuffix(#""}"#) {
-            let value = metadata.dropFirst(prefix.count).dropLast(2)
-            if !value.contains("\\"), !value.contains("\"") { return String(value) }
+        let utf8 = metadata.utf8
+        guard utf8.count > 2 else { return nil }  // "{}"
+        let prefix = #"{"evidence": ""#.utf8
+        if utf8.count >= prefix.count + 2, utf8.starts(with: prefix), utf8.reversed().starts(with: #"}""#.utf8) {
+            let value = utf8.dropFirst(prefix.count).dropLast(2)
+            if !value.contains(UInt8(ascii: "\\")), !value.contains(UInt8(ascii: "\"")) { return String(decoding: value, as: UTF8.self) }
         }
-        let object = try? JSONSerialization.jsonObject(with: Data(metadata.utf8)) as? [String: Any]
-        return object?["evidence"] as? String
+        guard case .object(let members)? = try? JSONTree.parse(metadata) else { return nil }
+        for case ("evidence", .string(let value)) in members { return value }
+        return nil
     }
 }

@@ -50,7 +50,7 @@ struct RebuildBenchmark: AsyncParsableCommand {
             FileHandle.standardError.write(Data("  phases: \(phases.summary(total: report.totalSeconds))\n".utf8))
             rebuilds.append(Double(report.events) / report.replaySeconds)
             totals.append(Double(report.events) / report.totalSeconds)
-            FileHandle.standardError.write(Data("round \(round)/\(rounds): scan \(Int(scans.last!))/s, rebuild replay \(Int(rebuilds.last!))/s, users \(report.users)\n".utf8))
+            FileHandle.standardError.write(Data("round \(round)/\(rounds): scan \(Int(scans.last!))/s, rebuild replay \(Int(rebuilds.last!))/s, end to end \(Int(totals.last!))/s, users \(report.users), events replayed \(report.replayed) of \(report.events)\n".utf8))
         }
         let readTimes = try userReadTimes(owner)
         await pool.close()

@@ -44,7 +44,11 @@ extension LedgerEvent {
 
     /// Decodes a stored event with `StorageDecoder` (the fast path every reader takes).
     public init(typeName: String, data: Data) throws {
-        let tree = try JSONTree.parse(data)
+        try self.init(typeName: typeName, tree: try JSONTree.parse(data))
+    }
+
+    /// Decodes a stored event already parsed.
+    public init(typeName: String, tree: JSONTree) throws {
         try self.init(typeName: typeName, payload: StoragePayload(tree: tree))
     }
 
