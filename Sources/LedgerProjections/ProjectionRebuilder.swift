@@ -70,9 +70,9 @@ public struct ProjectionRebuilder: Sendable {
         let reader = LogReader(connection: try connection(), batchSize: batchSize, excludingTypes: UsersProjection.ignoredTypes)
         defer { reader.cancel() }
         while let batch = try reader.next() {
-            let (facts, last) = try Self.decode(batch)
-            for (bundleID, fact) in facts {
-                ledgers[bundleID, default: AppLedger(bundleID: bundleID)].apply(fact)
+            let (parts, last) = try Self.decode(batch)
+            for facts in parts {
+                for (bundleID, fact) in facts { ledgers[bundleID, default: AppLedger(bundleID: bundleID)].apply(fact) }
             }
             position = last ?? position
             replayed += batch.count
@@ -86,27 +86,39 @@ public struct ProjectionRebuilder: Sendable {
         let replaySeconds = (clock.now - started).seconds
         progress(RebuildProgress(phase: .computing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
 
-        // 2. Write it with COPY, and the checkpoint where the replay stopped.
+        // 2. Write it with COPY: each table loaded before it has indexes, then indexed, each on
+        // connections of its own (nothing reads a version before the switch, so they need not
+        // share a transaction). Owners and timelines load while the finance rows are computed;
+        // the timelines, PostgreSQL's costliest to parse (jsonb), in one COPY per chunk.
         let projection = UsersProjection(version: version)
         let (owners, timelines, users) = try Self.copyRows(ledgers)
+        func session() throws -> PostgresConnection {
+            let connection = try self.connection()
+            try connection.execute(script: "SET maintenance_work_mem = '256MB'")
+            return connection
+        }
+        func index(_ part: String, on connection: PostgresConnection) throws {
+            try connection.query("SELECT ledger.index_users_projection($1, $2)", [version, part])
+        }
+        let ownersLoad = Parallel.start([{
+            let connection = try session()
+            try connection.copyIn("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", data: owners)
+            try index("owners", on: connection)
+        }])
+        let timelinesLoad = Parallel.start(timelines.map { chunk in {
+            try session().copyIn("COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", data: chunk)
+        } })
         progress(RebuildProgress(phase: .computingFinance, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         let finance = try Self.financeCopyRows(ledgers)
         progress(RebuildProgress(phase: .writing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
-        // Three tables loaded and indexed at once, each on its own connection (nothing reads a
-        // version before it is switched to, so they need not share a transaction); then the
-        // checkpoint where the replay stopped.
-        try Parallel.run([
-            { try load("owners", "COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", owners) },
-            { try load("timelines", "COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", timelines) },
-            { try load("finance", "COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
-                       + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN", finance) },
-        ])
-        func load(_ part: String, _ copy: String, _ rows: [UInt8]) throws {
-            let connection = try self.connection()
-            try connection.execute(script: "SET maintenance_work_mem = '256MB'")
-            try connection.copyIn(copy, data: rows)
-            try connection.query("SELECT ledger.index_users_projection($1, $2)", [version, part])
-        }
+        let financeConnection = try session()
+        try financeConnection.copyIn("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
+                                     + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN", data: finance)
+        let financeIndex = Parallel.start([{ try index("finance", on: financeConnection) }])
+        try timelinesLoad.wait()
+        try index("timelines", on: try session())
+        try ownersLoad.wait()
+        try financeIndex.wait()
         try db.transaction { try ProjectionRunner.advance(version: version, to: position, on: $0) }
 
         // 3. Catch up with what arrived meanwhile, then switch under the registry lock. An empty
@@ -131,7 +143,7 @@ public struct ProjectionRebuilder: Sendable {
     }
 
     /// COPY text for the owner and timeline tables, users built on every core.
-    static func copyRows(_ ledgers: [String: AppLedger]) throws -> (owners: [UInt8], timelines: [UInt8], users: Int) {
+    static func copyRows(_ ledgers: [String: AppLedger]) throws -> (owners: [UInt8], timelines: [[UInt8]], users: Int) {
         let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.users.map { (bundleID, ledger, $0) } }
         let parts = try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
             var owners = CopyTextWriter()
@@ -147,7 +159,7 @@ public struct ProjectionRebuilder: Sendable {
             }
             return (owners.bytes, timelines.bytes)
         }
-        return (parts.flatMap(\.0), parts.flatMap(\.1), work.count)
+        return (parts.flatMap(\.0), parts.map(\.1), work.count)
     }
 
     /// COPY text for the finance rows, per original transaction as the live worker writes them.
@@ -170,8 +182,9 @@ public struct ProjectionRebuilder: Sendable {
 
     static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
 
-    /// Decodes a batch on every core, keeping log order; also the position of its last event.
-    static func decode(_ batch: LogRows) throws -> (facts: [(String, RecordedFact)], last: LogPosition?) {
+    /// Decodes a batch on every core, in log order (one part per core, in order); also the
+    /// position of its last event.
+    static func decode(_ batch: LogRows) throws -> (parts: [[(String, RecordedFact)]], last: LogPosition?) {
         let parts = try Parallel.chunks(of: batch.count, into: decodingThreads) { _, range in
             var facts: [(String, RecordedFact)] = []
             facts.reserveCapacity(range.count)
@@ -183,7 +196,7 @@ public struct ProjectionRebuilder: Sendable {
             }
             return (facts, last)
         }
-        return (parts.flatMap(\.0), parts.compactMap(\.1).last)
+        return (parts.map(\.0), parts.compactMap(\.1).last)
     }
 
     /// Keeps the new version and the one before it (a reader that looked up the old view a moment
@@ -227,22 +240,32 @@ enum Parallel {
         return try (0..<chunks).map { try slots[$0]!.get() }
     }
 
-    /// Runs each task on a thread of its own (not the pool's: tasks that wait on the database
-    /// should all be under way at once) and waits for all; the first error is thrown.
-    static func run(_ tasks: [() throws -> Void]) throws {
-        let group = DispatchGroup()
-        let errors = NSLock()
-        nonisolated(unsafe) var first: (any Error)?
+    /// Starts each task on a thread of its own (not the pool's: tasks that wait on the database
+    /// should all be under way at once); `wait()` on the result throws the first error.
+    static func start(_ tasks: [() throws -> Void]) -> Running {
+        let running = Running()
         for task in tasks {
             nonisolated(unsafe) let task = task
-            group.enter()
+            running.group.enter()
             Thread.detachNewThread {
-                defer { group.leave() }
-                do { try task() } catch { errors.withLock { if first == nil { first = error } } }
+                defer { running.group.leave() }
+                do { try task() } catch { running.record(error) }
             }
         }
-        group.wait()
-        if let first { throw first }
+        return running
+    }
+
+    final class Running: @unchecked Sendable {
+        let group = DispatchGroup()
+        private let lock = NSLock()
+        private var first: (any Error)?
+
+        func record(_ error: any Error) { lock.withLock { if first == nil { first = error } } }
+
+        func wait() throws {
+            group.wait()
+            if let error = lock.withLock({ first }) { throw error }
+        }
     }
 }
 

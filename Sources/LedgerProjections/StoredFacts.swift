@@ -15,10 +15,17 @@ public enum StoredFacts {
 
     /// The app a stream belongs to: `kind:<bundle>[:<rest>]`. Bundle ids never contain colons.
     public static func bundleID(ofStream stream: String) -> String? {
-        let parts = stream.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, ["app", "purchase", "user", "notifications"].contains(parts[0]) else { return nil }
-        return String(parts[1])
+        // On the UTF-8 bytes: a rebuild asks this a million times, and splitting by Character
+        // (grapheme rules) showed in its profile.
+        let utf8 = stream.utf8
+        guard let first = utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let kind = utf8[..<first]
+        guard domainKinds.contains(where: { $0.elementsEqual(kind) }) else { return nil }
+        let rest = utf8[utf8.index(after: first)...]
+        return String(rest.prefix { $0 != UInt8(ascii: ":") })
     }
+
+    private static let domainKinds = ["app", "purchase", "user", "notifications"].map { Array($0.utf8) }
 
     /// Decodes a stored event into a domain fact; nil for streams that are not the domain's.
     /// Safe on several threads at once.

@@ -7,7 +7,7 @@ import Foundation
 /// timeline there (a `perf` profile of `ledger-bench rebuild` put them above everything else).
 /// Stored JSON is ours and simple; a tree of small values and a Codable bridge over it do the
 /// same work several times faster. Numbers keep their text until a field asks for a type.
-public indirect enum JSONTree: Equatable, Sendable {
+public enum JSONTree: Equatable, Sendable {
     case null
     case bool(Bool)
     case number(String)

@@ -101,10 +101,12 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     var allKeys: [Key] { members.compactMap { Key(stringValue: $0.0) } }
 
-    /// Objects are small (a stored fact has ~20 fields): a linear scan beats hashing.
+    /// Objects are small (a stored fact has ~20 fields): a linear scan beats hashing, and
+    /// comparing lengths first skips most full comparisons.
     func value(_ key: Key) -> JSONTree? {
         let name = key.stringValue
-        for (candidate, value) in members where candidate == name { return value }
+        let length = name.utf8.count
+        for (candidate, value) in members where candidate.utf8.count == length && candidate == name { return value }
         return nil
     }
 

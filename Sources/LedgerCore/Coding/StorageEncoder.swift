@@ -13,7 +13,7 @@ public enum StorageEncoder {
 
     /// Appends the JSON text of `value` to `out` (a COPY writer builds its rows in one buffer).
     public static func encode<T: Encodable>(_ value: T, into out: inout [UInt8]) throws {
-        try Slot.box(value).tree.write(into: &out)
+        try Slot.box(value).write(into: &out)
     }
 }
 
@@ -24,11 +24,26 @@ private enum Slot {
     case object(ObjectStorage)
     case array(ArrayStorage)
 
-    var tree: JSONTree {
+    /// Written straight from the containers, without building a `JSONTree` of them first.
+    func write(into out: inout [UInt8]) {
         switch self {
-        case .value(let tree): tree
-        case .object(let storage): .object(storage.members.map { ($0.0, $0.1.tree) })
-        case .array(let storage): .array(storage.items.map(\.tree))
+        case .value(let tree): tree.write(into: &out)
+        case .object(let storage):
+            out.append(UInt8(ascii: "{"))
+            for (index, (key, value)) in storage.members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONTree.writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                value.write(into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        case .array(let storage):
+            out.append(UInt8(ascii: "["))
+            for (index, item) in storage.items.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
         }
     }
 

@@ -137,9 +137,12 @@ public struct AppLedger: Sendable {
     /// The finance rows of one original transaction, every environment (what the projection stores
     /// per transaction).
     public func financeRows(ofTransaction originalTransactionID: String) -> [FinanceRow] {
-        let own = (transactionFacts[originalTransactionID] ?? []).map { facts[$0] }
-        let currentOwner = owner(of: originalTransactionID)
-        return AppleEnvironment.allCases.flatMap { environment in
+        // Sorted once and reduced once (a rebuild asks this for every transaction), and only the
+        // environments the transaction was bought in: a row needs its purchase's environment.
+        let own = relevant(transactionFacts[originalTransactionID] ?? [], at: .distantFuture)
+        let currentOwner = TransactionHistory(originalTransactionID: originalTransactionID, facts: own).owner
+        let environments = Set(own.compactMap { $0.event.transactionFacts?.environment })
+        return AppleEnvironment.allCases.filter(environments.contains).flatMap { environment in
             FinanceView.rows(of: own, environment: environment) { _ in currentOwner }
         }
     }
