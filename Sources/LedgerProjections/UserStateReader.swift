@@ -19,7 +19,7 @@ public struct UserStateReader: Sendable {
     public func timeline(bundleID: String, userID: String) async throws -> UserTimeline {
         if let cached = cache?.timeline(bundleID: bundleID, userID: userID) { return cached }
         let epoch = cache?.epoch ?? 0
-        let rows = try await pool.query("SELECT timeline::text AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2",
+        let rows = try await pool.query("SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2",
                                         [bundleID, userID])
         let timeline = try rows.first?["t"].text.map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
             ?? UserTimeline(userID: userID)

@@ -183,7 +183,7 @@ public struct UsersProjection: Sendable {
         guard !timelines.isEmpty else { return }
         try connection.query("""
             INSERT INTO \(self.timelines) (bundle_id, user_id, timeline)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[])
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
             ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline
             """, [PostgresTextArray(timelines.map(\.0.bundleID)), PostgresTextArray(timelines.map(\.0.userID)), PostgresTextArray(timelines.map(\.1))])
     }
