@@ -154,7 +154,7 @@ public struct ProjectionRebuilder: Sendable {
                     owners.row { $0.field(bundleID); $0.field(original); $0.field(userID) }
                 }
                 json.removeAll(keepingCapacity: true)
-                try StorageEncoder.encode(ledger.timeline(of: userID), into: &json)
+                TimelineJSON.write(ledger.timeline(of: userID), into: &json)
                 timelines.row { $0.field(bundleID); $0.field(userID); $0.field(bytes: json) }
             }
             return (owners.bytes, timelines.bytes)

@@ -76,7 +76,7 @@ public struct UsersProjection: Sendable {
         var timelines: [(UserKey, String)] = []
         for user in users {
             let ledger = ledgers[user] ?? AppLedger(bundleID: user.bundleID)
-            timelines.append((user, String(decoding: try StorageEncoder.encode(ledger.timeline(of: user.userID)), as: UTF8.self)))
+            timelines.append((user, String(decoding: TimelineJSON.bytes(ledger.timeline(of: user.userID)), as: UTF8.self)))
         }
         try storeTimelines(timelines, connection)
         try recomputeFinance(Array(moneyMoved), connection)

@@ -93,14 +93,23 @@ struct RebuildBenchmark: AsyncParsableCommand {
     }
 }
 
-/// When each rebuild phase began, to say where the time goes.
+/// When each rebuild phase began, and this process's CPU time then, to say where the time goes
+/// (CPU seconds above wall seconds: more than one core busy; below: waiting on PostgreSQL).
 final class PhaseClock: @unchecked Sendable {
-    private var starts: [(String, Double)] = []
+    private var starts: [(name: String, wall: Double, cpu: Double)] = []
     func record(_ progress: RebuildProgress) {
-        if starts.last?.0 != progress.phase.rawValue { starts.append((progress.phase.rawValue, progress.elapsed.seconds)) }
+        if starts.last?.name != progress.phase.rawValue { starts.append((progress.phase.rawValue, progress.elapsed.seconds, Self.cpuSeconds())) }
     }
     func summary(total: Double) -> String {
-        zip(starts, starts.dropFirst().map(\.1) + [total]).map { start, end in "\(start.0) \(String(format: "%.1f", end - start.1)) s" }
-            .joined(separator: ", ")
+        let ends = starts.dropFirst().map { ($0.wall, $0.cpu) } + [(total, Self.cpuSeconds())]
+        return zip(starts, ends).map { start, end in
+            String(format: "%@ %.1f s (cpu %.1f s)", start.name, end.0 - start.wall, end.1 - start.cpu)
+        }.joined(separator: ", ")
+    }
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }

@@ -77,22 +77,39 @@ public enum JSONTree: Equatable, Sendable {
         }
     }
 
+    /// A finite double as JSON: integral values as integers (what JSONEncoder writes, e.g. dates
+    /// in milliseconds), others in Swift's shortest round-tripping form, so decoding gives back
+    /// the same bits.
+    static func numberText(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 { return String(Int64(value)) }
+        return "\(value)"
+    }
+
+    /// Runs of bytes that need no escape are appended whole: a timeline is mostly such runs.
     static func writeString(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out += #"\""#.utf8
-            case UInt8(ascii: "\\"): out += #"\\"#.utf8
-            case 0x0A: out += #"\n"#.utf8
-            case 0x0D: out += #"\r"#.utf8
-            case 0x09: out += #"\t"#.utf8
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out += #"\u00"#.utf8
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0F)])
-            default: out.append(byte)
+        var text = text
+        text.withUTF8 { bytes in
+            var start = 0
+            for index in bytes.indices {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                out += UnsafeBufferPointer(rebasing: bytes[start..<index])
+                start = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): out += #"\""#.utf8
+                case UInt8(ascii: "\\"): out += #"\\"#.utf8
+                case 0x0A: out += #"\n"#.utf8
+                case 0x0D: out += #"\r"#.utf8
+                case 0x09: out += #"\t"#.utf8
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    out += #"\u00"#.utf8
+                    out.append(hex[Int(byte >> 4)])
+                    out.append(hex[Int(byte & 0x0F)])
+                }
             }
+            out += UnsafeBufferPointer(rebasing: bytes[start...])
         }
         out.append(UInt8(ascii: "\""))
     }

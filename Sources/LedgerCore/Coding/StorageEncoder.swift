@@ -58,14 +58,11 @@ private enum Slot {
         }
     }
 
-    /// Integral doubles as integers (what JSONEncoder writes, e.g. dates in milliseconds); others
-    /// in Swift's shortest round-tripping form, so decoding gives back the same bits.
     static func number(_ value: Double) throws -> JSONTree {
         guard value.isFinite else {
             throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "JSON has no \(value)"))
         }
-        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 { return .number(String(Int64(value))) }
-        return .number("\(value)")
+        return .number(JSONTree.numberText(value))
     }
 }
 
