@@ -10,7 +10,11 @@ public enum RestorePolicy: String, Codable, Sendable {
 
 /// Every fact the ledger records. `docs/events.md` lists each with its fields, the Apple evidence
 /// that produces it, and its stream. Names are stable: they are stored as the event type.
-public enum LedgerEvent: Sendable, Equatable {
+///
+/// Indirect: a payload lives in one box, so copying a fact (projections sort, filter and gather
+/// them constantly) is one retain instead of one per string field — a rebuild's profile showed
+/// those copies above the reducers themselves.
+public indirect enum LedgerEvent: Sendable, Equatable {
     // App configuration (stream app:<bundle>)
     case appConfigured(AppSettings)
     case productConfigured(ProductDefinition)
