@@ -23,8 +23,11 @@ BEGIN
 END
 $$;
 
--- The keys and indexes of one of version v's tables ('owners', 'timelines' or 'finance'), so
--- that the three can be built at once on three connections.
+-- The keys and indexes of version v's tables, in parts that can be built at once on separate
+-- connections: 'owners', 'timelines', and the finance table's key ('finance') and its time
+-- index ('finance_time'). CREATE INDEX takes a lock that does not conflict with another
+-- CREATE INDEX, so the finance key is built as a unique index beside the time index and only
+-- then attached as the primary key (a brief exclusive lock, once both are built).
 CREATE FUNCTION ledger.index_users_projection(v integer, part text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     CASE part
@@ -34,8 +37,11 @@ BEGIN
     WHEN 'timelines' THEN
         EXECUTE format('ALTER TABLE ledger.%1$I ADD PRIMARY KEY (bundle_id, user_id)', 'user_timelines_v' || v);
     WHEN 'finance' THEN
-        EXECUTE format('ALTER TABLE ledger.%1$I ADD PRIMARY KEY (bundle_id, original_transaction_id, seq);
-                        CREATE INDEX ON ledger.%1$I (bundle_id, environment, occurred_at)', 'finance_rows_v' || v);
+        EXECUTE format('CREATE UNIQUE INDEX %2$I ON ledger.%1$I (bundle_id, original_transaction_id, seq);
+                        ALTER TABLE ledger.%1$I ADD CONSTRAINT %2$I PRIMARY KEY USING INDEX %2$I',
+                       'finance_rows_v' || v, 'finance_rows_v' || v || '_pkey');
+    WHEN 'finance_time' THEN
+        EXECUTE format('CREATE INDEX ON ledger.%1$I (bundle_id, environment, occurred_at)', 'finance_rows_v' || v);
     ELSE
         RAISE EXCEPTION 'unknown part % of the users projection', part;
     END CASE;
@@ -49,5 +55,6 @@ BEGIN
     PERFORM ledger.index_users_projection(v, 'owners');
     PERFORM ledger.index_users_projection(v, 'timelines');
     PERFORM ledger.index_users_projection(v, 'finance');
+    PERFORM ledger.index_users_projection(v, 'finance_time');
 END
 $$;

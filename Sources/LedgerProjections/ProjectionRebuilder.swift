@@ -111,14 +111,14 @@ public struct ProjectionRebuilder: Sendable {
         progress(RebuildProgress(phase: .computingFinance, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         let finance = try Self.financeCopyRows(ledgers)
         progress(RebuildProgress(phase: .writing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
-        let financeConnection = try session()
-        try financeConnection.copyIn("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
-                                     + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN", data: finance)
-        let financeIndex = Parallel.start([{ try index("finance", on: financeConnection) }])
+        let financeSQL = "COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
+            + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN"
+        try Parallel.start(finance.map { chunk in { try session().copyIn(financeSQL, data: chunk) } }).wait()
+        let financeIndexes = Parallel.start(["finance", "finance_time"].map { part in { try index(part, on: try session()) } })
         try timelinesLoad.wait()
         try index("timelines", on: try session())
         try ownersLoad.wait()
-        try financeIndex.wait()
+        try financeIndexes.wait()
         try db.transaction { try ProjectionRunner.advance(version: version, to: position, on: $0) }
 
         // 3. Catch up with what arrived meanwhile, then switch under the registry lock. An empty
@@ -162,8 +162,9 @@ public struct ProjectionRebuilder: Sendable {
         return (parts.flatMap(\.0), parts.map(\.1), work.count)
     }
 
-    /// COPY text for the finance rows, per original transaction as the live worker writes them.
-    static func financeCopyRows(_ ledgers: [String: AppLedger]) throws -> [UInt8] {
+    /// COPY text for the finance rows, per original transaction as the live worker writes them,
+    /// in one part per core (loaded on as many connections).
+    static func financeCopyRows(_ ledgers: [String: AppLedger]) throws -> [[UInt8]] {
         let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.originalTransactions.map { (bundleID, ledger, $0) } }
         return try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
             var out = CopyTextWriter()
@@ -177,7 +178,7 @@ public struct ProjectionRebuilder: Sendable {
                 }
             }
             return out.bytes
-        }.flatMap { $0 }
+        }
     }
 
     static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))

@@ -33,9 +33,10 @@ struct RebuildCommand: AsyncParsableCommand {
         let display = ProgressDisplay(terminal: isatty(STDERR_FILENO) == 1)
         let report = try ProjectionRebuilder(logger: logger) { try PostgresConnection.connect(owner) }.rebuild(progress: display.show)
         display.finish()
-        print(String(format: "rebuilt users v%d: %d events, %d users; replay %.1f s (%.0f events/s), total %.1f s",
-                     report.version, report.events, report.users, report.replaySeconds,
-                     Double(report.events) / max(report.replaySeconds, 0.001), report.totalSeconds))
+        print(String(format: "rebuilt users v%d: %d events (%d replayed; Apple's notification records are evidence only), %d users; "
+                     + "replay %.1f s, total %.1f s (%.0f events/s)",
+                     report.version, report.events, report.replayed, report.users, report.replaySeconds, report.totalSeconds,
+                     Double(report.events) / max(report.totalSeconds, 0.001)))
     }
 }
 
