@@ -131,16 +131,21 @@ struct FactRecorder: Sendable {
     /// state, a transaction's revocation — each keeps only its latest-signed fact), and its type
     /// and data without Apple's statement time, canonically written. Nil slot: never deduplicated.
     static func slotAndContent(type: String, data: String) -> (slot: String?, content: String) {
-        guard var object = try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any] else { return (nil, type + data) }
+        guard case .object(var members)? = try? JSONTree.parse(data) else { return (nil, type + data) }
+        func string(_ key: String) -> String? {
+            for case (key, .string(let value)) in members { return value }
+            return nil
+        }
         let slot: String? = switch type {
-        case "Purchased", "Restored", "Renewed", "Recovered": (object["transactionID"] as? String).map { "transaction:" + $0 }
-        case "AutoRenewChanged", "RenewalPreferenceChanged", "RenewalFailed", "Expired": (object["originalTransactionID"] as? String).map { "renewal:" + $0 }
-        case "Refunded", "Revoked", "RefundReversed": (object["transactionID"] as? String).map { "revocation:" + $0 }
+        case "Purchased", "Restored", "Renewed", "Recovered": string("transactionID").map { "transaction:" + $0 }
+        case "AutoRenewChanged", "RenewalPreferenceChanged", "RenewalFailed", "Expired": string("originalTransactionID").map { "renewal:" + $0 }
+        case "Refunded", "Revoked", "RefundReversed": string("transactionID").map { "revocation:" + $0 }
         default: nil
         }
-        object["signedDate"] = nil
-        let canonical = (try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys)).map { String(decoding: $0, as: UTF8.self) } ?? data
-        return (slot, type + "\u{1F}" + canonical)
+        members.removeAll { $0.0 == "signedDate" }
+        var canonical: [UInt8] = []
+        JSONTree.object(members).sortingKeys().write(into: &canonical)
+        return (slot, type + "\u{1F}" + String(decoding: canonical, as: UTF8.self))
     }
 
     /// Ownership decisions are told apart by the stream version they were decided at, so the same

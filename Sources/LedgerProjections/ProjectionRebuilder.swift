@@ -84,41 +84,41 @@ public struct ProjectionRebuilder: Sendable {
         }
         let count = total
         let replaySeconds = (clock.now - started).seconds
-        progress(RebuildProgress(phase: .computing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
 
-        // 2. Write it with COPY: each table loaded before it has indexes, then indexed, each on
-        // connections of its own (nothing reads a version before the switch, so they need not
-        // share a transaction). Owners and timelines load while the finance rows are computed;
-        // the timelines, PostgreSQL's costliest to parse (jsonb), in one COPY per chunk.
+        // 2. Write it with COPY: each table loaded before it has indexes, then indexed, each part
+        // on a connection of its own (nothing reads a version before the switch, so they need
+        // not share a transaction). The finance rows first: their load and two indexes are the
+        // longest job PostgreSQL has, and it runs while the timelines are computed here.
         let projection = UsersProjection(version: version)
-        let (owners, timelines, users) = try Self.copyRows(ledgers)
         func session() throws -> PostgresConnection {
             let connection = try self.connection()
             try connection.execute(script: "SET maintenance_work_mem = '256MB'")
             return connection
         }
-        func index(_ part: String, on connection: PostgresConnection) throws {
-            try connection.query("SELECT ledger.index_users_projection($1, $2)", [version, part])
+        func load(_ sql: String, _ parts: [[UInt8]]) throws {
+            try Parallel.start(parts.map { part in { try session().copyIn(sql, data: part) } }).wait()
         }
-        let ownersLoad = Parallel.start([{
-            let connection = try session()
-            try connection.copyIn("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", data: owners)
-            try index("owners", on: connection)
-        }])
-        let timelinesLoad = Parallel.start(timelines.map { chunk in {
-            try session().copyIn("COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", data: chunk)
-        } })
+        func index(_ parts: String...) throws {
+            try Parallel.start(parts.map { part in { try session().query("SELECT ledger.index_users_projection($1, $2)", [version, part]) } }).wait()
+        }
         progress(RebuildProgress(phase: .computingFinance, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         let finance = try Self.financeCopyRows(ledgers)
+        let financeLoad = Parallel.start([{
+            try load("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
+                     + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN", finance)
+            try index("finance", "finance_time")
+        }])
+        progress(RebuildProgress(phase: .computing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
+        let (owners, timelines, users) = try Self.copyRows(ledgers)
         progress(RebuildProgress(phase: .writing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
-        let financeSQL = "COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
-            + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN"
-        try Parallel.start(finance.map { chunk in { try session().copyIn(financeSQL, data: chunk) } }).wait()
-        let financeIndexes = Parallel.start(["finance", "finance_time"].map { part in { try index(part, on: try session()) } })
-        try timelinesLoad.wait()
-        try index("timelines", on: try session())
+        let ownersLoad = Parallel.start([{
+            try load("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", [owners])
+            try index("owners")
+        }])
+        try load("COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", timelines)
+        try index("timelines")
         try ownersLoad.wait()
-        try financeIndexes.wait()
+        try financeLoad.wait()
         try db.transaction { try ProjectionRunner.advance(version: version, to: position, on: $0) }
 
         // 3. Catch up with what arrived meanwhile, then switch under the registry lock. An empty

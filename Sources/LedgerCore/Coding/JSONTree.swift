@@ -51,6 +51,16 @@ public enum JSONTree: Equatable, Sendable {
         return try text.withUTF8 { try parse($0) }
     }
 
+    /// The same document with every object's keys in order: a canonical form, so two texts of
+    /// the same value (ours, and PostgreSQL's printing of it) compare equal once rewritten.
+    public func sortingKeys() -> JSONTree {
+        switch self {
+        case .array(let items): .array(items.map { $0.sortingKeys() })
+        case .object(let members): .object(members.map { ($0.0, $0.1.sortingKeys()) }.sorted { $0.0 < $1.0 })
+        default: self
+        }
+    }
+
     /// The document as compact JSON text.
     public func write(into out: inout [UInt8]) {
         switch self {
