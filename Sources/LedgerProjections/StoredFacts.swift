@@ -50,13 +50,17 @@ public enum StoredFacts {
     /// `hasPrefix` went through Foundation and cost more than decoding the event); anything
     /// else falls back to a parser.
     static func evidence(in metadata: String) -> String? {
-        let utf8 = metadata.utf8
-        guard utf8.count > 2 else { return nil }  // "{}"
-        let prefix = #"{"evidence": ""#.utf8
-        if utf8.count >= prefix.count + 2, utf8.starts(with: prefix), utf8.reversed().starts(with: #"}""#.utf8) {
-            let value = utf8.dropFirst(prefix.count).dropLast(2)
-            if !value.contains(UInt8(ascii: "\\")), !value.contains(UInt8(ascii: "\"")) { return String(decoding: value, as: UTF8.self) }
+        var metadata = metadata
+        let quick: String?? = metadata.withUTF8 { bytes in
+            if bytes.count <= 2 { return .some(nil) }  // "{}"
+            let prefix = #"{"evidence": ""#.utf8, suffix = #""}"#.utf8
+            guard bytes.count >= prefix.count + suffix.count, bytes.starts(with: prefix),
+                  UnsafeBufferPointer(rebasing: bytes[(bytes.count - suffix.count)...]).elementsEqual(suffix) else { return nil }
+            let value = UnsafeBufferPointer(rebasing: bytes[prefix.count..<(bytes.count - suffix.count)])
+            guard !value.contains(UInt8(ascii: "\\")), !value.contains(UInt8(ascii: "\"")) else { return nil }
+            return .some(String(decoding: value, as: UTF8.self))
         }
+        if let quick { return quick }
         guard case .object(let members)? = try? JSONTree.parse(metadata) else { return nil }
         for case ("evidence", .string(let value)) in members { return value }
         return nil

@@ -69,6 +69,25 @@ import Testing
         #expect(keys("balanceEntries") == properties(entry))
     }
 
+    @Test func theHandDecodedTransactionReadsEveryStoredProperty() throws {
+        // Every optional set and every value off its default: a property added to
+        // TransactionFacts and forgotten by init(stored:) comes out different here.
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        let full = TransactionFacts(environment: .sandbox, transactionID: "t", originalTransactionID: "o", productID: "p", purchaseDate: at,
+                                    originalPurchaseDate: at - 1, expiresDate: at + 1, quantity: 3, ownership: .familyShared, isUpgraded: true,
+                                    price: 4990, currency: "EUR", storefront: "FRA", webOrderLineItemID: "w", appAccountToken: UUID(),
+                                    offerType: 2, offerIdentifier: "intro", revocationDate: at + 2, revocationReason: 1, signedDate: at + 3)
+        let unset = Mirror(reflecting: full).children.filter { child in
+            let value = Mirror(reflecting: child.value)
+            return value.displayStyle == .optional && value.children.isEmpty
+        }
+        #expect(unset.isEmpty, "every optional is set: \(unset.compactMap(\.label))")
+        let data = try LedgerEvent.encoder.encode(full)
+        #expect(try LedgerEvent(typeName: "Renewed", data: data) == .renewed(full))
+        #expect(try LedgerEvent(typeName: "Renewed", data: data) == LedgerEvent(typeName: "Renewed", data: data, decoder: LedgerEvent.decoder))
+        #expect(throws: DecodingError.self) { try LedgerEvent(typeName: "Purchased", data: Data(#"{"transactionID": "t"}"#.utf8)) }
+    }
+
     @Test func jsonbPrintedTextAndEscapesParse() throws {
         // How PostgreSQL prints jsonb: spaces after ':' and ','; \u escapes and surrogate pairs.
         let tree = try JSONTree.parse(#"{"a": [1, 2.5e3, -0.25, true, false, null], "b": "x\u00e9\ud83d\ude00\/\"", "c": {}}"#)

@@ -49,7 +49,13 @@ extension LedgerEvent {
 
     /// Decodes a stored event already parsed.
     public init(typeName: String, tree: JSONTree) throws {
-        try self.init(typeName: typeName, payload: StoragePayload(tree: tree))
+        switch typeName {
+        case "Purchased": self = .purchased(try TransactionFacts(stored: tree))
+        case "Restored": self = .restored(try TransactionFacts(stored: tree))
+        case "Renewed": self = .renewed(try TransactionFacts(stored: tree))
+        case "Recovered": self = .recovered(try TransactionFacts(stored: tree))
+        default: try self.init(typeName: typeName, payload: StoragePayload(tree: tree))
+        }
     }
 
     /// Decodes a stored event with Foundation's `JSONDecoder` — the reference the fast path is
