@@ -58,8 +58,9 @@ struct RebuildBenchmark: AsyncParsableCommand {
         print("")
         print("rebuild of the users projection, \(written) events, \(rounds) rounds, medians")
         print("  keyset scan (EventStore.readAll, baseline) \(format(median(scans)))")
-        print("  rebuild: replay into memory               \(format(median(rebuilds)))   \(String(format: "%5.1f %%", median(rebuilds) / median(scans) * 100)) of scan (goal ≥ 100,000/s and ≥ 30 %)")
-        print("  rebuild: end to end (replay, COPY, switch) \(format(median(totals)))   \(String(format: "%5.1f %%", median(totals) / median(scans) * 100)) of scan")
+        print("  rebuild: replay into memory               \(format(median(rebuilds)))   \(String(format: "%5.1f %%", median(rebuilds) / median(scans) * 100)) of scan")
+        print("  rebuild: end to end (replay, COPY, switch) \(format(median(totals)))   \(String(format: "%5.1f %%", median(totals) / median(scans) * 100)) of scan (goal ≥ 100,000/s and ≥ 30 %)")
+        print("  (rates are log events per second; the server leaves out the evidence-only types the projection ignores)")
         print(String(format: "user state read at the database (EXPLAIN ANALYZE, %d users): median %.3f ms, p99 %.3f ms (goal < 1 ms)",
                      readTimes.count, median(readTimes), readTimes.sorted()[Int(Double(readTimes.count - 1) * 0.99)]))
         print("all rounds: scan=\(scans.map { String(format: "%.0f", $0) }) replay=\(rebuilds.map { String(format: "%.0f", $0) }) total=\(totals.map { String(format: "%.0f", $0) })")
