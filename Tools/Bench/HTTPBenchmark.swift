@@ -26,6 +26,8 @@ struct HTTPBenchmark: AsyncParsableCommand {
     @Option(help: "Rounds of the healthz / user-state pair.") var rounds = 3
     @Option(help: "Connections for the peak runs.") var connections = 32
     @Option(help: "Connections for the ingestion run.") var ingestConnections = 16
+    @Flag(help: "Measure ingestion only (e.g. under perf record).") var ingestionOnly = false
+    @Option(help: "Transactions ingested before the measured run (then ANALYZE), so the database is not empty.") var warmup = 3000
 
     func run() async throws {
         guard let wrk = Self.which("wrk") else { throw ValidationError("wrk is not installed (apt-get install wrk)") }
@@ -44,7 +46,6 @@ struct HTTPBenchmark: AsyncParsableCommand {
         let server = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         let base = "http://127.0.0.1:\(await iterator.next()!)"
-        _ = owner
 
         let bundle = "com.example.bench"
         _ = try await services.directory.configure(bundle, settings: .init(), sharedSecret: nil)
@@ -58,29 +59,49 @@ struct HTTPBenchmark: AsyncParsableCommand {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-bench-http-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        var bodies = ""
+        // A ledger in service holds data and PostgreSQL has statistics about it; on empty tables
+        // the planner picks sequential scans that stay in every cached plan as the tables grow.
+        // So a warm-up ingests its own transactions first (not measured), then ANALYZE.
         let now = Date()
-        for index in 0..<transactions {
-            let purchase = SimulatedTransaction(transactionID: "b\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
-                                                type: index % 2 == 0 ? "Auto-Renewable Subscription" : "Consumable",
-                                                purchaseDate: now.addingTimeInterval(-3600), expiresDate: index % 2 == 0 ? now.addingTimeInterval(30 * 86_400) : nil)
-            let body = try JSONSerialization.data(withJSONObject: ["user_id": "u\(index)", "signed_transaction": try simulated.signedTransaction(purchase)])
-            bodies += String(decoding: body, as: UTF8.self) + "\n"
+        func script(prefix: String, count: Int) throws -> URL {
+            var bodies = ""
+            for index in 0..<count {
+                let purchase = SimulatedTransaction(transactionID: "\(prefix)\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
+                                                    type: index % 2 == 0 ? "Auto-Renewable Subscription" : "Consumable",
+                                                    purchaseDate: now.addingTimeInterval(-3600), expiresDate: index % 2 == 0 ? now.addingTimeInterval(30 * 86_400) : nil)
+                let body = try JSONSerialization.data(withJSONObject: ["user_id": "\(prefix == "b" ? "u" : prefix + "u")\(index)",
+                                                                      "signed_transaction": try simulated.signedTransaction(purchase)])
+                bodies += String(decoding: body, as: UTF8.self) + "\n"
+            }
+            let bodiesFile = folder.appendingPathComponent("\(prefix)-bodies.txt")
+            try bodies.write(to: bodiesFile, atomically: true, encoding: .utf8)
+            let file = folder.appendingPathComponent("\(prefix)-ingest.lua")
+            try """
+                bodies = {}
+                for line in io.lines("\(bodiesFile.path)") do bodies[#bodies + 1] = line end
+                counter = 0
+                request = function()
+                  counter = counter % #bodies + 1
+                  return wrk.format("POST", "/v1/apps/\(bundle)/transactions", {["Authorization"] = "Bearer \(key)", ["Content-Type"] = "application/json"}, bodies[counter])
+                end
+                """.write(to: file, atomically: true, encoding: .utf8)
+            return file
         }
-        try bodies.write(to: folder.appendingPathComponent("bodies.txt"), atomically: true, encoding: .utf8)
-        let ingestScript = folder.appendingPathComponent("ingest.lua")
-        try """
-            bodies = {}
-            for line in io.lines("\(folder.path)/bodies.txt") do bodies[#bodies + 1] = line end
-            counter = 0
-            request = function()
-              counter = counter % #bodies + 1
-              return wrk.format("POST", "/v1/apps/\(bundle)/transactions", {["Authorization"] = "Bearer \(key)", ["Content-Type"] = "application/json"}, bodies[counter])
-            end
-            """.write(to: ingestScript, atomically: true, encoding: .utf8)
+        if warmup > 0 {
+            _ = try Self.wrk(wrk, ["-t1", "-c\(ingestConnections)", "-d\(max(1, warmup / 500))s", "-s", try script(prefix: "w", count: warmup).path, base])
+            try owner.execute(script: "ANALYZE")
+        }
+        let ingestScript = try script(prefix: "b", count: transactions)
         let ingestSeconds = max(1, min(seconds, transactions / 1500))
         let ingestion = try Self.wrk(wrk, ["-t1", "-c\(ingestConnections)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
         let ingested = try await pool.query("SELECT count(*) AS n FROM ledger.events WHERE event_type = 'Purchased'")[0]["n"].int()
+        if ingestionOnly {
+            print("ingestion of signed transactions \(format(ingestion.rate))   (\(ingestConnections) connections, \(ingested) purchases recorded, "
+                  + "p50 \(String(format: "%.2f", ingestion.p50)) ms, p99 \(String(format: "%.2f", ingestion.p99)) ms, \(ingestion.errors) non-2xx)")
+            await group.triggerGracefulShutdown()
+            _ = await server.result
+            return
+        }
 
         // Queries: users that exist (ingested above), cycled.
         let users = max(1, min(ingested, transactions))
