@@ -1,12 +1,14 @@
 import Foundation
 
-/// A parsed JSON document, the common ground of `StorageDecoder` and `StorageEncoder`.
+/// A parsed JSON document: what `StorageDecoder` decodes from, and a canonical form to compare
+/// two texts of the same value by (`sortingKeys()`, `write(into:)`).
 ///
 /// Why not Foundation's coders: a rebuild decodes a million stored events and encodes tens of
 /// thousands of timelines, and `JSONDecoder` / `JSONEncoder` cost ~10 µs an event and ~240 µs a
 /// timeline there (a `perf` profile of `ledger-bench rebuild` put them above everything else).
 /// Stored JSON is ours and simple; a tree of small values and a Codable bridge over it do the
-/// same work several times faster. Numbers keep their text until a field asks for a type.
+/// same work several times faster (timelines are written by `TimelineJSON`). Numbers keep their
+/// text until a field asks for a type.
 public enum JSONTree: Equatable, Sendable {
     case null
     case bool(Bool)

@@ -70,7 +70,7 @@ public enum TimelineJSON {
 }
 
 /// Appends JSON to a byte buffer: objects and arrays with their commas, strings escaped, dates
-/// as milliseconds since 1970 (written as `StorageEncoder` writes them), nil fields skipped.
+/// as milliseconds since 1970 (as `LedgerEvent.encoder` writes them), nil fields skipped.
 public struct StorageJSONWriter {
     public private(set) var bytes: [UInt8]
     private var first = true
