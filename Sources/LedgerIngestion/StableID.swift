@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerPostgres
 
 /// Event ids derived from what the event says, so that the same evidence arriving twice (Apple's
 /// retries, an app posting again, a client retrying after a timeout) appends nothing new.
@@ -16,6 +17,6 @@ enum StableID {
 /// `sha256:<hex>` of raw evidence: its address in `ledger.evidence`.
 enum EvidenceDigest {
     static func of(_ body: Data) -> String {
-        "sha256:" + SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+        "sha256:" + Hex.encode(SHA256.hash(data: body))  // String(format:) per byte showed in an ingestion profile
     }
 }

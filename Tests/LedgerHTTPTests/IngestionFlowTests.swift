@@ -189,7 +189,10 @@ import Testing
             #expect(events.count <= 2)
             positions += events.compactMap { $0["position"] as? Int }
             if let purchase = events.first(where: { $0["type"] as? String == "Purchased" }) {
-                #expect((purchase["evidence"] as? String)?.hasPrefix("sha256:") == true)
+                let digest = try #require(purchase["evidence"] as? String)
+                // The reference is the SHA-256 of the raw evidence kept in ledger.evidence.
+                let kept = try await server.pool.query("SELECT encode(sha256(body), 'hex') AS h FROM ledger.evidence WHERE digest = $1", [digest])
+                #expect(try kept.map { "sha256:" + (try $0["h"].string()) } == [digest])
             }
             cursor = page.json["next"] as? String
         } while cursor != nil
