@@ -207,7 +207,7 @@ public struct ProjectionRebuilder: Sendable {
                                [UsersProjection.name, version]).map { try $0[0].int() }
         for stale in old {
             let projection = UsersProjection(version: stale)
-            try db.execute(script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines)")
+            try db.execute(script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines), \(projection.finance)")
             try db.query("DELETE FROM ledger.projection_checkpoints WHERE name = $1 AND version = $2", [UsersProjection.name, stale])
         }
     }

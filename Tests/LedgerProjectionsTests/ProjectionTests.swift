@@ -152,6 +152,12 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         }
         let versions = try await pool.query("SELECT version FROM ledger.projection_checkpoints WHERE name = 'users' ORDER BY version").map { try $0[0].int() }
         #expect(versions == [2, 3], "the version before the active one is kept, older ones dropped")
+        let tables = try await pool.query("""
+            SELECT tablename FROM pg_tables WHERE schemaname = 'ledger'
+               AND tablename ~ '^(transaction_owners|user_timelines|finance_rows)_v[0-9]+$' ORDER BY tablename
+            """).map { try $0[0].string() }
+        #expect(tables == ["finance_rows_v2", "finance_rows_v3", "transaction_owners_v2", "transaction_owners_v3",
+                           "user_timelines_v2", "user_timelines_v3"], "every table of a dropped version goes with it")
         #expect(try await storedFinance(pool) == expected.financeRows())
         await pool.close()
     }
