@@ -133,8 +133,8 @@ struct FactRecorder: Sendable {
     static func slotAndContent(type: String, data: String) -> (slot: String?, content: String) {
         guard case .object(var members)? = try? JSONTree.parse(data) else { return (nil, type + data) }
         func string(_ key: String) -> String? {
-            for case (key, .string(let value)) in members { return value }
-            return nil
+            guard case .string(let value)? = JSONTree.member(key, of: members) else { return nil }
+            return value
         }
         let slot: String? = switch type {
         case "Purchased", "Restored", "Renewed", "Recovered": string("transactionID").map { "transaction:" + $0 }

@@ -61,8 +61,8 @@ public enum StoredFacts {
             return .some(String(decoding: value, as: UTF8.self))
         }
         if let quick { return quick }
-        guard case .object(let members)? = try? JSONTree.parse(metadata) else { return nil }
-        for case ("evidence", .string(let value)) in members { return value }
-        return nil
+        guard case .object(let members)? = try? JSONTree.parse(metadata),
+              case .string(let value)? = JSONTree.member("evidence", of: members) else { return nil }
+        return value
     }
 }

@@ -53,6 +53,15 @@ public enum JSONTree: Equatable, Sendable {
         return try text.withUTF8 { try parse($0) }
     }
 
+    /// The value of `key` among an object's members. Objects here are small (a stored fact has
+    /// ~20 fields): a linear scan beats hashing, and comparing lengths first skips most full
+    /// string comparisons.
+    public static func member(_ key: String, of members: [(String, JSONTree)]) -> JSONTree? {
+        let length = key.utf8.count
+        for (candidate, value) in members where candidate.utf8.count == length && candidate == key { return value }
+        return nil
+    }
+
     /// The same document with every object's keys in order: a canonical form, so two texts of
     /// the same value (ours, and PostgreSQL's printing of it) compare equal once rewritten.
     public func sortingKeys() -> JSONTree {

@@ -101,14 +101,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     var allKeys: [Key] { members.compactMap { Key(stringValue: $0.0) } }
 
-    /// Objects are small (a stored fact has ~20 fields): a linear scan beats hashing, and
-    /// comparing lengths first skips most full comparisons.
-    func value(_ key: Key) -> JSONTree? {
-        let name = key.stringValue
-        let length = name.utf8.count
-        for (candidate, value) in members where candidate.utf8.count == length && candidate == name { return value }
-        return nil
-    }
+    func value(_ key: Key) -> JSONTree? { JSONTree.member(key.stringValue, of: members) }
 
     func child(_ key: Key) throws -> TreeDecoder {
         guard let value = value(key) else {
@@ -203,12 +196,9 @@ struct StoredObject {
     }
 
     private func present(_ key: String) -> TreeDecoder? {
-        let length = key.utf8.count
-        for (candidate, value) in members where candidate.utf8.count == length && candidate == key {
-            if case .null = value { return nil }
-            return TreeDecoder(value)
-        }
-        return nil
+        guard let value = JSONTree.member(key, of: members) else { return nil }
+        if case .null = value { return nil }
+        return TreeDecoder(value)
     }
 
     private func required(_ key: String) throws -> TreeDecoder {
