@@ -4,14 +4,15 @@
 -- 2.5 s loaded then indexed, 425,705 rows). The live worker never writes to a version before
 -- it is indexed: the rebuild indexes it before its first catch-up step.
 
--- Version v's tables, without keys or indexes, registered as building.
+-- Version v's tables, without keys or indexes, registered as building. A timeline is text, not
+-- jsonb (see 0005).
 CREATE FUNCTION ledger.create_users_projection_tables(v integer) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     EXECUTE format($f$
         CREATE TABLE ledger.%1$I (
             bundle_id text NOT NULL, original_transaction_id text NOT NULL, user_id text NOT NULL);
         CREATE TABLE ledger.%2$I (
-            bundle_id text NOT NULL, user_id text NOT NULL, timeline jsonb NOT NULL);
+            bundle_id text NOT NULL, user_id text NOT NULL, timeline text NOT NULL);
         CREATE TABLE ledger.%3$I (
             bundle_id text NOT NULL, original_transaction_id text NOT NULL, seq integer NOT NULL,
             kind text NOT NULL CHECK (kind IN ('purchase', 'renewal', 'refund', 'refund_reversed')),

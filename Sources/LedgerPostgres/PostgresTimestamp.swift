@@ -33,8 +33,7 @@ public enum PostgresTimestamp {
         return text.withUTF8 { parseMicroseconds(bytes: $0) }
     }
 
-    /// The same, from bytes (a COPY row's field), without making a string first.
-    public static func parseMicroseconds(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+    static func parseMicroseconds(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         guard bytes.count >= 19 else { return nil }
         func number(_ range: Range<Int>) -> Int64? {
             var value: Int64 = 0

@@ -107,7 +107,7 @@ public enum JSONTree: Equatable, Sendable {
     }
 
     /// Runs of bytes that need no escape are appended whole: a timeline is mostly such runs.
-    static func writeString(_ text: String, into out: inout [UInt8]) {
+    public static func writeString(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { bytes in

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 
 /// Writes JSON straight into bytes, for the hot answers (a user's state): Foundation's
 /// `JSONEncoder` was most of the cost of a cached user-state query (profiled).
@@ -58,18 +59,6 @@ struct JSONWriter {
     }
 
     private mutating func string(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0..<0x20: bytes += Array(String(format: "\\u%04x", byte).utf8)
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
+        JSONTree.writeString(text, into: &bytes)
     }
 }
