@@ -27,15 +27,21 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<4 {
                 group.addTask {
-                    let deadline = Date().addingTimeInterval(4)
+                    // Until the database is back and this writer has appended after it (a
+                    // condition, not a duration: a slow machine restarts slowly).
                     var n = 0
-                    while Date() < deadline {
+                    var mineAfterRestart = 0
+                    while mineAfterRestart < 5 {
                         n += 1
                         let events = (0..<(1 + n % 4)).map { _ in testEvent() }
                         do {
+                            let afterRestart = restarted.value
                             try await store.append(events, to: "writer-\(writer)-\(n % 3)")
                             acknowledged.withLock { $0[events[0].id] = events.count }
-                            if restarted.value { successesAfterRestart.withLock { $0 += 1 } }
+                            if afterRestart {
+                                mineAfterRestart += 1
+                                successesAfterRestart.withLock { $0 += 1 }
+                            }
                         } catch let error as EventStoreError {
                             guard case .database(let cause) = error, cause.isTransient else {
                                 Issue.record("an outage must surface as a transient database error, got \(error)")
