@@ -70,6 +70,32 @@ public final class EventStore: Sendable {
         return byRequest.map { $0! }
     }
 
+    /// Appends to several streams in one call and one commit (`ledger.append_streams`, schema/0006):
+    /// the group commit of concurrent requests, each stream at most once and at the exact version
+    /// its events were decided on. All or nothing; on `wrongExpectedVersion` or
+    /// `idempotencyConflict` nothing is written and the caller appends its requests one by one.
+    @discardableResult
+    public func append(group: [StreamAppend]) async throws -> [AppendResult] {
+        guard !group.isEmpty else { return [] }
+        precondition(Set(group.map(\.stream)).count == group.count, "a group appends to each stream once")
+        precondition(group.allSatisfy { $0.expectedVersion != .any }, "a group is decided on exact versions")
+        let argument = "[" + group.map { append in
+            "{\"stream\":\(JSONText.quoted(append.stream)),\"expected\":\(append.expectedVersion.sqlValue ?? 0),\"events\":\(JSONText.eventsArgument(append.events))}"
+        }.joined(separator: ",") + "]"
+        let rows = try await withAppendRetry(describe: { error in
+            let stream = error.sqlState == "LE001" ? error.detail ?? group[0].stream : group[0].stream
+            return (stream, group.first { $0.stream == stream }?.expectedVersion ?? .any)
+        }) {
+            try await self.pool.withConnection { connection in
+                try connection.query("SELECT stream, event_id, version, tx_id::text AS tx_id, event_position, false AS duplicate FROM ledger.append_streams($1::jsonb)",
+                                     [argument])
+            }
+        }
+        var byStream: [String: [PostgresRow]] = [:]
+        for row in rows { byStream[try row["stream"].string(), default: []].append(row) }
+        return try group.map { try Self.result(stream: $0.stream, rows: byStream[$0.stream] ?? []) }
+    }
+
     private func withAppendRetry<T: Sendable>(
         describe: (PostgresError) -> (stream: String, expected: ExpectedVersion),
         _ body: @Sendable () async throws -> T
@@ -95,7 +121,7 @@ public final class EventStore: Sendable {
         }
     }
 
-    static func result(stream: String, rows: PostgresRows) throws -> AppendResult {
+    static func result(stream: String, rows: some Sequence<PostgresRow>) throws -> AppendResult {
         var events: [AppendedEvent] = []
         var replay = false
         for row in rows {

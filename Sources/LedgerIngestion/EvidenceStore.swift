@@ -6,6 +6,25 @@ import LedgerPostgres
 public struct EvidenceStore: Sendable {
     public enum Kind: String, Sendable { case signedTransaction = "signed_transaction", receipt, receiptAnswer = "receipt_answer",
                                           notificationV1 = "notification_v1", notificationV2 = "notification_v2" }
+
+    /// One piece of evidence as text (a JWS, base64, JSON: all of it UTF-8), named by its digest.
+    struct Item: Sendable {
+        let body: String
+        let kind: Kind
+        let bundleID: String
+        /// For a verifyReceipt answer, the digest of the receipt it answers.
+        let answers: String?
+        let digest: String
+
+        init(body: String, kind: Kind, bundleID: String, answers: String? = nil) {
+            self.body = body
+            self.kind = kind
+            self.bundleID = bundleID
+            self.answers = answers
+            self.digest = EvidenceDigest.of(Data(body.utf8))
+        }
+    }
+
     let pool: PostgresPool
 
     public init(pool: PostgresPool) { self.pool = pool }
@@ -18,7 +37,7 @@ public struct EvidenceStore: Sendable {
         // after it in the same WAL and flushes both, so durable events never point at lost
         // evidence, and a request pays one disk flush instead of two. One pipelined round trip.
         let statements = [
-            PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)"),
+            Self.lazyCommit,
             PipelinedStatement("""
                 INSERT INTO ledger.evidence (digest, bundle_id, kind, body, answers) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT (digest) DO NOTHING
@@ -26,6 +45,32 @@ public struct EvidenceStore: Sendable {
         ]
         _ = try await pool.withConnection { try $0.pipeline(statements, transaction: true) }
         return digest
+    }
+
+    /// Inside a transaction: its commit does not wait for the disk (see `store`).
+    static let lazyCommit = PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)")
+
+    /// One statement storing many pieces of evidence (a group of requests), each digest once.
+    /// A receipt's answer may come in the same statement as the receipt: its reference is
+    /// checked at the end of the statement.
+    static func insert(_ items: [Item]) -> PipelinedStatement {
+        var seen: Set<String> = []
+        var digests: [String] = [], bundles: [String] = [], kinds: [String] = [], bodies: [String] = [], answers: [String?] = []
+        for item in items {
+            let digest = item.digest
+            guard seen.insert(digest).inserted else { continue }
+            digests.append(digest)
+            bundles.append(item.bundleID)
+            kinds.append(item.kind.rawValue)
+            bodies.append(item.body)
+            answers.append(item.answers)
+        }
+        return PipelinedStatement("""
+            INSERT INTO ledger.evidence (digest, bundle_id, kind, body, answers)
+            SELECT d, b, k, convert_to(t, 'UTF8'), a FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS e(d, b, k, t, a)
+            ON CONFLICT (digest) DO NOTHING
+            """, [PostgresTextArray(digests), PostgresTextArray(bundles), PostgresTextArray(kinds), PostgresTextArray(bodies),
+                  PostgresNullableTextArray(answers)])
     }
 
     /// The raw bytes behind a digest, for audits.

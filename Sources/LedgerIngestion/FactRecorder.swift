@@ -12,7 +12,6 @@ struct FactRecorder: Sendable {
     struct Outcome: Sendable {
         /// The furthest position written (nil: everything was already recorded).
         var lastPosition: LogPosition?
-        var originalTransactions: Set<String> = []
         /// Original transactions another user keeps (restore policy `keep`). Who that is stays
         /// here: naming them to the caller would disclose another user's id.
         var keptByAnother: Set<String> = []
@@ -35,21 +34,63 @@ struct FactRecorder: Sendable {
         static let nobody = Claimant(user: { _ in nil }, policy: .keep)
     }
 
-    func record(_ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date = Date()) async throws -> Outcome {
-        var outcome = Outcome()
+    /// One stream's share of a piece of evidence: the events it would append (with their stable
+    /// ids) and, for a user's claim, whose the stream's original transaction is to be.
+    struct StreamWork: Sendable {
+        var stream: String
+        var candidates: [NewEvent]
+        var claim: (original: String, user: String)?
+        var policy: RestorePolicy
+        /// Purchase streams are decided on what they hold; others (the per-app notifications
+        /// stream grows without bound and decides nothing) are appended event by event.
+        var isDecided: Bool { stream.hasPrefix("purchase:") }
+    }
+
+    /// What to append to one stream, decided on the events it holds.
+    struct Plan: Sendable {
+        var fresh: [NewEvent] = []
+        var expected: ExpectedVersion = .noStream
+        /// The original transaction another user keeps (restore policy `keep`).
+        var kept: String?
+    }
+
+    /// The evidence's events grouped by stream, in order of first appearance.
+    func work(for events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date) throws -> [StreamWork] {
         var byStream: [String: [LedgerEvent]] = [:]
         var order: [String] = []
         for event in events {
             let stream = LedgerStream.stream(of: event, bundleID: bundleID)
             if byStream[stream] == nil { order.append(stream) }
             byStream[stream, default: []].append(event)
-            if let original = event.originalTransactionID { outcome.originalTransactions.insert(original) }
         }
-        for stream in order {
-            let original = byStream[stream]!.compactMap(\.originalTransactionID).first
-            let claim = original.flatMap { original in claimant.user(original).map { (original, $0) } }
-            if let position = try await append(byStream[stream]!, to: stream, bundleID: bundleID, evidence: evidence,
-                                               claim: claim, policy: claimant.policy, now: now, kept: &outcome.keptByAnother) {
+        return try order.map { stream in
+            let events = byStream[stream]!
+            let original = events.compactMap(\.originalTransactionID).first
+            let candidates = try events.map { event in
+                let data = String(decoding: try event.encodedData(), as: UTF8.self)
+                // A notification is identified by Apple's UUID: a redelivery is a no-op even if re-signed.
+                let id = if case .appleNotificationReceived(let n) = event, let uuid = n.notificationUUID {
+                    StableID.make(bundleID, "notification", uuid)
+                } else {
+                    StableID.make(stream, event.typeName, data)
+                }
+                return try StoredFacts.append(event, bundleID: bundleID, id: id, occurredAt: event.appleSignedDate ?? now, evidence: evidence).event
+            }
+            return StreamWork(stream: stream, candidates: candidates, claim: original.flatMap { original in claimant.user(original).map { (original, $0) } },
+                              policy: claimant.policy)
+        }
+    }
+
+    func record(_ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date = Date()) async throws -> Outcome {
+        try await record(work(for: events, bundleID: bundleID, evidence: evidence, claimant: claimant, now: now), bundleID: bundleID, now: now)
+    }
+
+    /// Appends each stream's work on its own, deciding on what the stream holds and deciding again
+    /// when it changed meanwhile (the path of a request that could not be grouped).
+    func record(_ work: [StreamWork], bundleID: String, now: Date) async throws -> Outcome {
+        var outcome = Outcome()
+        for item in work {
+            if let position = try await append(item, bundleID: bundleID, now: now, kept: &outcome.keptByAnother) {
                 outcome.lastPosition = max(outcome.lastPosition ?? position, position)
             }
         }
@@ -58,73 +99,64 @@ struct FactRecorder: Sendable {
 
     /// One stream: skip what is already there, add the ownership decision, append; on a
     /// concurrent change, read again and decide again.
-    private func append(_ events: [LedgerEvent], to stream: String, bundleID: String, evidence: String?,
-                        claim: (original: String, user: String)?, policy: RestorePolicy, now: Date,
-                        kept: inout Set<String>) async throws -> LogPosition? {
-        let candidates = try events.map { event in
-            let data = String(decoding: try event.encodedData(), as: UTF8.self)
-            // A notification is identified by Apple's UUID: a redelivery is a no-op even if re-signed.
-            let id = if case .appleNotificationReceived(let n) = event, let uuid = n.notificationUUID {
-                StableID.make(bundleID, "notification", uuid)
-            } else {
-                StableID.make(stream, event.typeName, data)
-            }
-            return try StoredFacts.append(event, bundleID: bundleID, id: id, occurredAt: event.appleSignedDate ?? now, evidence: evidence).event
-        }
-        // The per-app notifications stream grows without bound and decides nothing: its events
-        // are appended one by one, and their ids make a replay a no-op.
-        guard stream.hasPrefix("purchase:") else {
+    private func append(_ work: StreamWork, bundleID: String, now: Date, kept: inout Set<String>) async throws -> LogPosition? {
+        guard work.isDecided else {
             var last: LogPosition?
-            for event in candidates {
-                let result = try await store.append([event], to: stream)
+            for event in work.candidates {
+                let result = try await store.append([event], to: work.stream)
                 if !result.wasReplay { last = result.events.last?.position }
             }
             return last
         }
         for _ in 0..<10 {
-            let existing = try await store.readAll(stream: stream)
-            let known = Set(existing.map(\.id))
-            if candidates.contains(where: { known.contains($0.id) && $0.type == "AppleNotificationReceived" }) {
-                return nil  // this notification was recorded before, with everything it said
-            }
-            // Evidence restated later (a re-fetched StoreKit transaction, the same receipt asked
-            // again) that differs from the latest fact in its slot only by when Apple stated it
-            // adds nothing, and is not appended. Only the latest counts: auto-renew turned off
-            // and then on again is two changes, not a repeat.
-            var latest: [String: String] = [:]
-            for event in existing {
-                let (slot, content) = Self.slotAndContent(type: event.type, data: event.data)
-                if let slot { latest[slot] = content }
-            }
-            var fresh = candidates.filter { candidate in
-                guard !known.contains(candidate.id) else { return false }
-                let (slot, content) = Self.slotAndContent(type: candidate.type, data: candidate.data)
-                guard let slot, let previous = latest[slot] else { return true }
-                return previous != content
-            }
-            var history = AppLedger(bundleID: bundleID)
-            for event in existing { if let (_, fact) = try StoredFacts.fact(from: event) { history.apply(fact) } }
-            if let claim {
-                switch Decide.claim(claim.original, by: claim.user, currentOwner: history.owner(of: claim.original), policy: policy) {
-                case .alreadyOwned: break
-                case .claim(let decided):
-                    fresh.append(try ownership(.transactionClaimed(decided), stream, bundleID, existing.count, now))
-                case .transfer(let decided):
-                    fresh.append(try ownership(.ownershipTransferred(decided), stream, bundleID, existing.count, now))
-                case .refused:
-                    kept.insert(claim.original)
-                }
-            }
-            guard !fresh.isEmpty else { return nil }
+            let plan = try Self.plan(work, existing: try await store.readAll(stream: work.stream), bundleID: bundleID, now: now)
+            if let original = plan.kept { kept.insert(original) }
+            guard !plan.fresh.isEmpty else { return nil }
             do {
-                let version = existing.last?.version ?? 0
-                let result = try await store.append(fresh, to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
-                return result.events.last?.position
+                return try await store.append(plan.fresh, to: work.stream, expectedVersion: plan.expected).events.last?.position
             } catch EventStoreError.wrongExpectedVersion {
                 continue
             }
         }
-        throw LedgerError(.unavailable, "contention", "stream \(stream) kept changing; try again")
+        throw LedgerError(.unavailable, "contention", "stream \(work.stream) kept changing; try again")
+    }
+
+    /// What a purchase stream holding `existing` still needs from `work`: pure, so a group of
+    /// requests is decided exactly as one request is.
+    static func plan(_ work: StreamWork, existing: [RecordedEvent], bundleID: String, now: Date) throws -> Plan {
+        let known = Set(existing.map(\.id))
+        var plan = Plan(expected: existing.last.map { .exact($0.version) } ?? .noStream)
+        if work.candidates.contains(where: { known.contains($0.id) && $0.type == "AppleNotificationReceived" }) {
+            return plan  // this notification was recorded before, with everything it said
+        }
+        // Evidence restated later (a re-fetched StoreKit transaction, the same receipt asked
+        // again) that differs from the latest fact in its slot only by when Apple stated it
+        // adds nothing, and is not appended. Only the latest counts: auto-renew turned off
+        // and then on again is two changes, not a repeat.
+        var latest: [String: String] = [:]
+        for event in existing {
+            let (slot, content) = slotAndContent(type: event.type, data: event.data)
+            if let slot { latest[slot] = content }
+        }
+        plan.fresh = work.candidates.filter { candidate in
+            guard !known.contains(candidate.id) else { return false }
+            let (slot, content) = slotAndContent(type: candidate.type, data: candidate.data)
+            guard let slot, let previous = latest[slot] else { return true }
+            return previous != content
+        }
+        guard let claim = work.claim else { return plan }
+        var history = AppLedger(bundleID: bundleID)
+        for event in existing { if let (_, fact) = try StoredFacts.fact(from: event) { history.apply(fact) } }
+        switch Decide.claim(claim.original, by: claim.user, currentOwner: history.owner(of: claim.original), policy: work.policy) {
+        case .alreadyOwned: break
+        case .claim(let decided):
+            plan.fresh.append(try ownership(.transactionClaimed(decided), work.stream, bundleID, existing.count, now))
+        case .transfer(let decided):
+            plan.fresh.append(try ownership(.ownershipTransferred(decided), work.stream, bundleID, existing.count, now))
+        case .refused:
+            plan.kept = claim.original
+        }
+        return plan
     }
 
     /// Which of the domain's slots a fact fills (a transaction's snapshot, a subscription's renewal
@@ -150,7 +182,7 @@ struct FactRecorder: Sendable {
 
     /// Ownership decisions are told apart by the stream version they were decided at, so the same
     /// user can claim again after a transfer away, and a retried request is still a replay.
-    private func ownership(_ event: LedgerEvent, _ stream: String, _ bundleID: String, _ version: Int, _ now: Date) throws -> NewEvent {
+    private static func ownership(_ event: LedgerEvent, _ stream: String, _ bundleID: String, _ version: Int, _ now: Date) throws -> NewEvent {
         try StoredFacts.append(event, bundleID: bundleID, id: StableID.make(stream, event.typeName, String(version), event.ownerDescription),
                                occurredAt: now).event
     }

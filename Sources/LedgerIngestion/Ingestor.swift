@@ -14,6 +14,7 @@ public struct Ingestor: Sendable {
     let store: EventStore
     let evidence: EvidenceStore
     let recorder: FactRecorder
+    let group: GroupRecorder
     let verifier: SignedDataVerifier
     let receipts: VerifyReceiptClient
     let users: UserStateReader
@@ -28,6 +29,7 @@ public struct Ingestor: Sendable {
         self.progress = progress
         self.evidence = EvidenceStore(pool: store.pool)
         self.recorder = FactRecorder(store: store)
+        self.group = GroupRecorder(store: store, recorder: recorder)
         self.tokens = AppAccountTokens(store: store)
         self.verifier = verifier
         self.receipts = receipts
@@ -43,9 +45,9 @@ public struct Ingestor: Sendable {
             let app = try await directory.app(bundleID)
             let transaction = try await verifier.verifyTransaction(signedTransaction, expecting: app.expectation)
             let presenter = try await presenter(userID, token: transaction.facts.appAccountToken, bundleID: bundleID)
-            let digest = try await evidence.store(Data(signedTransaction.utf8), kind: .signedTransaction, bundleID: bundleID)
-            let outcome = try await recorder.record(EvidenceEvents.events(for: transaction), bundleID: bundleID, evidence: digest,
-                                                    claimant: .presenter(presenter, policy: app.settings.restorePolicy))
+            let item = EvidenceStore.Item(body: signedTransaction, kind: .signedTransaction, bundleID: bundleID)
+            let outcome = try await record(EvidenceEvents.events(for: transaction), evidence: [item], bundleID: bundleID,
+                                           claimant: .presenter(presenter, policy: app.settings.restorePolicy))
             return try await answer(outcome, bundleID: bundleID, userID: presenter)
         }
     }
@@ -102,18 +104,17 @@ public struct Ingestor: Sendable {
                 throw LedgerError(AppStoreError(.sharedSecretMissing, "legacy receipts need the app's shared_secret; configure it first"))
             }
             let verified = try await receipts.verify(receiptData: receiptData, sharedSecret: secret, expecting: app.expectation)
-            let receiptDigest = try await evidence.store(Data(receiptData.utf8), kind: .receipt, bundleID: bundleID)
+            let receipt = EvidenceStore.Item(body: receiptData, kind: .receipt, bundleID: bundleID)
             // What Apple answered, in brief (the receipt itself is kept too). No optional may reach
             // JSONSerialization: it raises on one instead of throwing.
             var summary: [String: Any] = ["status": verified.response.status, "environment": verified.environment.rawValue, "bundle_id": bundleID,
                                           "transactions": verified.response.transactions.map(\.transactionID)]
             if let requested = verified.response.requestDate { summary["request_date_ms"] = Int64(requested.timeIntervalSince1970 * 1000) }
-            let answer = try JSONSerialization.data(withJSONObject: summary, options: .sortedKeys)
-            let digest = try await evidence.store(answer, kind: .receiptAnswer, bundleID: bundleID, answers: receiptDigest)
+            let answer = String(decoding: try JSONSerialization.data(withJSONObject: summary, options: .sortedKeys), as: UTF8.self)
             let events = EvidenceEvents.events(for: verified.response, environment: verified.environment,
                                                statedAt: verified.response.requestDate ?? Date())
-            let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest,
-                                                    claimant: .presenter(userID, policy: app.settings.restorePolicy))
+            let outcome = try await record(events, evidence: [receipt, .init(body: answer, kind: .receiptAnswer, bundleID: bundleID, answers: receipt.digest)],
+                                           bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy))
             return try await self.answer(outcome, bundleID: bundleID, userID: userID)
         }
     }
@@ -154,6 +155,14 @@ public struct Ingestor: Sendable {
             try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
             return .recorded
         }
+    }
+
+    /// Keeps the evidence and records its events, together with other requests arriving meanwhile
+    /// (`GroupRecorder`); events reference the last piece of evidence (a receipt's: Apple's answer).
+    func record(_ events: [LedgerEvent], evidence: [EvidenceStore.Item], bundleID: String, claimant: FactRecorder.Claimant) async throws -> FactRecorder.Outcome {
+        let now = Date()
+        let work = try recorder.work(for: events, bundleID: bundleID, evidence: evidence.last?.digest, claimant: claimant, now: now)
+        return try await group.record(GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID, now: now))
     }
 
     /// original transaction → user, for the transactions among `events` whose appAccountToken is

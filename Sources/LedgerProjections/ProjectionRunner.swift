@@ -17,6 +17,8 @@ public enum ProjectionRunner {
         public var count: Int
         public var last: LogPosition?
         public var users: [(bundleID: String, userID: String)]
+        /// The checkpoint after this batch: what the version has applied, whoever applied it.
+        public var checkpoint: LogPosition
     }
 
     /// `liveStep`, also telling the last position applied and the users it changed, whom it
@@ -48,11 +50,11 @@ public enum ProjectionRunner {
         }
         let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
         let batch = try EventStore.readAll(on: connection, after: after, limit: batchSize)
-        guard let last = batch.last else { return Applied(count: 0, last: nil, users: []) }
+        guard let last = batch.last else { return Applied(count: 0, last: nil, users: [], checkpoint: after) }
         let users = try UsersProjection(version: version).apply(batch, on: connection)
         try advance(version: version, to: last.position, on: connection)
         if !users.isEmpty { try connection.query("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(users)]) }
-        return Applied(count: batch.count, last: last.position, users: users)
+        return Applied(count: batch.count, last: last.position, users: users, checkpoint: last.position)
     }
 
     static func advance(version: Int, to position: LogPosition, on connection: PostgresConnection) throws {

@@ -30,13 +30,12 @@ public struct ProjectionWorker: Sendable {
             let generation = store.appendGeneration
             do {
                 let applied = try await store.pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize) }
-                if let last = applied.last {
-                    // After the commit, in this order: a writer woken by the progress must not
-                    // then read its user's old timeline from the cache.
-                    cache?.invalidate(applied.users)
-                    progress?.advance(to: last)
-                    continue
-                }
+                // After the commit, in this order: a writer woken by the progress must not then
+                // read its user's old timeline from the cache. An empty batch reports the
+                // checkpoint too: another process's worker may have applied this one's writes.
+                if !applied.users.isEmpty { cache?.invalidate(applied.users) }
+                progress?.advance(to: applied.checkpoint)
+                if applied.last != nil { continue }
             } catch {
                 logger.warning("projection batch failed; retrying", metadata: ["error": "\(error)"])
             }

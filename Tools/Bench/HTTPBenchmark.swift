@@ -63,10 +63,12 @@ struct HTTPBenchmark: AsyncParsableCommand {
         // the planner picks sequential scans that stay in every cached plan as the tables grow.
         // So a warm-up ingests its own transactions first (not measured), then ANALYZE.
         let now = Date()
+        let run = UInt32.random(in: 0...UInt32.max)
         func script(prefix: String, count: Int) throws -> URL {
             var bodies = ""
             for index in 0..<count {
-                let purchase = SimulatedTransaction(transactionID: "\(prefix)\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
+                // Transaction ids unique to this run, so a reused database records new purchases.
+                let purchase = SimulatedTransaction(transactionID: "\(prefix)\(run)-\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
                                                     type: index % 2 == 0 ? "Auto-Renewable Subscription" : "Consumable",
                                                     purchaseDate: now.addingTimeInterval(-3600), expiresDate: index % 2 == 0 ? now.addingTimeInterval(30 * 86_400) : nil)
                 let body = try JSONSerialization.data(withJSONObject: ["user_id": "\(prefix == "b" ? "u" : prefix + "u")\(index)",
