@@ -5,22 +5,17 @@ import Logging
 
 /// Read-your-writes for the API: after an append, wait until the live projection has applied it,
 /// so the answer — and every later read by the same caller — includes it. This process's worker
-/// reports its progress in memory (checked every half millisecond, no query); the checkpoint row
-/// is read every 25 ms too — not at once, it would be a query per write — for a worker running in
-/// another process.
+/// wakes the wait when it applies the write (`ProjectionProgress`); the checkpoint row is read
+/// every 25 ms too, for a worker running in another process.
 enum ProjectionFreshness {
     static func wait(for position: LogPosition, pool: PostgresPool, progress: ProjectionProgress?, timeout: Duration = .seconds(5),
                      logger: Logger) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
-        var nextQuery = progress == nil ? clock.now : clock.now + .milliseconds(25)
         while clock.now < deadline {
-            if let progress, progress.position >= position { return }
-            if clock.now >= nextQuery {
-                if try await checkpoint(pool) >= position { return }
-                nextQuery = clock.now + .milliseconds(25)
-            }
-            try await Task.sleep(for: progress == nil ? .milliseconds(5) : .microseconds(500))
+            if let progress, await progress.wait(for: position, timeout: .milliseconds(25)) { return }
+            if try await checkpoint(pool) >= position { return }
+            if progress == nil { try await Task.sleep(for: .milliseconds(25)) }
         }
         logger.warning("projection did not catch up in time; answering from what it has", metadata: ["position": "\(position)"])
     }

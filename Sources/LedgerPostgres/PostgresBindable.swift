@@ -35,9 +35,26 @@ public struct PostgresTextArray: PostgresBindable {
     public var elements: [String]
     public init(_ elements: [String]) { self.elements = elements }
     public var postgresText: String {
-        "{" + elements.map { element in
-            "\"" + element.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-        }.joined(separator: ",") + "}"
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(elements.reduce(2) { $0 + $1.utf8.count + 3 })
+        for (index, element) in elements.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            Self.appendQuoted(element, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// One element, quoted, with `"` and `\` escaped — byte by byte: Foundation's
+    /// `replacingOccurrences` went through UTF-16 and was the top of an ingestion profile
+    /// (timelines and evidence bodies are kilobytes of JSON travelling in these arrays).
+    static func appendQuoted(_ element: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in element.utf8 {
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+            out.append(byte)
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }
 
@@ -48,7 +65,9 @@ public struct PostgresNullableTextArray: PostgresBindable {
     public var postgresText: String {
         "{" + elements.map { element in
             guard let element else { return "NULL" }
-            return PostgresTextArray([element]).postgresText.dropFirst().dropLast().description
+            var out: [UInt8] = []
+            PostgresTextArray.appendQuoted(element, to: &out)
+            return String(decoding: out, as: UTF8.self)
         }.joined(separator: ",") + "}"
     }
 }

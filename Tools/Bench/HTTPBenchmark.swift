@@ -97,6 +97,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
         let ingestSeconds = max(1, min(seconds, transactions / 1500))
         let purchases = "SELECT count(*) AS n FROM ledger.events WHERE event_type = 'Purchased'"
         let before = try await pool.query(purchases)[0]["n"].int()
+        FileHandle.standardError.write(Data("measuring ingestion for \(ingestSeconds) s\n".utf8))  // e.g. the cue for perf record
         let ingestion = try Self.wrk(wrk, ["-t1", "-c\(ingestConnections)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
         let ingested = try await pool.query(purchases)[0]["n"].int() - before  // the measured run's own
         if ingestionOnly {
