@@ -161,12 +161,19 @@ public final class EventStore: Sendable {
 
     /// The same read, on a connection the caller holds (projection workers read and apply in one transaction).
     public static func readAll(on connection: PostgresConnection, after position: LogPosition, limit: Int) throws -> [RecordedEvent] {
-        try connection.query(selectEventsSQL + """
-             WHERE (e.tx_id, e.position) > ($1::xid8, $2::bigint)
+        try connection.query(readAllSQL(after: "($1::xid8, $2::bigint)", limit: "$3"), [position.transactionID, position.position, limit])
+            .map(RecordedEvent.init(row:))
+    }
+
+    /// The global read behind the fence, after `bound` — a `(tx_id, position)` row expression,
+    /// e.g. a subquery of a checkpoint — with `limit` a parameter reference.
+    public static func readAllSQL(after bound: String, limit: String) -> String {
+        selectEventsSQL + """
+             WHERE (e.tx_id, e.position) > \(bound)
                AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
              ORDER BY e.tx_id, e.position
-             LIMIT $3
-            """, [position.transactionID, position.position, limit]).map(RecordedEvent.init(row:))
+             LIMIT \(limit)
+            """
     }
 
     /// `SELECT … FROM ledger.events e`, the columns `RecordedEvent(row:)` reads; append a WHERE clause.

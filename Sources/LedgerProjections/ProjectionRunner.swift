@@ -23,15 +23,43 @@ public enum ProjectionRunner {
 
     /// `liveStep`, also telling the last position applied and the users it changed, whom it
     /// announces to every process's `TimelineCache` (the NOTIFY is delivered at commit).
+    ///
+    /// Four round trips whatever the batch: the transaction opened with its locks and the batch
+    /// read; two of reads (`UsersProjection.changes`); the writes with the checkpoint and the
+    /// commit. Writers wait for this batch before they answer, so its latency is theirs.
     public static func liveBatch(on connection: PostgresConnection, batchSize: Int) throws -> Applied {
-        try connection.transaction { connection in
-            // Projections are derived and their checkpoint commits with them: a batch lost in a
-            // crash is applied again from the checkpoint. So no waiting for the disk here — the
-            // rows are visible to readers at commit all the same.
-            try connection.query("SELECT set_config('synchronous_commit', 'off', true)")
-            let version = try connection.query(
-                "SELECT active_version FROM ledger.projections WHERE name = $1 FOR SHARE", [UsersProjection.name])[0][0].int()
-            return try batch(version: version, on: connection, batchSize: batchSize)
+        let registry = "ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1"
+        do {
+            let opening = try connection.pipeline([
+                PipelinedStatement("BEGIN"),
+                // Projections are derived and their checkpoint commits with them: a batch lost in
+                // a crash is applied again from the checkpoint. So no waiting for the disk here —
+                // the rows are visible to readers at commit all the same.
+                PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)"),
+                // The registry row FOR SHARE: a rebuild's switch (FOR UPDATE) waits for this batch.
+                PipelinedStatement("SELECT p.active_version, c.tx_id::text AS tx_id, c.position FROM \(registry) FOR SHARE OF p FOR UPDATE OF c",
+                                   [UsersProjection.name]),
+                PipelinedStatement(EventStore.readAllSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))", limit: "$2"),
+                                   [UsersProjection.name, batchSize]),
+            ], transaction: false)
+            guard let row = opening[2].first else {
+                throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
+            }
+            let version = try row["active_version"].int()
+            let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
+            let batch = try opening[3].map(RecordedEvent.init(row:))
+            guard let last = batch.last else {
+                try connection.query("COMMIT")
+                return Applied(count: 0, last: nil, users: [], checkpoint: after)
+            }
+            let changes = try UsersProjection(version: version).changes(for: batch, on: connection)
+            var closing = changes.writes + [advanceStatement(version: version, to: last.position)]
+            if !changes.users.isEmpty { closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(changes.users)])) }
+            _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
+            return Applied(count: batch.count, last: last.position, users: changes.users, checkpoint: last.position)
+        } catch {
+            connection.rollbackIfNeeded()
+            throw error
         }
     }
 
@@ -58,7 +86,12 @@ public enum ProjectionRunner {
     }
 
     static func advance(version: Int, to position: LogPosition, on connection: PostgresConnection) throws {
-        try connection.query("""
+        let statement = advanceStatement(version: version, to: position)
+        try connection.query(statement.sql, statement.parameters)
+    }
+
+    static func advanceStatement(version: Int, to position: LogPosition) -> PipelinedStatement {
+        PipelinedStatement("""
             UPDATE ledger.projection_checkpoints SET tx_id = $3::text::xid8, position = $4, updated_at = now()
              WHERE name = $1 AND version = $2
             """, [UsersProjection.name, version, position.transactionID, position.position])

@@ -21,12 +21,22 @@ public struct UsersProjection: Sendable {
     /// Records ownership from the batch, then recomputes every user the batch touched from that
     /// user's facts in the log. Recomputing (rather than patching) keeps the stored timeline
     /// exactly `AppLedger.timeline(of:)`: the same code answers live and rebuilt.
-    ///
-    /// Set-based: one statement per kind of work for the whole batch, and one read per affected
-    /// user. Done row by row it took eight round trips per purchase and capped ingestion.
     /// Returns the users whose timeline it rewrote.
     @discardableResult
     public func apply(_ batch: [RecordedEvent], on connection: PostgresConnection) throws -> [(bundleID: String, userID: String)] {
+        let changes = try changes(for: batch, on: connection)
+        if !changes.writes.isEmpty { _ = try connection.pipeline(changes.writes, transaction: false) }
+        return changes.users
+    }
+
+    /// What applying a batch changes: the users whose timelines it rewrites, and the statements
+    /// that write them (left to the caller, so the live worker sends them with its checkpoint and
+    /// commit in one round trip).
+    ///
+    /// Set-based and pipelined: two round trips of reads for the whole batch, whatever its size.
+    /// Row by row it took eight round trips per purchase, statement by statement fifteen per batch
+    /// — and writers wait for the batch to answer (read-your-writes).
+    func changes(for batch: [RecordedEvent], on connection: PostgresConnection) throws -> (users: [(bundleID: String, userID: String)], writes: [PipelinedStatement]) {
         var affected: Set<UserKey> = []
         var appsChanged: Set<String> = []
         var moneyMoved: Set<TransactionKey> = []
@@ -55,55 +65,102 @@ public struct UsersProjection: Sendable {
                 }
             }
         }
-        try addOwners(newOwners, connection)
-        if !ownerless.isEmpty {
-            let keys = Array(ownerless)
-            for row in try connection.query("""
+
+        // Round trip 1: new owners recorded; the owners of transactions that changed, and every
+        // user of an app whose catalogue changed (it can touch any of their purchases).
+        var first: [PipelinedStatement] = []
+        if !newOwners.isEmpty {
+            first.append(PipelinedStatement("""
+                INSERT INTO \(owners) (bundle_id, original_transaction_id, user_id)
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING
+                """, [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))]))
+        }
+        let ownerlessKeys = Array(ownerless)
+        if !ownerlessKeys.isEmpty {
+            first.append(PipelinedStatement("""
                 SELECT o.bundle_id, o.user_id FROM \(owners) o
                   JOIN unnest($1::text[], $2::text[]) AS t(bundle_id, original) ON o.bundle_id = t.bundle_id AND o.original_transaction_id = t.original
-                """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.originalTransactionID))]) {
-                affected.insert(UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string()))
-            }
+                """, [PostgresTextArray(ownerlessKeys.map(\.bundleID)), PostgresTextArray(ownerlessKeys.map(\.originalTransactionID))]))
         }
         for bundleID in appsChanged {
-            // A catalogue change can touch any purchase of the app: recompute all its users.
-            for row in try connection.query("SELECT DISTINCT user_id FROM \(owners) WHERE bundle_id = $1 UNION SELECT user_id FROM \(timelines) WHERE bundle_id = $1", [bundleID]) {
-                affected.insert(UserKey(bundleID: bundleID, userID: try row["user_id"].string()))
+            first.append(PipelinedStatement("SELECT $1::text AS bundle_id, user_id FROM \(owners) WHERE bundle_id = $1 UNION SELECT $1, user_id FROM \(timelines) WHERE bundle_id = $1",
+                                            [bundleID]))
+        }
+        if !first.isEmpty {
+            for rows in try connection.pipeline(first, transaction: false) {
+                for row in rows where rows.columns.contains("user_id") {
+                    affected.insert(UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string()))
+                }
             }
         }
+
+        // Round trip 2: every fact of every affected user, and of every transaction whose money moved.
         let users = affected.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
-        let ledgers = try userLedgers(users, on: connection)
-        var timelines: [(UserKey, String)] = []
-        for user in users {
-            let ledger = ledgers[user] ?? AppLedger(bundleID: user.bundleID)
-            timelines.append((user, String(decoding: TimelineJSON.bytes(ledger.timeline(of: user.userID)), as: UTF8.self)))
+        let moved = Array(moneyMoved)
+        let movedStreams = moved.map { LedgerStream.purchase($0.bundleID, originalTransactionID: $0.originalTransactionID) }
+        var second: [PipelinedStatement] = []
+        if !users.isEmpty { second += userLedgerReads(users) }
+        if !moved.isEmpty {
+            second.append(PipelinedStatement(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.position", [PostgresTextArray(movedStreams)]))
         }
-        try storeTimelines(timelines, connection)
-        try recomputeFinance(Array(moneyMoved), connection)
-        return users.map { ($0.bundleID, $0.userID) }
+        let results = second.isEmpty ? [] : try connection.pipeline(second, transaction: false)
+
+        var writes: [PipelinedStatement] = []
+        if !users.isEmpty {
+            let ledgers = try userLedgers(users, owned: results[0], events: results[1])
+            var texts: [String] = []
+            for user in users {
+                let ledger = ledgers[user] ?? AppLedger(bundleID: user.bundleID)
+                texts.append(String(decoding: TimelineJSON.bytes(ledger.timeline(of: user.userID)), as: UTF8.self))
+            }
+            writes.append(PipelinedStatement("""
+                INSERT INTO \(self.timelines) (bundle_id, user_id, timeline)
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+                ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline
+                """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID)), PostgresTextArray(texts)]))
+        }
+        if !moved.isEmpty { writes += try financeWrites(moved, streams: movedStreams, events: results[results.count - 1]) }
+        return (users.map { ($0.bundleID, $0.userID) }, writes)
     }
 
-    /// `userLedger` for many users at once: two queries in all (their owned transactions, then
-    /// every event of every stream that concerns any of them), each event decoded once and given
-    /// to each user it concerns. One query per user was most of a projection batch.
-    func userLedgers(_ users: [UserKey], on connection: PostgresConnection) throws -> [UserKey: AppLedger] {
-        guard !users.isEmpty else { return [:] }
+    /// The two reads behind `userLedgers`: the transactions the users own, and every event of
+    /// every stream that concerns any of them (their app's, their own, their purchases' — found
+    /// through the owners table inside the statement, as `userLedger` does for one user).
+    func userLedgerReads(_ users: [UserKey]) -> [PipelinedStatement] {
+        var ownStreams: Set<String> = []
+        for user in users {
+            ownStreams.insert(LedgerStream.app(user.bundleID))
+            ownStreams.insert(LedgerStream.user(user.bundleID, userID: user.userID))
+        }
+        let keys: [(any PostgresBindable)?] = [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID))]
+        return [
+            PipelinedStatement("""
+                SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o
+                  JOIN unnest($1::text[], $2::text[]) AS u(bundle_id, user_id) ON o.bundle_id = u.bundle_id AND o.user_id = u.user_id
+                """, keys),
+            PipelinedStatement(EventStore.selectEventsSQL + """
+                  JOIN (SELECT unnest($3::text[]) AS stream
+                        UNION SELECT 'purchase:' || o.bundle_id || ':' || o.original_transaction_id FROM \(owners) o
+                          JOIN unnest($1::text[], $2::text[]) AS u(bundle_id, user_id) ON o.bundle_id = u.bundle_id AND o.user_id = u.user_id) AS s
+                    ON e.stream = s.stream
+                 WHERE e.event_type <> ALL($4::text[]) ORDER BY e.position
+                """, keys + [PostgresTextArray(Array(ownStreams)), PostgresTextArray(Array(Self.ignoredTypes))]),
+        ]
+    }
+
+    /// Each user's facts from the two reads, each event decoded once and given to each user it concerns.
+    func userLedgers(_ users: [UserKey], owned: PostgresRows, events: PostgresRows) throws -> [UserKey: AppLedger] {
         var concerned: [String: [UserKey]] = [:]   // stream → users it concerns
         for user in users {
             concerned[LedgerStream.app(user.bundleID), default: []].append(user)
             concerned[LedgerStream.user(user.bundleID, userID: user.userID), default: []].append(user)
         }
-        for row in try connection.query("""
-            SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o
-              JOIN unnest($1::text[], $2::text[]) AS u(bundle_id, user_id) ON o.bundle_id = u.bundle_id AND o.user_id = u.user_id
-            """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID))]) {
+        for row in owned {
             let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
             concerned[LedgerStream.purchase(user.bundleID, originalTransactionID: try row["original_transaction_id"].string()), default: []].append(user)
         }
         var ledgers: [UserKey: AppLedger] = [:]
-        for row in try connection.query(EventStore.selectEventsSQL + """
-             WHERE e.stream = ANY($1::text[]) AND e.event_type <> ALL($2::text[]) ORDER BY e.position
-            """, [PostgresTextArray(Array(concerned.keys)), PostgresTextArray(Array(Self.ignoredTypes))]) {
+        for row in events {
             let recorded = try RecordedEvent(row: row)
             guard let (_, fact) = try StoredFacts.fact(from: recorded) else { continue }
             for user in concerned[recorded.stream] ?? [] {
@@ -113,21 +170,19 @@ public struct UsersProjection: Sendable {
         return ledgers
     }
 
-    /// Replaces the finance rows of each original transaction with what its stream now says:
-    /// one read, one delete and one insert for them all.
-    func recomputeFinance(_ transactions: [TransactionKey], _ connection: PostgresConnection) throws {
-        guard !transactions.isEmpty else { return }
-        let streams = transactions.map { LedgerStream.purchase($0.bundleID, originalTransactionID: $0.originalTransactionID) }
+    /// Replaces the finance rows of each original transaction with what its stream now says
+    /// (`events`: every event of those streams): one delete and one insert for them all.
+    func financeWrites(_ transactions: [TransactionKey], streams: [String], events: PostgresRows) throws -> [PipelinedStatement] {
         var ledgers: [String: AppLedger] = [:]
-        for row in try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.position", [PostgresTextArray(streams)]) {
+        for row in events {
             let recorded = try RecordedEvent(row: row)
             guard let (bundleID, fact) = try StoredFacts.fact(from: recorded) else { continue }
             ledgers[recorded.stream, default: AppLedger(bundleID: bundleID)].apply(fact)
         }
-        try connection.query("""
+        var writes = [PipelinedStatement("""
             DELETE FROM \(finance) f USING unnest($1::text[], $2::text[]) AS t(bundle_id, original)
              WHERE f.bundle_id = t.bundle_id AND f.original_transaction_id = t.original
-            """, [PostgresTextArray(transactions.map(\.bundleID)), PostgresTextArray(transactions.map(\.originalTransactionID))])
+            """, [PostgresTextArray(transactions.map(\.bundleID)), PostgresTextArray(transactions.map(\.originalTransactionID))])]
         var columns = FinanceColumns()
         for (transaction, stream) in zip(transactions, streams) {
             guard let ledger = ledgers[stream] else { continue }
@@ -135,13 +190,14 @@ public struct UsersProjection: Sendable {
                 columns.append(transaction, seq: seq, row)
             }
         }
-        guard !columns.bundleIDs.isEmpty else { return }
-        try connection.query("""
+        guard !columns.bundleIDs.isEmpty else { return writes }
+        writes.append(PipelinedStatement("""
             INSERT INTO \(finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity, price,
                                     currency, storefront, environment, occurred_at)
             SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[],
                                  $10::text[], $11::text[], $12::text[], $13::timestamptz[])
-            """, columns.parameters)
+            """, columns.parameters))
+        return writes
     }
 
     /// Every fact that can concern one user — the app's, the user's own, and each transaction the
@@ -167,25 +223,6 @@ public struct UsersProjection: Sendable {
             if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
         }
         return ledger
-    }
-
-    /// Every (app, original transaction, user) pair, in one statement.
-    private func addOwners(_ pairs: [(bundleID: String, original: String, userID: String)], _ connection: PostgresConnection) throws {
-        guard !pairs.isEmpty else { return }
-        try connection.query("""
-            INSERT INTO \(owners) (bundle_id, original_transaction_id, user_id)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING
-            """, [PostgresTextArray(pairs.map(\.bundleID)), PostgresTextArray(pairs.map(\.original)), PostgresTextArray(pairs.map(\.userID))])
-    }
-
-    /// Every recomputed timeline, in one statement.
-    private func storeTimelines(_ timelines: [(UserKey, String)], _ connection: PostgresConnection) throws {
-        guard !timelines.isEmpty else { return }
-        try connection.query("""
-            INSERT INTO \(self.timelines) (bundle_id, user_id, timeline)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
-            ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline
-            """, [PostgresTextArray(timelines.map(\.0.bundleID)), PostgresTextArray(timelines.map(\.0.userID)), PostgresTextArray(timelines.map(\.1))])
     }
 }
 
