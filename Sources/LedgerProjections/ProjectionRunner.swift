@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
 
@@ -17,6 +18,8 @@ public enum ProjectionRunner {
         public var count: Int
         public var last: LogPosition?
         public var users: [(bundleID: String, userID: String)]
+        /// The users' new timelines, in the same order (live batches only).
+        public var timelines: [UserTimeline] = []
         /// The checkpoint after this batch: what the version has applied, whoever applied it.
         public var checkpoint: LogPosition
     }
@@ -27,7 +30,7 @@ public enum ProjectionRunner {
     /// Four round trips whatever the batch: the transaction opened with its locks and the batch
     /// read; two of reads (`UsersProjection.changes`); the writes with the checkpoint and the
     /// commit. Writers wait for this batch before they answer, so its latency is theirs.
-    public static func liveBatch(on connection: PostgresConnection, batchSize: Int) throws -> Applied {
+    public static func liveBatch(on connection: PostgresConnection, batchSize: Int, origin: String? = nil) throws -> Applied {
         let registry = "ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1"
         do {
             let opening = try connection.pipeline([
@@ -54,9 +57,9 @@ public enum ProjectionRunner {
             }
             let changes = try UsersProjection(version: version).changes(for: batch, on: connection)
             var closing = changes.writes + [advanceStatement(version: version, to: last.position)]
-            if !changes.users.isEmpty { closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(changes.users)])) }
+            if !changes.users.isEmpty { closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(changes.users, origin: origin)])) }
             _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
-            return Applied(count: batch.count, last: last.position, users: changes.users, checkpoint: last.position)
+            return Applied(count: batch.count, last: last.position, users: changes.users, timelines: changes.timelines, checkpoint: last.position)
         } catch {
             connection.rollbackIfNeeded()
             throw error

@@ -28,12 +28,17 @@ public struct ProjectionWorker: Sendable {
         let batchSize = self.batchSize
         while !Task.isCancelled {
             let generation = store.appendGeneration
+            let epoch = cache?.epoch ?? 0
+            let origin = cache?.origin
             do {
-                let applied = try await store.pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize) }
-                // After the commit, in this order: a writer woken by the progress must not then
-                // read its user's old timeline from the cache. An empty batch reports the
-                // checkpoint too: another process's worker may have applied this one's writes.
-                if !applied.users.isEmpty { cache?.invalidate(applied.users) }
+                let applied = try await store.pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin) }
+                // After the commit, in this order: a writer woken by the progress finds its
+                // user's new timeline in the cache (or none), never the old one. An empty batch
+                // reports the checkpoint too: another process's worker may have applied this
+                // one's writes.
+                if !applied.users.isEmpty {
+                    cache?.replace(zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch)
+                }
                 progress?.advance(to: applied.checkpoint)
                 if applied.last != nil { continue }
             } catch {

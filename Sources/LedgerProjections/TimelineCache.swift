@@ -1,3 +1,4 @@
+import Foundation
 import LedgerCore
 import LedgerPostgres
 import Logging
@@ -13,7 +14,11 @@ import Synchronization
 public final class TimelineCache: Sendable {
     public static let channel = "ledger_projection"
     /// Separators that cannot occur in bundle ids and are refused in user ids.
-    static let fieldSeparator: Character = "\u{1F}", recordSeparator: Character = "\u{1E}"
+    static let fieldSeparator: Character = "\u{1F}", recordSeparator: Character = "\u{1E}", originSeparator: Character = "\u{1D}"
+
+    /// This cache's name in the announcements of its process's worker, which puts the timelines it
+    /// computes here itself (`replace`): the echo of its own NOTIFY is not an invalidation.
+    public let origin = UUID().uuidString
 
     struct State {
         var entries: [Key: UserTimeline] = [:]
@@ -45,6 +50,20 @@ public final class TimelineCache: Sendable {
         }
     }
 
+    /// Timelines this process's projection worker just committed, kept so the writers waiting for
+    /// them answer without reading them back — unless an invalidation came in since the batch
+    /// began (`epoch`): then another process wrote meanwhile and they are only invalidated.
+    public func replace(_ timelines: [(bundleID: String, userID: String, timeline: UserTimeline)], ifUnchangedSince epoch: UInt64) {
+        state.withLock { state in
+            let unchanged = state.epoch == epoch
+            state.epoch &+= 1   // a read that began before this must not store what it read
+            if state.entries.count + timelines.count > capacity { state.entries.removeAll(keepingCapacity: true) }
+            for entry in timelines {
+                state.entries[Key(bundleID: entry.bundleID, userID: entry.userID)] = unchanged ? entry.timeline : nil
+            }
+        }
+    }
+
     public func invalidate(_ users: [(bundleID: String, userID: String)]) {
         state.withLock { state in
             state.epoch &+= 1
@@ -59,13 +78,19 @@ public final class TimelineCache: Sendable {
         }
     }
 
-    /// The NOTIFY payload for a batch: the users it changed, or "*" when too many to list.
-    static func payload(_ users: [(bundleID: String, userID: String)]) -> String {
+    /// The NOTIFY payload for a batch: the users it changed, or "*" when too many to list, after
+    /// the announcing cache's origin if any.
+    static func payload(_ users: [(bundleID: String, userID: String)], origin: String? = nil) -> String {
         let text = users.map { $0.bundleID + String(fieldSeparator) + $0.userID }.joined(separator: String(recordSeparator))
-        return text.utf8.count < 7_000 ? text : "*"
+        return (origin.map { $0 + String(originSeparator) } ?? "") + (text.utf8.count < 7_000 ? text : "*")
     }
 
     func apply(payload: String) {
+        var payload = Substring(payload)
+        if let separator = payload.firstIndex(of: Self.originSeparator) {
+            guard payload[..<separator] != origin else { return }  // this process's own batch
+            payload = payload[payload.index(after: separator)...]
+        }
         guard payload != "*" else { return invalidateAll() }
         invalidate(payload.split(separator: Self.recordSeparator).compactMap { record in
             let parts = record.split(separator: Self.fieldSeparator, maxSplits: 1, omittingEmptySubsequences: false)

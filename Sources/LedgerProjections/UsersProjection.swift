@@ -29,6 +29,13 @@ public struct UsersProjection: Sendable {
         return changes.users
     }
 
+    struct Changes {
+        var users: [(bundleID: String, userID: String)] = []
+        /// The users' new timelines, in the same order.
+        var timelines: [UserTimeline] = []
+        var writes: [PipelinedStatement] = []
+    }
+
     /// What applying a batch changes: the users whose timelines it rewrites, and the statements
     /// that write them (left to the caller, so the live worker sends them with its checkpoint and
     /// commit in one round trip).
@@ -36,7 +43,7 @@ public struct UsersProjection: Sendable {
     /// Set-based and pipelined: two round trips of reads for the whole batch, whatever its size.
     /// Row by row it took eight round trips per purchase, statement by statement fifteen per batch
     /// — and writers wait for the batch to answer (read-your-writes).
-    func changes(for batch: [RecordedEvent], on connection: PostgresConnection) throws -> (users: [(bundleID: String, userID: String)], writes: [PipelinedStatement]) {
+    func changes(for batch: [RecordedEvent], on connection: PostgresConnection) throws -> Changes {
         var affected: Set<UserKey> = []
         var appsChanged: Set<String> = []
         var moneyMoved: Set<TransactionKey> = []
@@ -105,22 +112,23 @@ public struct UsersProjection: Sendable {
         }
         let results = second.isEmpty ? [] : try connection.pipeline(second, transaction: false)
 
-        var writes: [PipelinedStatement] = []
+        var changes = Changes(users: users.map { ($0.bundleID, $0.userID) })
         if !users.isEmpty {
             let ledgers = try userLedgers(users, owned: results[0], events: results[1])
             var texts: [String] = []
             for user in users {
-                let ledger = ledgers[user] ?? AppLedger(bundleID: user.bundleID)
-                texts.append(String(decoding: TimelineJSON.bytes(ledger.timeline(of: user.userID)), as: UTF8.self))
+                let timeline = (ledgers[user] ?? AppLedger(bundleID: user.bundleID)).timeline(of: user.userID)
+                changes.timelines.append(timeline)
+                texts.append(String(decoding: TimelineJSON.bytes(timeline), as: UTF8.self))
             }
-            writes.append(PipelinedStatement("""
+            changes.writes.append(PipelinedStatement("""
                 INSERT INTO \(self.timelines) (bundle_id, user_id, timeline)
                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
                 ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline
                 """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID)), PostgresTextArray(texts)]))
         }
-        if !moved.isEmpty { writes += try financeWrites(moved, streams: movedStreams, events: results[results.count - 1]) }
-        return (users.map { ($0.bundleID, $0.userID) }, writes)
+        if !moved.isEmpty { changes.writes += try financeWrites(moved, streams: movedStreams, events: results[results.count - 1]) }
+        return changes
     }
 
     /// The two reads behind `userLedgers`: the transactions the users own, and every event of
