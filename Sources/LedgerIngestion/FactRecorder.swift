@@ -10,8 +10,11 @@ struct FactRecorder: Sendable {
     let store: EventStore
 
     struct Outcome: Sendable {
-        /// The furthest position written (nil: everything was already recorded).
+        /// The furthest position the answer must wait for: written now, or — when everything was
+        /// already recorded — the last event of the streams as read (nil: nothing to wait for).
         var lastPosition: LogPosition?
+        /// Whether anything was appended (false: a replay of evidence already recorded).
+        var wroteAny = false
         /// Original transactions another user keeps (restore policy `keep`). Who that is stays
         /// here: naming them to the caller would disclose another user's id.
         var keptByAnother: Set<String> = []
@@ -52,6 +55,9 @@ struct FactRecorder: Sendable {
         var expected: ExpectedVersion = .noStream
         /// The original transaction another user keeps (restore policy `keep`).
         var kept: String?
+        /// The stream's last event as read: a request whose facts a concurrent request already
+        /// recorded still answers only once they are projected (read-your-writes).
+        var seen: LogPosition?
     }
 
     /// The evidence's events grouped by stream, in order of first appearance.
@@ -82,38 +88,34 @@ struct FactRecorder: Sendable {
     }
 
     func record(_ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date = Date()) async throws -> Outcome {
-        try await record(work(for: events, bundleID: bundleID, evidence: evidence, claimant: claimant, now: now), bundleID: bundleID, now: now)
+        try await record(work(for: events, bundleID: bundleID, evidence: evidence, claimant: claimant, now: now), bundleID: bundleID)
     }
 
     /// Appends each stream's work on its own, deciding on what the stream holds and deciding again
     /// when it changed meanwhile (the path of a request that could not be grouped).
-    func record(_ work: [StreamWork], bundleID: String, now: Date) async throws -> Outcome {
+    func record(_ work: [StreamWork], bundleID: String) async throws -> Outcome {
         var outcome = Outcome()
-        for item in work {
-            if let position = try await append(item, bundleID: bundleID, now: now, kept: &outcome.keptByAnother) {
-                outcome.lastPosition = max(outcome.lastPosition ?? position, position)
-            }
-        }
+        for item in work { try await append(item, bundleID: bundleID, into: &outcome) }
         return outcome
     }
 
     /// One stream: skip what is already there, add the ownership decision, append; on a
     /// concurrent change, read again and decide again.
-    private func append(_ work: StreamWork, bundleID: String, now: Date, kept: inout Set<String>) async throws -> LogPosition? {
+    private func append(_ work: StreamWork, bundleID: String, into outcome: inout Outcome) async throws {
         guard work.isDecided else {
-            var last: LogPosition?
             for event in work.candidates {
                 let result = try await store.append([event], to: work.stream)
-                if !result.wasReplay { last = result.events.last?.position }
+                if !result.wasReplay { outcome.wrote(result) }
             }
-            return last
+            return
         }
         for _ in 0..<10 {
-            let plan = try Self.plan(work, existing: try await store.readAll(stream: work.stream), bundleID: bundleID, now: now)
-            if let original = plan.kept { kept.insert(original) }
-            guard !plan.fresh.isEmpty else { return nil }
+            let plan = try Self.plan(work, existing: try await store.readAll(stream: work.stream), bundleID: bundleID, now: Date())
+            if let original = plan.kept { outcome.keptByAnother.insert(original) }
+            outcome.waitFor(plan.seen)
+            guard !plan.fresh.isEmpty else { return }
             do {
-                return try await store.append(plan.fresh, to: work.stream, expectedVersion: plan.expected).events.last?.position
+                return outcome.wrote(try await store.append(plan.fresh, to: work.stream, expectedVersion: plan.expected))
             } catch EventStoreError.wrongExpectedVersion {
                 continue
             }
@@ -121,11 +123,11 @@ struct FactRecorder: Sendable {
         throw LedgerError(.unavailable, "contention", "stream \(work.stream) kept changing; try again")
     }
 
-    /// What a purchase stream holding `existing` still needs from `work`: pure, so a group of
-    /// requests is decided exactly as one request is.
+    /// What a purchase stream holding `existing` still needs from `work`, decided at `now`: pure,
+    /// so a group of requests is decided exactly as one request is.
     static func plan(_ work: StreamWork, existing: [RecordedEvent], bundleID: String, now: Date) throws -> Plan {
         let known = Set(existing.map(\.id))
-        var plan = Plan(expected: existing.last.map { .exact($0.version) } ?? .noStream)
+        var plan = Plan(expected: existing.last.map { .exact($0.version) } ?? .noStream, seen: existing.last?.position)
         if work.candidates.contains(where: { known.contains($0.id) && $0.type == "AppleNotificationReceived" }) {
             return plan  // this notification was recorded before, with everything it said
         }
@@ -147,17 +149,23 @@ struct FactRecorder: Sendable {
         guard let claim = work.claim else { return plan }
         var history = AppLedger(bundleID: bundleID)
         for event in existing { if let (_, fact) = try StoredFacts.fact(from: event) { history.apply(fact) } }
+        // The domain orders facts by their time: a decision must come after every earlier decision
+        // of its stream, whatever the clocks of concurrent requests said (a transfer stamped
+        // before the one it followed would hand the purchase back).
+        let decidedAt = existing.lazy.filter { Self.ownershipTypes.contains($0.type) }.map(\.occurredAt).reduce(now, max)
         switch Decide.claim(claim.original, by: claim.user, currentOwner: history.owner(of: claim.original), policy: work.policy) {
         case .alreadyOwned: break
         case .claim(let decided):
-            plan.fresh.append(try ownership(.transactionClaimed(decided), work.stream, bundleID, existing.count, now))
+            plan.fresh.append(try ownership(.transactionClaimed(decided), work.stream, bundleID, existing.count, decidedAt))
         case .transfer(let decided):
-            plan.fresh.append(try ownership(.ownershipTransferred(decided), work.stream, bundleID, existing.count, now))
+            plan.fresh.append(try ownership(.ownershipTransferred(decided), work.stream, bundleID, existing.count, decidedAt))
         case .refused:
             plan.kept = claim.original
         }
         return plan
     }
+
+    static let ownershipTypes: Set<String> = ["TransactionClaimed", "OwnershipTransferred"]
 
     /// Which of the domain's slots a fact fills (a transaction's snapshot, a subscription's renewal
     /// state, a transaction's revocation — each keeps only its latest-signed fact), and its type
@@ -185,6 +193,18 @@ struct FactRecorder: Sendable {
     private static func ownership(_ event: LedgerEvent, _ stream: String, _ bundleID: String, _ version: Int, _ now: Date) throws -> NewEvent {
         try StoredFacts.append(event, bundleID: bundleID, id: StableID.make(stream, event.typeName, String(version), event.ownerDescription),
                                occurredAt: now).event
+    }
+}
+
+extension FactRecorder.Outcome {
+    mutating func waitFor(_ position: LogPosition?) {
+        guard let position else { return }
+        lastPosition = max(lastPosition ?? position, position)
+    }
+
+    mutating func wrote(_ result: AppendResult) {
+        wroteAny = true
+        waitFor(result.events.last?.position)
     }
 }
 

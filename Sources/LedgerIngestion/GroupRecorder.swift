@@ -20,7 +20,6 @@ final class GroupRecorder: Sendable {
         var evidence: [EvidenceStore.Item]
         var work: [FactRecorder.StreamWork]
         var bundleID: String
-        var now: Date
     }
 
     private enum Result: Sendable {
@@ -54,7 +53,7 @@ final class GroupRecorder: Sendable {
     func record(_ request: Request) async throws -> FactRecorder.Outcome {
         guard request.work.allSatisfy(\.isDecided) else {
             for item in request.evidence { try await EvidenceStore(pool: store.pool).store(Data(item.body.utf8), kind: item.kind, bundleID: item.bundleID, answers: item.answers) }
-            return try await recorder.record(request.work, bundleID: request.bundleID, now: request.now)
+            return try await recorder.record(request.work, bundleID: request.bundleID)
         }
         let result = try await withCheckedThrowingContinuation { continuation in
             let lead = queue.withLock { queue in
@@ -66,7 +65,7 @@ final class GroupRecorder: Sendable {
         }
         switch result {
         case .recorded(let outcome): return outcome
-        case .alone: return try await recorder.record(request.work, bundleID: request.bundleID, now: request.now)
+        case .alone: return try await recorder.record(request.work, bundleID: request.bundleID)
         }
     }
 
@@ -112,14 +111,16 @@ final class GroupRecorder: Sendable {
         var appends: [StreamAppend] = []
         var appendedBy: [Int] = []   // request index of each append
         var taken: Set<String> = []
+        let now = Date()   // decisions are stamped when made, on what was just read
         for (index, request) in requests.enumerated() {
             guard request.work.allSatisfy({ !taken.contains($0.stream) }) else { continue }
             var outcome = FactRecorder.Outcome()
             var mine: [StreamAppend] = []
             for work in request.work {
                 taken.insert(work.stream)
-                let plan = try FactRecorder.plan(work, existing: existing[work.stream] ?? [], bundleID: request.bundleID, now: request.now)
+                let plan = try FactRecorder.plan(work, existing: existing[work.stream] ?? [], bundleID: request.bundleID, now: now)
                 if let kept = plan.kept { outcome.keptByAnother.insert(kept) }
+                outcome.waitFor(plan.seen)
                 if !plan.fresh.isEmpty { mine.append(StreamAppend(stream: work.stream, events: plan.fresh, expectedVersion: plan.expected)) }
             }
             results[index] = .recorded(outcome)
@@ -129,8 +130,8 @@ final class GroupRecorder: Sendable {
         guard !appends.isEmpty else { return results }
         do {
             for (result, index) in zip(try await store.append(group: appends), appendedBy) {
-                guard case .recorded(var outcome) = results[index], let position = result.events.last?.position else { continue }
-                outcome.lastPosition = max(outcome.lastPosition ?? position, position)
+                guard case .recorded(var outcome) = results[index] else { continue }
+                outcome.wrote(result)
                 results[index] = .recorded(outcome)
             }
         } catch is EventStoreError {

@@ -150,7 +150,7 @@ public struct Ingestor: Sendable {
                 throw LedgerError(.invalid, "malformed_evidence", "neither a V2 notification (signedPayload) nor a V1 one (notification_type)")
             }
             let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: .tokenHolders(try await tokenHolders(of: events, bundleID: bundleID)))
-            guard let position = outcome.lastPosition else { return .alreadyRecorded }
+            guard outcome.wroteAny, let position = outcome.lastPosition else { return .alreadyRecorded }
             // Like every write: once answered, every read sees it.
             try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
             return .recorded
@@ -160,9 +160,8 @@ public struct Ingestor: Sendable {
     /// Keeps the evidence and records its events, together with other requests arriving meanwhile
     /// (`GroupRecorder`); events reference the last piece of evidence (a receipt's: Apple's answer).
     func record(_ events: [LedgerEvent], evidence: [EvidenceStore.Item], bundleID: String, claimant: FactRecorder.Claimant) async throws -> FactRecorder.Outcome {
-        let now = Date()
-        let work = try recorder.work(for: events, bundleID: bundleID, evidence: evidence.last?.digest, claimant: claimant, now: now)
-        return try await group.record(GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID, now: now))
+        let work = try recorder.work(for: events, bundleID: bundleID, evidence: evidence.last?.digest, claimant: claimant, now: Date())
+        return try await group.record(GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID))
     }
 
     /// original transaction → user, for the transactions among `events` whose appAccountToken is

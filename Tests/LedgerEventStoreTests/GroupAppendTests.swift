@@ -1,0 +1,60 @@
+import Foundation
+import LedgerEventStore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// `append(group:)` — several streams in one call, the group commit of concurrent ingestions —
+/// keeps every invariant of a single append, and is all or nothing.
+@Suite struct GroupAppendTests {
+    @Test func aGroupAppendsEveryStreamAtItsVersionAndChainsVerify() async throws {
+        let (store, configuration) = try makeStore()
+        let existing = uniqueStream("existing")
+        try await store.append([testEvent(), testEvent()], to: existing)
+        let fresh = [uniqueStream("new"), uniqueStream("new")]
+        let group = [StreamAppend(stream: fresh[0], events: [testEvent(), testEvent()], expectedVersion: .noStream),
+                     StreamAppend(stream: existing, events: [testEvent()], expectedVersion: .exact(2)),
+                     StreamAppend(stream: fresh[1], events: [testEvent()], expectedVersion: .noStream)]
+        let results = try await store.append(group: group)
+
+        #expect(results.map(\.stream) == group.map(\.stream), "results in the order asked")
+        #expect(results.map { $0.events.map(\.version) } == [[1, 2], [3], [1]])
+        #expect(results.map { $0.events.map(\.id) } == group.map { $0.events.map(\.id) })
+        for (stream, version) in [(fresh[0], 2), (existing, 3), (fresh[1], 1)] {
+            #expect(try await store.version(of: stream) == Int64(version))
+            #expect(try await store.read(stream: stream).map(\.version) == Array(1...Int64(version)))
+        }
+        let report = try await ChainVerifier(pool: store.pool).verify()
+        #expect(report.isIntact, "\(report.breaks)")
+        #expect(try countEvents(configuration) == 6)
+    }
+
+    @Test func aVersionThatMovedOrAnIDThatExistsWritesNothing() async throws {
+        let (store, configuration) = try makeStore()
+        let moved = uniqueStream("moved")
+        let used = testEvent()
+        try await store.append([testEvent(), used], to: moved)
+        let other = uniqueStream("other")
+
+        let stale = await #expect(throws: EventStoreError.self) {
+            try await store.append(group: [StreamAppend(stream: other, events: [testEvent()], expectedVersion: .noStream),
+                                           StreamAppend(stream: moved, events: [testEvent()], expectedVersion: .exact(1))])
+        }
+        guard case .wrongExpectedVersion(let stream, _, _)? = stale else {
+            Issue.record("expected wrongExpectedVersion, got \(String(describing: stale))")
+            return
+        }
+        #expect(stream == moved, "the error names the stream that moved")
+
+        let reused = await #expect(throws: EventStoreError.self) {
+            try await store.append(group: [StreamAppend(stream: other, events: [testEvent()], expectedVersion: .noStream),
+                                           StreamAppend(stream: uniqueStream("again"), events: [used], expectedVersion: .noStream)])
+        }
+        guard case .idempotencyConflict? = reused else {
+            Issue.record("expected idempotencyConflict, got \(String(describing: reused))")
+            return
+        }
+        #expect(try countEvents(configuration) == 2, "neither group wrote anything")
+        #expect(try await store.version(of: other) == 0, "not even a stream head")
+    }
+}
