@@ -40,7 +40,11 @@ public struct ProjectionWorker: Sendable {
                     cache?.replace(zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch)
                 }
                 progress?.advance(to: applied.checkpoint)
-                if applied.last != nil { continue }
+                // A full batch may have left more behind; otherwise there is more only if an
+                // append committed since this batch began (this process's appends signal after
+                // their commit, other processes' through NOTIFY): the wait returns at once then.
+                // Looping straight back after every batch mostly read nothing, two round trips each.
+                if applied.count == batchSize { continue }
             } catch {
                 logger.warning("projection batch failed; retrying", metadata: ["error": "\(error)"])
             }

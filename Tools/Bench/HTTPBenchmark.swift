@@ -25,7 +25,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
     @Option(help: "Seconds per wrk run.") var seconds = 8
     @Option(help: "Rounds of the healthz / user-state pair.") var rounds = 3
     @Option(help: "Connections for the peak runs.") var connections = 32
-    @Option(help: "Connections for the ingestion run.") var ingestConnections = 16
+    @Option(help: "Connections for the ingestion runs, one run each (comma-separated).") var ingestConnections = "16,32,64"
     @Flag(help: "Measure ingestion only (e.g. under perf record).") var ingestionOnly = false
     @Option(help: "Transactions ingested before the measured run (then ANALYZE), so the database is not empty.") var warmup = 3000
 
@@ -64,14 +64,14 @@ struct HTTPBenchmark: AsyncParsableCommand {
         // So a warm-up ingests its own transactions first (not measured), then ANALYZE.
         let now = Date()
         let run = UInt32.random(in: 0...UInt32.max)
-        func script(prefix: String, count: Int) throws -> URL {
+        func script(prefix: String, users: String, count: Int) throws -> URL {
             var bodies = ""
             for index in 0..<count {
                 // Transaction ids unique to this run, so a reused database records new purchases.
                 let purchase = SimulatedTransaction(transactionID: "\(prefix)\(run)-\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
                                                     type: index % 2 == 0 ? "Auto-Renewable Subscription" : "Consumable",
                                                     purchaseDate: now.addingTimeInterval(-3600), expiresDate: index % 2 == 0 ? now.addingTimeInterval(30 * 86_400) : nil)
-                let body = try JSONSerialization.data(withJSONObject: ["user_id": "\(prefix == "b" ? "u" : prefix + "u")\(index)",
+                let body = try JSONSerialization.data(withJSONObject: ["user_id": "\(users)\(index)",
                                                                       "signed_transaction": try simulated.signedTransaction(purchase)])
                 bodies += String(decoding: body, as: UTF8.self) + "\n"
             }
@@ -89,27 +89,40 @@ struct HTTPBenchmark: AsyncParsableCommand {
                 """.write(to: file, atomically: true, encoding: .utf8)
             return file
         }
+        let levels = ingestConnections.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard let firstLevel = levels.first else { throw ValidationError("--ingest-connections needs at least one number") }
         if warmup > 0 {
-            _ = try Self.wrk(wrk, ["-t1", "-c\(ingestConnections)", "-d\(max(1, warmup / 500))s", "-s", try script(prefix: "w", count: warmup).path, base])
+            _ = try Self.wrk(wrk, ["-t1", "-c\(firstLevel)", "-d\(max(1, warmup / 500))s", "-s", try script(prefix: "w", users: "wu", count: warmup).path, base])
             try owner.execute(script: "ANALYZE")
         }
-        let ingestScript = try script(prefix: "b", count: transactions)
-        let ingestSeconds = max(1, min(seconds, transactions / 1500))
+        // One run per concurrency, each with its own transactions, bought by the same users.
+        let share = transactions / levels.count
         let purchases = "SELECT count(*) AS n FROM ledger.events WHERE event_type = 'Purchased'"
-        let before = try await pool.query(purchases)[0]["n"].int()
-        FileHandle.standardError.write(Data("measuring ingestion for \(ingestSeconds) s\n".utf8))  // e.g. the cue for perf record
-        let ingestion = try Self.wrk(wrk, ["-t1", "-c\(ingestConnections)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
-        let ingested = try await pool.query(purchases)[0]["n"].int() - before  // the measured run's own
+        var ingestions: [(connections: Int, run: WrkRun, recorded: Int)] = []
+        for (index, level) in levels.enumerated() {
+            let ingestScript = try script(prefix: "b\(index)-", users: "u", count: share)
+            let ingestSeconds = max(1, min(seconds, share / 1500))
+            let before = try await pool.query(purchases)[0]["n"].int()
+            FileHandle.standardError.write(Data("measuring ingestion for \(ingestSeconds) s\n".utf8))  // e.g. the cue for perf record
+            let run = try Self.wrk(wrk, ["-t1", "-c\(level)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
+            ingestions.append((level, run, try await pool.query(purchases)[0]["n"].int() - before))  // the measured run's own
+        }
+        func ingestionLines() -> [String] {
+            ingestions.map { level, run, recorded in
+                String(format: "    %2d connections: %@   p50 %.2f ms, p99 %.2f ms, %d purchases recorded, %d non-2xx",
+                       level, format(run.rate), run.p50, run.p99, recorded, run.errors)
+            }
+        }
         if ingestionOnly {
-            print("ingestion of signed transactions \(format(ingestion.rate))   (\(ingestConnections) connections, \(ingested) purchases recorded, "
-                  + "p50 \(String(format: "%.2f", ingestion.p50)) ms, p99 \(String(format: "%.2f", ingestion.p99)) ms, \(ingestion.errors) non-2xx)")
+            print("ingestion of signed transactions (goal ≥ 1,000/s)")
+            ingestionLines().forEach { print($0) }
             await group.triggerGracefulShutdown()
             _ = await server.result
             return
         }
 
         // Queries: users that exist (ingested above), cycled.
-        let users = max(1, min(ingested, transactions))
+        let users = max(1, min(ingestions.map(\.recorded).max() ?? 0, share))
         let queryScript = folder.appendingPathComponent("query.lua")
         try """
             counter = 0
@@ -148,8 +161,8 @@ struct HTTPBenchmark: AsyncParsableCommand {
                          run.rate, run.rate / peak * 100, run.p50, run.p99))
         }
         if let chosen = half.last { print(String(format: "  p99 at ~half of peak load: %.2f ms (goal < 10 ms)", chosen.run.p99)) }
-        print("  ingestion of signed transactions \(format(ingestion.rate))   (goal ≥ 1,000/s; \(ingestConnections) connections, \(ingested) purchases recorded, "
-              + "p50 \(String(format: "%.2f", ingestion.p50)) ms, p99 \(String(format: "%.2f", ingestion.p99)) ms, \(ingestion.errors) non-2xx)")
+        print("  ingestion of signed transactions (goal ≥ 1,000/s), one run per concurrency:")
+        ingestionLines().forEach { print($0) }
         await group.triggerGracefulShutdown()
         _ = await server.result
         await pool.close()
