@@ -88,6 +88,19 @@ final class GroupRecorder: Sendable {
         }
     }
 
+    /// One request's outcome so far and its appends, decided on the streams as read.
+    private static func decide(_ request: Request, existing: [String: [RecordedEvent]], now: Date) throws -> (FactRecorder.Outcome, [StreamAppend]) {
+        var outcome = FactRecorder.Outcome()
+        var appends: [StreamAppend] = []
+        for work in request.work {
+            let plan = try FactRecorder.plan(work, existing: existing[work.stream] ?? [], bundleID: request.bundleID, now: now)
+            if let kept = plan.kept { outcome.keptByAnother.insert(kept) }
+            outcome.waitFor(plan.seen)
+            if !plan.fresh.isEmpty { appends.append(StreamAppend(stream: work.stream, events: plan.fresh, expectedVersion: plan.expected)) }
+        }
+        return (outcome, appends)
+    }
+
     /// The group's evidence and stream reads in one pipelined transaction (committed without
     /// waiting for the disk, like all evidence: the appends' commit flushes it), then its appends.
     private func write(_ requests: [Request]) async throws -> [Result] {
@@ -114,15 +127,10 @@ final class GroupRecorder: Sendable {
         let now = Date()   // decisions are stamped when made, on what was just read
         for (index, request) in requests.enumerated() {
             guard request.work.allSatisfy({ !taken.contains($0.stream) }) else { continue }
-            var outcome = FactRecorder.Outcome()
-            var mine: [StreamAppend] = []
-            for work in request.work {
-                taken.insert(work.stream)
-                let plan = try FactRecorder.plan(work, existing: existing[work.stream] ?? [], bundleID: request.bundleID, now: now)
-                if let kept = plan.kept { outcome.keptByAnother.insert(kept) }
-                outcome.waitFor(plan.seen)
-                if !plan.fresh.isEmpty { mine.append(StreamAppend(stream: work.stream, events: plan.fresh, expectedVersion: plan.expected)) }
-            }
+            taken.formUnion(request.work.map(\.stream))
+            // A request that cannot be decided (a stored event it cannot read) fails alone, with
+            // its own error, not the group.
+            guard let (outcome, mine) = try? Self.decide(request, existing: existing, now: now) else { continue }
             results[index] = .recorded(outcome)
             appends += mine
             appendedBy += Array(repeating: index, count: mine.count)
