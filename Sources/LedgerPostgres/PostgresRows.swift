@@ -7,6 +7,9 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
     /// Rows touched by INSERT/UPDATE/DELETE (`PQcmdTuples`), 0 otherwise.
     public let affectedRows: Int
 
+    /// No rows (what a statement that was not sent returned).
+    public init() { self.init(columns: [], cells: [], affectedRows: 0) }
+
     init(columns: [String], cells: [String?], affectedRows: Int) {
         self.columns = columns
         self.cells = cells

@@ -29,6 +29,9 @@ public struct UsersProjection: Sendable {
         return changes.users
     }
 
+    /// A decoded event with the stream it was read from.
+    typealias StreamFact = (stream: String, bundleID: String, fact: RecordedFact)
+
     struct Changes {
         var users: [(bundleID: String, userID: String)] = []
         /// The users' new timelines, in the same order.
@@ -101,20 +104,21 @@ public struct UsersProjection: Sendable {
             }
         }
 
-        // Round trip 2: every fact of every affected user, and of every transaction whose money moved.
+        // Round trip 2: every fact of every affected user and of every transaction whose money
+        // moved, in one read (a moved transaction is usually an affected user's), decoded once.
         let users = affected.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
         let moved = Array(moneyMoved)
         let movedStreams = moved.map { LedgerStream.purchase($0.bundleID, originalTransactionID: $0.originalTransactionID) }
-        var second: [PipelinedStatement] = []
-        if !users.isEmpty { second += userLedgerReads(users) }
-        if !moved.isEmpty {
-            second.append(PipelinedStatement(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.position", [PostgresTextArray(movedStreams)]))
+        let results = users.isEmpty && moved.isEmpty ? [] : try connection.pipeline(reads(users, alsoStreams: movedStreams), transaction: false)
+        var facts: [StreamFact] = []
+        for row in results.last ?? PostgresRows() {
+            let recorded = try RecordedEvent(row: row)
+            if let (bundleID, fact) = try StoredFacts.fact(from: recorded) { facts.append((recorded.stream, bundleID, fact)) }
         }
-        let results = second.isEmpty ? [] : try connection.pipeline(second, transaction: false)
 
         var changes = Changes(users: users.map { ($0.bundleID, $0.userID) })
         if !users.isEmpty {
-            let ledgers = try userLedgers(users, owned: results[0], events: results[1])
+            let ledgers = try userLedgers(users, owned: results[0], facts: facts)
             var texts: [String] = []
             for user in users {
                 let timeline = (ledgers[user] ?? AppLedger(bundleID: user.bundleID)).timeline(of: user.userID)
@@ -127,18 +131,19 @@ public struct UsersProjection: Sendable {
                 ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline
                 """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID)), PostgresTextArray(texts)]))
         }
-        if !moved.isEmpty { changes.writes += try financeWrites(moved, streams: movedStreams, events: results[results.count - 1]) }
+        if !moved.isEmpty { changes.writes += financeWrites(moved, streams: movedStreams, facts: facts) }
         return changes
     }
 
-    /// The two reads behind `userLedgers`: the transactions the users own, and every event of
-    /// every stream that concerns any of them (their app's, their own, their purchases' — found
-    /// through the owners table inside the statement, as `userLedger` does for one user).
-    func userLedgerReads(_ users: [UserKey]) -> [PipelinedStatement] {
-        var ownStreams: Set<String> = []
+    /// The two reads of a batch: the transactions the users own, and every event of every stream
+    /// that concerns any of them (their app's, their own, their purchases' — found through the
+    /// owners table inside the statement, as `userLedger` does for one user) or is in `alsoStreams`.
+    /// Evidence-only events are left out, as a rebuild leaves them out.
+    func reads(_ users: [UserKey], alsoStreams: [String]) -> [PipelinedStatement] {
+        var streams = Set(alsoStreams)
         for user in users {
-            ownStreams.insert(LedgerStream.app(user.bundleID))
-            ownStreams.insert(LedgerStream.user(user.bundleID, userID: user.userID))
+            streams.insert(LedgerStream.app(user.bundleID))
+            streams.insert(LedgerStream.user(user.bundleID, userID: user.userID))
         }
         let keys: [(any PostgresBindable)?] = [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID))]
         return [
@@ -152,12 +157,12 @@ public struct UsersProjection: Sendable {
                           JOIN unnest($1::text[], $2::text[]) AS u(bundle_id, user_id) ON o.bundle_id = u.bundle_id AND o.user_id = u.user_id) AS s
                     ON e.stream = s.stream
                  WHERE e.event_type <> ALL($4::text[]) ORDER BY e.position
-                """, keys + [PostgresTextArray(Array(ownStreams)), PostgresTextArray(Array(Self.ignoredTypes))]),
+                """, keys + [PostgresTextArray(Array(streams)), PostgresTextArray(Array(Self.ignoredTypes))]),
         ]
     }
 
-    /// Each user's facts from the two reads, each event decoded once and given to each user it concerns.
-    func userLedgers(_ users: [UserKey], owned: PostgresRows, events: PostgresRows) throws -> [UserKey: AppLedger] {
+    /// Each user's facts, each given to each user its stream concerns.
+    func userLedgers(_ users: [UserKey], owned: PostgresRows, facts: [StreamFact]) throws -> [UserKey: AppLedger] {
         var concerned: [String: [UserKey]] = [:]   // stream → users it concerns
         for user in users {
             concerned[LedgerStream.app(user.bundleID), default: []].append(user)
@@ -168,10 +173,8 @@ public struct UsersProjection: Sendable {
             concerned[LedgerStream.purchase(user.bundleID, originalTransactionID: try row["original_transaction_id"].string()), default: []].append(user)
         }
         var ledgers: [UserKey: AppLedger] = [:]
-        for row in events {
-            let recorded = try RecordedEvent(row: row)
-            guard let (_, fact) = try StoredFacts.fact(from: recorded) else { continue }
-            for user in concerned[recorded.stream] ?? [] {
+        for (stream, _, fact) in facts {
+            for user in concerned[stream] ?? [] {
                 ledgers[user, default: AppLedger(bundleID: user.bundleID)].apply(fact)
             }
         }
@@ -179,13 +182,12 @@ public struct UsersProjection: Sendable {
     }
 
     /// Replaces the finance rows of each original transaction with what its stream now says
-    /// (`events`: every event of those streams): one delete and one insert for them all.
-    func financeWrites(_ transactions: [TransactionKey], streams: [String], events: PostgresRows) throws -> [PipelinedStatement] {
+    /// (`facts` hold every fact of those streams): one delete and one insert for them all.
+    func financeWrites(_ transactions: [TransactionKey], streams: [String], facts: [StreamFact]) -> [PipelinedStatement] {
+        let wanted = Set(streams)
         var ledgers: [String: AppLedger] = [:]
-        for row in events {
-            let recorded = try RecordedEvent(row: row)
-            guard let (bundleID, fact) = try StoredFacts.fact(from: recorded) else { continue }
-            ledgers[recorded.stream, default: AppLedger(bundleID: bundleID)].apply(fact)
+        for (stream, bundleID, fact) in facts where wanted.contains(stream) {
+            ledgers[stream, default: AppLedger(bundleID: bundleID)].apply(fact)
         }
         var writes = [PipelinedStatement("""
             DELETE FROM \(finance) f USING unnest($1::text[], $2::text[]) AS t(bundle_id, original)
