@@ -77,23 +77,40 @@ public final class EventStore: Sendable {
     @discardableResult
     public func append(group: [StreamAppend]) async throws -> [AppendResult] {
         guard !group.isEmpty else { return [] }
+        let statement = Self.groupStatement(group)
+        let rows = try await withAppendRetry(describe: { error in
+            let stream = error.sqlState == "LE001" ? error.detail ?? group[0].stream : group[0].stream
+            return (stream, group.first { $0.stream == stream }?.expectedVersion ?? .any)
+        }) {
+            try await self.pool.withConnection { try $0.query(statement.sql, statement.parameters) }
+        }
+        return try Self.groupResults(group, rows: rows)
+    }
+
+    /// `append(group:)` as a statement, for a caller that runs it inside a transaction of its own
+    /// (with other work of the group) and then calls `announceAppends()` after its commit.
+    public static func groupStatement(_ group: [StreamAppend]) -> PipelinedStatement {
         precondition(Set(group.map(\.stream)).count == group.count, "a group appends to each stream once")
         precondition(group.allSatisfy { $0.expectedVersion != .any }, "a group is decided on exact versions")
         let argument = "[" + group.map { append in
             "{\"stream\":\(JSONText.quoted(append.stream)),\"expected\":\(append.expectedVersion.sqlValue ?? 0),\"events\":\(JSONText.eventsArgument(append.events))}"
         }.joined(separator: ",") + "]"
-        let rows = try await withAppendRetry(describe: { error in
-            let stream = error.sqlState == "LE001" ? error.detail ?? group[0].stream : group[0].stream
-            return (stream, group.first { $0.stream == stream }?.expectedVersion ?? .any)
-        }) {
-            try await self.pool.withConnection { connection in
-                try connection.query("SELECT stream, event_id, version, tx_id::text AS tx_id, event_position, false AS duplicate FROM ledger.append_streams($1::jsonb)",
-                                     [argument])
-            }
-        }
+        return PipelinedStatement(
+            "SELECT stream, event_id, version, tx_id::text AS tx_id, event_position, false AS duplicate FROM ledger.append_streams($1::jsonb)", [argument])
+    }
+
+    /// Each append's result from the rows of `groupStatement`, in the group's order.
+    public static func groupResults(_ group: [StreamAppend], rows: PostgresRows) throws -> [AppendResult] {
         var byStream: [String: [PostgresRow]] = [:]
         for row in rows { byStream[try row["stream"].string(), default: []].append(row) }
-        return try group.map { try Self.result(stream: $0.stream, rows: byStream[$0.stream] ?? []) }
+        return try group.map { try result(stream: $0.stream, rows: byStream[$0.stream] ?? []) }
+    }
+
+    /// Wakes this process's subscribers and tells other processes, after a commit of appends made
+    /// outside this store's own methods.
+    public func announceAppends() {
+        wakeup.signal()
+        publisher.poke()
     }
 
     private func withAppendRetry<T: Sendable>(
@@ -105,8 +122,7 @@ public final class EventStore: Sendable {
             attempt += 1
             do {
                 let result = try await body()
-                wakeup.signal()
-                publisher.poke()
+                announceAppends()
                 return result
             } catch let error as PostgresError {
                 // 23505 on the event id: the same id was committed concurrently on another stream;

@@ -24,8 +24,8 @@ final class GroupRecorder: Sendable {
 
     private enum Result: Sendable {
         case recorded(FactRecorder.Outcome)
-        /// Evidence stored; record the work alone.
-        case alone
+        /// Record the work alone — after storing the evidence, unless the group stored it.
+        case alone(evidenceStored: Bool)
     }
 
     private struct Waiting {
@@ -51,10 +51,7 @@ final class GroupRecorder: Sendable {
 
     /// Stores the request's evidence and records its work, with whatever requests are waiting.
     func record(_ request: Request) async throws -> FactRecorder.Outcome {
-        guard request.work.allSatisfy(\.isDecided) else {
-            for item in request.evidence { try await EvidenceStore(pool: store.pool).store(Data(item.body.utf8), kind: item.kind, bundleID: item.bundleID, answers: item.answers) }
-            return try await recorder.record(request.work, bundleID: request.bundleID)
-        }
+        guard request.work.allSatisfy(\.isDecided) else { return try await recordAlone(request) }
         let result = try await withCheckedThrowingContinuation { continuation in
             let lead = queue.withLock { queue in
                 queue.waiting.append(Waiting(request: request, continuation: continuation))
@@ -65,8 +62,17 @@ final class GroupRecorder: Sendable {
         }
         switch result {
         case .recorded(let outcome): return outcome
-        case .alone: return try await recorder.record(request.work, bundleID: request.bundleID)
+        case .alone(let stored): return try await recordAlone(request, evidenceStored: stored)
         }
+    }
+
+    /// The one-by-one path: evidence stored, then each stream decided on what it holds.
+    private func recordAlone(_ request: Request, evidenceStored: Bool = false) async throws -> FactRecorder.Outcome {
+        if !evidenceStored {
+            let evidence = EvidenceStore(pool: store.pool)
+            for item in request.evidence { try await evidence.store(Data(item.body.utf8), kind: item.kind, bundleID: item.bundleID, answers: item.answers) }
+        }
+        return try await recorder.record(request.work, bundleID: request.bundleID)
     }
 
     /// One group at a time, for as long as requests keep arriving.
@@ -101,26 +107,59 @@ final class GroupRecorder: Sendable {
         return (outcome, appends)
     }
 
-    /// The group's evidence and stream reads in one pipelined transaction (committed without
-    /// waiting for the disk, like all evidence: the appends' commit flushes it), then its appends.
+    /// The group in one transaction and two round trips: its evidence inserted and its streams read;
+    /// then, decided, its appends and the commit. A group whose append fails is rolled back whole,
+    /// its evidence too, and its requests go alone.
     private func write(_ requests: [Request]) async throws -> [Result] {
         let streams = Array(Set(requests.flatMap { $0.work.map(\.stream) }))
-        let statements = [
-            EvidenceStore.lazyCommit,
+        let opening = [
+            PipelinedStatement("BEGIN"),
             EvidenceStore.insert(requests.flatMap(\.evidence)),
             PipelinedStatement(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
                                [PostgresTextArray(streams)]),
         ]
-        let rows = try await store.pool.withConnection { try $0.pipeline(statements, transaction: true) }[2]
-        var existing: [String: [RecordedEvent]] = [:]
-        for row in rows {
-            let event = try RecordedEvent(row: row)
-            existing[event.stream, default: []].append(event)
+        let (results, appended) = try await store.pool.withConnection { connection -> ([Result], Bool) in
+            let rows = try connection.pipeline(opening, transaction: false)[2]
+            do {
+                var existing: [String: [RecordedEvent]] = [:]
+                for row in rows {
+                    let event = try RecordedEvent(row: row)
+                    existing[event.stream, default: []].append(event)
+                }
+                var (results, appends, appendedBy) = Self.decide(requests, existing: existing)
+                guard !appends.isEmpty else {
+                    // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
+                    _ = try connection.pipeline([EvidenceStore.lazyCommit, PipelinedStatement("COMMIT")], transaction: false)
+                    return (results, false)
+                }
+                do {
+                    let rows = try connection.pipeline([EventStore.groupStatement(appends), PipelinedStatement("COMMIT")], transaction: false)[0]
+                    for (result, index) in zip(try EventStore.groupResults(appends, rows: rows), appendedBy) {
+                        guard case .recorded(var outcome) = results[index] else { continue }
+                        outcome.wrote(result)
+                        results[index] = .recorded(outcome)
+                    }
+                    return (results, true)
+                } catch is PostgresError {
+                    // Decided on streams that moved (or ids that exist), or the database failed:
+                    // nothing of the group stands; every request decides again, alone.
+                    connection.rollbackIfNeeded()
+                    return (requests.map { _ in .alone(evidenceStored: false) }, false)
+                }
+            } catch {
+                connection.rollbackIfNeeded()
+                throw error
+            }
         }
+        if appended { store.announceAppends() }
+        return results
+    }
 
-        // Decide every request; a stream already taken by an earlier request of the group sends
-        // the later one to record alone.
-        var results = [Result](repeating: .alone, count: requests.count)
+    /// Every request decided on the streams as read; a stream already taken by an earlier request
+    /// of the group sends the later one to record alone (its evidence is stored with the group's).
+    private static func decide(_ requests: [Request], existing: [String: [RecordedEvent]])
+        -> (results: [Result], appends: [StreamAppend], appendedBy: [Int]) {
+        var results = [Result](repeating: .alone(evidenceStored: true), count: requests.count)
         var appends: [StreamAppend] = []
         var appendedBy: [Int] = []   // request index of each append
         var taken: Set<String> = []
@@ -130,23 +169,11 @@ final class GroupRecorder: Sendable {
             taken.formUnion(request.work.map(\.stream))
             // A request that cannot be decided (a stored event it cannot read) fails alone, with
             // its own error, not the group.
-            guard let (outcome, mine) = try? Self.decide(request, existing: existing, now: now) else { continue }
+            guard let (outcome, mine) = try? decide(request, existing: existing, now: now) else { continue }
             results[index] = .recorded(outcome)
             appends += mine
             appendedBy += Array(repeating: index, count: mine.count)
         }
-        guard !appends.isEmpty else { return results }
-        do {
-            for (result, index) in zip(try await store.append(group: appends), appendedBy) {
-                guard case .recorded(var outcome) = results[index] else { continue }
-                outcome.wrote(result)
-                results[index] = .recorded(outcome)
-            }
-        } catch is EventStoreError {
-            // Decided on streams that moved (or ids that exist): every request that was to
-            // append decides again, alone. Those that had nothing to append stand.
-            for index in Set(appendedBy) { results[index] = .alone }
-        }
-        return results
+        return (results, appends, appendedBy)
     }
 }
