@@ -5,10 +5,10 @@ import LedgerPostgres
 import Synchronization
 
 /// Group commit for evidence a user presents: requests that arrive while a group is being
-/// written wait and go together in the next one. A group costs two round trips whatever its
-/// size — its evidence stored and its purchase streams read in one pipeline, every stream
-/// appended in one call and one commit — where one request alone took four, most of
-/// PostgreSQL's time per ingestion going to statements and commits rather than rows.
+/// written wait and go together in the next one. A group is one transaction of two round trips
+/// whatever its size — its evidence stored and its purchase streams read, then every stream
+/// appended by one call and the commit — where one request alone took four round trips and two
+/// commits: most of PostgreSQL's time per ingestion went to statements and commits, not rows.
 ///
 /// Each request is decided exactly as on its own (`FactRecorder.plan` on the stream as read).
 /// When the group cannot be appended as decided — a stream moved meanwhile, two requests of the
