@@ -8,15 +8,10 @@
 --   * each stream carries a SHA-256 hash chain, so an edit or delete by a superuser is evident.
 
 -- The application role. The server connects (or SET ROLE) as it; it may read and append, never
--- rewrite. Created here so a fresh database is usable; operators GRANT it to their login role.
-DO $$
-BEGIN
-    CREATE ROLE ledger_app NOLOGIN;
-EXCEPTION WHEN duplicate_object OR unique_violation THEN
-    NULL;  -- another database in this cluster (or a racing migrator) created it first
-END
-$$;
-
+-- rewrite. It exists before this file runs: the migrator creates it when the login may, and a DBA
+-- otherwise (LedgerPostgres/ApplicationRole.swift, docs/deployment.md). This file once created it
+-- itself, which a login without CREATEROLE cannot do even when the role exists:
+-- replaces checksum 0d204667719431740642e133236f028277d52bfea6020992f460313c00c86115
 GRANT USAGE ON SCHEMA ledger TO ledger_app;
 
 -- One row per stream: its current version and the hash of its last event, upserted by every append

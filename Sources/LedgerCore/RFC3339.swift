@@ -42,6 +42,14 @@ public enum RFC3339 {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// An instant as people write it in a query or on a command line: RFC 3339, or a plain date
+    /// (`2026-10-01`), which means that day's midnight UTC — the month-end close finance types.
+    public static func parseInstant(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return parse(text) }
+        return parse(text + "T00:00:00Z").flatMap { RFC3339.string($0).hasPrefix(text) ? $0 : nil }  // 2026-02-30 is no date
+    }
+
     /// Accepts RFC 3339 with or without fractional seconds, with any offset.
     public static func parse(_ text: String) -> Date? {
         if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }

@@ -18,6 +18,23 @@ public struct Migration: Sendable, Equatable {
     }
 
     /// Parses `NNNN_name.sql`; nil for any other file name.
+    /// `NNNN_name`, as operators see it in errors and logs.
+    public var fileStem: String {
+        let digits = String(version)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits + "_" + name
+    }
+
+    /// Checksums of earlier texts of this file that are equivalent to it, each declared in the file
+    /// by a line `-- replaces checksum <sha256 hex>`: the only way an applied migration's text may
+    /// change, visible to anyone who reads the file (0001 lost its CREATE ROLE this way).
+    public var acceptedChecksums: Set<String> {
+        var accepted: Set<String> = [checksum]
+        for line in sql.split(separator: "\n") where line.hasPrefix("-- replaces checksum ") {
+            accepted.insert(String(line.dropFirst("-- replaces checksum ".count)).trimmingCharacters(in: .whitespaces))
+        }
+        return accepted
+    }
+
     public init?(fileName: String, sql: String) {
         guard fileName.hasSuffix(".sql") else { return nil }
         let stem = fileName.dropLast(4)
@@ -31,6 +48,8 @@ public enum MigrationError: Error, CustomStringConvertible, Equatable {
     case changedAfterApply(version: Int, name: String)
     /// The database has migrations this binary does not know: it is older than the schema.
     case unknownApplied(versions: [Int])
+    /// Migrations are pending and the connected login may not apply them (a runtime login).
+    case needsOwner(pending: [String], login: String, cause: String)
 
     public var description: String {
         switch self {
@@ -39,6 +58,9 @@ public enum MigrationError: Error, CustomStringConvertible, Equatable {
             "migration \(version) (\(name)) was edited after it was applied; add a new migration instead"
         case .unknownApplied(let versions):
             "the database has migrations \(versions) that this ledger binary does not know; run a newer ledger"
+        case .needsOwner(let pending, let login, let cause):
+            "migrations \(pending.joined(separator: ", ")) are pending and login \(login) may not apply them (\(cause)); "
+                + "run `ledger migrate` once with the owner's LEDGER_DATABASE_URL, then start the server again. See docs/deployment.md."
         }
     }
 }
@@ -49,36 +71,67 @@ public struct MigrationReport: Sendable {
     public var alreadyApplied: Int = 0
 }
 
-/// Applies migrations in order, each in its own transaction, recorded in `ledger.schema_migrations`.
+/// Applies migrations in order, each in its own transaction, recorded in `ledger.schema_migrations`,
+/// after making the application role usable (`ApplicationRole.prepare`).
 ///
 /// A session-level advisory lock makes two instances migrating at once safe: the second waits,
-/// then finds everything applied. Running it again is a no-op.
+/// then finds everything applied. Running it again is a no-op. The files name the application
+/// role `ledger_app`; another configured role takes its place in their text (their checksums are
+/// of the files as shipped).
 public struct Migrator: Sendable {
     /// `hashtext('ledger.migrations')`-style constant; any fixed bigint shared by all instances works.
     static let advisoryLockKey: Int64 = 0x1ED6_E500_0000_0001
     public let migrations: [Migration]
+    public let role: ApplicationRole
     private let logger: Logger
 
-    public init(migrations: [Migration], logger: Logger) throws {
+    public init(migrations: [Migration], role: ApplicationRole = try! ApplicationRole(), logger: Logger) throws {
         let sorted = migrations.sorted { $0.version < $1.version }
         for (a, b) in zip(sorted, sorted.dropFirst()) where a.version == b.version { throw MigrationError.duplicateVersion(a.version) }
         self.migrations = sorted
+        self.role = role
         self.logger = logger
+    }
+
+    /// What `ledger serve` does: the role made usable, then migrations applied only if some are
+    /// pending — so a runtime login with no DDL rights serves a current schema, and is told to run
+    /// `ledger migrate` as the owner when the schema is not.
+    @discardableResult
+    public func migrateIfNeeded(_ connection: PostgresConnection) throws -> MigrationReport {
+        try role.prepare(on: connection)
+        let pending = try whilePostgres("reading which migrations are applied") { try self.pending(connection) }
+        guard !pending.isEmpty else { return MigrationReport(applied: [], alreadyApplied: migrations.count) }
+        do {
+            return try migrate(connection, rolePrepared: true)
+        } catch let error as PostgresError where error.sqlState == "42501" {
+            let login = (try? connection.query("SELECT current_user AS who")[0]["who"].string()) ?? "?"
+            throw MigrationError.needsOwner(pending: pending.map(\.fileStem), login: login, cause: error.description)
+        }
     }
 
     @discardableResult
     public func migrate(_ connection: PostgresConnection) throws -> MigrationReport {
+        try migrate(connection, rolePrepared: false)
+    }
+
+    private func migrate(_ connection: PostgresConnection, rolePrepared: Bool) throws -> MigrationReport {
+        if !rolePrepared { try role.prepare(on: connection) }
         try connection.query("SELECT pg_advisory_lock($1)", [Self.advisoryLockKey])
         defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [Self.advisoryLockKey]) }
-        try connection.execute(script: """
-            CREATE SCHEMA IF NOT EXISTS ledger;
-            CREATE TABLE IF NOT EXISTS ledger.schema_migrations (
-                version    integer PRIMARY KEY,
-                name       text NOT NULL,
-                checksum   text NOT NULL,
-                applied_at timestamptz NOT NULL DEFAULT now()
-            );
-            """)
+        try whilePostgres("creating the ledger schema") {
+            // Only when absent: CREATE … IF NOT EXISTS checks the CREATE privilege first.
+            let present = try connection.query("SELECT to_regclass('ledger.schema_migrations') IS NOT NULL AS present")
+            guard try !present[0]["present"].bool() else { return }
+            try connection.execute(script: """
+                CREATE SCHEMA IF NOT EXISTS ledger;
+                CREATE TABLE IF NOT EXISTS ledger.schema_migrations (
+                    version    integer PRIMARY KEY,
+                    name       text NOT NULL,
+                    checksum   text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                );
+                """)
+        }
         let applied = try appliedChecksums(connection)
         let known = Set(migrations.map(\.version))
         let unknown = applied.keys.filter { !known.contains($0) }.sorted()
@@ -87,17 +140,19 @@ public struct Migrator: Sendable {
         var report = MigrationReport()
         for migration in migrations {
             if let checksum = applied[migration.version] {
-                guard checksum == migration.checksum else {
+                guard migration.acceptedChecksums.contains(checksum) else {
                     throw MigrationError.changedAfterApply(version: migration.version, name: migration.name)
                 }
                 report.alreadyApplied += 1
                 continue
             }
-            try connection.transaction { connection in
-                try connection.execute(script: migration.sql)
-                try connection.query(
-                    "INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                    [migration.version, migration.name, migration.checksum])
+            try whilePostgres("applying migration \(migration.fileStem)") {
+                try connection.transaction { connection in
+                    try connection.execute(script: role.substitute(into: migration.sql))
+                    try connection.query(
+                        "INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                        [migration.version, migration.name, migration.checksum])
+                }
             }
             logger.info("applied migration", metadata: ["migration.version": "\(migration.version)", "migration.name": "\(migration.name)"])
             report.applied.append(migration)

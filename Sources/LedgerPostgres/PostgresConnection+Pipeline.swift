@@ -50,6 +50,9 @@ extension PostgresConnection {
                 results.append(rows)
             } catch var error as PostgresError {
                 error.statementIndex = transaction ? index - 1 : index
+                if let statement = error.statementIndex.flatMap({ statements.indices.contains($0) ? statements[$0] : nil }) {
+                    error = PostgresRedaction.redact(error, parameters: statement.parameters.map { $0?.postgresText })
+                }
                 if firstError == nil { firstError = error }
                 if !isHealthy { throw error }
             }

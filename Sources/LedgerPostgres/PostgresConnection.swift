@@ -77,11 +77,15 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs one parameterised statement (prepared on first use) and returns its rows.
     @discardableResult
     public func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) throws -> PostgresRows {
-        let name = try statementName(for: sql, parameterCount: parameters.count)
-        let result = withParameters(parameters) { values, count in
-            PQexecPrepared(handle, name, count, values, nil, nil, 0)
+        do {
+            let name = try statementName(for: sql, parameterCount: parameters.count)
+            let result = withParameters(parameters) { values, count in
+                PQexecPrepared(handle, name, count, values, nil, nil, 0)
+            }
+            return try consume(result)
+        } catch let error as PostgresError {
+            throw PostgresRedaction.redact(error, parameters: parameters.map { $0?.postgresText })
         }
-        return try consume(result)
     }
 
     /// Runs a script of one or more statements with no parameters (migrations, DDL).
@@ -140,10 +144,10 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         let message = field(Int32(UInt8(ascii: "M"))) ?? String(cString: PQresultErrorMessage(result))
         guard let sqlState = field(Int32(UInt8(ascii: "C"))) else { return connectionError() }
-        return PostgresError(
-            code: .server, sqlState: sqlState, message: message,
-            detail: field(Int32(UInt8(ascii: "D"))), constraint: field(Int32(UInt8(ascii: "n")))
-        )
+        return PostgresRedaction.redact(PostgresError(
+            code: .server, sqlState: sqlState, message: message, detail: field(Int32(UInt8(ascii: "D"))),
+            hint: field(Int32(UInt8(ascii: "H"))), constraint: field(Int32(UInt8(ascii: "n")))
+        ))
     }
 
     /// A failure with no SQLSTATE: the statement may or may not have reached the server, and the

@@ -1,8 +1,11 @@
-/// Everything that can go wrong talking to PostgreSQL, as one extensible, redacted error.
+/// Everything that can go wrong talking to PostgreSQL, as one extensible error an operator can act on.
 ///
 /// Modelled on postgres-nio's `PSQLError`: a struct with a growable `Code` so new cases never
-/// break callers, and a `description` that is redacted on purpose. Server messages can quote
-/// the values that were bound (a receipt, a key), so only `debugDescription` carries them.
+/// break callers. Its `description` is what an operator reads on stderr or in a log: what the
+/// ledger was doing, the server's message, detail and hint, and the SQLSTATE — e.g.
+/// `applying migration 0001_event_store: permission denied to create role (SQLSTATE 42501)`.
+/// Server texts can quote the values a statement was given (a receipt, a key), so they are
+/// redacted when the error is made (`PostgresRedaction`); no unredacted copy is kept.
 public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let name: String
@@ -28,45 +31,77 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     public var code: Code
     /// The five-character SQLSTATE for `.server` errors (e.g. `23505`).
     public var sqlState: String?
-    /// The server's or libpq's message. May quote bound values: never log it at info level.
+    /// The server's primary message or libpq's, redacted of bound values.
     public var message: String
     public var detail: String?
+    /// The server's suggestion of what to do (e.g. "Use CREATE … IF NOT EXISTS").
+    public var hint: String?
     public var constraint: String?
     /// In a pipeline, the index of the statement that failed (0 = the first one the caller passed).
     public var statementIndex: Int?
+    /// What the ledger was doing, outermost first ("starting the server", "applying migration …").
+    public var context: [String] = []
 
-    public init(code: Code, sqlState: String? = nil, message: String, detail: String? = nil, constraint: String? = nil) {
+    public init(code: Code, sqlState: String? = nil, message: String, detail: String? = nil, hint: String? = nil, constraint: String? = nil) {
         self.code = code
         self.sqlState = sqlState
         self.message = message
         self.detail = detail
+        self.hint = hint
         self.constraint = constraint
     }
 
-    /// True when the failure says nothing about the statement and retrying later may succeed.
+    /// True when the failure says nothing about the statement and retrying later may succeed:
+    /// the connection failed or broke, the server is starting or stopping, or a serialisation
+    /// failure or deadlock was reported. Anything else is a fault to fix, not to wait out.
     public var isTransient: Bool {
         switch code {
         case .connectionFailed, .connectionLost, .poolTimeout: return true
         case .server:
-            // 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 08xxx connection.
+            // 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 08xxx connection,
+            // 53300 too many connections, 25006 read-only transaction (a primary that became a standby).
             guard let state = sqlState else { return false }
-            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "40001" || state == "40P01"
+            return state.hasPrefix("08") || state.hasPrefix("57P") || ["40001", "40P01", "53300", "25006"].contains(state)
         default: return false
         }
     }
 
+    /// This error with `doing` as its outermost context.
+    public func doing(_ doing: String) -> PostgresError {
+        var copy = self
+        copy.context.insert(doing, at: 0)
+        return copy
+    }
+
     public var description: String {
-        var text = "PostgreSQL \(code)"
-        if let sqlState { text += " (SQLSTATE \(sqlState))" }
-        if let constraint { text += " on \(constraint)" }
-        // libpq's own connection messages name hosts and reasons, never bound values: keep them.
-        if sqlState == nil, code == .connectionFailed || code == .connectionLost, !message.isEmpty { text += ": \(message)" }
+        var text = context.map { $0 + ": " }.joined()
+        text += message.isEmpty ? "PostgreSQL \(code)" : message
+        if let sqlState { text += " (SQLSTATE \(sqlState))" } else if code != .server { text += " (\(code))" }
+        if let detail, !detail.isEmpty { text += "; detail: " + detail }
+        if let hint, !hint.isEmpty { text += "; hint: " + hint }
         return text
     }
 
     public var debugDescription: String {
-        var text = description + ": " + message
-        if let detail { text += " — " + detail }
-        return text
+        description + (constraint.map { " [constraint \($0)]" } ?? "") + (statementIndex.map { " [statement \($0)]" } ?? "")
+    }
+}
+
+/// Runs `body`, naming what it does in any `PostgresError` it throws: the operator then reads
+/// "applying migration 0002_projections: …", not a bare SQLSTATE.
+public func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as PostgresError {
+        throw error.doing(doing())
+    }
+}
+
+/// `whilePostgres` for asynchronous work.
+public func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as PostgresError {
+        throw error.doing(doing())
     }
 }

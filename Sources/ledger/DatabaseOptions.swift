@@ -2,6 +2,7 @@ import ArgumentParser
 import EmbeddedPostgres
 import Foundation
 import LedgerPostgres
+import LedgerSchema
 import Logging
 
 /// Where the ledger's database is, shared by every command.
@@ -23,7 +24,7 @@ struct DatabaseOptions: ParsableArguments {
     /// knows whether it must stop the cluster again.
     func open(logger: Logger) throws -> Database {
         let environment = ProcessInfo.processInfo.environment
-        let role = self.role ?? environment["LEDGER_DATABASE_ROLE"] ?? "ledger_app"
+        let role = try ApplicationRole(self.role ?? environment["LEDGER_DATABASE_ROLE"] ?? ApplicationRole.defaultName)
         if let url = databaseURL ?? environment["LEDGER_DATABASE_URL"], !url.isEmpty {
             return Database(owner: PostgresConfiguration(connectionString: url), role: role, embedded: nil, startedHere: false)
         }
@@ -32,6 +33,20 @@ struct DatabaseOptions: ParsableArguments {
         let started = try cluster.start()
         try cluster.createDatabase("ledger")
         return Database(owner: cluster.configuration(database: "ledger"), role: role, embedded: cluster, startedHere: started)
+    }
+
+    /// The preamble every command shares: the database opened, the application role made usable
+    /// (or the SQL a DBA must run shown), the schema migrated if it is behind — by the owner; a
+    /// runtime login is told to run `ledger migrate` — and `body` run, the embedded cluster
+    /// stopped after it if this command started it.
+    func withDatabase<T>(logger: Logger, _ body: (Database, Migrator) async throws -> T) async throws -> T {
+        let opened = try open(logger: logger)
+        defer { opened.close(logger: logger) }
+        let migrator = try Migrator(migrations: LedgerSchema.migrations(), role: opened.role, logger: logger)
+        try whilePostgres("connecting to \(opened.owner)") {
+            try migrator.migrateIfNeeded(PostgresConnection.connect(opened.owner))
+        }
+        return try await body(opened, migrator)
     }
 
     /// `./.ledger/postgres` unless configured. When we run as root the server runs as the
@@ -66,14 +81,14 @@ struct DatabaseOptions: ParsableArguments {
 /// An opened database: the owner's configuration (migrations, verify) and the application role's.
 struct Database {
     let owner: PostgresConfiguration
-    let role: String
+    let role: ApplicationRole
     let embedded: EmbeddedPostgres?
     let startedHere: Bool
 
     /// The server's connections: `SET ROLE` to the application role, which may not rewrite events.
     var application: PostgresConfiguration {
         var configuration = owner
-        configuration.role = role
+        configuration.role = role.name
         return configuration
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerCore
 import LedgerPostgres
+import Logging
 import LedgerProjections
 
 /// `ledger export transactions`: the finance view as CSV or JSON lines, streamed to a file or stdout.
@@ -33,16 +34,18 @@ struct ExportCommand: AsyncParsableCommand {
             guard FinanceExport.Format(rawValue: format) != nil else { throw ValidationError("--format is csv or jsonl") }
             guard environment == "Production" || environment == "Sandbox" else { throw ValidationError("--environment is Production or Sandbox") }
             for (name, value) in [("--from", from), ("--to", to)] {
-                if let value, Self.time(value) == nil { throw ValidationError("\(name) must be an RFC 3339 time, e.g. 2026-10-01T00:00:00Z") }
+                if let value, Self.time(value) == nil { throw ValidationError("\(name) must be an RFC 3339 time or a date, e.g. 2026-10-01T00:00:00Z or 2026-10-01 (midnight UTC)") }
             }
         }
 
-        static func time(_ text: String) -> Date? { RFC3339.parse(text) }
+        static func time(_ text: String) -> Date? { RFC3339.parseInstant(text) }
 
         func run() async throws {
             let logger = LoggingSetup.logger("ledger.export")
-            let opened = try database.open(logger: logger)
-            defer { opened.close(logger: logger) }
+            try await database.withDatabase(logger: logger) { opened, _ in try await export(opened, logger: logger) }
+        }
+
+        private func export(_ opened: Database, logger: Logger) async throws {
             let pool = PostgresPool(configuration: opened.application, size: 1, logger: logger)
             let format = FinanceExport.Format(rawValue: self.format)!
             let export = FinanceExport(bundleID: app, environment: AppleEnvironment(rawValue: environment)!,

@@ -80,18 +80,16 @@ struct KeysCommand: AsyncParsableCommand {
     /// Opens the database (migrating it: a first command may be `keys create`) for one call.
     static func withKeys<T: Sendable>(_ database: DatabaseOptions, _ body: @Sendable (APIKeyStore) async throws -> T) async throws -> T {
         let logger = LoggingSetup.logger("ledger.keys")
-        let opened = try database.open(logger: logger)
-        defer { opened.close(logger: logger) }
-        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
-        try migrator.migrate(PostgresConnection.connect(opened.owner))
-        let pool = PostgresPool(configuration: opened.application, size: 1, logger: logger)
-        do {
-            let result = try await body(APIKeyStore(pool: pool))
-            await pool.close()
-            return result
-        } catch {
-            await pool.close()
-            throw error
+        return try await database.withDatabase(logger: logger) { opened, _ in
+            let pool = PostgresPool(configuration: opened.application, size: 1, logger: logger)
+            do {
+                let result = try await whilePostgres("using the API keys table") { try await body(APIKeyStore(pool: pool)) }
+                await pool.close()
+                return result
+            } catch {
+                await pool.close()
+                throw error
+            }
         }
     }
 }

@@ -15,8 +15,9 @@ struct MigrateCommand: AsyncParsableCommand {
         let logger = LoggingSetup.logger("ledger.migrate")
         let opened = try database.open(logger: logger)
         defer { opened.close(logger: logger) }
-        let report = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
-            .migrate(PostgresConnection.connect(opened.owner))
+        let report = try whilePostgres("connecting to \(opened.owner)") {
+            try Migrator(migrations: LedgerSchema.migrations(), role: opened.role, logger: logger).migrate(PostgresConnection.connect(opened.owner))
+        }
         print("applied \(report.applied.count) migration(s); \(report.alreadyApplied) already applied")
     }
 }

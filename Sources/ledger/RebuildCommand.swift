@@ -26,12 +26,14 @@ struct RebuildCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = LoggingSetup.logger("ledger.rebuild")
-        let opened = try database.open(logger: logger)
-        defer { opened.close(logger: logger) }
-        try Migrator(migrations: LedgerSchema.migrations(), logger: logger).migrate(PostgresConnection.connect(opened.owner))
-        let owner = opened.owner
-        let display = ProgressDisplay(terminal: isatty(STDERR_FILENO) == 1)
-        let report = try ProjectionRebuilder(logger: logger) { try PostgresConnection.connect(owner) }.rebuild(progress: display.show)
+        let (report, display) = try await database.withDatabase(logger: logger) { opened, _ in
+            let owner = opened.owner
+            let display = ProgressDisplay(terminal: isatty(STDERR_FILENO) == 1)
+            let report = try whilePostgres("rebuilding the projections") {
+                try ProjectionRebuilder(logger: logger) { try PostgresConnection.connect(owner) }.rebuild(progress: display.show)
+            }
+            return (report, display)
+        }
         display.finish()
         print(String(format: "rebuilt users v%d: %d events (%d replayed; Apple's notification records are evidence only), %d users; "
                      + "replay %.1f s, total %.1f s (%.0f events/s)",

@@ -31,12 +31,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = LoggingSetup.logger("ledger")
-        let opened = try database.open(logger: logger)
-        defer { opened.close(logger: logger) }
+        try await database.withDatabase(logger: logger) { opened, migrator in try await serve(opened, migrator: migrator, logger: logger) }
+    }
 
-        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
-        try migrator.migrate(PostgresConnection.connect(opened.owner))
-
+    private func serve(_ opened: Database, migrator: Migrator, logger: Logger) async throws {
         let trust = try AppleTrust.load(logger: logger)
         let pool = PostgresPool(configuration: opened.application, size: poolSize, logger: logger)
         let store = EventStore(pool: pool, logger: logger)

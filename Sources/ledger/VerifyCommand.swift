@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerEventStore
 import LedgerPostgres
+import Logging
 
 struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,8 +15,10 @@ struct VerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = LoggingSetup.logger("ledger.verify")
-        let opened = try database.open(logger: logger)
-        defer { opened.close(logger: logger) }
+        try await database.withDatabase(logger: logger) { opened, _ in try await verify(opened, logger: logger) }
+    }
+
+    private func verify(_ opened: Database, logger: Logger) async throws {
         let pool = PostgresPool(configuration: opened.owner, size: 1, logger: logger)
         let started = Date()
         let report = try await ChainVerifier(pool: pool).verify { progress in

@@ -23,7 +23,7 @@ import Testing
         #expect(error.code == .server)
         #expect(error.sqlState == "22P02")
         #expect(!error.description.contains(secret), "descriptions never quote bound values")
-        #expect(error.debugDescription.contains(secret))
+        #expect(!error.debugDescription.contains(secret), "no unredacted copy is kept: logs print errors whole")
         // The connection stays usable after an error.
         #expect(try connection.query("SELECT 1 AS one")[0]["one"].int() == 1)
     }

@@ -60,6 +60,31 @@ import Testing
         #expect(try connection.query("SELECT count(*) AS n FROM ledger.schema_migrations WHERE version = 9000")[0]["n"].int() == 0)
     }
 
+    @Test func aDatabaseMigratedWithTheFirstTextOf0001StillMigrates() throws {
+        // The checksum 0001 had when it still created the role itself; the file names it.
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        try connection.query("UPDATE ledger.schema_migrations SET checksum = $1 WHERE version = 1",
+                             ["0d204667719431740642e133236f028277d52bfea6020992f460313c00c86115"])
+        let report = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection)
+        #expect(report.applied.isEmpty)
+        try connection.query("UPDATE ledger.schema_migrations SET checksum = 'another' WHERE version = 1")
+        #expect(throws: MigrationError.self) { try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection) }
+    }
+
+    @Test func aFailingMigrationIsNamedWithTheServersMessage() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        let broken = try LedgerSchema.migrations() + [Migration(version: 9001, name: "typo", sql: "CREATE TABLE ledger.t (n nonsense_type);")]
+        let error = try #require(throws: PostgresError.self) { try Migrator(migrations: broken, logger: TestCluster.quietLogger).migrate(connection) }
+        #expect(error.description == #"applying migration 9001_typo: type "nonsense_type" does not exist (SQLSTATE 42704)"#)
+    }
+
+    @Test func theRoleNameIsSubstitutedAsAWholeWordOnly() throws {
+        let role = try ApplicationRole("shop_ledger")
+        #expect(role.substitute(into: "GRANT SELECT ON t TO ledger_app; -- ledger_apps ledger_app_x xledger_app")
+                == "GRANT SELECT ON t TO shop_ledger; -- ledger_apps ledger_app_x xledger_app")
+        #expect(throws: ApplicationRoleError.invalidName("Robert'); DROP")) { try ApplicationRole("Robert'); DROP") }
+    }
+
     @Test func fileNamesGiveVersionAndName() {
         #expect(Migration(fileName: "0001_event_store.sql", sql: "")?.version == 1)
         #expect(Migration(fileName: "0012_projections.sql", sql: "")?.name == "projections")

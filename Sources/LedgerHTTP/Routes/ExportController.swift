@@ -48,7 +48,9 @@ struct ExportController {
         let parameters = request.uri.queryParameters
         func time(_ name: String) throws -> Date? {
             guard let text = parameters[Substring(name)] else { return nil }
-            guard let date = RFC3339.parse(String(text)) else { throw APIError.invalid("invalid_time", "\(name) must be an RFC 3339 time") }
+            guard let date = RFC3339.parseInstant(String(text)) else {
+                throw APIError.invalid("invalid_time", "\(name) must be an RFC 3339 time or a date (2026-10-01 is midnight UTC)")
+            }
             return date
         }
         let environment: AppleEnvironment

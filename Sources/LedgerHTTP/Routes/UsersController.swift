@@ -18,8 +18,8 @@ struct UsersController {
             _ = try await directory.app(bundleID)
             let state: UserState
             if let at = request.uri.queryParameters["at"] {
-                guard let instant = RFC3339.parse(String(at)) else {
-                    throw APIError.invalid("invalid_time", "at must be an RFC 3339 time, e.g. 2026-01-31T23:59:59Z")
+                guard let instant = RFC3339.parseInstant(String(at)) else {
+                    throw APIError.invalid("invalid_time", "at must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31")
                 }
                 state = try await reader.state(bundleID: bundleID, userID: userID, asOf: instant)
             } else {
