@@ -11,6 +11,7 @@ import Logging
 public final class EventStore: Sendable {
     public let pool: PostgresPool
     let wakeup = Wakeup()
+    let streamLocks = StreamLocks()
     private let publisher: AppendPublisher
     private let logger: Logger
 

@@ -5,7 +5,7 @@ import LedgerProjections
 
 /// Appends what a piece of evidence says, stream by stream, and — when a user presented it —
 /// who owns each original transaction it names, decided by the app's restore policy against
-/// the stream as read and appended with that stream's version (optimistic concurrency).
+/// the stream as read, by the stream's only writer (`EventStore.serialized`).
 struct FactRecorder: Sendable {
     let store: EventStore
 
@@ -99,8 +99,8 @@ struct FactRecorder: Sendable {
         return outcome
     }
 
-    /// One stream: skip what is already there, add the ownership decision, append; on a
-    /// concurrent change, read again and decide again.
+    /// One stream: skip what is already there, add the ownership decision, append — as the
+    /// stream's only writer, so many requests presenting one purchase each get their decision.
     private func append(_ work: StreamWork, bundleID: String, into outcome: inout Outcome) async throws {
         guard work.isDecided else {
             for event in work.candidates {
@@ -109,18 +109,13 @@ struct FactRecorder: Sendable {
             }
             return
         }
-        for _ in 0..<10 {
-            let plan = try Self.plan(work, existing: try await store.readAll(stream: work.stream), bundleID: bundleID, now: Date())
-            if let original = plan.kept { outcome.keptByAnother.insert(original) }
-            outcome.waitFor(plan.seen)
-            guard !plan.fresh.isEmpty else { return }
-            do {
-                return outcome.wrote(try await store.append(plan.fresh, to: work.stream, expectedVersion: plan.expected))
-            } catch EventStoreError.wrongExpectedVersion {
-                continue
-            }
+        let (plan, appended) = try await store.serialized(on: work.stream) { locked -> (Plan, AppendResult?) in
+            let plan = try Self.plan(work, existing: locked.events(), bundleID: bundleID, now: Date())
+            return (plan, plan.fresh.isEmpty ? nil : try locked.append(plan.fresh, expectedVersion: plan.expected))
         }
-        throw LedgerError(.unavailable, "contention", "stream \(work.stream) kept changing; try again")
+        if let original = plan.kept { outcome.keptByAnother.insert(original) }
+        outcome.waitFor(plan.seen)
+        if let appended { outcome.wrote(appended) }
     }
 
     /// What a purchase stream holding `existing` still needs from `work`, decided at `now`: pure,

@@ -114,12 +114,15 @@ final class GroupRecorder: Sendable {
         let streams = Array(Set(requests.flatMap { $0.work.map(\.stream) }))
         let opening = [
             PipelinedStatement("BEGIN"),
+            // The streams' locks, as every writer that decides on a stream takes them: what the
+            // group reads below cannot move before it appends.
+            EventStore.streamLocksStatement(streams),
             EvidenceStore.insert(requests.flatMap(\.evidence)),
             PipelinedStatement(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
                                [PostgresTextArray(streams)]),
         ]
         let (results, appended) = try await store.pool.withConnection { connection -> ([Result], Bool) in
-            let rows = try connection.pipeline(opening, transaction: false)[2]
+            let rows = try connection.pipeline(opening, transaction: false)[3]
             do {
                 var existing: [String: [RecordedEvent]] = [:]
                 for row in rows {

@@ -7,8 +7,8 @@ import Logging
 
 /// What the app and support do to a user directly: spend currency, grant and revoke promotional
 /// access. Each is decided against the user's facts read from the log (not the projection, which
-/// may be a batch behind) and appended with the user stream's version, so concurrent requests
-/// cannot both spend the same coins.
+/// may be a batch behind) as the user stream's only writer (`EventStore.serialized`), so
+/// concurrent requests cannot both spend the same coins and none is told to try again.
 public struct UserActions: Sendable {
     let store: EventStore
     let directory: AppDirectory
@@ -38,13 +38,17 @@ public struct UserActions: Sendable {
             let request = Consumption(userID: userID, currency: currency, amount: amount, idempotencyKey: idempotencyKey)
             let stream = LedgerStream.user(bundleID, userID: userID)
             let id = StableID.make(stream, "Consumed", idempotencyKey)
-            for _ in 0..<20 {
-                let (version, ledger, previous) = try await load(bundleID: bundleID, userID: userID, lookingFor: id)
-                if let previous {
+            // Decided and appended as the stream's only writer: concurrent spends take turns, and
+            // each is answered on the balance the one before it left (200 or 409, never "try again").
+            let (result, appended) = try await store.serialized(on: stream) { locked -> (ConsumptionResult, AppendResult?) in
+                let version = try locked.version()
+                let ledger = try UserStateReader.ledger(bundleID: bundleID, userID: userID, on: locked.connection)
+                if let previous = try Self.previous(locked.event(id: id)) {
                     guard case .consumed(let original) = previous.event, original == request else {
                         throw LedgerError(.conflict, "idempotency_key_reused", "this idempotency_key was used for a different consumption")
                     }
-                    return ConsumptionResult(balance: previous.balanceAfter ?? ledger.userState(userID, at: Date()).balances[currency] ?? 0, replayed: true)
+                    return (ConsumptionResult(balance: previous.balanceAfter ?? ledger.userState(userID, at: Date()).balances[currency] ?? 0,
+                                              replayed: true), nil)
                 }
                 let now = Date()
                 let balance = ledger.userState(userID, at: now).balances[currency] ?? 0
@@ -56,16 +60,12 @@ public struct UserActions: Sendable {
                 case .success(let consumption):
                     let data = String(decoding: try LedgerEvent.consumed(consumption).encodedData(), as: UTF8.self)
                     let event = NewEvent(id: id, type: "Consumed", data: data, metadata: #"{"balance_after": \#(balance - amount)}"#, occurredAt: now)
-                    do {
-                        let result = try await store.append([event], to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
-                        try await caughtUp(result)
-                        return ConsumptionResult(balance: balance - amount, replayed: false)
-                    } catch EventStoreError.wrongExpectedVersion {
-                        continue  // another action on this user won the race: decide again on fresh facts
-                    }
+                    let appended = try locked.append([event], expectedVersion: version == 0 ? .noStream : .exact(version))
+                    return (ConsumptionResult(balance: balance - amount, replayed: false), appended)
                 }
             }
-            throw LedgerError(.unavailable, "contention", "too many concurrent changes to this user; try again")
+            if let appended { try await caughtUp(appended) }
+            return result
         }
     }
 
@@ -83,14 +83,16 @@ public struct UserActions: Sendable {
                                          startsAt: now, expiresAt: expiresAt, reason: reason)
             let stream = LedgerStream.user(bundleID, userID: userID)
             let id = StableID.make(stream, "PromotionalGranted", grant.grantID)
-            let existing = try await store.readAll(stream: stream)
-            if let earlier = existing.first(where: { $0.id == id }), let (_, fact) = try StoredFacts.fact(from: earlier),
-               case .promotionalGranted(let recorded) = fact.event {
-                return recorded  // the same grant id again: already granted
+            let (recorded, appended) = try await store.serialized(on: stream) { locked -> (PromotionalGrant, AppendResult?) in
+                if let earlier = try locked.event(id: id), let (_, fact) = try StoredFacts.fact(from: earlier),
+                   case .promotionalGranted(let recorded) = fact.event {
+                    return (recorded, nil)  // the same grant id again: already granted
+                }
+                let (_, event) = try StoredFacts.append(.promotionalGranted(grant), bundleID: bundleID, id: id, occurredAt: now)
+                return (grant, try locked.append([event], expectedVersion: .any))
             }
-            let (_, event) = try StoredFacts.append(.promotionalGranted(grant), bundleID: bundleID, id: id, occurredAt: now)
-            try await caughtUp(try await store.append([event], to: stream))
-            return grant
+            if let appended { try await caughtUp(appended) }
+            return recorded
         }
     }
 
@@ -99,16 +101,19 @@ public struct UserActions: Sendable {
         try await LedgerError.mapping {
             _ = try await directory.app(bundleID)
             let stream = LedgerStream.user(bundleID, userID: userID)
-            let existing = try await store.readAll(stream: stream)
-            let grants = try existing.compactMap { try StoredFacts.fact(from: $0)?.fact.event }
-            guard grants.contains(where: { if case .promotionalGranted(let g) = $0 { g.grantID == grantID } else { false } }) else {
-                throw LedgerError(.notFound, "unknown_grant", "user \(userID) has no grant \(grantID)")
+            let appended = try await store.serialized(on: stream) { locked -> AppendResult? in
+                let existing = try locked.events()
+                let grants = try existing.compactMap { try StoredFacts.fact(from: $0)?.fact.event }
+                guard grants.contains(where: { if case .promotionalGranted(let g) = $0 { g.grantID == grantID } else { false } }) else {
+                    throw LedgerError(.notFound, "unknown_grant", "user \(userID) has no grant \(grantID)")
+                }
+                let revocation = PromotionalRevocation(grantID: grantID, userID: userID, reason: reason.isEmpty ? "revoked" : reason)
+                let id = StableID.make(stream, "PromotionalRevoked", grantID)
+                guard !existing.contains(where: { $0.id == id }) else { return nil }
+                let (_, event) = try StoredFacts.append(.promotionalRevoked(revocation), bundleID: bundleID, id: id, occurredAt: Date())
+                return try locked.append([event], expectedVersion: .any)
             }
-            let revocation = PromotionalRevocation(grantID: grantID, userID: userID, reason: reason.isEmpty ? "revoked" : reason)
-            let id = StableID.make(stream, "PromotionalRevoked", grantID)
-            guard !existing.contains(where: { $0.id == id }) else { return }
-            let (_, event) = try StoredFacts.append(.promotionalRevoked(revocation), bundleID: bundleID, id: id, occurredAt: Date())
-            try await caughtUp(try await store.append([event], to: stream))
+            if let appended { try await caughtUp(appended) }
         }
     }
 
@@ -118,20 +123,11 @@ public struct UserActions: Sendable {
         try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
     }
 
-    /// The user stream's version (read first: a change after it makes the append fail, never
-    /// pass on stale facts), the user's facts, and an earlier event with `id` if there is one.
-    private func load(bundleID: String, userID: String, lookingFor id: UUID) async throws -> (Int64, AppLedger, Previous?) {
-        let stream = LedgerStream.user(bundleID, userID: userID)
-        let version = try await store.version(of: stream)
-        let ledger = try await UserStateReader(pool: store.pool).ledger(bundleID: bundleID, userID: userID)
-        let rows = try await store.pool.query(EventStore.selectEventsSQL + " WHERE e.event_id = $1", [id])
-        let previous = try rows.first.flatMap { row -> Previous? in
-            let recorded = try RecordedEvent(row: row)
-            guard let (_, fact) = try StoredFacts.fact(from: recorded) else { return nil }
-            let metadata = try? JSONSerialization.jsonObject(with: Data(recorded.metadata.utf8)) as? [String: Any]
-            return Previous(event: fact.event, balanceAfter: (metadata?["balance_after"] as? NSNumber)?.int64Value)
-        }
-        return (version, ledger, previous)
+    /// An earlier consumption under the same idempotency key, with the balance it left.
+    private static func previous(_ recorded: RecordedEvent?) throws -> Previous? {
+        guard let recorded, let (_, fact) = try StoredFacts.fact(from: recorded) else { return nil }
+        let metadata = try? JSONSerialization.jsonObject(with: Data(recorded.metadata.utf8)) as? [String: Any]
+        return Previous(event: fact.event, balanceAfter: (metadata?["balance_after"] as? NSNumber)?.int64Value)
     }
 
     struct Previous {

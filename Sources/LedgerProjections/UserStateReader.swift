@@ -34,9 +34,12 @@ public struct UserStateReader: Sendable {
     /// Every fact that concerns the user, read from the log now (not the projection's rows):
     /// what decisions about the user are made on.
     public func ledger(bundleID: String, userID: String) async throws -> AppLedger {
-        try await pool.withConnection { connection in
-            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: nil, on: connection)
-        }
+        try await pool.withConnection { connection in try Self.ledger(bundleID: bundleID, userID: userID, on: connection) }
+    }
+
+    /// The same read on a connection the caller holds (a decision made inside its transaction).
+    public static func ledger(bundleID: String, userID: String, on connection: PostgresConnection) throws -> AppLedger {
+        try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: nil, on: connection)
     }
 
     /// Every fact that touched the user, in recording order, Apple's notifications included:
