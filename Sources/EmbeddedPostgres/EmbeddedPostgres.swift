@@ -14,10 +14,13 @@ public struct EmbeddedPostgres: Sendable {
         public var port: Int = 5432
         /// Extra `-c name=value` server settings.
         public var settings: [String: String] = [:]
-        public init(durable: Bool = true, port: Int = 5432, settings: [String: String] = [:]) {
+        /// Listen on 127.0.0.1:`port` too (a standby streams from its primary over loopback).
+        public var loopback: Bool = false
+        public init(durable: Bool = true, port: Int = 5432, settings: [String: String] = [:], loopback: Bool = false) {
             self.durable = durable
             self.port = port
             self.settings = settings
+            self.loopback = loopback
         }
     }
 
@@ -69,7 +72,7 @@ public struct EmbeddedPostgres: Sendable {
             return false
         }
         var settings = [
-            "listen_addresses": "''",
+            "listen_addresses": options.loopback ? "127.0.0.1" : "''",
             "unix_socket_directories": "'\(socketDirectory.path)'",
             "unix_socket_permissions": "0700",
             "port": String(options.port),
@@ -85,6 +88,18 @@ public struct EmbeddedPostgres: Sendable {
                                  "-l", dataDirectory.appendingPathComponent("server.log").path, "-o", serverOptions])
         logger.info("embedded PostgreSQL started", metadata: ["postgres.socket": "\(socketDirectory.path)"])
         return true
+    }
+
+    /// A streaming standby of this running cluster in `dataDirectory`, made as operators make one
+    /// (`pg_basebackup -R`: a copy of the data and the settings to follow this primary over
+    /// loopback). Not started: `start()` it, and it replays everything the primary commits.
+    public func createStandby(dataDirectory: URL, options: Options) throws -> EmbeddedPostgres {
+        precondition(self.options.loopback, "a standby streams over loopback: start the primary with loopback: true")
+        let standby = try EmbeddedPostgres(dataDirectory: dataDirectory, options: options, logger: logger)
+        try standby.prepareFolders()
+        try run(binaries.pgBasebackup, ["-D", standby.dataDirectory.path, "-h", "127.0.0.1", "-p", String(self.options.port),
+                                        "-U", Self.superuser, "-R", "-X", "stream", "-c", "fast"])
+        return standby
     }
 
     /// Stops the server: `fast` rolls back open transactions; `immediate` is a crash (for fault tests).
@@ -109,7 +124,7 @@ public struct EmbeddedPostgres: Sendable {
 
     private var runsAsPostgresUser: Bool { geteuid() == 0 }
 
-    private func prepareFolders() throws {
+    func prepareFolders() throws {
         let fileManager = FileManager.default
         for folder in [dataDirectory, socketDirectory] {
             // Parents keep ordinary permissions (the postgres user must pass through them); the

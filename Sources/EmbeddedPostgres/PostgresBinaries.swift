@@ -6,6 +6,7 @@ public struct PostgresBinaries: Sendable {
 
     public var initdb: URL { directory.appendingPathComponent("initdb") }
     public var pgCtl: URL { directory.appendingPathComponent("pg_ctl") }
+    public var pgBasebackup: URL { directory.appendingPathComponent("pg_basebackup") }
 
     /// `LEDGER_POSTGRES_BIN` if set; else Debian's `/usr/lib/postgresql/<newest>/bin`; else `initdb` on `PATH`.
     public static func locate(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> PostgresBinaries {

@@ -22,6 +22,9 @@ struct HealthController: Sendable {
         var checks: [String: String]
     }
 
+    /// Ready: the primary answers with a current schema and a projection caught up. With the
+    /// primary away but a replica answering, `read_only` (200): reads are served, writes answer 503.
+    /// Each replica is listed with how far it has replayed.
     private func readiness() async throws -> Response {
         var checks: [String: String] = [:]
         do {
@@ -35,11 +38,15 @@ struct HealthController: Sendable {
             // Caught up within a bound: a burst may keep the worker a little behind, a stuck one won't.
             checks["projections"] = lag <= Self.maximumLag ? "ok" : "behind by \(lag) events"
         } catch let error as PostgresError {
-            checks["database"] = "unavailable: \(error)"  // redacted description only
+            checks["database"] = "unavailable: \(error)"
         }
-        let ready = checks.values.allSatisfy { $0 == "ok" } && checks["projections"] != nil
-        var response = try JSONResponse.encode(Status(status: ready ? "ready" : "unavailable", checks: checks))
-        if !ready {
+        let replicas = await services.reads.status()
+        for (name, state) in replicas { checks[name] = state }
+        let primaryReady = ["database", "migrations", "projections"].allSatisfy { checks[$0] == "ok" }
+        let readable = replicas.contains { $0.state.hasPrefix("ok") }
+        let status = primaryReady ? "ready" : (checks["projections"] == nil && readable ? "read_only" : "unavailable")
+        var response = try JSONResponse.encode(Status(status: status, checks: checks))
+        if status == "unavailable" {
             response.status = .serviceUnavailable
             response.headers[.retryAfter] = "5"
         }

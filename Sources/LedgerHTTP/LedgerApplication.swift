@@ -23,9 +23,13 @@ public struct LedgerServices: Sendable {
     /// Run the projection worker with this too (`ProjectionWorker(cache:)`), and
     /// `TimelineCacheService` beside it.
     public var timelines: TimelineCache
+    /// Where user states, audit trails and exports are read: replicas when configured.
+    public var reads: ReadReplicas
 
+    /// `replicas`: pools on PostgreSQL streaming replicas of `pool`'s database (may be none).
     public init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
-                receipts: VerifyReceiptConfiguration, keyCacheTTL: Duration = .seconds(2), logger: Logger) {
+                receipts: VerifyReceiptConfiguration, replicas: [PostgresPool] = [], replicaWait: Duration = .milliseconds(250),
+                keyCacheTTL: Duration = .seconds(2), logger: Logger) {
         let metrics = Metrics()
         self.pool = pool
         self.store = store
@@ -37,13 +41,15 @@ public struct LedgerServices: Sendable {
         let progress = ProjectionProgress()
         let timelines = TimelineCache()
         self.timelines = timelines
-        let directory = AppDirectory(store: store, progress: progress)
+        let reads = ReadReplicas(primary: pool, replicas: replicas, fence: timelines.fence, maximumWait: replicaWait, logger: logger)
+        self.reads = reads
+        let directory = AppDirectory(store: store, progress: progress, replicas: reads)
         self.progress = progress
         self.directory = directory
         self.ingestor = Ingestor(store: store, directory: directory, verifier: verifier, receipts: client, progress: progress,
-                                 reader: UserStateReader(pool: pool, cache: timelines), logger: logger)
+                                 reader: UserStateReader(pool: pool, cache: timelines, replicas: reads), logger: logger)
         self.actions = UserActions(store: store, directory: directory, progress: progress, logger: logger)
-        self.keys = APIKeyStore(pool: pool, cacheTTL: keyCacheTTL)
+        self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
     }
 }
 
@@ -56,16 +62,17 @@ public func buildApplication(
     router.add(middleware: MetricsMiddleware(metrics: services.metrics))
     router.add(middleware: ErrorMiddleware())
     router.addRoutes(HealthController(services: services).routes)
-    OperationsController(metrics: services.metrics, pool: services.pool).register(on: router)
+    OperationsController(metrics: services.metrics, pool: services.pool, reads: services.reads).register(on: router)
     let ingestion = IngestionController(ingestor: services.ingestor, metrics: services.metrics)
     ingestion.registerWebhook(on: router)
 
-    let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: services.keys))
+    let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: services.keys)).add(middleware: PositionMiddleware())
     let directory = services.directory
     AppsController(directory: directory).register(on: v1)
     ingestion.register(on: v1)
-    UsersController(directory: directory, reader: UserStateReader(pool: services.pool, cache: services.timelines), actions: services.actions).register(on: v1)
-    ExportController(directory: directory, pool: services.pool).register(on: v1)
+    UsersController(directory: directory, reader: UserStateReader(pool: services.pool, cache: services.timelines, replicas: services.reads),
+                    actions: services.actions).register(on: v1)
+    ExportController(directory: directory, reads: services.reads).register(on: v1)
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: port), serverName: "ledger"),

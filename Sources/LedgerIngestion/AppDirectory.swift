@@ -33,12 +33,15 @@ public final class AppDirectory: Sendable {
     let store: EventStore
     let progress: ProjectionProgress?
     let cacheTTL: Duration
+    /// Where apps are read from while the primary is away, so reads keep their answers.
+    let replicas: ReadReplicas?
     private let cache = Mutex<[String: (app: AppConfiguration?, at: ContinuousClock.Instant)]>([:])
 
-    public init(store: EventStore, progress: ProjectionProgress? = nil, cacheTTL: Duration = .seconds(1)) {
+    public init(store: EventStore, progress: ProjectionProgress? = nil, cacheTTL: Duration = .seconds(1), replicas: ReadReplicas? = nil) {
         self.store = store
         self.progress = progress
         self.cacheTTL = cacheTTL
+        self.replicas = replicas
     }
 
     /// The app, or `unknown_app`.
@@ -48,7 +51,13 @@ public final class AppDirectory: Sendable {
             guard let app = cached.app else { throw LedgerError.unknownApp(bundleID) }
             return app
         }
-        let found = try await find(bundleID)
+        let found: AppConfiguration?
+        do {
+            found = try await find(bundleID)
+        } catch let error as PostgresError where error.isTransient && replicas?.replicas.isEmpty == false {
+            // The primary is away: the app as a replica has it (configuration rarely changes).
+            found = try await replicas!.read(atLeast: .start) { connection in try Self.find(bundleID, on: connection) }
+        }
         cache.withLock { cache in
             if cache.count > 10_000 { cache.removeAll() }  // unknown bundle ids are cached too: keep it bounded
             cache[bundleID] = (found, now)
@@ -59,8 +68,12 @@ public final class AppDirectory: Sendable {
 
     /// The app as stored now (no cache).
     public func find(_ bundleID: String) async throws -> AppConfiguration? {
-        let stream = LedgerStream.app(bundleID)
-        let recorded = try await store.readAll(stream: stream)
+        try await store.pool.withConnection { connection in try Self.find(bundleID, on: connection) }
+    }
+
+    static func find(_ bundleID: String, on connection: PostgresConnection) throws -> AppConfiguration? {
+        let recorded = try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", [LedgerStream.app(bundleID)])
+            .map(RecordedEvent.init(row:))
         guard !recorded.isEmpty else { return nil }
         var ledger = AppLedger(bundleID: bundleID)
         var products: [String: ProductDefinition] = [:]
@@ -69,7 +82,7 @@ public final class AppDirectory: Sendable {
             ledger.apply(fact)
             if case .productConfigured(let definition) = fact.event { products[definition.productID] = definition }
         }
-        let secret = try await store.pool.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID])
+        let secret = try connection.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID])
             .first.map { try $0["shared_secret"].string() }
         return AppConfiguration(bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(at: .distantFuture),
                                 products: products.values.sorted { $0.productID < $1.productID },
@@ -125,18 +138,6 @@ public final class AppDirectory: Sendable {
         let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: ".-_"))
         guard !bundleID.isEmpty, bundleID.count <= 155, bundleID.unicodeScalars.allSatisfy(allowed.contains) else {
             throw LedgerError(.invalid, "invalid_bundle_id", "a bundle id is 1–155 letters, digits, '.', '-' or '_'")
-        }
-    }
-}
-
-extension EventStore {
-    /// Every event of a stream, page by page.
-    func readAll(stream: String) async throws -> [RecordedEvent] {
-        var events: [RecordedEvent] = []
-        while true {
-            let page = try await read(stream: stream, afterVersion: events.last?.version ?? 0, limit: 1000)
-            events += page
-            if page.count < 1000 { return events }
         }
     }
 }

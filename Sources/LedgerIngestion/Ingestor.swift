@@ -185,7 +185,7 @@ public struct Ingestor: Sendable {
         if let position = outcome.lastPosition {
             try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
         }
-        return try await users.state(bundleID: bundleID, userID: userID)
+        return try await users.state(bundleID: bundleID, userID: userID, atLeast: outcome.lastPosition)
     }
 
     static func validate(userID: String) throws {

@@ -10,6 +10,7 @@ import Logging
 enum ProjectionFreshness {
     static func wait(for position: LogPosition, pool: PostgresPool, progress: ProjectionProgress?, timeout: Duration = .seconds(5),
                      logger: Logger) async throws {
+        WrittenPosition.current?.record(position)
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {
@@ -21,11 +22,6 @@ enum ProjectionFreshness {
     }
 
     private static func checkpoint(_ pool: PostgresPool) async throws -> LogPosition {
-        let rows = try await pool.query("""
-            SELECT c.tx_id::text AS tx_id, c.position FROM ledger.projections p
-              JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = 'users'
-            """)
-        guard let row = rows.first else { return .start }
-        return LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
+        try await pool.withConnection(ProjectionRunner.activeCheckpoint)
     }
 }

@@ -45,7 +45,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// libpq's own parser, so we read the string exactly as libpq will.
-    static func parse(_ connectionString: String) -> [String: String] {
+    public static func parse(_ connectionString: String) -> [String: String] {
         var error: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(connectionString, &error) else {
             if let error { PQfreemem(error) }

@@ -57,7 +57,7 @@ public enum ProjectionRunner {
             }
             let changes = try UsersProjection(version: version).changes(for: batch, on: connection)
             var closing = changes.writes + [advanceStatement(version: version, to: last.position)]
-            if !changes.users.isEmpty { closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(changes.users, origin: origin)])) }
+            if !changes.users.isEmpty { closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(changes.users, origin: origin, position: last.position)])) }
             _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
             return Applied(count: batch.count, last: last.position, users: changes.users, timelines: changes.timelines, checkpoint: last.position)
         } catch {
@@ -84,7 +84,7 @@ public enum ProjectionRunner {
         guard let last = batch.last else { return Applied(count: 0, last: nil, users: [], checkpoint: after) }
         let users = try UsersProjection(version: version).apply(batch, on: connection)
         try advance(version: version, to: last.position, on: connection)
-        if !users.isEmpty { try connection.query("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(users)]) }
+        if !users.isEmpty { try connection.query("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(users, position: last.position)]) }
         return Applied(count: batch.count, last: last.position, users: users, checkpoint: last.position)
     }
 
@@ -98,6 +98,17 @@ public enum ProjectionRunner {
             UPDATE ledger.projection_checkpoints SET tx_id = $3::text::xid8, position = $4, updated_at = now()
              WHERE name = $1 AND version = $2
             """, [UsersProjection.name, version, position.transactionID, position.position])
+    }
+
+    /// Where the active version has applied the log up to, on `connection`'s node (a replica's
+    /// tells how far it has replayed the projection).
+    public static func activeCheckpoint(on connection: PostgresConnection) throws -> LogPosition {
+        let rows = try connection.query("""
+            SELECT c.tx_id::text AS tx_id, c.position FROM ledger.projections p
+              JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1
+            """, [UsersProjection.name])
+        guard let row = rows.first else { return .start }
+        return LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
     }
 
     /// How far the active version is behind the log: events committed after its checkpoint.

@@ -37,7 +37,8 @@ public struct ProjectionWorker: Sendable {
                 // reports the checkpoint too: another process's worker may have applied this
                 // one's writes.
                 if !applied.users.isEmpty {
-                    cache?.replace(zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch)
+                    cache?.replace(zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch,
+                                   committedAt: applied.checkpoint)
                 }
                 progress?.advance(to: applied.checkpoint)
                 // A full batch may have left more behind; otherwise there is more only if an

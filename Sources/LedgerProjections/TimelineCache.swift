@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerEventStore
 import LedgerPostgres
 import Logging
 import Synchronization
@@ -10,11 +11,13 @@ import Synchronization
 /// its commit), and a rebuild's switch announces everyone ("*").
 ///
 /// A read that raced an invalidation must not put back what it read: entries are stored only if
-/// no invalidation happened since the read began (`epoch`).
+/// no invalidation happened since the read began (`epoch`). The same announcements carry the
+/// batch's checkpoint, which moves the `fence` replicas must pass before they answer for a user.
 public final class TimelineCache: Sendable {
     public static let channel = "ledger_projection"
     /// Separators that cannot occur in bundle ids and are refused in user ids.
-    static let fieldSeparator: Character = "\u{1F}", recordSeparator: Character = "\u{1E}", originSeparator: Character = "\u{1D}"
+    static let fieldSeparator: Character = "\u{1F}", recordSeparator: Character = "\u{1E}", originSeparator: Character = "\u{1D}",
+               positionSeparator: Character = "\u{1C}"
 
     /// This cache's name in the announcements of its process's worker, which puts the timelines it
     /// computes here itself (`replace`): the echo of its own NOTIFY is not an invalidation.
@@ -32,8 +35,13 @@ public final class TimelineCache: Sendable {
 
     private let state = Mutex(State())
     let capacity: Int
+    /// Where each user's last announced change stands in the log (for reads from replicas).
+    public let fence: ReadFence
 
-    public init(capacity: Int = 200_000) { self.capacity = capacity }
+    public init(capacity: Int = 200_000, fence: ReadFence = ReadFence()) {
+        self.capacity = capacity
+        self.fence = fence
+    }
 
     public var epoch: UInt64 { state.withLock { $0.epoch } }
 
@@ -53,7 +61,9 @@ public final class TimelineCache: Sendable {
     /// Timelines this process's projection worker just committed, kept so the writers waiting for
     /// them answer without reading them back — unless an invalidation came in since the batch
     /// began (`epoch`): then another process wrote meanwhile and they are only invalidated.
-    public func replace(_ timelines: [(bundleID: String, userID: String, timeline: UserTimeline)], ifUnchangedSince epoch: UInt64) {
+    public func replace(_ timelines: [(bundleID: String, userID: String, timeline: UserTimeline)], ifUnchangedSince epoch: UInt64,
+                        committedAt position: LogPosition? = nil) {
+        if let position { fence.advance(timelines.map { ($0.bundleID, $0.userID) }, to: position) }
         state.withLock { state in
             let unchanged = state.epoch == epoch
             state.epoch &+= 1   // a read that began before this must not store what it read
@@ -78,24 +88,35 @@ public final class TimelineCache: Sendable {
         }
     }
 
-    /// The NOTIFY payload for a batch: the users it changed, or "*" when too many to list, after
-    /// the announcing cache's origin if any.
-    static func payload(_ users: [(bundleID: String, userID: String)], origin: String? = nil) -> String {
+    /// The NOTIFY payload for a batch: its checkpoint, the announcing cache's origin if any, and
+    /// the users it changed, or "*" when too many to list.
+    static func payload(_ users: [(bundleID: String, userID: String)], origin: String? = nil, position: LogPosition? = nil) -> String {
         let text = users.map { $0.bundleID + String(fieldSeparator) + $0.userID }.joined(separator: String(recordSeparator))
-        return (origin.map { $0 + String(originSeparator) } ?? "") + (text.utf8.count < 7_000 ? text : "*")
+        return (position.map { $0.description + String(positionSeparator) } ?? "") + (origin.map { $0 + String(originSeparator) } ?? "")
+            + (text.utf8.count < 7_000 ? text : "*")
     }
 
     func apply(payload: String) {
         var payload = Substring(payload)
+        var position: LogPosition?
+        if let separator = payload.firstIndex(of: Self.positionSeparator) {
+            position = LogPosition(String(payload[..<separator]))
+            payload = payload[payload.index(after: separator)...]
+        }
         if let separator = payload.firstIndex(of: Self.originSeparator) {
             guard payload[..<separator] != origin else { return }  // this process's own batch
             payload = payload[payload.index(after: separator)...]
         }
-        guard payload != "*" else { return invalidateAll() }
-        invalidate(payload.split(separator: Self.recordSeparator).compactMap { record in
+        guard payload != "*" else {
+            invalidateAll()
+            return position.map(fence.advanceAll(to:)) ?? fence.forgetBaseline()
+        }
+        let users = payload.split(separator: Self.recordSeparator).compactMap { record -> (bundleID: String, userID: String)? in
             let parts = record.split(separator: Self.fieldSeparator, maxSplits: 1, omittingEmptySubsequences: false)
             return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-        })
+        }
+        invalidate(users)
+        if let position { fence.advance(users, to: position) } else { fence.forgetBaseline() }
     }
 
     /// Listens for other processes' batches until cancelled. After every (re)connection it
@@ -104,7 +125,9 @@ public final class TimelineCache: Sendable {
         let listener = PostgresListener(configuration: configuration, channels: [Self.channel], logger: logger) { [self] notification in
             switch notification {
             case .notify(_, let payload): apply(payload: payload)
-            case .connected: invalidateAll()
+            case .connected:
+                invalidateAll()
+                fence.forgetBaseline()   // announcements may have been missed
             }
         }
         listener.start()

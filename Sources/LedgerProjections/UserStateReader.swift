@@ -2,33 +2,42 @@ import Foundation
 import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
+import Logging
 
 /// Answers "what does user X own" — now from the live projection (one indexed row), or as of a
-/// past instant by replaying the user's facts known at that instant.
+/// past instant by replaying the user's facts known at that instant. Reads go to a replica when
+/// there are replicas (`ReadReplicas`), once it has replayed the user's last change; decisions
+/// (`ledger(…)`) always read the primary.
 public struct UserStateReader: Sendable {
     let pool: PostgresPool
     let cache: TimelineCache?
+    let replicas: ReadReplicas
 
-    public init(pool: PostgresPool, cache: TimelineCache? = nil) {
+    public init(pool: PostgresPool, cache: TimelineCache? = nil, replicas: ReadReplicas? = nil) {
         self.pool = pool
         self.cache = cache
+        self.replicas = replicas ?? .primaryOnly(pool, fence: cache?.fence ?? ReadFence(), logger: Logger(label: "ledger.reads"))
     }
 
     /// The stored timeline of the active version (through the `ledger.user_timelines` view),
-    /// from the cache when it has it.
-    public func timeline(bundleID: String, userID: String) async throws -> UserTimeline {
-        if let cached = cache?.timeline(bundleID: bundleID, userID: userID) { return cached }
+    /// from the cache when it has it. `atLeast`: a write the caller was just answered for.
+    public func timeline(bundleID: String, userID: String, atLeast written: LogPosition? = nil) async throws -> UserTimeline {
+        // A position this process has not heard announced yet may be newer than what it cached.
+        let heard = written.map { $0 <= replicas.fence.required(bundleID: bundleID, userID: userID) } ?? true
+        if heard, let cached = cache?.timeline(bundleID: bundleID, userID: userID) { return cached }
         let epoch = cache?.epoch ?? 0
-        let rows = try await pool.query("SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2",
-                                        [bundleID, userID])
-        let timeline = try rows.first?["t"].text.map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
-            ?? UserTimeline(userID: userID)
+        let fence = await replicas.required(bundleID: bundleID, userID: userID, minimum: written)
+        let text = try await replicas.read(atLeast: fence) { connection in
+            try connection.query("SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2",
+                                 [bundleID, userID]).first?["t"].text
+        }
+        let timeline = try text.map { try StorageDecoder.decode(UserTimeline.self, from: $0) } ?? UserTimeline(userID: userID)
         cache?.store(timeline, bundleID: bundleID, userID: userID, readSince: epoch)
         return timeline
     }
 
-    public func state(bundleID: String, userID: String, at instant: Date = Date()) async throws -> UserState {
-        try await timeline(bundleID: bundleID, userID: userID).state(at: instant)
+    public func state(bundleID: String, userID: String, at instant: Date = Date(), atLeast written: LogPosition? = nil) async throws -> UserState {
+        try await timeline(bundleID: bundleID, userID: userID, atLeast: written).state(at: instant)
     }
 
     /// Every fact that concerns the user, read from the log now (not the projection's rows):
@@ -44,16 +53,16 @@ public struct UserStateReader: Sendable {
 
     /// Every fact that touched the user, in recording order, Apple's notifications included:
     /// what a support agent reads to answer "why can't I access premium?".
-    public func auditTrail(bundleID: String, userID: String) async throws -> [RecordedFact] {
-        try await pool.withConnection { connection in
+    public func auditTrail(bundleID: String, userID: String, atLeast written: LogPosition? = nil) async throws -> [RecordedFact] {
+        try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
             try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: nil,
                                            withEvidence: true, on: connection).auditTrail(userID)
         }
     }
 
     /// As of `instant`, from the facts with business time ≤ `instant` (time travel).
-    public func state(bundleID: String, userID: String, asOf instant: Date) async throws -> UserState {
-        let ledger = try await pool.withConnection { connection in
+    public func state(bundleID: String, userID: String, asOf instant: Date, atLeast written: LogPosition? = nil) async throws -> UserState {
+        let ledger = try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
             try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: instant, on: connection)
         }
         return ledger.userState(userID, at: instant)

@@ -57,6 +57,34 @@ public enum TestCluster {
         return cluster
     }
 
+    /// A primary and a streaming standby of it (`pg_basebackup -R` over loopback), both running:
+    /// what reads from replicas are tested on. Commits are synchronous on the primary, as in
+    /// `privateCluster`; the standby replays asynchronously, as managed replicas do.
+    public static func primaryWithStandby() throws -> (primary: EmbeddedPostgres, standby: EmbeddedPostgres) {
+        let tag = "\(getpid())-\(UUID().uuidString.prefix(8))"
+        let base = URL(fileURLWithPath: NSTemporaryDirectory())
+        // A random loopback port, tried again if another process holds it.
+        for attempt in 0..<5 {
+            let port = Int.random(in: 20_000..<60_000)
+            let primary = try EmbeddedPostgres(dataDirectory: base.appendingPathComponent("ledger-primary-\(tag)-\(attempt)"),
+                                               options: .init(durable: true, port: port, settings: ["fsync": "off"], loopback: true),
+                                               logger: quietLogger)
+            do {
+                try primary.start()
+            } catch {
+                try? FileManager.default.removeItem(at: primary.dataDirectory)
+                continue
+            }
+            registerCleanup(primary)
+            let standby = try primary.createStandby(dataDirectory: base.appendingPathComponent("ledger-standby-\(tag)-\(attempt)"),
+                                                    options: .init(durable: true, port: port, settings: ["fsync": "off"]))
+            try standby.start()
+            registerCleanup(standby)
+            return (primary, standby)
+        }
+        throw EmbeddedPostgresError.commandFailed(command: "pg_ctl start", status: 1, output: "no free loopback port found for the primary")
+    }
+
     private static let toStop = Mutex<[EmbeddedPostgres]>([])
 
     private static func registerCleanup(_ cluster: EmbeddedPostgres) {

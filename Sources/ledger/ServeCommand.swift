@@ -29,6 +29,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Database connections in the pool (env LEDGER_POOL_SIZE).", valueName: "n"))
     var poolSize: Int = Int(ProcessInfo.processInfo.environment["LEDGER_POOL_SIZE"] ?? "") ?? 8
 
+    @Option(name: .customLong("read-database-url"), help: ArgumentHelp(
+        "Streaming replicas to serve reads from, comma-separated URLs (env LEDGER_READ_DATABASE_URL). Unset: the primary serves them.",
+        valueName: "urls"))
+    var readDatabaseURLs: String?
+
+    @Option(help: ArgumentHelp(
+        "Milliseconds a read waits for a replica to replay a write before the primary answers (env LEDGER_READ_REPLICA_WAIT_MS).",
+        valueName: "ms"))
+    var readReplicaWait: Int = Int(ProcessInfo.processInfo.environment["LEDGER_READ_REPLICA_WAIT_MS"] ?? "") ?? 250
+
     func run() async throws {
         let logger = LoggingSetup.logger("ledger")
         try await database.withDatabase(logger: logger) { opened, migrator in try await serve(opened, migrator: migrator, logger: logger) }
@@ -37,9 +47,12 @@ struct ServeCommand: AsyncParsableCommand {
     private func serve(_ opened: Database, migrator: Migrator, logger: Logger) async throws {
         let trust = try AppleTrust.load(logger: logger)
         let pool = PostgresPool(configuration: opened.application, size: poolSize, logger: logger)
+        let replicas = replicaConfigurations(role: opened.role.name).map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
+        for replica in replicas { logger.info("reads served by a replica", metadata: ["db": "\(replica.configuration)"]) }
         let store = EventStore(pool: pool, logger: logger)
         let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: trust.verifier(),
-                                      receipts: .fromEnvironment(ProcessInfo.processInfo.environment), logger: logger)
+                                      receipts: .fromEnvironment(ProcessInfo.processInfo.environment), replicas: replicas,
+                                      replicaWait: .milliseconds(readReplicaWait), logger: logger)
         let app = buildApplication(services: services, host: host, port: port, logger: logger) { port in
             logger.info("ledger listening", metadata: ["http.address": "http://\(host):\(port)", "db": "\(opened.owner)"])
         }
@@ -50,7 +63,18 @@ struct ServeCommand: AsyncParsableCommand {
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         await pool.close()
+        for replica in replicas { await replica.close() }
         logger.info("ledger stopped")
+    }
+}
+
+extension ServeCommand {
+    /// One configuration per replica URL, narrowed to the application role like the primary's.
+    func replicaConfigurations(role: String) -> [PostgresConfiguration] {
+        let list = readDatabaseURLs ?? ProcessInfo.processInfo.environment["LEDGER_READ_DATABASE_URL"] ?? ""
+        return list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { url in
+            PostgresConfiguration(connectionString: url, applicationName: "ledger-reads", role: role)
+        }
     }
 }
 

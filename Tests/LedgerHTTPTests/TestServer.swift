@@ -34,14 +34,18 @@ final class TestServer: Sendable {
     /// An admin key for every app.
     let adminKey: String
     let keys: APIKeyStore
+    let services: LedgerServices
+    /// Pools on the replicas reads are served from.
+    let readPools: [PostgresPool]
 
     static let authority = try! TestCertificateAuthority()
     static let bundleID = "com.example.game"
 
     /// `sharing`: a second server on the first one's database (as a multi-server deployment);
     /// `projecting: false` runs it without a projection worker.
+    /// `replicas`: clusters streaming from the database's cluster, to serve reads from.
     static func start(poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
-                      projecting: Bool = true) async throws -> TestServer {
+                      projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250)) async throws -> TestServer {
         let owner: PostgresConfiguration
         if let sharing {
             owner = sharing.configuration
@@ -53,12 +57,16 @@ final class TestServer: Sendable {
         }
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
         try migrator.migrate(PostgresConnection.connect(owner))
-        let server = try await TestServer(owner: owner, migrator: migrator, poolSize: poolSize, projecting: projecting)
+        let database = PostgresConfiguration.parse(owner.connectionString)["dbname"] ?? ""
+        let readers = replicas.map { TestCluster.applicationRole($0.configuration(database: database)) }
+        let server = try await TestServer(owner: owner, migrator: migrator, poolSize: poolSize, projecting: projecting,
+                                          replicas: readers, replicaWait: replicaWait)
         if configure { try await server.configureDefaultApp() }
         return server
     }
 
-    private init(owner: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool) async throws {
+    private init(owner: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool,
+                 replicas: [PostgresConfiguration], replicaWait: Duration) async throws {
         let logger = TestCluster.quietLogger
         configuration = owner
         pool = PostgresPool(configuration: TestCluster.applicationRole(owner), size: poolSize, logger: logger)
@@ -68,8 +76,9 @@ final class TestServer: Sendable {
         app = SimulatedApp(authority: Self.authority, bundleID: Self.bundleID, appAppleID: 4242, environment: "Sandbox")
         let receipts = VerifyReceiptConfiguration(productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: 3,
                                                   backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: .seconds(5))
-        let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root]),
-                                      receipts: receipts, keyCacheTTL: .zero, logger: logger)
+        readPools = replicas.map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
+        services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root]),
+                                      receipts: receipts, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero, logger: logger)
         keys = services.keys
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var serverLogger = logger
@@ -90,6 +99,7 @@ final class TestServer: Sendable {
         _ = await task.result
         apple.stop()
         await pool.close()
+        for replica in readPools { await replica.close() }
     }
 
     func configureDefaultApp() async throws {

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import LedgerEventStore
 import LedgerPostgres
+import LedgerProjections
 import Synchronization
 
 /// What an API key may do.
@@ -32,11 +34,15 @@ public struct APIKey: Sendable, Equatable {
 /// is the hot path. A revoked key therefore stops working within `cacheTTL` in every server.
 public final class APIKeyStore: Sendable {
     let pool: PostgresPool
+    /// Keys are recognised on a replica when there is one (reads keep working while the primary
+    /// is away); one not found there is asked of the primary (it may have been made a moment ago).
+    let replicas: ReadReplicas?
     let cacheTTL: Duration
     private let cache = Mutex<[Data: (key: APIKey?, at: ContinuousClock.Instant)]>([:])
 
-    public init(pool: PostgresPool, cacheTTL: Duration = .seconds(2)) {
+    public init(pool: PostgresPool, replicas: ReadReplicas? = nil, cacheTTL: Duration = .seconds(2)) {
         self.pool = pool
+        self.replicas = replicas
         self.cacheTTL = cacheTTL
     }
 
@@ -73,13 +79,21 @@ public final class APIKeyStore: Sendable {
         let hash = Data(Self.hash(secret))
         let now = ContinuousClock.now
         if let cached = cache.withLock({ $0[hash] }), now - cached.at < cacheTTL { return cached.key }
-        let key = try await pool.query("SELECT \(Self.columns) FROM ledger.api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
-                                       [PostgresBytes(Array(hash))]).first.map(Self.key(from:))
+        let key = try await find(hash: Array(hash))
         cache.withLock { cache in
             if cache.count > 10_000 { cache.removeAll() }  // bounded: unknown secrets are cached too
             cache[hash] = (key, now)
         }
         return key
+    }
+
+    private func find(hash: [UInt8]) async throws -> APIKey? {
+        let sql = "SELECT \(Self.columns) FROM ledger.api_keys WHERE key_hash = $1 AND revoked_at IS NULL"
+        if let replicas, !replicas.replicas.isEmpty,
+           let key = try? await replicas.read(atLeast: .start, { try $0.query(sql, [PostgresBytes(hash)]).first.map(Self.key(from:)) }) {
+            return key
+        }
+        return try await pool.query(sql, [PostgresBytes(hash)]).first.map(Self.key(from:))
     }
 
     static let columns = "id, name, prefix, array_to_string(scopes, ',') AS scopes, bundle_id, created_at, revoked_at"

@@ -8,6 +8,7 @@ import LedgerProjections
 struct OperationsController {
     let metrics: Metrics
     let pool: PostgresPool
+    let reads: ReadReplicas
 
     func register(on router: Router<LedgerRequestContext>) {
         router.get("/metrics") { _, _ in
@@ -21,6 +22,12 @@ struct OperationsController {
                 gauges.append(("ledger_projection_lag_events", "Events the users projection has not applied yet.", Double(rows.1)))
             }
             gauges.append(("ledger_database_up", "1 when the last scrape reached the database.", gauges.isEmpty ? 0 : 1))
+            let sources = reads.sources
+            gauges.append(("ledger_reads_from_replica_total", "Reads a replica answered, having replayed what they must see.", Double(sources.replica)))
+            gauges.append(("ledger_reads_from_primary_total", "Reads the primary answered because every replica stayed behind for too long.",
+                           Double(sources.primary)))
+            gauges.append(("ledger_reads_behind_fence_total", "Reads a replica answered with what it had while the primary was away.",
+                           Double(sources.replicaBehindFence)))
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(string: metrics.render(gauges: gauges))))
         }

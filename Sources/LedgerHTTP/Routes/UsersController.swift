@@ -21,9 +21,9 @@ struct UsersController {
                 guard let instant = RFC3339.parseInstant(String(at)) else {
                     throw APIError.invalid("invalid_time", "at must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31")
                 }
-                state = try await reader.state(bundleID: bundleID, userID: userID, asOf: instant)
+                state = try await reader.state(bundleID: bundleID, userID: userID, asOf: instant, atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request))
             } else {
-                state = try await reader.state(bundleID: bundleID, userID: userID)
+                state = try await reader.state(bundleID: bundleID, userID: userID, atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request))
             }
             return JSONBody.response(bytes: Wire.userState(state))
         }
@@ -40,7 +40,8 @@ struct UsersController {
                 guard let value = Int(String(text)), (1...1000).contains(value) else { throw APIError.invalid("invalid_limit", "limit is 1–1000") }
                 return value
             } ?? 100
-            let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID).filter { $0.sequence > after }
+            let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID,
+                                                    atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request)).filter { $0.sequence > after }
             let page = try trail.prefix(limit).map { fact in
                 Wire.AuditEvent(position: fact.sequence, type: fact.event.typeName, occurred_at: RFC3339.string(fact.occurredAt),
                                 recorded_at: RFC3339.string(fact.recordedAt), data: JSONFragment(try fact.event.encodedData()), evidence: fact.evidence)

@@ -1,0 +1,153 @@
+import Foundation
+import LedgerEventStore
+import LedgerPostgres
+import Logging
+import Synchronization
+
+/// Reads served by PostgreSQL streaming replicas (`LEDGER_READ_DATABASE_URL`), each only once it
+/// has replayed what the read must see (`ReadFence`), so read-your-writes holds across nodes.
+///
+/// A replica is checked by reading its own `users` checkpoint — the same number the fence is
+/// made of — and is remembered as having reached it, so a read whose fence it already passed
+/// costs no check. One that is behind is polled every millisecond up to `maximumWait`, then the
+/// primary answers. With the primary away (it cannot be asked, nor can anything newer be written
+/// meanwhile) a replica answers with what it has. With no replica configured every read goes to
+/// the primary unchanged.
+public final class ReadReplicas: Sendable {
+    public let primary: PostgresPool
+    public let replicas: [PostgresPool]
+    public let fence: ReadFence
+    let maximumWait: Duration
+    let logger: Logger
+    /// Each replica's checkpoint as last read: replay never goes backwards.
+    private let reached: Mutex<[LogPosition]>
+    private let turn = Atomic<Int>(0)
+    private let served = Mutex(Sources())
+
+    /// How many reads each kind of node answered, for `/metrics` and tests.
+    public struct Sources: Sendable, Equatable {
+        public var replica = 0
+        /// The replicas were behind the fence for longer than `maximumWait`.
+        public var primary = 0
+        /// The primary was away and a replica answered with what it had.
+        public var replicaBehindFence = 0
+    }
+
+    public var sources: Sources { served.withLock { $0 } }
+
+    public init(primary: PostgresPool, replicas: [PostgresPool], fence: ReadFence = ReadFence(), maximumWait: Duration = .milliseconds(250),
+                logger: Logger) {
+        self.primary = primary
+        self.replicas = replicas
+        self.fence = fence
+        self.maximumWait = maximumWait
+        self.logger = logger
+        self.reached = Mutex(Array(repeating: .start, count: replicas.count))
+    }
+
+    /// The primary alone: what a server without replicas reads from.
+    public static func primaryOnly(_ pool: PostgresPool, fence: ReadFence = ReadFence(), logger: Logger) -> ReadReplicas {
+        ReadReplicas(primary: pool, replicas: [], fence: fence, logger: logger)
+    }
+
+    /// What a read of `user` must see, at least `minimum` (a write the caller just made).
+    public func required(bundleID: String, userID: String, minimum: LogPosition? = nil) async -> LogPosition {
+        await establishBaseline()
+        return max(fence.required(bundleID: bundleID, userID: userID), minimum ?? .start)
+    }
+
+    /// What a read of everything must see.
+    public func requiredForAll() async -> LogPosition {
+        await establishBaseline()
+        return fence.latest
+    }
+
+    /// Runs `body` on a replica that has applied `position`, else on the primary.
+    public func read<T: Sendable>(atLeast position: LogPosition, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await readNamingSource(atLeast: position, body).answer
+    }
+
+    /// A pool whose replica has applied `position` (the primary otherwise), for a read of several
+    /// statements that must all come from one node (an export's pages).
+    public func pool(atLeast position: LogPosition) async throws -> PostgresPool {
+        try await readNamingSource(atLeast: position) { _ in () }.replica.map { replicas[$0] } ?? primary
+    }
+
+    /// The read, and which replica answered it (nil: the primary).
+    private func readNamingSource<T: Sendable>(atLeast position: LogPosition,
+                                               _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> (answer: T, replica: Int?) {
+        guard !replicas.isEmpty else { return (try await primary.withConnection(body), nil) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + maximumWait
+        var lastFailure: PostgresError?
+        repeat {
+            let start = turn.add(1, ordering: .relaxed).oldValue
+            for offset in replicas.indices {
+                let index = (start + offset) % replicas.count
+                do {
+                    if let answer = try await attempt(index, atLeast: position, body) {
+                        served.withLock { $0.replica += 1 }
+                        return (answer, index)
+                    }
+                } catch let error as PostgresError where error.isTransient {
+                    lastFailure = error   // this replica is away or cancelled the read (a recovery conflict): try another
+                }
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        } while clock.now < deadline
+        do {
+            let answer = try await primary.withConnection(body)
+            served.withLock { $0.primary += 1 }
+            return (answer, nil)
+        } catch let error as PostgresError where error.isTransient {
+            // The primary is away: nothing newer can be written meanwhile, so a replica's answer
+            // is the best there is. Read-your-writes can only fail for a write it never received.
+            for index in replicas.indices {
+                if let answer = try? await attempt(index, atLeast: .start, body) {
+                    served.withLock { $0.replicaBehindFence += 1 }
+                    logger.warning("primary unavailable; answered from a replica behind the fence",
+                                   metadata: ["fence": "\(position)", "error": "\(error)"])
+                    return (answer, index)
+                }
+            }
+            throw lastFailure.map { $0.doing("reading from every replica") } ?? error
+        }
+    }
+
+    /// Whether each replica answers, and how far behind the primary's checkpoint it is.
+    public func status() async -> [(name: String, state: String)] {
+        var result: [(String, String)] = []
+        for (index, replica) in replicas.enumerated() {
+            do {
+                let position = try await replica.withConnection(Self.checkpoint)
+                reached.withLock { $0[index] = max($0[index], position) }
+                result.append(("replica \(index + 1)", position >= fence.latest ? "ok" : "ok, replaying (at \(position), fence \(fence.latest))"))
+            } catch {
+                result.append(("replica \(index + 1)", "unavailable: \(error)"))
+            }
+        }
+        return result
+    }
+
+    private func attempt<T: Sendable>(_ index: Int, atLeast position: LogPosition,
+                                      _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T? {
+        let known = reached.withLock { $0[index] }
+        let (answer, checked) = try await replicas[index].withConnection { connection -> (T?, LogPosition?) in
+            guard known < position else { return (try body(connection), nil) }
+            let now = try Self.checkpoint(connection)
+            return (now < position ? nil : try body(connection), now)
+        }
+        if let checked { reached.withLock { $0[index] = max($0[index], checked) } }
+        return answer
+    }
+
+    /// At start and after missed announcements: the fence's floor is the primary's checkpoint now.
+    private func establishBaseline() async {
+        guard !replicas.isEmpty, fence.needsBaseline else { return }
+        if let position = try? await primary.withConnection(Self.checkpoint) { fence.advanceAll(to: position) }
+    }
+
+    static func checkpoint(_ connection: PostgresConnection) throws -> LogPosition {
+        try ProjectionRunner.activeCheckpoint(on: connection)
+    }
+}
