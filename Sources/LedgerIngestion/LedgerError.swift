@@ -43,15 +43,12 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The database went away or timed out: transient from the caller's point of view.
-    public static func database(_ error: any Error) -> LedgerError {
-        LedgerError(.unavailable, "database_unavailable", "the database is unavailable; try again shortly")
-    }
 }
 
 extension LedgerError {
-    /// Runs `body`, turning database and event-store failures into `database_unavailable` and
-    /// Apple's refusals into their codes; a `LedgerError` passes through unchanged.
+    /// Runs `body`, turning Apple's refusals into their codes; a `LedgerError` passes through
+    /// unchanged, and so does a database failure, whole: the HTTP edge answers 503 for what is
+    /// transient and logs anything else as the fault it is (a schema bug must not look like an outage).
     static func mapping<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
@@ -60,10 +57,8 @@ extension LedgerError {
         } catch let error as AppStoreError {
             throw LedgerError(error)
         } catch let error as EventStoreError {
-            if case .database = error { throw LedgerError.database(error) }
+            if case .database(let cause) = error { throw cause }
             throw LedgerError(.conflict, "conflict", "\(error)")
-        } catch let error as PostgresError {
-            throw LedgerError.database(error)
         }
     }
 }

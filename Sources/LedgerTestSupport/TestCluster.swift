@@ -8,34 +8,79 @@ import Synchronization
 
 /// One throwaway PostgreSQL cluster per test process, started on first use and stopped at exit;
 /// every test gets a fresh, migrated database of its own, so tests run in parallel safely.
+///
+/// Tests connect as operators' roles really are, never as a superuser: each database is owned
+/// by `ledger_owner` (no SUPERUSER, no CREATEROLE, migrates it), and servers connect as
+/// `ledger_runtime`, a login whose only right is membership of `ledger_app` — the roles a DBA
+/// prepares (docs/deployment.md). What only a superuser can do (tamper with history, pause a
+/// replica) is done on a `superuser(…)` connection, by name.
 public enum TestCluster {
+    public static let owner = "ledger_owner"
+    public static let runtime = "ledger_runtime"
+
     /// fsync off: tests never survive a power cut, and this keeps `swift test` quick.
     private static let shared: Result<EmbeddedPostgres, any Error> = Result {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-test-\(getpid())-\(UUID().uuidString.prefix(8))")
         let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: false), logger: Logger(label: "test-cluster"))
         try cluster.start()
         registerCleanup(cluster)
+        try prepareRoles(cluster)
         return cluster
     }
 
     public static func cluster() throws -> EmbeddedPostgres { try shared.get() }
 
-    /// A new database, migrated, with a connection configuration for it.
-    public static func database(logger: Logger = quietLogger) throws -> PostgresConfiguration {
-        let cluster = try shared.get()
-        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
-        try cluster.createDatabase(String(name))
-        let configuration = cluster.configuration(database: String(name))
+    /// What a DBA does once per cluster: the owner login, the application role and a runtime login.
+    public static func prepareRoles(_ cluster: EmbeddedPostgres) throws {
+        try PostgresConnection.connect(cluster.configuration(database: "postgres")).execute(script: """
+            DO $$
+            BEGIN
+                IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(owner)') THEN
+                    CREATE ROLE \(owner) LOGIN CREATEDB NOSUPERUSER NOCREATEROLE;
+                END IF;
+                IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ledger_app') THEN CREATE ROLE ledger_app NOLOGIN; END IF;
+                IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(runtime)') THEN CREATE ROLE \(runtime) LOGIN; END IF;
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                NULL;  -- another test process of this cluster made them first
+            END
+            $$;
+            GRANT ledger_app TO \(owner);
+            GRANT ledger_app TO \(runtime);
+            """)
+    }
+
+    /// A new database owned by `ledger_owner`, migrated by it; the owner's configuration.
+    public static func database(on given: EmbeddedPostgres? = nil, named: String? = nil, logger: Logger = quietLogger) throws -> PostgresConfiguration {
+        let cluster = try given ?? shared.get()
+        let name = named ?? "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        let admin = try PostgresConnection.connect(cluster.configuration(database: "postgres"))
+        if try admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]).isEmpty {
+            try admin.execute(script: "CREATE DATABASE \(name) OWNER \(owner)")
+        }
+        let configuration = PostgresConfiguration.unixSocket(directory: cluster.socketDirectory.path, port: cluster.options.port,
+                                                             database: name, user: owner)
         let connection = try PostgresConnection.connect(configuration)
         try Migrator(migrations: LedgerSchema.migrations(), logger: logger).migrate(connection)
         return configuration
     }
 
-    /// The same database as the application role (no UPDATE/DELETE on events).
+    /// The same database as the server connects to it: `ledger_runtime`, narrowed to the
+    /// application role (no DDL, no UPDATE/DELETE on events).
     public static func applicationRole(_ configuration: PostgresConfiguration) -> PostgresConfiguration {
-        var copy = configuration
-        copy.role = "ledger_app"
+        var copy = login(runtime, configuration)
+        copy.role = ApplicationRole.defaultName
         return copy
+    }
+
+    /// The same database as the cluster's superuser: for what only a superuser can do.
+    public static func superuser(_ configuration: PostgresConfiguration) -> PostgresConfiguration {
+        login(EmbeddedPostgres.superuser, configuration)
+    }
+
+    private static func login(_ user: String, _ configuration: PostgresConfiguration) -> PostgresConfiguration {
+        let parts = PostgresConfiguration.parse(configuration.connectionString)
+        return PostgresConfiguration.unixSocket(directory: parts["host"] ?? "", port: Int(parts["port"] ?? "") ?? 5432,
+                                                database: parts["dbname"] ?? "", user: user)
     }
 
     public static let quietLogger: Logger = {
@@ -49,11 +94,13 @@ public enum TestCluster {
     /// Commits are synchronous here: with `synchronous_commit=off` a crash loses commits that were
     /// already acknowledged (the outage test saw exactly that). fsync stays off — a process crash
     /// keeps whatever reached the operating system; only a power cut would not.
-    public static func privateCluster() throws -> EmbeddedPostgres {
+    /// `roles: false` leaves the cluster as initdb made it (for tests that make their own roles).
+    public static func privateCluster(roles: Bool = true) throws -> EmbeddedPostgres {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-fault-\(getpid())-\(UUID().uuidString.prefix(8))")
         let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: true, settings: ["fsync": "off"]), logger: quietLogger)
         try cluster.start()
         registerCleanup(cluster)
+        if roles { try prepareRoles(cluster) }
         return cluster
     }
 
@@ -76,6 +123,7 @@ public enum TestCluster {
                 continue
             }
             registerCleanup(primary)
+            try prepareRoles(primary)   // replicated to the standby with everything else
             let standby = try primary.createStandby(dataDirectory: base.appendingPathComponent("ledger-standby-\(tag)-\(attempt)"),
                                                     options: .init(durable: true, port: port, settings: ["fsync": "off"]))
             try standby.start()

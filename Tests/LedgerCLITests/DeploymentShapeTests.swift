@@ -17,7 +17,7 @@ import FoundationNetworking
         let cluster: EmbeddedPostgres
 
         init(loginOptions: String, dbaSQL: String = "") throws {
-            cluster = try TestCluster.privateCluster()
+            cluster = try TestCluster.privateCluster(roles: false)
             try asSuperuser("CREATE ROLE ledger LOGIN CREATEDB \(loginOptions)")
             try asSuperuser("CREATE DATABASE ledger OWNER ledger")  // alone: never inside a transaction
             if !dbaSQL.isEmpty { try asSuperuser(dbaSQL) }

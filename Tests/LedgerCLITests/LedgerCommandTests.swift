@@ -48,11 +48,10 @@ import FoundationNetworking
 
     @Test func serveStaysUpWhileTheDatabaseIsDownAndRecovers() async throws {
         let cluster = try TestCluster.privateCluster()
-        try cluster.createDatabase("ledger")
         let port = Int.random(in: 40_000..<60_000)
         let log = NSTemporaryDirectory() + "ledger-outage-\(UUID().uuidString.prefix(8)).log"
         var environment = ProcessInfo.processInfo.environment
-        environment["LEDGER_DATABASE_URL"] = cluster.configuration(database: "ledger").connectionString
+        environment["LEDGER_DATABASE_URL"] = try TestCluster.database(on: cluster, named: "ledger").connectionString
         let pid = try ChildProcess.spawn(Self.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
         defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
 
@@ -80,8 +79,8 @@ import FoundationNetworking
         #expect(clean.status == 0)
         #expect(clean.output.contains("intact: 4 events in 1 streams"))
 
-        let owner = try PostgresConnection.connect(configuration)
-        try owner.execute(script: """
+        let superuser = try PostgresConnection.connect(TestCluster.superuser(configuration))
+        try superuser.execute(script: """
             SET session_replication_role = replica;
             UPDATE ledger.events SET data = '{"n": 99}' WHERE stream = 'user-7' AND version = 2;
             """)

@@ -5,14 +5,14 @@ import LedgerTestSupport
 import Testing
 
 @Suite struct ChainVerifierTests {
-    /// Three streams of five events; returns the store's pool and an owner connection.
+    /// Three streams of five events; returns the store's pool and a superuser's connection.
     private func seeded() async throws -> (PostgresPool, PostgresConnection, [String]) {
         let (store, configuration) = try makeStore()
         let streams = ["alpha", "bravo", "charlie"].map { uniqueStream($0) }
         for stream in streams {
             for n in 1...5 { try await store.append([testEvent(data: #"{"n": \#(n), "text": "é ✓"}"#)], to: stream) }
         }
-        return (store.pool, try PostgresConnection.connect(configuration), streams.sorted())
+        return (store.pool, try PostgresConnection.connect(TestCluster.superuser(configuration)), streams.sorted())
     }
 
     /// What a superuser can do: switch off triggers for the session and rewrite history.

@@ -13,8 +13,7 @@ import Testing
     @Test(arguments: ["fast", "immediate"])
     func appendsFailCleanlyDuringARestartAndRecoverAfter(mode: String) async throws {
         let cluster = try TestCluster.privateCluster()
-        try cluster.createDatabase("ledger")
-        let configuration = cluster.configuration(database: "ledger")
+        let configuration = try TestCluster.database(on: cluster, named: "ledger")
         try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(PostgresConnection.connect(configuration))
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 4, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)

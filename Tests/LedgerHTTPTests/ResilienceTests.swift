@@ -97,6 +97,18 @@ import Testing
         #expect(ready, "/readyz is 200 again once the database is back")
     }
 
+    @Test func aDatabaseFaultIsA500NotAnOutageAndNoDatabaseTextLeaks() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.read])
+        // A DBA revokes what the server needs: a fault to fix, not something to wait out.
+        try PostgresConnection.connect(server.configuration).execute(script: "REVOKE SELECT ON ledger.user_timelines FROM ledger_app")
+        let answer = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/never-read", key: key)
+        #expect(answer.status == 500 && answer.errorCode == "internal_error", "\(answer.status) \(answer.text)")
+        #expect(answer.headers.first(name: "Retry-After") == nil)
+        #expect(!answer.text.contains("permission") && !answer.text.contains("42501"), "no database text reaches a client: \(answer.text)")
+    }
+
     @Test func gracefulShutdownFinishesRequestsInFlight() async throws {
         let server = try await TestServer.start()
         let key = try await server.key([.ingest])

@@ -51,9 +51,7 @@ final class TestServer: Sendable {
             owner = sharing.configuration
         } else {
             let cluster = try given ?? cluster.get()
-            let name = "h_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
-            try cluster.createDatabase(String(name))
-            owner = cluster.configuration(database: String(name))
+            owner = try TestCluster.database(on: cluster)
         }
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
         try migrator.migrate(PostgresConnection.connect(owner))

@@ -2,8 +2,10 @@ import AppStore
 import ArgumentParser
 import EmbeddedPostgres
 import Foundation
+import LedgerCore
 import LedgerEventStore
 import LedgerHTTP
+import LedgerIngestion
 import LedgerPostgres
 import LedgerProjections
 import LedgerSchema

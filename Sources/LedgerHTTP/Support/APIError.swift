@@ -55,10 +55,10 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return error.response
         } catch let error as LedgerError {
             return APIError(error).response
-        } catch is PostgresError {
-            return APIError(.serviceUnavailable, "database_unavailable", "the database is unavailable; try again shortly", retryAfter: 5).response
-        } catch EventStoreError.database {
-            return APIError(.serviceUnavailable, "database_unavailable", "the database is unavailable; try again shortly", retryAfter: 5).response
+        } catch let error as PostgresError {
+            return Self.database(error, request: request, context: context)
+        } catch EventStoreError.database(let error) {
+            return Self.database(error, request: request, context: context)
         } catch let error as HTTPError {
             let code = switch error.status {
             case .notFound: "not_found"
@@ -71,5 +71,17 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.error("unhandled error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             return APIError(.internalServerError, "internal_error", "the ledger failed unexpectedly; this is a bug").response
         }
+    }
+
+    /// 503 only for what passes (the database away or starting, a pool full, a serialisation
+    /// failure); anything else is a fault, logged once here with PostgreSQL's words (redacted of
+    /// the statement's values), and a 500 without them: no database text reaches a client.
+    static func database(_ error: PostgresError, request: Request, context: Context) -> Response {
+        if error.isTransient {
+            context.logger.warning("database unavailable", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            return APIError(.serviceUnavailable, "database_unavailable", "the database is unavailable; try again shortly", retryAfter: 5).response
+        }
+        context.logger.error("database failure", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+        return APIError(.internalServerError, "internal_error", "the ledger failed unexpectedly; the server's log has the cause").response
     }
 }
