@@ -49,7 +49,8 @@ extension LedgerServices {
     /// so list the HTTP server after these: it stops first and finishes its requests while the
     /// projection worker still runs).
     public func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, logger: Logger) -> [any Service] {
-        let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines, logger: logger)
+        let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
+                                      durable: !reads.replicas.isEmpty, logger: logger)
         return [NotificationService(store: store), TimelineCacheService(cache: timelines, configuration: pool.configuration, logger: logger)]
             + (projecting ? [ProjectionService(worker: worker)] : [])
     }

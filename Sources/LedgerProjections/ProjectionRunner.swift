@@ -30,15 +30,21 @@ public enum ProjectionRunner {
     /// Four round trips whatever the batch: the transaction opened with its locks and the batch
     /// read; two of reads (`UsersProjection.changes`); the writes with the checkpoint and the
     /// commit. Writers wait for this batch before they answer, so its latency is theirs.
-    public static func liveBatch(on connection: PostgresConnection, batchSize: Int, origin: String? = nil) throws -> Applied {
+    ///
+    /// `durable: false` (the default) commits without waiting for the disk: projections are
+    /// derived, and a batch lost in a crash is applied again from the checkpoint. With streaming
+    /// replicas it is `true`: a replica receives only WAL the primary has flushed, and an
+    /// asynchronous commit waits for the WAL writer (`wal_writer_delay`, 200 ms by default) —
+    /// every read after a write would wait that long for the replica.
+    public static func liveBatch(on connection: PostgresConnection, batchSize: Int, origin: String? = nil, durable: Bool = false) throws -> Applied {
         let registry = "ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1"
         do {
             let opening = try connection.pipeline([
                 PipelinedStatement("BEGIN"),
                 // Projections are derived and their checkpoint commits with them: a batch lost in
                 // a crash is applied again from the checkpoint. So no waiting for the disk here —
-                // the rows are visible to readers at commit all the same.
-                PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)"),
+                // the rows are visible to readers at commit all the same — unless replicas read them.
+                PipelinedStatement("SELECT set_config('synchronous_commit', $1, true)", [durable ? "on" : "off"]),
                 // The registry row FOR SHARE: a rebuild's switch (FOR UPDATE) waits for this batch.
                 PipelinedStatement("SELECT p.active_version, c.tx_id::text AS tx_id, c.position FROM \(registry) FOR SHARE OF p FOR UPDATE OF c",
                                    [UsersProjection.name]),

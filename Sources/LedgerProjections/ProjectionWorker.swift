@@ -11,10 +11,13 @@ public struct ProjectionWorker: Sendable {
     let logger: Logger
     let progress: ProjectionProgress?
     let cache: TimelineCache?
+    /// Batches wait for the disk (streaming replicas read them: see `ProjectionRunner.liveBatch`).
+    let durable: Bool
 
     public init(store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
-                cache: TimelineCache? = nil, logger: Logger) {
+                cache: TimelineCache? = nil, durable: Bool = false, logger: Logger) {
         self.store = store
+        self.durable = durable
         self.progress = progress
         self.cache = cache
         self.batchSize = batchSize
@@ -25,13 +28,13 @@ public struct ProjectionWorker: Sendable {
     /// Runs until the task is cancelled. Database errors are logged and retried after a pause:
     /// the checkpoint did not move, so nothing is lost.
     public func run() async {
-        let batchSize = self.batchSize
+        let batchSize = self.batchSize, durable = self.durable
         while !Task.isCancelled {
             let generation = store.appendGeneration
             let epoch = cache?.epoch ?? 0
             let origin = cache?.origin
             do {
-                let applied = try await store.pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin) }
+                let applied = try await store.pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin, durable: durable) }
                 // After the commit, in this order: a writer woken by the progress finds its
                 // user's new timeline in the cache (or none), never the old one. An empty batch
                 // reports the checkpoint too: another process's worker may have applied this

@@ -21,6 +21,8 @@ public final class ReadReplicas: Sendable {
     let logger: Logger
     /// Each replica's checkpoint as last read: replay never goes backwards.
     private let reached: Mutex<[LogPosition]>
+    /// Replicas that failed, left alone until then: a replica that is away costs a read nothing.
+    private let resting: Mutex<[ContinuousClock.Instant?]>
     private let turn = Atomic<Int>(0)
     private let served = Mutex(Sources())
 
@@ -43,6 +45,7 @@ public final class ReadReplicas: Sendable {
         self.maximumWait = maximumWait
         self.logger = logger
         self.reached = Mutex(Array(repeating: .start, count: replicas.count))
+        self.resting = Mutex(Array(repeating: nil, count: replicas.count))
     }
 
     /// The primary alone: what a server without replicas reads from.
@@ -80,21 +83,28 @@ public final class ReadReplicas: Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now + maximumWait
         var lastFailure: PostgresError?
-        repeat {
+        while true {
+            var behind = false
             let start = turn.add(1, ordering: .relaxed).oldValue
             for offset in replicas.indices {
                 let index = (start + offset) % replicas.count
+                guard isAwake(index, at: clock.now) else { continue }
                 do {
                     if let answer = try await attempt(index, atLeast: position, body) {
                         served.withLock { $0.replica += 1 }
                         return (answer, index)
                     }
+                    behind = true
                 } catch let error as PostgresError where error.isTransient {
-                    lastFailure = error   // this replica is away or cancelled the read (a recovery conflict): try another
+                    // Away, or the read was cancelled by replay (a recovery conflict): another one, or the primary.
+                    lastFailure = error
+                    resting.withLock { $0[index] = clock.now + .seconds(1) }
                 }
             }
+            // Waiting is worth it only for a replica that answers and is replaying.
+            guard behind, clock.now < deadline else { break }
             try await Task.sleep(for: .milliseconds(1))
-        } while clock.now < deadline
+        }
         do {
             let answer = try await primary.withConnection(body)
             served.withLock { $0.primary += 1 }
@@ -127,6 +137,14 @@ public final class ReadReplicas: Sendable {
             }
         }
         return result
+    }
+
+    private func isAwake(_ index: Int, at now: ContinuousClock.Instant) -> Bool {
+        resting.withLock { resting in
+            guard let until = resting[index] else { return true }
+            if now >= until { resting[index] = nil }
+            return now >= until
+        }
     }
 
     private func attempt<T: Sendable>(_ index: Int, atLeast position: LogPosition,

@@ -57,6 +57,16 @@ import Testing
         #expect(receipt.status == 400 && receipt.errorCode == "malformed_evidence")
         let badTime = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/u1?at=yesterday", key: key)
         #expect(badTime.status == 400 && badTime.errorCode == "invalid_time")
+        // A plain date is that day's midnight UTC; a date that does not exist is refused.
+        let day = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/u1?at=2026-10-01", key: key)
+        #expect(day.status == 200 && day.json["as_of"] as? String == "2026-10-01T00:00:00.000Z", "\(day.text)")
+        let noDay = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/u1?at=2026-02-30", key: key)
+        #expect(noDay.status == 400 && noDay.errorCode == "invalid_time")
+        let finance = try await server.key([.finance])
+        let month = try await server.send("GET", "/v1/apps/\(Self.bundle)/exports/transactions?from=2026-10-01&to=2026-11-01", key: finance)
+        #expect(month.status == 200, "\(month.text)")
+        let backwards = try await server.send("GET", "/v1/apps/\(Self.bundle)/exports/transactions?from=2026-11-01&to=2026-10-01", key: finance)
+        #expect(backwards.status == 400 && backwards.errorCode == "invalid_time")
         let badLimit = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/u1/events?limit=0", key: key)
         #expect(badLimit.status == 400 && badLimit.errorCode == "invalid_limit")
         let negative = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/u1/consumptions", key: key,
