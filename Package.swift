@@ -235,6 +235,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "LedgerIngestionTests",
+            dependencies: ["LedgerIngestion", "LedgerEventStore", "LedgerPostgres"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "LedgerHTTPTests",
             dependencies: [
                 "LedgerHTTP", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",

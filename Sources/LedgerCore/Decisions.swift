@@ -1,6 +1,6 @@
 /// Commands decide; events record. These are the two decisions that depend on state: who may own
-/// a transaction, and whether a consumption is covered. The HTTP layer loads the state, asks, and
-/// appends the answer with the stream version it read (optimistic concurrency does the rest).
+/// a transaction, and whether a consumption is covered. Ingestion loads the state as the stream's
+/// only writer, asks, and appends the answer in the same transaction.
 public enum ClaimDecision: Sendable, Equatable {
     /// The user already owns it: nothing to record.
     case alreadyOwned

@@ -189,8 +189,6 @@ public struct Ingestor: Sendable {
     }
 
     static func validate(userID: String) throws {
-        guard !userID.isEmpty, userID.utf8.count <= 255, !userID.contains(where: { $0.isNewline || $0 == "\0" }) else {
-            throw LedgerError(.invalid, "invalid_user_id", "user_id must be 1–255 bytes without control characters")
-        }
+        try Identifier.userID.check(userID)
     }
 }

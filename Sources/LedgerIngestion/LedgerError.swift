@@ -20,14 +20,23 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     public var kind: Kind
     public var code: String
     public var message: String
+    /// What caused it, for the server's log where the request ends — never for the caller: it
+    /// may be the database's words about the values it was given.
+    public var underlying: (any Error & Sendable)?
 
-    public init(_ kind: Kind, _ code: String, _ message: String) {
+    public init(_ kind: Kind, _ code: String, _ message: String, underlying: (any Error & Sendable)? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
+        self.underlying = underlying
     }
 
-    public var description: String { "\(code): \(message)" }
+    public var description: String { "\(code): \(message)" + (underlying.map { " (cause: \($0))" } ?? "") }
+
+    /// Equal when a caller could not tell them apart: kind, code and message.
+    public static func == (a: LedgerError, b: LedgerError) -> Bool {
+        a.kind == b.kind && a.code == b.code && a.message == b.message
+    }
 
     public static func unknownApp(_ bundleID: String) -> LedgerError {
         LedgerError(.notFound, "unknown_app", "no app \(bundleID) is configured")
@@ -57,8 +66,15 @@ extension LedgerError {
         } catch let error as AppStoreError {
             throw LedgerError(error)
         } catch let error as EventStoreError {
-            if case .database(let cause) = error { throw cause }
-            throw LedgerError(.conflict, "conflict", "\(error)")
+            // The caller reads a sentence of ours; the store's own words (a stream, ids, the
+            // database's text about an invalid value) go to the log as the cause.
+            switch error {
+            case .database(let cause): throw cause
+            case .invalidEvents:
+                throw LedgerError(.invalid, "invalid_request", "a value in the request is not accepted by the ledger's storage", underlying: error)
+            case .wrongExpectedVersion, .idempotencyConflict:
+                throw LedgerError(.conflict, "conflict", "what this request would record contradicts what is recorded", underlying: error)
+            }
         }
     }
 }

@@ -30,10 +30,9 @@ public struct UserActions: Sendable {
 
     public func consume(bundleID: String, userID: String, currency: String, amount: Int64, idempotencyKey: String) async throws -> ConsumptionResult {
         try await LedgerError.mapping {
-            try Ingestor.validate(userID: userID)
-            guard !idempotencyKey.isEmpty, idempotencyKey.utf8.count <= 255 else {
-                throw LedgerError(.invalid, "invalid_idempotency_key", "idempotency_key must be 1–255 bytes")
-            }
+            try Identifier.userID.check(userID)
+            try Identifier.idempotencyKey.check(idempotencyKey)
+            try Identifier.currency.check(currency)
             _ = try await directory.app(bundleID)
             let request = Consumption(userID: userID, currency: currency, amount: amount, idempotencyKey: idempotencyKey)
             let stream = LedgerStream.user(bundleID, userID: userID)
@@ -72,12 +71,14 @@ public struct UserActions: Sendable {
     /// A promotional entitlement from support, from now until `expiresAt` (nil: until revoked).
     public func grant(bundleID: String, userID: String, entitlement: String, expiresAt: Date?, reason: String, grantID: String?) async throws -> PromotionalGrant {
         try await LedgerError.mapping {
-            try Ingestor.validate(userID: userID)
+            try Identifier.userID.check(userID)
+            if let grantID { try Identifier.grantID.check(grantID) }
             _ = try await directory.app(bundleID)
             let now = Date()
             guard !entitlement.isEmpty, !reason.isEmpty else {
                 throw LedgerError(.invalid, "invalid_grant", "a grant names an entitlement and a reason")
             }
+            try Identifier.entitlement.check(entitlement)
             if let expiresAt, expiresAt <= now { throw LedgerError(.invalid, "invalid_grant", "the grant would already have ended") }
             let grant = PromotionalGrant(grantID: grantID ?? UUID().uuidString.lowercased(), userID: userID, entitlement: entitlement,
                                          startsAt: now, expiresAt: expiresAt, reason: reason)
@@ -99,6 +100,8 @@ public struct UserActions: Sendable {
     /// Ends a promotional grant now.
     public func revokeGrant(bundleID: String, userID: String, grantID: String, reason: String) async throws {
         try await LedgerError.mapping {
+            try Identifier.userID.check(userID)
+            try Identifier.grantID.check(grantID)
             _ = try await directory.app(bundleID)
             let stream = LedgerStream.user(bundleID, userID: userID)
             let appended = try await store.serialized(on: stream) { locked -> AppendResult? in

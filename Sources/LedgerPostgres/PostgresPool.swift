@@ -126,12 +126,16 @@ public final class PostgresPool: Sendable {
         defer { timeout.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let readyNow: Slot? = state.withLock { state in
-                    if let slot = state.idle.popLast() { return slot }
+                // Cancellation is checked under the lock: a cancellation that came before this
+                // waiter was queued found nothing to expire, and must not leave it waiting.
+                let readyNow: Result<Slot, any Error>? = state.withLock { state in
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if state.closed { return .failure(PostgresError(code: .poolClosed, message: "the pool was closed")) }
+                    if let slot = state.idle.popLast() { return .success(slot) }
                     state.waiters.append((id, continuation))
                     return nil
                 }
-                if let readyNow { continuation.resume(returning: readyNow) }
+                if let readyNow { continuation.resume(with: readyNow) }
             }
         } onCancel: {
             expireWaiter(id, error: CancellationError())

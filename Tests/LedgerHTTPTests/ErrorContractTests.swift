@@ -55,6 +55,9 @@ import Testing
         #expect(wrongType.status == 400 && wrongType.errorCode == "invalid_body")
         let receipt = try await server.send("POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "u1", "receipt_data": "%%%"])
         #expect(receipt.status == 400 && receipt.errorCode == "malformed_evidence")
+        // A user id carrying the separators the ledger joins ids with is refused, not split.
+        let forged = try await server.send("POST", transactions, key: key, json: ["user_id": "alice\u{1E}\(Self.bundle)\u{1F}bob", "signed_transaction": "x"])
+        #expect(forged.status == 400 && forged.errorCode == "invalid_user_id", "\(forged.text)")
         let badTime = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/u1?at=yesterday", key: key)
         #expect(badTime.status == 400 && badTime.errorCode == "invalid_time")
         // A plain date is that day's midnight UTC; a date that does not exist is refused.

@@ -81,4 +81,22 @@ import Testing
         #expect(try await pool.query("SELECT current_user AS who")[0]["who"].string() == "ledger_app")
         await pool.close()
     }
+
+    @Test func aCallerCancelledBeforeItQueuesDoesNotWaitOutTheLimit() async throws {
+        let pool = PostgresPool(configuration: TestCluster.applicationRole(try TestCluster.database()), size: 1, waitLimit: .seconds(60),
+                                logger: TestCluster.quietLogger)
+        let release = Locked(false)
+        let holder = Task { try await pool.withConnection { _ in while !release.value { usleep(1000) } } }
+        try await Task.sleep(for: .milliseconds(200))   // the one connection is taken
+        let ran = Locked(false)
+        let cancelled = Task { try await pool.withConnection { _ in ran.withLock { $0 = true } } }
+        cancelled.cancel()   // before it had a chance to queue
+        let started = ContinuousClock.now
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(ContinuousClock.now - started < .seconds(30), "answered when cancelled, not after the pool's 60 s wait limit")
+        release.withLock { $0 = true }
+        try await holder.value
+        #expect(!ran.value, "a cancelled caller never runs")
+        await pool.close()
+    }
 }

@@ -54,6 +54,10 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as APIError {
             return error.response
         } catch let error as LedgerError {
+            if let cause = error.underlying {
+                // Logged once, here where the request ends; the caller gets only the code and sentence.
+                context.logger.warning("request refused", metadata: ["code": "\(error.code)", "cause": "\(cause)", "path": "\(request.uri.path)"])
+            }
             return APIError(error).response
         } catch let error as PostgresError {
             return Self.database(error, request: request, context: context)
