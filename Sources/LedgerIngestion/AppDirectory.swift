@@ -121,7 +121,7 @@ public final class AppDirectory: Sendable {
     }
 
     private func append(_ event: LedgerEvent, bundleID: String, after version: Int64) async throws {
-        let (stream, new) = try StoredFacts.append(event, bundleID: bundleID, id: UUID(), occurredAt: Date())
+        let (stream, new) = try StoredFacts.newEvent(event, bundleID: bundleID, id: UUID(), occurredAt: Date())
         do {
             let result = try await store.append([new], to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
             // A catalogue change re-prices what users own: answer once the projection shows it.

@@ -80,7 +80,7 @@ struct FactRecorder: Sendable {
                 } else {
                     StableID.make(stream, event.typeName, data)
                 }
-                return try StoredFacts.append(event, bundleID: bundleID, id: id, occurredAt: event.appleSignedDate ?? now, evidence: evidence).event
+                return try StoredFacts.newEvent(event, bundleID: bundleID, id: id, occurredAt: event.appleSignedDate ?? now, evidence: evidence).event
             }
             return StreamWork(stream: stream, candidates: candidates, claim: original.flatMap { original in claimant.user(original).map { (original, $0) } },
                               policy: claimant.policy)
@@ -186,7 +186,7 @@ struct FactRecorder: Sendable {
     /// Ownership decisions are told apart by the stream version they were decided at, so the same
     /// user can claim again after a transfer away, and a retried request is still a replay.
     private static func ownership(_ event: LedgerEvent, _ stream: String, _ bundleID: String, _ version: Int, _ now: Date) throws -> NewEvent {
-        try StoredFacts.append(event, bundleID: bundleID, id: StableID.make(stream, event.typeName, String(version), event.ownerDescription),
+        try StoredFacts.newEvent(event, bundleID: bundleID, id: StableID.make(stream, event.typeName, String(version), event.ownerDescription),
                                occurredAt: now).event
     }
 }

@@ -89,7 +89,7 @@ public struct UserActions: Sendable {
                    case .promotionalGranted(let recorded) = fact.event {
                     return (recorded, nil)  // the same grant id again: already granted
                 }
-                let (_, event) = try StoredFacts.append(.promotionalGranted(grant), bundleID: bundleID, id: id, occurredAt: now)
+                let (_, event) = try StoredFacts.newEvent(.promotionalGranted(grant), bundleID: bundleID, id: id, occurredAt: now)
                 return (grant, try locked.append([event], expectedVersion: .any))
             }
             if let appended { try await caughtUp(appended) }
@@ -113,7 +113,7 @@ public struct UserActions: Sendable {
                 let revocation = PromotionalRevocation(grantID: grantID, userID: userID, reason: reason.isEmpty ? "revoked" : reason)
                 let id = StableID.make(stream, "PromotionalRevoked", grantID)
                 guard !existing.contains(where: { $0.id == id }) else { return nil }
-                let (_, event) = try StoredFacts.append(.promotionalRevoked(revocation), bundleID: bundleID, id: id, occurredAt: Date())
+                let (_, event) = try StoredFacts.newEvent(.promotionalRevoked(revocation), bundleID: bundleID, id: id, occurredAt: Date())
                 return try locked.append([event], expectedVersion: .any)
             }
             if let appended { try await caughtUp(appended) }

@@ -6,7 +6,7 @@ import LedgerEventStore
 public enum StoredFacts {
     /// A domain event as an event-store append: its stream, and the event with business time and
     /// evidence reference (metadata `evidence`, the sha256 of the raw evidence).
-    public static func append(_ event: LedgerEvent, bundleID: String, id: UUID, occurredAt: Date, evidence: String? = nil) throws -> (stream: String, event: NewEvent) {
+    public static func newEvent(_ event: LedgerEvent, bundleID: String, id: UUID, occurredAt: Date, evidence: String? = nil) throws -> (stream: String, event: NewEvent) {
         let data = String(decoding: try event.encodedData(), as: UTF8.self)
         let metadata = evidence.map { #"{"evidence":"\#($0)"}"# } ?? "{}"
         return (LedgerStream.stream(of: event, bundleID: bundleID),

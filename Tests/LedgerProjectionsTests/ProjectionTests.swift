@@ -11,7 +11,7 @@ private let bundleID = "com.example.app"
 /// Appends domain facts through the event store, as the ingestion layer will.
 private func append(_ facts: some Sequence<RecordedFact>, to store: EventStore) async throws {
     for fact in facts {
-        let (stream, event) = try StoredFacts.append(fact.event, bundleID: bundleID, id: UUID(), occurredAt: fact.occurredAt, evidence: fact.evidence)
+        let (stream, event) = try StoredFacts.newEvent(fact.event, bundleID: bundleID, id: UUID(), occurredAt: fact.occurredAt, evidence: fact.evidence)
         try await store.append([event], to: stream)
     }
 }

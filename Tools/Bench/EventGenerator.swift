@@ -21,7 +21,7 @@ struct EventGenerator {
         var configuration: [StreamAppend] = []
         for definition in [ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]),
                            ProductDefinition(productID: "coins.500", type: .consumable, grants: ["coins": 500])] {
-            let (stream, event) = try StoredFacts.append(.productConfigured(definition), bundleID: bundleID, id: UUID(),
+            let (stream, event) = try StoredFacts.newEvent(.productConfigured(definition), bundleID: bundleID, id: UUID(),
                                                          occurredAt: Date(timeIntervalSince1970: 1_600_000_000))
             configuration.append(StreamAppend(stream: stream, events: [event]))
         }
@@ -35,7 +35,7 @@ struct EventGenerator {
                 var byStream: [String: [NewEvent]] = [:]
                 var order: [String] = []
                 try generateUser(user) { event, date in
-                    let (stream, new) = try StoredFacts.append(event, bundleID: bundleID, id: UUID(), occurredAt: date,
+                    let (stream, new) = try StoredFacts.newEvent(event, bundleID: bundleID, id: UUID(), occurredAt: date,
                                                                evidence: "sha256:" + UUID().uuidString.lowercased())
                     if byStream[stream] == nil { order.append(stream) }
                     byStream[stream, default: []].append(new)

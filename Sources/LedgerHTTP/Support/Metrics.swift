@@ -78,7 +78,7 @@ public final class Metrics: Sendable {
 
 /// Counts and times every request under its route template (`/v1/apps/{bundle_id}/users/{user_id}`),
 /// never the concrete path: user ids in labels would make series without bound.
-struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: Metrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

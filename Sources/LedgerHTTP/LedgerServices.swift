@@ -1,0 +1,54 @@
+import AppStore
+import Hummingbird
+import LedgerEventStore
+import LedgerIngestion
+import LedgerPostgres
+import LedgerProjections
+import Logging
+
+/// What the HTTP routes need from the rest of the ledger. Built once by `ledger serve` (and by
+/// tests), so routes never reach for globals.
+public struct LedgerServices: Sendable {
+    public var pool: PostgresPool
+    public var store: EventStore
+    public var migrator: Migrator
+    public var ingestor: Ingestor
+    public var actions: UserActions
+    public var keys: APIKeyStore
+    public var metrics: Metrics
+    public var directory: AppDirectory
+    /// Run the projection worker with this (`ProjectionWorker(progress:)`) so that writes answer
+    /// as soon as it has applied them.
+    public var progress: ProjectionProgress
+    /// Run the projection worker with this too (`ProjectionWorker(cache:)`), and
+    /// `TimelineCacheService` beside it.
+    public var timelines: TimelineCache
+    /// Where user states, audit trails and exports are read: replicas when configured.
+    public var reads: ReadReplicas
+
+    /// `replicas`: pools on PostgreSQL streaming replicas of `pool`'s database (may be none).
+    public init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
+                receipts: VerifyReceiptConfiguration, replicas: [PostgresPool] = [], replicaWait: Duration = .milliseconds(250),
+                keyCacheTTL: Duration = .seconds(2), logger: Logger) {
+        let metrics = Metrics()
+        self.pool = pool
+        self.store = store
+        self.migrator = migrator
+        self.metrics = metrics
+        let client = VerifyReceiptClient(configuration: receipts, logger: logger) { outcome in
+            metrics.increment("ledger_apple_calls_total", ["api": "verifyReceipt", "outcome": outcome.rawValue])
+        }
+        let progress = ProjectionProgress()
+        let timelines = TimelineCache()
+        self.timelines = timelines
+        let reads = ReadReplicas(primary: pool, replicas: replicas, fence: timelines.fence, maximumWait: replicaWait, logger: logger)
+        self.reads = reads
+        let directory = AppDirectory(store: store, progress: progress, replicas: reads)
+        self.progress = progress
+        self.directory = directory
+        self.ingestor = Ingestor(store: store, directory: directory, verifier: verifier, receipts: client, progress: progress,
+                                 reader: UserStateReader(pool: pool, cache: timelines, replicas: reads), logger: logger)
+        self.actions = UserActions(store: store, directory: directory, progress: progress, logger: logger)
+        self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
+    }
+}
