@@ -33,9 +33,9 @@ public enum ChildProcess {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
 
         var pid: pid_t = 0
-        let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         let spawnStatus = withCStrings([executable] + arguments) { argv in
-            withCStrings(variables) { envp in posix_spawn(&pid, executable, &actions, nil, argv, envp) }
+            guard let environment else { return posix_spawn(&pid, executable, &actions, nil, argv, environ) }  // inherited as it is
+            return withCStrings(environment.map { "\($0.key)=\($0.value)" }) { envp in posix_spawn(&pid, executable, &actions, nil, argv, envp) }
         }
         guard spawnStatus == 0 else {
             throw EmbeddedPostgresError.commandFailed(command: executable, status: spawnStatus, output: String(cString: strerror(spawnStatus)))

@@ -16,11 +16,14 @@ public struct EmbeddedPostgres: Sendable {
         public var settings: [String: String] = [:]
         /// Listen on 127.0.0.1:`port` too (a standby streams from its primary over loopback).
         public var loopback: Bool = false
-        public init(durable: Bool = true, port: Int = 5432, settings: [String: String] = [:], loopback: Bool = false) {
+        /// Where `initdb` and `pg_ctl` are (`LEDGER_POSTGRES_BIN`); nil: found (`PostgresBinaries.locate`).
+        public var binaries: String?
+        public init(durable: Bool = true, port: Int = 5432, settings: [String: String] = [:], loopback: Bool = false, binaries: String? = nil) {
             self.durable = durable
             self.port = port
             self.settings = settings
             self.loopback = loopback
+            self.binaries = binaries
         }
     }
 
@@ -35,7 +38,7 @@ public struct EmbeddedPostgres: Sendable {
     public init(dataDirectory: URL, options: Options = Options(), logger: Logger) throws {
         self.dataDirectory = dataDirectory.standardizedFileURL
         self.options = options
-        self.binaries = try PostgresBinaries.locate()
+        self.binaries = try PostgresBinaries.locate(configured: options.binaries)
         self.logger = logger
     }
 

@@ -8,12 +8,13 @@ public struct PostgresBinaries: Sendable {
     public var pgCtl: URL { directory.appendingPathComponent("pg_ctl") }
     public var pgBasebackup: URL { directory.appendingPathComponent("pg_basebackup") }
 
-    /// `LEDGER_POSTGRES_BIN` if set; else Debian's `/usr/lib/postgresql/<newest>/bin`; else `initdb` on `PATH`.
-    public static func locate(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> PostgresBinaries {
+    /// `configured` (`LEDGER_POSTGRES_BIN`, read by the `ledger` command) if given; else Debian's
+    /// `/usr/lib/postgresql/<newest>/bin`; else `initdb` on `PATH`.
+    public static func locate(configured: String? = nil) throws -> PostgresBinaries {
         let fileManager = FileManager.default
         func usable(_ path: String) -> Bool { fileManager.isExecutableFile(atPath: path + "/initdb") && fileManager.isExecutableFile(atPath: path + "/pg_ctl") }
 
-        if let configured = environment["LEDGER_POSTGRES_BIN"], !configured.isEmpty {
+        if let configured, !configured.isEmpty {
             guard usable(configured) else { throw EmbeddedPostgresError.binariesNotFound("LEDGER_POSTGRES_BIN=\(configured) has no initdb and pg_ctl") }
             return PostgresBinaries(directory: URL(fileURLWithPath: configured))
         }
@@ -22,7 +23,8 @@ public struct PostgresBinaries: Sendable {
         for version in versions where usable("\(debian)/\(version)/bin") {
             return PostgresBinaries(directory: URL(fileURLWithPath: "\(debian)/\(version)/bin"))
         }
-        for path in (environment["PATH"] ?? "").split(separator: ":").map(String.init) where usable(path) {
+        let searchPath = getenv("PATH").map { String(cString: $0) } ?? ""
+        for path in searchPath.split(separator: ":").map(String.init) where usable(path) {
             return PostgresBinaries(directory: URL(fileURLWithPath: path))
         }
         throw EmbeddedPostgresError.binariesNotFound(

@@ -8,10 +8,11 @@ import Logging
 
 /// The composition root of the HTTP edge, shared by `ledger serve` and the tests.
 public func buildApplication(
-    services: LedgerServices, host: String, port: Int, logger: Logger,
+    services: LedgerServices, host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = Router(context: LedgerRequestContext.self)
+    router.add(middleware: LimitsMiddleware(limits: limits))
     router.add(middleware: RequestMetricsMiddleware(metrics: services.metrics))
     router.add(middleware: ErrorMiddleware())
     router.addRoutes(HealthController(services: services).routes)

@@ -181,7 +181,7 @@ public struct ProjectionRebuilder: Sendable {
         }
     }
 
-    static let decodingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
+    static let decodingThreads = max(1, min(4, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 
     /// Decodes a batch on every core, in log order (one part per core, in order); also the
     /// position of its last event.

@@ -22,16 +22,27 @@ struct DatabaseOptions: ParsableArguments {
 
     /// Opens the configured database, or starts the embedded cluster, and hands back a handle that
     /// knows whether it must stop the cluster again.
+    /// The environment's settings with these flags applied.
+    var settings: Configuration {
+        Configuration.environment.applying { settings in
+            if let databaseURL { settings.databaseURL = databaseURL }
+            if let dataDirectory { settings.dataDirectory = dataDirectory }
+            if let role { settings.databaseRole = role }
+        }
+    }
+
     func open(logger: Logger) throws -> Database {
-        let environment = ProcessInfo.processInfo.environment
-        let role = try ApplicationRole(self.role ?? environment["LEDGER_DATABASE_ROLE"] ?? ApplicationRole.defaultName)
-        if let url = databaseURL ?? environment["LEDGER_DATABASE_URL"], !url.isEmpty {
+        let settings = self.settings
+        let role = try ApplicationRole(settings.databaseRole)
+        if let url = settings.databaseURL, !url.isEmpty {
+            logger.info("database: \(PostgresConfiguration(connectionString: url)), from \(databaseURL == nil ? "LEDGER_DATABASE_URL" : "--database-url")")
             return Database(owner: PostgresConfiguration(connectionString: url), role: role, embedded: nil, startedHere: false)
         }
-        let folder = try embeddedFolder(environment: environment, logger: logger)
-        let cluster = try EmbeddedPostgres(dataDirectory: folder, logger: logger)
+        let folder = try embeddedFolder(settings.dataDirectory, logger: logger)
+        let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(binaries: settings.postgresBinaries), logger: logger)
         let started = try cluster.start()
         try cluster.createDatabase("ledger")
+        logger.notice("database: the embedded PostgreSQL cluster in \(folder.path), because LEDGER_DATABASE_URL is unset")
         return Database(owner: cluster.configuration(database: "ledger"), role: role, embedded: cluster, startedHere: started)
     }
 
@@ -52,8 +63,8 @@ struct DatabaseOptions: ParsableArguments {
     /// `./.ledger/postgres` unless configured. When we run as root the server runs as the
     /// `postgres` user, which cannot enter folders like /root; then a folder under /var/tmp,
     /// named after this working directory, is used instead and said so.
-    private func embeddedFolder(environment: [String: String], logger: Logger) throws -> URL {
-        if let explicit = dataDirectory ?? environment["LEDGER_DATA_DIR"], !explicit.isEmpty {
+    private func embeddedFolder(_ configured: String?, logger: Logger) throws -> URL {
+        if let explicit = configured, !explicit.isEmpty {
             return URL(fileURLWithPath: explicit)
         }
         let local = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".ledger/postgres")

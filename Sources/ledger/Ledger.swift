@@ -21,7 +21,7 @@ struct Ledger: AsyncParsableCommand {
 /// Level from `LEDGER_LOG_LEVEL` (trace … critical, default info).
 enum LoggingSetup {
     static let bootstrapped: Void = {
-        let level = ProcessInfo.processInfo.environment["LEDGER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        let level = Configuration.environment.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

@@ -20,14 +20,14 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: ArgumentHelp("Address to listen on (env LEDGER_HOST).", valueName: "host"))
-    var host: String = ProcessInfo.processInfo.environment["LEDGER_HOST"] ?? "127.0.0.1"
+    @Option(help: ArgumentHelp("Address to listen on (env LEDGER_HOST, default 127.0.0.1).", valueName: "host"))
+    var host: String?
 
-    @Option(help: ArgumentHelp("Port to listen on; 0 picks a free one (env LEDGER_PORT).", valueName: "port"))
-    var port: Int = Int(ProcessInfo.processInfo.environment["LEDGER_PORT"] ?? "") ?? 8080
+    @Option(help: ArgumentHelp("Port to listen on; 0 picks a free one (env LEDGER_PORT, default 8080).", valueName: "port"))
+    var port: Int?
 
-    @Option(help: ArgumentHelp("Database connections in the pool (env LEDGER_POOL_SIZE).", valueName: "n"))
-    var poolSize: Int = Int(ProcessInfo.processInfo.environment["LEDGER_POOL_SIZE"] ?? "") ?? 8
+    @Option(help: ArgumentHelp("Database connections in the pool (env LEDGER_POOL_SIZE, default 8).", valueName: "n"))
+    var poolSize: Int?
 
     @Option(name: .customLong("read-database-url"), help: ArgumentHelp(
         "Streaming replicas to serve reads from, comma-separated URLs (env LEDGER_READ_DATABASE_URL). Unset: the primary serves them.",
@@ -35,25 +35,42 @@ struct ServeCommand: AsyncParsableCommand {
     var readDatabaseURLs: String?
 
     @Option(help: ArgumentHelp(
-        "Milliseconds a read waits for a replica to replay a write before the primary answers (env LEDGER_READ_REPLICA_WAIT_MS).",
+        "Milliseconds a read waits for a replica to replay a write before the primary answers (env LEDGER_READ_REPLICA_WAIT_MS, default 250).",
         valueName: "ms"))
-    var readReplicaWait: Int = Int(ProcessInfo.processInfo.environment["LEDGER_READ_REPLICA_WAIT_MS"] ?? "") ?? 250
+    var readReplicaWait: Int?
+
+    /// The environment's settings with this command's flags applied.
+    var settings: Configuration {
+        database.settings.applying { settings in
+            if let host { settings.host = host }
+            if let port { settings.port = port }
+            if let poolSize { settings.poolSize = poolSize }
+            if let readDatabaseURLs { settings.readDatabaseURLs = Configuration.list(readDatabaseURLs) }
+            if let readReplicaWait { settings.readReplicaWait = .milliseconds(readReplicaWait) }
+        }
+    }
 
     func run() async throws {
         let logger = LoggingSetup.logger("ledger")
-        try await database.withDatabase(logger: logger) { opened, migrator in try await serve(opened, migrator: migrator, logger: logger) }
+        let settings = self.settings
+        try await database.withDatabase(logger: logger) { opened, migrator in
+            try await Self.serve(opened, migrator: migrator, settings: settings, logger: logger)
+        }
     }
 
-    private func serve(_ opened: Database, migrator: Migrator, logger: Logger) async throws {
-        let trust = try AppleTrust.load(logger: logger)
-        let pool = PostgresPool(configuration: opened.application, size: poolSize, logger: logger)
-        let replicas = replicaConfigurations(role: opened.role.name).map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
+    private static func serve(_ opened: Database, migrator: Migrator, settings: Configuration, logger: Logger) async throws {
+        let trust = try AppleTrust.load(paths: settings.appleRootCertificates, logger: logger)
+        let pool = PostgresPool(configuration: opened.application, size: settings.poolSize, logger: logger)
+        let replicas = settings.readDatabaseURLs.map { url in
+            PostgresPool(configuration: PostgresConfiguration(connectionString: url, applicationName: "ledger-reads", role: opened.role.name),
+                         size: settings.poolSize, logger: logger)
+        }
         for replica in replicas { logger.info("reads served by a replica", metadata: ["db": "\(replica.configuration)"]) }
         let store = EventStore(pool: pool, logger: logger)
         let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: trust.verifier(),
-                                      receipts: .fromEnvironment(ProcessInfo.processInfo.environment), replicas: replicas,
-                                      replicaWait: .milliseconds(readReplicaWait), logger: logger)
-        let app = buildApplication(services: services, host: host, port: port, logger: logger) { port in
+                                      receipts: settings.verifyReceipt, replicas: replicas, replicaWait: settings.readReplicaWait, logger: logger)
+        let host = settings.host
+        let app = buildApplication(services: services, host: host, port: settings.port, limits: settings.limits, logger: logger) { port in
             logger.info("ledger listening", metadata: ["http.address": "http://\(host):\(port)", "db": "\(opened.owner)"])
         }
         let group = ServiceGroup(configuration: .init(
@@ -68,22 +85,11 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-extension ServeCommand {
-    /// One configuration per replica URL, narrowed to the application role like the primary's.
-    func replicaConfigurations(role: String) -> [PostgresConfiguration] {
-        let list = readDatabaseURLs ?? ProcessInfo.processInfo.environment["LEDGER_READ_DATABASE_URL"] ?? ""
-        return list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { url in
-            PostgresConfiguration(connectionString: url, applicationName: "ledger-reads", role: role)
-        }
-    }
-}
-
 /// The roots StoreKit 2 evidence must chain to (`LEDGER_APPLE_ROOT_CERTIFICATES`), announced at
 /// start-up so an operator sees at once a missing Apple root or a test root in production.
 enum AppleTrust {
-    static func load(logger: Logger) throws -> TrustStore {
-        let paths = ProcessInfo.processInfo.environment["LEDGER_APPLE_ROOT_CERTIFICATES"] ?? ""
-        guard !paths.isEmpty else {
+    static func load(paths: String?, logger: Logger) throws -> TrustStore {
+        guard let paths, !paths.isEmpty else {
             logger.warning("no Apple roots configured (LEDGER_APPLE_ROOT_CERTIFICATES): every signed transaction and V2 notification will be refused as untrusted_chain; see docs/apple-roots.md")
             return TrustStore(roots: [])
         }

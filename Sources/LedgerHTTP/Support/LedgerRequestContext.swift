@@ -11,8 +11,9 @@ public struct LedgerRequestContext: RequestContext {
         self.coreContext = .init(source: source)
     }
 
-    /// Bodies over this are refused with 413 (`LEDGER_MAX_BODY_BYTES`, default 1 MiB).
-    public var maxUploadSize: Int { RequestLimits.maximumBody }
+    /// Bodies over this are refused with 413; set for every request by `LimitsMiddleware` from
+    /// the configuration (`LEDGER_MAX_BODY_BYTES`, default 1 MiB).
+    public var maxUploadSize: Int = RequestLimits.defaultMaximumBody
 
     /// The key must carry `scope` (admin carries all) and, if limited to one app, this app.
     func authorize(_ scope: Scope, _ bundleID: String) throws {
@@ -26,9 +27,23 @@ public struct LedgerRequestContext: RequestContext {
     }
 }
 
-public enum RequestLimits {
-    /// Read once at start-up.
-    public static let maximumBody: Int = {
-        Int(ProcessInfo.processInfo.environment["LEDGER_MAX_BODY_BYTES"] ?? "") ?? 1 << 20
-    }()
+/// Limits on what a request may send, from the configuration `ledger serve` reads.
+public struct RequestLimits: Sendable {
+    public static let defaultMaximumBody = 1 << 20
+    public var maximumBody: Int
+
+    public init(maximumBody: Int = RequestLimits.defaultMaximumBody) { self.maximumBody = maximumBody }
+}
+
+/// Puts the configured limits on every request's context (a context is made per request, from
+/// the connection alone, so the configuration reaches it here).
+struct LimitsMiddleware: RouterMiddleware {
+    let limits: RequestLimits
+
+    func handle(_ request: Request, context: LedgerRequestContext,
+                next: (Request, LedgerRequestContext) async throws -> Response) async throws -> Response {
+        var context = context
+        context.maxUploadSize = limits.maximumBody
+        return try await next(request, context)
+    }
 }
