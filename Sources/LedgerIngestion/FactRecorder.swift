@@ -123,31 +123,31 @@ struct FactRecorder: Sendable {
     static func plan(_ work: StreamWork, existing: [RecordedEvent], bundleID: String, now: Date) throws -> Plan {
         let known = Set(existing.map(\.id))
         var plan = Plan(expected: existing.last.map { .exact($0.version) } ?? .noStream, seen: existing.last?.position)
-        if work.candidates.contains(where: { known.contains($0.id) && $0.type == "AppleNotificationReceived" }) {
+        if work.candidates.contains(where: { known.contains($0.id) && $0.type == LedgerEventType.appleNotificationReceived.rawValue }) {
             return plan  // this notification was recorded before, with everything it said
         }
-        // Evidence restated later (a re-fetched StoreKit transaction, the same receipt asked
-        // again) that differs from the latest fact in its slot only by when Apple stated it
-        // adds nothing, and is not appended. Only the latest counts: auto-renew turned off
-        // and then on again is two changes, not a repeat.
-        var latest: [String: String] = [:]
+        // What the stream holds, decoded once: the latest fact of each restatement slot, and
+        // the history an ownership decision is made on.
+        var history = AppLedger(bundleID: bundleID)
+        var latest: [String: LedgerEvent] = [:]
         for event in existing {
-            let (slot, content) = slotAndContent(type: event.type, data: event.data)
-            if let slot { latest[slot] = content }
+            guard let (_, fact) = try StoredFacts.fact(from: event) else { continue }
+            history.apply(fact)
+            if let slot = fact.event.restatementSlot { latest[slot] = fact.event }
         }
-        plan.fresh = work.candidates.filter { candidate in
+        // Evidence restated later that says nothing new is not appended (`LedgerEvent.restates`).
+        plan.fresh = try work.candidates.filter { candidate in
             guard !known.contains(candidate.id) else { return false }
-            let (slot, content) = slotAndContent(type: candidate.type, data: candidate.data)
-            guard let slot, let previous = latest[slot] else { return true }
-            return previous != content
+            let event = try LedgerEvent(typeName: candidate.type, data: Data(candidate.data.utf8))
+            guard let slot = event.restatementSlot, let previous = latest[slot] else { return true }
+            return !event.restates(previous)
         }
         guard let claim = work.claim else { return plan }
-        var history = AppLedger(bundleID: bundleID)
-        for event in existing { if let (_, fact) = try StoredFacts.fact(from: event) { history.apply(fact) } }
         // The domain orders facts by their time: a decision must come after every earlier decision
         // of its stream, whatever the clocks of concurrent requests said (a transfer stamped
         // before the one it followed would hand the purchase back).
-        let decidedAt = existing.lazy.filter { Self.ownershipTypes.contains($0.type) }.map(\.occurredAt).reduce(now, max)
+        let decisions = Set(LedgerEventType.ownership.map(\.rawValue))
+        let decidedAt = existing.lazy.filter { decisions.contains($0.type) }.map(\.occurredAt).reduce(now, max)
         switch Decide.claim(claim.original, by: claim.user, currentOwner: history.owner(of: claim.original), policy: work.policy) {
         case .alreadyOwned: break
         case .claim(let decided):
@@ -158,29 +158,6 @@ struct FactRecorder: Sendable {
             plan.kept = claim.original
         }
         return plan
-    }
-
-    static let ownershipTypes: Set<String> = ["TransactionClaimed", "OwnershipTransferred"]
-
-    /// Which of the domain's slots a fact fills (a transaction's snapshot, a subscription's renewal
-    /// state, a transaction's revocation — each keeps only its latest-signed fact), and its type
-    /// and data without Apple's statement time, canonically written. Nil slot: never deduplicated.
-    static func slotAndContent(type: String, data: String) -> (slot: String?, content: String) {
-        guard case .object(var members)? = try? JSONTree.parse(data) else { return (nil, type + data) }
-        func string(_ key: String) -> String? {
-            guard case .string(let value)? = JSONTree.member(key, of: members) else { return nil }
-            return value
-        }
-        let slot: String? = switch type {
-        case "Purchased", "Restored", "Renewed", "Recovered": string("transactionID").map { "transaction:" + $0 }
-        case "AutoRenewChanged", "RenewalPreferenceChanged", "RenewalFailed", "Expired": string("originalTransactionID").map { "renewal:" + $0 }
-        case "Refunded", "Revoked", "RefundReversed": string("transactionID").map { "revocation:" + $0 }
-        default: nil
-        }
-        members.removeAll { $0.0 == "signedDate" }
-        var canonical: [UInt8] = []
-        JSONTree.object(members).sortingKeys().write(into: &canonical)
-        return (slot, type + "\u{1F}" + String(decoding: canonical, as: UTF8.self))
     }
 
     /// Ownership decisions are told apart by the stream version they were decided at, so the same

@@ -36,7 +36,7 @@ public struct UserActions: Sendable {
             _ = try await directory.app(bundleID)
             let request = Consumption(userID: userID, currency: currency, amount: amount, idempotencyKey: idempotencyKey)
             let stream = LedgerStream.user(bundleID, userID: userID)
-            let id = StableID.make(stream, "Consumed", idempotencyKey)
+            let id = StableID.make(stream, LedgerEventType.consumed.rawValue, idempotencyKey)
             // Decided and appended as the stream's only writer: concurrent spends take turns, and
             // each is answered on the balance the one before it left (200 or 409, never "try again").
             let (result, appended) = try await store.serialized(on: stream) { locked -> (ConsumptionResult, AppendResult?) in
@@ -58,7 +58,7 @@ public struct UserActions: Sendable {
                     throw LedgerError(.conflict, "insufficient_balance", "the balance of \(currency) is \(balance), less than \(requested)")
                 case .success(let consumption):
                     let data = String(decoding: try LedgerEvent.consumed(consumption).encodedData(), as: UTF8.self)
-                    let event = NewEvent(id: id, type: "Consumed", data: data, metadata: #"{"balance_after": \#(balance - amount)}"#, occurredAt: now)
+                    let event = NewEvent(id: id, type: LedgerEventType.consumed.rawValue, data: data, metadata: #"{"balance_after": \#(balance - amount)}"#, occurredAt: now)
                     let appended = try locked.append([event], expectedVersion: version == 0 ? .noStream : .exact(version))
                     return (ConsumptionResult(balance: balance - amount, replayed: false), appended)
                 }
@@ -83,7 +83,7 @@ public struct UserActions: Sendable {
             let grant = PromotionalGrant(grantID: grantID ?? UUID().uuidString.lowercased(), userID: userID, entitlement: entitlement,
                                          startsAt: now, expiresAt: expiresAt, reason: reason)
             let stream = LedgerStream.user(bundleID, userID: userID)
-            let id = StableID.make(stream, "PromotionalGranted", grant.grantID)
+            let id = StableID.make(stream, LedgerEventType.promotionalGranted.rawValue, grant.grantID)
             let (recorded, appended) = try await store.serialized(on: stream) { locked -> (PromotionalGrant, AppendResult?) in
                 if let earlier = try locked.event(id: id), let (_, fact) = try StoredFacts.fact(from: earlier),
                    case .promotionalGranted(let recorded) = fact.event {
@@ -111,7 +111,7 @@ public struct UserActions: Sendable {
                     throw LedgerError(.notFound, "unknown_grant", "user \(userID) has no grant \(grantID)")
                 }
                 let revocation = PromotionalRevocation(grantID: grantID, userID: userID, reason: reason.isEmpty ? "revoked" : reason)
-                let id = StableID.make(stream, "PromotionalRevoked", grantID)
+                let id = StableID.make(stream, LedgerEventType.promotionalRevoked.rawValue, grantID)
                 guard !existing.contains(where: { $0.id == id }) else { return nil }
                 let (_, event) = try StoredFacts.newEvent(.promotionalRevoked(revocation), bundleID: bundleID, id: id, occurredAt: Date())
                 return try locked.append([event], expectedVersion: .any)

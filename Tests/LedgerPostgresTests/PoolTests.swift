@@ -49,14 +49,16 @@ import Testing
         let pool = PostgresPool(configuration: configuration, size: 1, waitLimit: .milliseconds(100), logger: TestCluster.quietLogger)
         async let long: PostgresRows = pool.query("SELECT pg_sleep(2)")
         // Wait until the one connection is really busy (a loaded machine may start it late).
+        // (A condition, not a duration: under a loaded CI machine it once took over 5 s.)
         let observer = try PostgresConnection.connect(configuration)
-        for _ in 0..<500 {
-            let busy = try observer.query("""
+        var busy = 0
+        for _ in 0..<3000 where busy == 0 {
+            busy = try observer.query("""
                 SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'
                 """)[0][0].int()
-            if busy > 0 { break }
-            try await Task.sleep(for: .milliseconds(10))
+            if busy == 0 { try await Task.sleep(for: .milliseconds(10)) }
         }
+        try #require(busy > 0, "the long query started")
         let error = await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
         #expect(error?.code == .poolTimeout)
         _ = try await long

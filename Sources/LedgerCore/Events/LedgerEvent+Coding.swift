@@ -49,11 +49,11 @@ extension LedgerEvent {
 
     /// Decodes a stored event already parsed.
     public init(typeName: String, tree: JSONTree) throws {
-        switch typeName {
-        case "Purchased": self = .purchased(try TransactionFacts(stored: tree))
-        case "Restored": self = .restored(try TransactionFacts(stored: tree))
-        case "Renewed": self = .renewed(try TransactionFacts(stored: tree))
-        case "Recovered": self = .recovered(try TransactionFacts(stored: tree))
+        switch LedgerEventType(rawValue: typeName) {
+        case .purchased: self = .purchased(try TransactionFacts(stored: tree))
+        case .restored: self = .restored(try TransactionFacts(stored: tree))
+        case .renewed: self = .renewed(try TransactionFacts(stored: tree))
+        case .recovered: self = .recovered(try TransactionFacts(stored: tree))
         default: try self.init(typeName: typeName, payload: StoragePayload(tree: tree))
         }
     }
@@ -66,27 +66,27 @@ extension LedgerEvent {
 
     private init(typeName: String, payload: some PayloadDecoding) throws {
         func decode<T: Decodable>(_ type: T.Type) throws -> T { try payload.decode(type) }
-        switch typeName {
-        case "AppConfigured": self = .appConfigured(try decode(AppSettings.self))
-        case "ProductConfigured": self = .productConfigured(try decode(ProductDefinition.self))
-        case "Purchased": self = .purchased(try decode(TransactionFacts.self))
-        case "Restored": self = .restored(try decode(TransactionFacts.self))
-        case "Renewed": self = .renewed(try decode(TransactionFacts.self))
-        case "Recovered": self = .recovered(try decode(TransactionFacts.self))
-        case "AutoRenewChanged": self = .autoRenewChanged(try decode(RenewalFacts.self))
-        case "RenewalPreferenceChanged": self = .renewalPreferenceChanged(try decode(RenewalFacts.self))
-        case "RenewalFailed": self = .renewalFailed(try decode(RenewalFacts.self))
-        case "Expired": self = .expired(try decode(RenewalFacts.self))
-        case "Refunded": self = .refunded(try decode(RevocationFacts.self))
-        case "Revoked": self = .revoked(try decode(RevocationFacts.self))
-        case "RefundReversed": self = .refundReversed(try decode(RefundReversal.self))
-        case "TransactionClaimed": self = .transactionClaimed(try decode(Claim.self))
-        case "OwnershipTransferred": self = .ownershipTransferred(try decode(Transfer.self))
-        case "Consumed": self = .consumed(try decode(Consumption.self))
-        case "PromotionalGranted": self = .promotionalGranted(try decode(PromotionalGrant.self))
-        case "PromotionalRevoked": self = .promotionalRevoked(try decode(PromotionalRevocation.self))
-        case "AppleNotificationReceived": self = .appleNotificationReceived(try decode(AppleNotification.self))
-        default: throw UnknownType(typeName: typeName)
+        guard let type = LedgerEventType(rawValue: typeName) else { throw UnknownType(typeName: typeName) }
+        switch type {
+        case .appConfigured: self = .appConfigured(try decode(AppSettings.self))
+        case .productConfigured: self = .productConfigured(try decode(ProductDefinition.self))
+        case .purchased: self = .purchased(try decode(TransactionFacts.self))
+        case .restored: self = .restored(try decode(TransactionFacts.self))
+        case .renewed: self = .renewed(try decode(TransactionFacts.self))
+        case .recovered: self = .recovered(try decode(TransactionFacts.self))
+        case .autoRenewChanged: self = .autoRenewChanged(try decode(RenewalFacts.self))
+        case .renewalPreferenceChanged: self = .renewalPreferenceChanged(try decode(RenewalFacts.self))
+        case .renewalFailed: self = .renewalFailed(try decode(RenewalFacts.self))
+        case .expired: self = .expired(try decode(RenewalFacts.self))
+        case .refunded: self = .refunded(try decode(RevocationFacts.self))
+        case .revoked: self = .revoked(try decode(RevocationFacts.self))
+        case .refundReversed: self = .refundReversed(try decode(RefundReversal.self))
+        case .transactionClaimed: self = .transactionClaimed(try decode(Claim.self))
+        case .ownershipTransferred: self = .ownershipTransferred(try decode(Transfer.self))
+        case .consumed: self = .consumed(try decode(Consumption.self))
+        case .promotionalGranted: self = .promotionalGranted(try decode(PromotionalGrant.self))
+        case .promotionalRevoked: self = .promotionalRevoked(try decode(PromotionalRevocation.self))
+        case .appleNotificationReceived: self = .appleNotificationReceived(try decode(AppleNotification.self))
         }
     }
 }

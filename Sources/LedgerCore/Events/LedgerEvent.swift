@@ -46,30 +46,59 @@ public indirect enum LedgerEvent: Sendable, Equatable {
     /// Any notification from Apple, kept verbatim as evidence, including types nothing acts on.
     case appleNotificationReceived(AppleNotification)
 
-    /// The stored event type.
-    public var typeName: String {
+    /// The stored event type's name.
+    public var typeName: String { type.rawValue }
+
+    public var type: LedgerEventType {
         switch self {
-        case .appConfigured: "AppConfigured"
-        case .productConfigured: "ProductConfigured"
-        case .purchased: "Purchased"
-        case .restored: "Restored"
-        case .renewed: "Renewed"
-        case .recovered: "Recovered"
-        case .autoRenewChanged: "AutoRenewChanged"
-        case .renewalPreferenceChanged: "RenewalPreferenceChanged"
-        case .renewalFailed: "RenewalFailed"
-        case .expired: "Expired"
-        case .refunded: "Refunded"
-        case .revoked: "Revoked"
-        case .refundReversed: "RefundReversed"
-        case .transactionClaimed: "TransactionClaimed"
-        case .ownershipTransferred: "OwnershipTransferred"
-        case .consumed: "Consumed"
-        case .promotionalGranted: "PromotionalGranted"
-        case .promotionalRevoked: "PromotionalRevoked"
-        case .appleNotificationReceived: "AppleNotificationReceived"
+        case .appConfigured: .appConfigured
+        case .productConfigured: .productConfigured
+        case .purchased: .purchased
+        case .restored: .restored
+        case .renewed: .renewed
+        case .recovered: .recovered
+        case .autoRenewChanged: .autoRenewChanged
+        case .renewalPreferenceChanged: .renewalPreferenceChanged
+        case .renewalFailed: .renewalFailed
+        case .expired: .expired
+        case .refunded: .refunded
+        case .revoked: .revoked
+        case .refundReversed: .refundReversed
+        case .transactionClaimed: .transactionClaimed
+        case .ownershipTransferred: .ownershipTransferred
+        case .consumed: .consumed
+        case .promotionalGranted: .promotionalGranted
+        case .promotionalRevoked: .promotionalRevoked
+        case .appleNotificationReceived: .appleNotificationReceived
         }
     }
+}
+
+/// The names events are stored under (`ledger.events.event_type`), one per case of `LedgerEvent`:
+/// the one place they are spelled. Stable forever — stored events carry them.
+public enum LedgerEventType: String, Sendable, CaseIterable {
+    case appConfigured = "AppConfigured"
+    case productConfigured = "ProductConfigured"
+    case purchased = "Purchased"
+    case restored = "Restored"
+    case renewed = "Renewed"
+    case recovered = "Recovered"
+    case autoRenewChanged = "AutoRenewChanged"
+    case renewalPreferenceChanged = "RenewalPreferenceChanged"
+    case renewalFailed = "RenewalFailed"
+    case expired = "Expired"
+    case refunded = "Refunded"
+    case revoked = "Revoked"
+    case refundReversed = "RefundReversed"
+    case transactionClaimed = "TransactionClaimed"
+    case ownershipTransferred = "OwnershipTransferred"
+    case consumed = "Consumed"
+    case promotionalGranted = "PromotionalGranted"
+    case promotionalRevoked = "PromotionalRevoked"
+    case appleNotificationReceived = "AppleNotificationReceived"
+
+    /// Decisions about who owns an original transaction.
+    public static let ownership: Set<LedgerEventType> = [.transactionClaimed, .ownershipTransferred]
 }
 
 public struct AppSettings: Codable, Sendable, Equatable {
