@@ -109,10 +109,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // API keys: created, listed, revoked and recognised, with their scopes (ledger.api_keys).
+        .target(
+            name: "LedgerAccess",
+            dependencies: ["LedgerPostgres", "LedgerEventStore", "LedgerProjections", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP edge (Hummingbird 2).
         .target(
             name: "LedgerHTTP",
             dependencies: [
+                "LedgerAccess",
                 "LedgerPostgres",
                 "LedgerEventStore",
                 "LedgerProjections",
@@ -133,6 +140,7 @@ let package = Package(
         .executableTarget(
             name: "ledger",
             dependencies: [
+                "LedgerAccess",
                 "LedgerPostgres",
                 "LedgerSchema",
                 "EmbeddedPostgres",
@@ -154,6 +162,7 @@ let package = Package(
         .executableTarget(
             name: "ledger-bench",
             dependencies: [
+                "LedgerAccess",
                 "LedgerPostgres",
                 "LedgerSchema",
                 "EmbeddedPostgres",
@@ -203,6 +212,12 @@ let package = Package(
             path: "Tools/Simulator",
             swiftSettings: swiftSettings
         ),
+        // Random and sample histories of the domain for tests: pure Swift, no database.
+        .target(
+            name: "LedgerDomainTestSupport",
+            dependencies: ["LedgerCore"],
+            swiftSettings: swiftSettings
+        ),
         // Throwaway clusters and databases for tests (never linked into the server).
         .target(
             name: "LedgerTestSupport",
@@ -221,12 +236,12 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerCoreTests",
-            dependencies: ["LedgerCore", "LedgerTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["LedgerCore", "LedgerDomainTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LedgerProjectionsTests",
-            dependencies: ["LedgerProjections", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerTestSupport"],
+            dependencies: ["LedgerProjections", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerTestSupport", "LedgerDomainTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -242,6 +257,7 @@ let package = Package(
         .testTarget(
             name: "LedgerHTTPTests",
             dependencies: [
+                "LedgerAccess",
                 "LedgerHTTP", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
                 "LedgerTestSupport", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
                 .product(name: "Hummingbird", package: "hummingbird"),

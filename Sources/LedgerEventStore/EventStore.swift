@@ -161,6 +161,11 @@ public final class EventStore: Sendable {
         }
     }
 
+    /// The position of the last event appended (committed or not), 0 for an empty log: a gauge.
+    public static func lastAppended(on connection: PostgresConnection) throws -> Int64 {
+        try connection.query("SELECT coalesce(max(position), 0) AS n FROM ledger.events")[0]["n"].int64()
+    }
+
     /// The stream's current version, 0 when it has no events.
     public func version(of stream: String) async throws -> Int64 {
         let rows = try await pool.query("SELECT version FROM ledger.streams WHERE stream = $1", [stream])

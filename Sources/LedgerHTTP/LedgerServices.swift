@@ -1,5 +1,6 @@
 import AppStore
 import Hummingbird
+import LedgerAccess
 import LedgerEventStore
 import LedgerIngestion
 import LedgerPostgres

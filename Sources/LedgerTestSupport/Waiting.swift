@@ -12,13 +12,3 @@ public func waitUntil(seconds: Double = 20, _ condition: @Sendable () -> Bool) a
         try await Task.sleep(for: .milliseconds(10))
     }
 }
-
-extension Array {
-    /// About `n` evenly spaced elements and the last, to keep the instants a test checks bounded.
-    public func striding(_ n: Int) -> [Element] {
-        guard !isEmpty else { return [] }
-        var result = stride(from: 0, to: count, by: Swift.max(1, count / n)).map { self[$0] }
-        result.append(self[count - 1])
-        return result
-    }
-}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerAccess
 import LedgerHTTP
 import LedgerPostgres
 import LedgerSchema

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerTestSupport
+import LedgerDomainTestSupport
 import Testing
 
 @Suite struct BalanceTests {

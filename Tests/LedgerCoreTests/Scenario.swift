@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerTestSupport
+import LedgerDomainTestSupport
 
 /// A tiny DSL that records facts the way the ledger would, so each test reads like its rule.
 struct Scenario {

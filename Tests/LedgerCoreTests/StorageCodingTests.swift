@@ -1,6 +1,6 @@
 import Foundation
 @testable import LedgerCore
-import LedgerTestSupport
+import LedgerDomainTestSupport
 import PropertyBased
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-import LedgerTestSupport
+import LedgerDomainTestSupport
 import Testing
 
 /// One test per rule of the subscription lifecycle (issue 3).

@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import LedgerAccess
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres

@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import LedgerAccess
 import LedgerHTTP
 import LedgerPostgres
 import Testing

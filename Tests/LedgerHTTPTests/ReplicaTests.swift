@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import EmbeddedPostgres
 import Foundation
+import LedgerAccess
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres

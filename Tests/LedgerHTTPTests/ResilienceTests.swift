@@ -2,6 +2,7 @@ import AppStoreSimulator
 import AsyncHTTPClient
 import EmbeddedPostgres
 import Foundation
+import LedgerAccess
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerAccess
 
 /// The subset of JSON Schema (2020-12, as OpenAPI 3.1 uses it) our document uses: type (one or
 /// several), required, properties, additionalProperties, items, enum, format date-time, $ref.

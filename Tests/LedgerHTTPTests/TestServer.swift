@@ -4,6 +4,7 @@ import AsyncHTTPClient
 import EmbeddedPostgres
 import Foundation
 import Hummingbird
+import LedgerAccess
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres

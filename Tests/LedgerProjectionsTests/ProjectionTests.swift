@@ -3,6 +3,7 @@ import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
 import LedgerProjections
+import LedgerDomainTestSupport
 import LedgerTestSupport
 import Testing
 

@@ -3,6 +3,7 @@ import AppStoreSimulator
 import ArgumentParser
 import Foundation
 import Hummingbird
+import LedgerAccess
 import LedgerEventStore
 import LedgerCore
 import LedgerHTTP

@@ -2,6 +2,7 @@ import AppStore
 import ArgumentParser
 import EmbeddedPostgres
 import Foundation
+import LedgerAccess
 import LedgerCore
 import LedgerEventStore
 import LedgerHTTP

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerAccess
 import LedgerIngestion
 
 /// Finds the API key of a `/v1` request (`Authorization: Bearer <key>`). Routes then check the

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerAccess
 import LedgerCore
 import LedgerIngestion
 import LedgerPostgres

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerAccess
 import LedgerIngestion
 
 /// Evidence in: the app's signed transactions and receipts (scope `ingest`), and Apple's

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerEventStore
 import LedgerPostgres
 import LedgerProjections
 
@@ -15,7 +16,7 @@ struct OperationsController {
             var gauges: [(name: String, help: String, value: Double)] = []
             // Sampled at scrape time; a database that is away leaves them out, not the whole page.
             if let rows = try? await pool.withConnection({ connection in
-                (try connection.query("SELECT coalesce(max(position), 0) AS n FROM ledger.events")[0]["n"].int64(),
+                (try EventStore.lastAppended(on: connection),
                  try ProjectionRunner.lag(on: connection))
             }) {
                 gauges.append(("ledger_events_appended", "Position of the last appended event.", Double(rows.0)))

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LedgerAccess
 import Logging
 
 /// Per-request state: the authenticated key, once the auth middleware has found one.

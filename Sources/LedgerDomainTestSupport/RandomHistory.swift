@@ -177,3 +177,13 @@ public struct RandomHistory {
         return Array(Set(times + times.map { $0 + 1_800 } + [day(-1), clock + 400 * 86_400])).sorted()
     }
 }
+
+extension Array {
+    /// About `n` evenly spaced elements and the last, to keep the instants a test checks bounded.
+    public func striding(_ n: Int) -> [Element] {
+        guard !isEmpty else { return [] }
+        var result = stride(from: 0, to: count, by: Swift.max(1, count / n)).map { self[$0] }
+        result.append(self[count - 1])
+        return result
+    }
+}
