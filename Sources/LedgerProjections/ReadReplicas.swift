@@ -73,7 +73,8 @@ public final class ReadReplicas: Sendable {
     /// A pool whose replica has applied `position` (the primary otherwise), for a read of several
     /// statements that must all come from one node (an export's pages).
     public func pool(atLeast position: LogPosition) async throws -> PostgresPool {
-        try await readNamingSource(atLeast: position) { _ in () }.replica.map { replicas[$0] } ?? primary
+        // A statement, not nothing: a node that went away is found here, before an answer starts.
+        try await readNamingSource(atLeast: position) { _ = try $0.query("SELECT 1") }.replica.map { replicas[$0] } ?? primary
     }
 
     /// The read, and which replica answered it (nil: the primary).

@@ -32,7 +32,9 @@ import Testing
     @Test func aReadAfterAWriteReflectsItOnAnotherServerReadingAReplica() async throws {
         let (primary, standby) = try TestCluster.primaryWithStandby()
         let writer = try await TestServer.start(cluster: primary, replicas: [standby])
-        let reader = try await TestServer.start(configure: false, sharing: writer, replicas: [standby], replicaWait: .milliseconds(100))
+        // The reader runs no projection worker: its cache holds only what it read, so its reads are the replica's.
+        let reader = try await TestServer.start(configure: false, sharing: writer, projecting: false, replicas: [standby],
+                                                replicaWait: .milliseconds(100))
         defer { Task { await reader.stop(); await writer.stop() } }
         let key = try await writer.key([.ingest, .read])
 
@@ -47,14 +49,18 @@ import Testing
         #expect(reader.services.reads.sources.replica > 0, "the reads were served by the replica")
 
         // A replica that stops replaying is waited for, then the primary answers: never stale.
-        try Self.superuser(standby).query("SELECT pg_wal_replay_pause()")
+        let standbyAdmin = try Self.superuser(standby)
+        try standbyAdmin.query("SELECT pg_wal_replay_pause()")
+        for _ in 0..<500 where try standbyAdmin.query("SELECT pg_get_wal_replay_pause_state() AS s")[0]["s"].string() != "paused" {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let paused = try await Self.purchase(writer, user: "while-paused", key: key)
         let position = try #require(paused.headers.first(name: "Ledger-Position"))
         let fromPrimaryBefore = reader.services.reads.sources.primary
         let read = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/while-paused", key: key, headers: [("Ledger-Read-After", position)])
         #expect(Self.isPro(read), "\(read.text)")
         #expect(reader.services.reads.sources.primary == fromPrimaryBefore + 1, "the primary answered what the paused replica lacked")
-        try Self.superuser(standby).query("SELECT pg_wal_replay_resume()")
+        try standbyAdmin.query("SELECT pg_wal_replay_resume()")
 
         let garbage = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/x", key: key, headers: [("Ledger-Read-After", "yesterday")])
         #expect(garbage.status == 400 && garbage.errorCode == "invalid_position")
@@ -70,11 +76,11 @@ import Testing
         let position = try #require(written.headers.first(name: "Ledger-Position"))
         // Replayed on the standby before the primary goes (asynchronous replication loses what it did not receive).
         let database = try #require(PostgresConfiguration.parse(writer.configuration.connectionString)["dbname"])
-        let onStandby = try PostgresConnection.connect(standby.configuration(database: database))
         let target = try #require(LogPosition(position))
         var replayed = LogPosition.start
-        for _ in 0..<300 where replayed < target {
-            replayed = try ProjectionRunner.activeCheckpoint(on: onStandby)
+        for _ in 0..<500 where replayed < target {
+            // (Until the standby has replayed the database and its schema, there is nothing to read.)
+            replayed = (try? ProjectionRunner.activeCheckpoint(on: PostgresConnection.connect(standby.configuration(database: database)))) ?? .start
             try await Task.sleep(for: .milliseconds(20))
         }
         try #require(replayed >= target, "the standby replayed the write")
