@@ -16,10 +16,11 @@ import Testing
     static let bundle = TestServer.bundleID
 
     /// 64 requests in flight at once (not the shared client's 8 connections per host).
-    static func all(_ requests: [(server: TestServer, path: String, json: [String: any Sendable])], key: String) async throws -> [(Int, String)] {
+    /// Each answer's status, body and `Ledger-Position`.
+    static func all(_ requests: [(server: TestServer, path: String, json: [String: any Sendable])], key: String) async throws -> [(Int, String, String?)] {
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(
             connectionPool: .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
-        let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+        let answers = try await withThrowingTaskGroup(of: (Int, String, String?).self) { group in
             for (server, path, json) in requests {
                 let body = try JSONSerialization.data(withJSONObject: json)
                 group.addTask {
@@ -29,7 +30,7 @@ import Testing
                     request.body = .bytes(ByteBuffer(bytes: body))
                     let response = try await client.execute(request, timeout: .seconds(60))
                     let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
-                    return (Int(response.status.code), text)
+                    return (Int(response.status.code), text, response.headers.first(name: "Ledger-Position"))
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -60,8 +61,11 @@ import Testing
         #expect(answers.allSatisfy { $0.0 == 200 || $0.0 == 409 }, "\(answers.filter { $0.0 != 200 && $0.0 != 409 })")
         #expect(answers.filter { $0.0 == 200 }.count == 33, "100 coins cover exactly 33 spends of 3")
         #expect(answers.filter { $0.0 == 409 }.allSatisfy { $0.1.contains("insufficient_balance") })
+        // Read after every spend, on both servers (the furthest position any answer reflected).
+        let furthest = try #require(answers.compactMap { $0.2.flatMap(LogPosition.init) }.max())
         for server in [first, second] {
-            let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/wallet", key: key)
+            let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/wallet", key: key,
+                                              headers: [("Ledger-Read-After", furthest.description)])
             #expect((state.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 1, "both servers read the balance left")
         }
         // The spends' own balances count down by three, each exactly once.
