@@ -11,8 +11,7 @@ struct AppsController {
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.put("/apps/:bundle_id") { request, context in
-            let bundleID = try context.parameters.require("bundle_id")
-            try context.authorize(.admin, bundleID)
+            let bundleID = try context.app(.admin)
             let body = try await JSONBody.decode(Wire.AppBody.self, from: request, context: context)
             let settings = try Self.settings(from: body)
             if let secret = body.shared_secret, secret.isEmpty || secret.utf8.count > 512 {
@@ -21,22 +20,19 @@ struct AppsController {
             return try JSONBody.response(Self.body(try await directory.configure(bundleID, settings: settings, sharedSecret: body.shared_secret)))
         }
         group.get("/apps/:bundle_id") { _, context in
-            let bundleID = try context.parameters.require("bundle_id")
-            try context.authorize(.read, bundleID)
+            let bundleID = try context.app(.read)
             return try JSONBody.response(Self.body(try await directory.app(bundleID)))
         }
         group.put("/apps/:bundle_id/products/:product_id") { request, context in
-            let bundleID = try context.parameters.require("bundle_id")
+            let bundleID = try context.app(.admin)
             let productID = try context.parameters.require("product_id")
-            try context.authorize(.admin, bundleID)
             let body = try await JSONBody.decode(Wire.ProductBody.self, from: request, context: context)
             let definition = try Self.definition(productID, body)
             _ = try await directory.define(definition, in: bundleID)
             return try JSONBody.response(Wire.ProductBody(definition))
         }
         group.get("/apps/:bundle_id/products") { _, context in
-            let bundleID = try context.parameters.require("bundle_id")
-            try context.authorize(.read, bundleID)
+            let bundleID = try context.app(.read)
             struct Products: Encodable { var products: [Wire.ProductBody] }
             return try JSONBody.response(Products(products: try await directory.app(bundleID).products.map(Wire.ProductBody.init)))
         }

@@ -14,8 +14,7 @@ struct ExportController {
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/apps/:bundle_id/exports/transactions") { request, context in
-            let bundleID = try context.parameters.require("bundle_id")
-            try context.authorize(.finance, bundleID)
+            let bundleID = try context.app(.finance)
             _ = try await directory.app(bundleID)
             let export = try Self.export(bundleID: bundleID, request)
             let format = try Self.format(request)

@@ -11,8 +11,7 @@ struct IngestionController {
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/apps/:bundle_id/transactions") { request, context in
-            let bundleID = try context.parameters.require("bundle_id")
-            try context.authorize(.ingest, bundleID)
+            let bundleID = try context.app(.ingest)
             let body = try await JSONBody.decode(Wire.TransactionRequest.self, from: request, context: context)
             let state = try await counted("transaction") {
                 try await ingestor.ingestTransaction(bundleID: bundleID, userID: body.user_id, signedTransaction: body.signed_transaction)
@@ -20,8 +19,7 @@ struct IngestionController {
             return JSONBody.response(bytes: Wire.userState(state))
         }
         group.post("/apps/:bundle_id/receipts") { request, context in
-            let bundleID = try context.parameters.require("bundle_id")
-            try context.authorize(.ingest, bundleID)
+            let bundleID = try context.app(.ingest)
             let body = try await JSONBody.decode(Wire.ReceiptRequest.self, from: request, context: context)
             let state = try await counted("receipt") {
                 try await ingestor.ingestReceipt(bundleID: bundleID, userID: body.user_id, receiptData: body.receipt_data)
@@ -35,17 +33,14 @@ struct IngestionController {
     /// that a transaction or notification carrying it names its user.
     private func registerTokens(on group: RouterGroup<LedgerRequestContext>) {
         group.put("/apps/:bundle_id/users/:user_id/app-account-tokens/:token") { _, context in
-            let bundleID = try context.parameters.require("bundle_id")
-            let userID = try context.parameters.require("user_id")
-            try context.authorize(.ingest, bundleID)
+            let (bundleID, userID) = try context.appAndUser(.ingest)
             let token = try Self.token(context)
             let result = try await ingestor.linkToken(token, to: userID, bundleID: bundleID)
             return try JSONBody.response(Wire.TokenLink(app_account_token: token.uuidString.lowercased(), user_id: userID,
                                                         status: result == .linked ? "linked" : "already_linked"))
         }
         group.get("/apps/:bundle_id/app-account-tokens/:token") { _, context in
-            let bundleID = try context.parameters.require("bundle_id")
-            try context.authorize(.read, bundleID)
+            let bundleID = try context.app(.read)
             let token = try Self.token(context)
             let userID = try await ingestor.tokenHolder(token, bundleID: bundleID)
             return try JSONBody.response(Wire.TokenLink(app_account_token: token.uuidString.lowercased(), user_id: userID, status: nil))

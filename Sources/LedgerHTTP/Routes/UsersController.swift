@@ -14,8 +14,7 @@ struct UsersController {
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/apps/:bundle_id/users/:user_id") { request, context in
-            let (bundleID, userID) = try ids(context)
-            try context.authorize(.read, bundleID)
+            let (bundleID, userID) = try context.appAndUser(.read)
             _ = try await directory.app(bundleID)
             let state: UserState
             if let at = request.uri.queryParameters["at"] {
@@ -29,8 +28,7 @@ struct UsersController {
             return JSONBody.response(bytes: Wire.userState(state))
         }
         group.get("/apps/:bundle_id/users/:user_id/events") { request, context in
-            let (bundleID, userID) = try ids(context)
-            try context.authorize(.read, bundleID)
+            let (bundleID, userID) = try context.appAndUser(.read)
             _ = try await directory.app(bundleID)
             let parameters = request.uri.queryParameters
             let after: Int64 = try parameters["after"].map { text -> Int64 in
@@ -51,16 +49,14 @@ struct UsersController {
             return try JSONBody.response(Wire.AuditPage(events: page, next: next))
         }
         group.post("/apps/:bundle_id/users/:user_id/consumptions") { request, context in
-            let (bundleID, userID) = try ids(context)
-            try context.authorize(.ingest, bundleID)
+            let (bundleID, userID) = try context.appAndUser(.ingest)
             let body = try await JSONBody.decode(Wire.ConsumptionRequest.self, from: request, context: context)
             let result = try await actions.consume(bundleID: bundleID, userID: userID, currency: body.currency, amount: body.amount,
                                                    idempotencyKey: body.idempotency_key)
             return try JSONBody.response(Wire.ConsumptionResponse(balance: result.balance, currency: body.currency, replayed: result.replayed))
         }
         group.post("/apps/:bundle_id/users/:user_id/grants") { request, context in
-            let (bundleID, userID) = try ids(context)
-            try context.authorize(.admin, bundleID)
+            let (bundleID, userID) = try context.appAndUser(.admin)
             let body = try await JSONBody.decode(Wire.GrantRequest.self, from: request, context: context)
             let now = Date()
             var expiresAt: Date?
@@ -81,17 +77,12 @@ struct UsersController {
                                                         reason: grant.reason), status: .created)
         }
         group.post("/apps/:bundle_id/users/:user_id/grants/:grant_id/revoke") { request, context in
-            let (bundleID, userID) = try ids(context)
+            let (bundleID, userID) = try context.appAndUser(.admin)
             let grantID = try context.parameters.require("grant_id")
-            try context.authorize(.admin, bundleID)
             let body = try await JSONBody.decode(Wire.RevokeRequest.self, from: request, context: context)
             try await actions.revokeGrant(bundleID: bundleID, userID: userID, grantID: grantID, reason: body.reason ?? "revoked by support")
             struct Answer: Encodable { var grant_id: String; var status: String }
             return try JSONBody.response(Answer(grant_id: grantID, status: "revoked"))
         }
-    }
-
-    private func ids(_ context: LedgerRequestContext) throws -> (String, String) {
-        (try context.parameters.require("bundle_id"), try context.parameters.require("user_id"))
     }
 }

@@ -16,6 +16,18 @@ public struct LedgerRequestContext: RequestContext {
     /// the configuration (`LEDGER_MAX_BODY_BYTES`, default 1 MiB).
     public var maxUploadSize: Int = RequestLimits.defaultMaximumBody
 
+    /// The route's app (`bundle_id`), once the key may act on it with `scope`: every app route's preamble.
+    func app(_ scope: Scope) throws -> String {
+        let bundleID = try parameters.require("bundle_id")
+        try authorize(scope, bundleID)
+        return bundleID
+    }
+
+    /// The route's app and user (`user_id`), once the key may act on the app with `scope`.
+    func appAndUser(_ scope: Scope) throws -> (bundleID: String, userID: String) {
+        (try app(scope), try parameters.require("user_id"))
+    }
+
     /// The key must carry `scope` (admin carries all) and, if limited to one app, this app.
     func authorize(_ scope: Scope, _ bundleID: String) throws {
         guard let key else { throw APIError(.unauthorized, "missing_api_key", "send Authorization: Bearer <key>") }
