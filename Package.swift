@@ -92,10 +92,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The bridge both sides share: a domain event as a stored event, and back.
+        .target(
+            name: "LedgerFacts",
+            dependencies: ["LedgerCore", "LedgerEventStore"],
+            swiftSettings: swiftSettings
+        ),
         // Projections: the domain's state derived from the log, stored, rebuilt blue-green.
         .target(
             name: "LedgerProjections",
-            dependencies: ["LedgerCore", "LedgerEventStore", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         // Evidence in, events out: verification against each app's configuration, raw evidence
@@ -103,7 +109,7 @@ let package = Package(
         .target(
             name: "LedgerIngestion",
             dependencies: [
-                "AppStore", "LedgerCore", "LedgerEventStore", "LedgerProjections", "LedgerPostgres",
+                "AppStore", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerProjections", "LedgerPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -169,6 +175,7 @@ let package = Package(
                 "LedgerEventStore",
                 "LedgerCore",
                 "LedgerProjections",
+                "LedgerFacts",
                 "AppStore",
                 "AppStoreSimulator",
                 "LedgerHTTP",
@@ -241,7 +248,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerProjectionsTests",
-            dependencies: ["LedgerProjections", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerTestSupport", "LedgerDomainTestSupport"],
+            dependencies: ["LedgerProjections", "LedgerFacts", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerTestSupport", "LedgerDomainTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

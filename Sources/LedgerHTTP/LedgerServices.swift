@@ -44,12 +44,13 @@ public struct LedgerServices: Sendable {
         self.timelines = timelines
         let reads = ReadReplicas(primary: pool, replicas: replicas, fence: timelines.fence, maximumWait: replicaWait, logger: logger)
         self.reads = reads
-        let directory = AppDirectory(store: store, progress: progress, replicas: reads)
+        let freshness = ProjectionFreshness(pool: pool, progress: progress)
+        let directory = AppDirectory(pool: pool, store: store, freshness: freshness, replicas: reads)
         self.progress = progress
         self.directory = directory
-        self.ingestor = Ingestor(store: store, directory: directory, verifier: verifier, receipts: client, progress: progress,
-                                 reader: UserStateReader(pool: pool, cache: timelines, replicas: reads), logger: logger)
-        self.actions = UserActions(store: store, directory: directory, progress: progress, logger: logger)
+        self.ingestor = Ingestor(store: store, evidence: EvidenceStore(pool: pool), directory: directory, verifier: verifier, receipts: client,
+                                 freshness: freshness, reader: UserStateReader(pool: pool, cache: timelines, replicas: reads), logger: logger)
+        self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
         self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
     }
 }

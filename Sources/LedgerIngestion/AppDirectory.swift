@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFacts
 import LedgerPostgres
 import LedgerProjections
 import Logging
@@ -30,16 +31,19 @@ public struct AppConfiguration: Sendable {
 /// Every request needs its app, so answers are kept for `cacheTTL`: a change made through this
 /// process is seen at once, one made through another server within `cacheTTL`.
 public final class AppDirectory: Sendable {
+    let pool: PostgresPool
     let store: EventStore
-    let progress: ProjectionProgress?
+    let freshness: ProjectionFreshness
     let cacheTTL: Duration
     /// Where apps are read from while the primary is away, so reads keep their answers.
     let replicas: ReadReplicas?
     private let cache = Mutex<[String: (app: AppConfiguration?, at: ContinuousClock.Instant)]>([:])
 
-    public init(store: EventStore, progress: ProjectionProgress? = nil, cacheTTL: Duration = .seconds(1), replicas: ReadReplicas? = nil) {
+    /// `pool`: the primary, where `ledger.apps` and the secrets are; `store`: the apps' streams.
+    public init(pool: PostgresPool, store: EventStore, freshness: ProjectionFreshness, cacheTTL: Duration = .seconds(1), replicas: ReadReplicas? = nil) {
+        self.pool = pool
         self.store = store
-        self.progress = progress
+        self.freshness = freshness
         self.cacheTTL = cacheTTL
         self.replicas = replicas
     }
@@ -68,7 +72,7 @@ public final class AppDirectory: Sendable {
 
     /// The app as stored now (no cache).
     public func find(_ bundleID: String) async throws -> AppConfiguration? {
-        try await store.pool.withConnection { connection in try Self.find(bundleID, on: connection) }
+        try await pool.withConnection { connection in try Self.find(bundleID, on: connection) }
     }
 
     static func find(_ bundleID: String, on connection: PostgresConnection) throws -> AppConfiguration? {
@@ -93,7 +97,7 @@ public final class AppDirectory: Sendable {
     public func configure(_ bundleID: String, settings: AppSettings, sharedSecret: String?) async throws -> AppConfiguration {
         try Self.validate(bundleID: bundleID)
         if let sharedSecret {
-            try await store.pool.query("""
+            try await pool.query("""
                 INSERT INTO ledger.app_secrets (bundle_id, shared_secret) VALUES ($1, $2)
                 ON CONFLICT (bundle_id) DO UPDATE SET shared_secret = EXCLUDED.shared_secret, updated_at = now()
                 """, [bundleID, sharedSecret])
@@ -126,7 +130,7 @@ public final class AppDirectory: Sendable {
             let result = try await store.append([new], to: stream, expectedVersion: version == 0 ? .noStream : .exact(version))
             // A catalogue change re-prices what users own: answer once the projection shows it.
             if let position = result.events.last?.position {
-                try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: Logger(label: "ledger.apps"))
+                try await freshness.wait(for: position, logger: Logger(label: "ledger.apps"))
             }
         } catch EventStoreError.wrongExpectedVersion {
             throw LedgerError(.conflict, "concurrent_change", "the app's configuration changed meanwhile; read it and try again")

@@ -37,7 +37,7 @@ public struct EvidenceStore: Sendable {
         // after it in the same WAL and flushes both, so durable events never point at lost
         // evidence, and a request pays one disk flush instead of two. One pipelined round trip.
         let statements = [
-            Self.lazyCommit,
+            PipelinedStatement.commitWithoutWaitingForDisk,
             PipelinedStatement("""
                 INSERT INTO ledger.evidence (digest, bundle_id, kind, body, answers) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT (digest) DO NOTHING
@@ -46,9 +46,6 @@ public struct EvidenceStore: Sendable {
         _ = try await pool.withConnection { try $0.pipeline(statements, transaction: true) }
         return digest
     }
-
-    /// Inside a transaction: its commit does not wait for the disk (see `store`).
-    static let lazyCommit = PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)")
 
     /// One statement storing many pieces of evidence (a group of requests), each digest once.
     /// A receipt's answer may come in the same statement as the receipt: its reference is

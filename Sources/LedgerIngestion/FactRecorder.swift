@@ -1,7 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerEventStore
-import LedgerProjections
+import LedgerFacts
 
 /// Appends what a piece of evidence says, stream by stream, and — when a user presented it —
 /// who owns each original transaction it names, decided by the app's restore policy against

@@ -33,32 +33,24 @@ final class GroupRecorder: Sendable {
         var continuation: CheckedContinuation<Result, any Error>
     }
 
-    private struct Queue {
-        var waiting: [Waiting] = []
-        var writing = false
-    }
-
     let store: EventStore
+    let evidence: EvidenceStore
     let recorder: FactRecorder
-    let maximumGroup: Int
-    private let queue = Mutex(Queue())
+    private let queue: Mutex<GroupQueue<Waiting>>
 
-    init(store: EventStore, recorder: FactRecorder, maximumGroup: Int = 64) {
+    init(store: EventStore, evidence: EvidenceStore, recorder: FactRecorder, maximumGroup: Int = 64) {
         self.store = store
+        self.evidence = evidence
         self.recorder = recorder
-        self.maximumGroup = maximumGroup
+        self.queue = Mutex(GroupQueue(maximumGroup: maximumGroup))
     }
 
     /// Stores the request's evidence and records its work, with whatever requests are waiting.
     func record(_ request: Request) async throws -> FactRecorder.Outcome {
         guard request.work.allSatisfy(\.isDecided) else { return try await recordAlone(request) }
         let result = try await withCheckedThrowingContinuation { continuation in
-            let lead = queue.withLock { queue in
-                queue.waiting.append(Waiting(request: request, continuation: continuation))
-                defer { queue.writing = true }
-                return !queue.writing
-            }
-            if lead { Task { await self.writeWhileWaiting() } }
+            let arrival = queue.withLock { $0.arrive(Waiting(request: request, continuation: continuation)) }
+            if arrival == .write { Task { await self.writeWhileWaiting() } }
         }
         switch result {
         case .recorded(let outcome): return outcome
@@ -69,7 +61,6 @@ final class GroupRecorder: Sendable {
     /// The one-by-one path: evidence stored, then each stream decided on what it holds.
     private func recordAlone(_ request: Request, evidenceStored: Bool = false) async throws -> FactRecorder.Outcome {
         if !evidenceStored {
-            let evidence = EvidenceStore(pool: store.pool)
             for item in request.evidence { try await evidence.store(Data(item.body.utf8), kind: item.kind, bundleID: item.bundleID, answers: item.answers) }
         }
         return try await recorder.record(request.work, bundleID: request.bundleID)
@@ -77,14 +68,7 @@ final class GroupRecorder: Sendable {
 
     /// One group at a time, for as long as requests keep arriving.
     private func writeWhileWaiting() async {
-        while true {
-            let group = queue.withLock { queue in
-                let group = Array(queue.waiting.prefix(maximumGroup))
-                queue.waiting.removeFirst(group.count)
-                if group.isEmpty { queue.writing = false }
-                return group
-            }
-            guard !group.isEmpty else { return }
+        while case .write(let group) = queue.withLock({ $0.nextGroup() }) {
             do {
                 let results = try await write(group.map(\.request))
                 for (waiting, result) in zip(group, results) { waiting.continuation.resume(returning: result) }
@@ -107,55 +91,32 @@ final class GroupRecorder: Sendable {
         return (outcome, appends)
     }
 
-    /// The group in one transaction and two round trips: its evidence inserted and its streams read;
-    /// then, decided, its appends and the commit. A group whose append fails is rolled back whole,
-    /// its evidence too, and its requests go alone.
+    /// The group in one transaction (`EventStore.withGroupAppend`): its evidence stored alongside
+    /// the reads of its streams, then its appends. A group whose append is refused is rolled back
+    /// whole, its evidence too, and its requests go alone.
     private func write(_ requests: [Request]) async throws -> [Result] {
         let streams = Array(Set(requests.flatMap { $0.work.map(\.stream) }))
-        let opening = [
-            PipelinedStatement("BEGIN"),
-            // The streams' locks, as every writer that decides on a stream takes them: what the
-            // group reads below cannot move before it appends.
-            EventStore.streamLocksStatement(streams),
-            EvidenceStore.insert(requests.flatMap(\.evidence)),
-            PipelinedStatement(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
-                               [PostgresTextArray(streams)]),
-        ]
-        let (results, appended) = try await store.pool.withConnection { connection -> ([Result], Bool) in
-            let rows = try connection.pipeline(opening, transaction: false)[3]
-            do {
-                var existing: [String: [RecordedEvent]] = [:]
-                for row in rows {
-                    let event = try RecordedEvent(row: row)
-                    existing[event.stream, default: []].append(event)
-                }
-                var (results, appends, appendedBy) = Self.decide(requests, existing: existing)
-                guard !appends.isEmpty else {
-                    // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
-                    _ = try connection.pipeline([EvidenceStore.lazyCommit, PipelinedStatement("COMMIT")], transaction: false)
-                    return (results, false)
-                }
-                do {
-                    let rows = try connection.pipeline([EventStore.groupStatement(appends), PipelinedStatement("COMMIT")], transaction: false)[0]
-                    for (result, index) in zip(try EventStore.groupResults(appends, rows: rows), appendedBy) {
-                        guard case .recorded(var outcome) = results[index] else { continue }
-                        outcome.wrote(result)
-                        results[index] = .recorded(outcome)
-                    }
-                    return (results, true)
-                } catch is PostgresError {
-                    // Decided on streams that moved (or ids that exist), or the database failed:
-                    // nothing of the group stands; every request decides again, alone.
-                    connection.rollbackIfNeeded()
-                    return (requests.map { _ in .alone(evidenceStored: false) }, false)
-                }
-            } catch {
-                connection.rollbackIfNeeded()
-                throw error
-            }
+        let outcome = try await store.withGroupAppend(streams: streams, alongside: [EvidenceStore.insert(requests.flatMap(\.evidence))],
+                                                      // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
+                                                      lazyWithoutAppends: true) { existing in
+            let decided = Self.decide(requests, existing: existing)
+            return ((decided.results, decided.appendedBy), decided.appends)
         }
-        if appended { store.announceAppends() }
-        return results
+        switch outcome {
+        case .nothingToAppend((let results, _)):
+            return results
+        case .appended((var results, let appendedBy), let appended):
+            for (result, index) in zip(appended, appendedBy) {
+                guard case .recorded(var outcome) = results[index] else { continue }
+                outcome.wrote(result)
+                results[index] = .recorded(outcome)
+            }
+            return results
+        case .refused:
+            // Decided on streams that moved (or ids that exist), or the database failed while
+            // appending: every request decides again, alone.
+            return requests.map { _ in .alone(evidenceStored: false) }
+        }
     }
 
     /// Every request decided on the streams as read; a stream already taken by an earlier request

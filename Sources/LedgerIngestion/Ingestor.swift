@@ -19,21 +19,22 @@ public struct Ingestor: Sendable {
     let receipts: VerifyReceiptClient
     let users: UserStateReader
     public let tokens: AppAccountTokens
-    let progress: ProjectionProgress?
+    let freshness: ProjectionFreshness
     let logger: Logger
 
-    public init(store: EventStore, directory: AppDirectory, verifier: SignedDataVerifier, receipts: VerifyReceiptClient,
-                progress: ProjectionProgress? = nil, reader: UserStateReader? = nil, logger: Logger) {
+    /// `reader` answers the user's state once `freshness` says the projection holds what was recorded.
+    public init(store: EventStore, evidence: EvidenceStore, directory: AppDirectory, verifier: SignedDataVerifier,
+                receipts: VerifyReceiptClient, freshness: ProjectionFreshness, reader: UserStateReader, logger: Logger) {
         self.store = store
         self.directory = directory
-        self.progress = progress
-        self.evidence = EvidenceStore(pool: store.pool)
+        self.freshness = freshness
+        self.evidence = evidence
         self.recorder = FactRecorder(store: store)
-        self.group = GroupRecorder(store: store, recorder: recorder)
+        self.group = GroupRecorder(store: store, evidence: evidence, recorder: recorder)
         self.tokens = AppAccountTokens(store: store)
         self.verifier = verifier
         self.receipts = receipts
-        self.users = reader ?? UserStateReader(pool: store.pool)
+        self.users = reader
         self.logger = logger
     }
 
@@ -152,7 +153,7 @@ public struct Ingestor: Sendable {
             let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: .tokenHolders(try await tokenHolders(of: events, bundleID: bundleID)))
             guard outcome.wroteAny, let position = outcome.lastPosition else { return .alreadyRecorded }
             // Like every write: once answered, every read sees it.
-            try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
+            try await freshness.wait(for: position, logger: logger)
             return .recorded
         }
     }
@@ -183,7 +184,7 @@ public struct Ingestor: Sendable {
                               "transaction \(original) belongs to another user of this app, and its restore policy is keep")
         }
         if let position = outcome.lastPosition {
-            try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
+            try await freshness.wait(for: position, logger: logger)
         }
         return try await users.state(bundleID: bundleID, userID: userID, atLeast: outcome.lastPosition)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFacts
 import LedgerPostgres
 import LedgerProjections
 import Logging
@@ -12,13 +13,13 @@ import Logging
 public struct UserActions: Sendable {
     let store: EventStore
     let directory: AppDirectory
-    let progress: ProjectionProgress?
+    let freshness: ProjectionFreshness
     let logger: Logger
 
-    public init(store: EventStore, directory: AppDirectory, progress: ProjectionProgress? = nil, logger: Logger) {
+    public init(store: EventStore, directory: AppDirectory, freshness: ProjectionFreshness, logger: Logger) {
         self.store = store
         self.directory = directory
-        self.progress = progress
+        self.freshness = freshness
         self.logger = logger
     }
 
@@ -123,7 +124,7 @@ public struct UserActions: Sendable {
     /// Read-your-writes: the caller's next read of the user sees this change.
     private func caughtUp(_ result: AppendResult) async throws {
         guard let position = result.events.last?.position else { return }
-        try await ProjectionFreshness.wait(for: position, pool: store.pool, progress: progress, logger: logger)
+        try await freshness.wait(for: position, logger: logger)
     }
 
     /// An earlier consumption under the same idempotency key, with the balance it left.

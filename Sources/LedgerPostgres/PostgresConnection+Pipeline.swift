@@ -152,3 +152,10 @@ extension PostgresConnection {
         if let failure { throw failure }
     }
 }
+
+extension PipelinedStatement {
+    /// Inside a transaction: its commit does not wait for its WAL to reach the disk. For writes
+    /// whose loss in a crash is harmless or repaired (evidence an append will flush after it,
+    /// derived rows re-applied from a checkpoint).
+    public static let commitWithoutWaitingForDisk = PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)")
+}

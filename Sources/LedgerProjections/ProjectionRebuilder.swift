@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFacts
 import LedgerPostgres
 import Logging
 

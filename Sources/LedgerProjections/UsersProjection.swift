@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFacts
 import LedgerPostgres
 
 /// The `users` projection: who owns which transaction, and each user's timeline. Applies a batch

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerCore
-@testable import LedgerProjections
+@testable import LedgerFacts
 import Testing
 
 @Suite struct StoredFactsTests {
