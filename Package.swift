@@ -37,9 +37,15 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // The text formats every layer writes and reads: JSON (one tree, one writer), UTC timestamps.
+        .target(
+            name: "LedgerFormats",
+            swiftSettings: swiftSettings
+        ),
         // The entitlement domain: events, catalogue, reducers, decisions. Foundation only, no I/O.
         .target(
             name: "LedgerCore",
+            dependencies: ["LedgerFormats"],
             swiftSettings: swiftSettings
         ),
         // Apple's evidence: StoreKit 2 JWS and notification verification (no database).
@@ -62,6 +68,7 @@ let package = Package(
             name: "LedgerPostgres",
             dependencies: [
                 "CLibPQ",
+                "LedgerFormats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -86,6 +93,7 @@ let package = Package(
         .target(
             name: "LedgerEventStore",
             dependencies: [
+                "LedgerFormats",
                 "LedgerPostgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -95,7 +103,7 @@ let package = Package(
         // The bridge both sides share: a domain event as a stored event, and back.
         .target(
             name: "LedgerFacts",
-            dependencies: ["LedgerCore", "LedgerEventStore"],
+            dependencies: ["LedgerCore", "LedgerFormats", "LedgerEventStore"],
             swiftSettings: swiftSettings
         ),
         // Projections: the domain's state derived from the log, stored, rebuilt blue-green.
@@ -131,6 +139,7 @@ let package = Package(
                 "LedgerProjections",
                 "LedgerIngestion",
                 "LedgerCore",
+                "LedgerFormats",
                 "AppStore",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -243,7 +252,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerCoreTests",
-            dependencies: ["LedgerCore", "LedgerDomainTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["LedgerCore", "LedgerFormats", "LedgerDomainTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

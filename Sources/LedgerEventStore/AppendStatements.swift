@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 import LedgerPostgres
 
 /// The SQL of the two append paths and how their outcomes are read.
@@ -91,5 +92,42 @@ enum AppendStatements {
 
     private static func version(of stream: String, _ connection: PostgresConnection) throws -> Int64 {
         try connection.query("SELECT version FROM ledger.streams WHERE stream = $1", [stream]).first.map { try $0["version"].int64() } ?? 0
+    }
+
+    /// The `p_events` argument of `ledger.append_events`: data and metadata travel as JSON
+    /// *strings*, so no payload can alter the array's shape.
+    static func eventsArgument(_ events: [NewEvent]) -> String {
+        var json = JSONWriter(reservingCapacity: 256 * events.count)
+        write(events, into: &json)
+        return json.text
+    }
+
+    /// The `p_appends` argument of `ledger.append_streams`.
+    static func groupArgument(_ group: [StreamAppend]) -> String {
+        var json = JSONWriter(reservingCapacity: 512 * group.count)
+        json.array { json in
+            for append in group {
+                json.object { json in
+                    json.key("stream"); json.value(append.stream)
+                    json.key("expected"); json.value(append.expectedVersion.sqlValue ?? 0)
+                    json.key("events"); write(append.events, into: &json)
+                }
+            }
+        }
+        return json.text
+    }
+
+    private static func write(_ events: [NewEvent], into json: inout JSONWriter) {
+        json.array { json in
+            for event in events {
+                json.object { json in
+                    json.key("id"); json.value(event.id.uuidString.lowercased())
+                    json.key("type"); json.value(event.type)
+                    json.key("data"); json.value(event.data)
+                    json.key("metadata"); json.value(event.metadata)
+                    if let occurredAt = event.occurredAt { json.key("occurred_at"); json.value(PostgresTimestamp.format(occurredAt)) }
+                }
+            }
+        }
     }
 }

@@ -93,9 +93,7 @@ public final class EventStore: Sendable {
     public static func groupStatement(_ group: [StreamAppend]) -> PipelinedStatement {
         precondition(Set(group.map(\.stream)).count == group.count, "a group appends to each stream once")
         precondition(group.allSatisfy { $0.expectedVersion != .any }, "a group is decided on exact versions")
-        let argument = "[" + group.map { append in
-            "{\"stream\":\(JSONText.quoted(append.stream)),\"expected\":\(append.expectedVersion.sqlValue ?? 0),\"events\":\(JSONText.eventsArgument(append.events))}"
-        }.joined(separator: ",") + "]"
+        let argument = AppendStatements.groupArgument(group)
         return PipelinedStatement(
             "SELECT stream, event_id, version, tx_id::text AS tx_id, event_position, false AS duplicate FROM ledger.append_streams($1::jsonb)", [argument])
     }
@@ -236,7 +234,7 @@ public final class EventStore: Sendable {
 
 extension StreamAppend {
     var parameters: [(any PostgresBindable)?] {
-        [stream, expectedVersion.sqlValue, JSONText.eventsArgument(events)]
+        [stream, expectedVersion.sqlValue, AppendStatements.eventsArgument(events)]
     }
 }
 

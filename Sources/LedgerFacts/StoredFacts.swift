@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 import LedgerCore
 import LedgerEventStore
 

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 
 /// `timestamptz` text in both directions. Every connection runs with `TimeZone=UTC` and
 /// `DateStyle=ISO` (see `PostgresConnection.connect`), so the server prints
@@ -10,17 +11,7 @@ public enum PostgresTimestamp {
     }
 
     public static func format(microsecondsSinceEpoch micros: Int64) -> String {
-        let seconds = micros.floorDiv(1_000_000)
-        let fraction = micros - seconds * 1_000_000
-        let days = seconds.floorDiv(86_400)
-        let secondOfDay = seconds - days * 86_400
-        let (year, month, day) = civil(fromDays: days)
-        func pad(_ value: Int64, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(fraction, 6))Z"
+        UTCTimestamp.text(ticks: micros, fractionDigits: 6)
     }
 
     /// Parses `YYYY-MM-DD HH:MM:SS[.ffffff]+00` (also with `T` and `Z`). Nil when not in that shape.
@@ -68,38 +59,8 @@ public enum PostgresTimestamp {
             }
             offsetSeconds = sign * (hours * 3600 + minutes * 60)
         }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = UTCTimestamp.daysFromCivil(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         return seconds * 1_000_000 + micros
-    }
-
-    /// Howard Hinnant's days-from-civil: proleptic Gregorian, no Calendar allocation per row.
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = y.floorDiv(400)
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = z.floorDiv(146_097)
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-}
-
-extension Int64 {
-    func floorDiv(_ divisor: Int64) -> Int64 {
-        let q = self / divisor
-        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? q - 1 : q
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 @testable import LedgerCore
 import LedgerDomainTestSupport
 import PropertyBased

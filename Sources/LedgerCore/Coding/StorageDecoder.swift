@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 
 /// Decodes what the ledger stores (events, timelines) the way `LedgerEvent.decoder` does —
 /// dates as milliseconds since 1970 — from a `JSONTree`, several times faster. Types are

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 
 /// `UserTimeline` written as JSON by hand, in the shape its `Codable` conformance reads (dates in
 /// milliseconds, nil fields left out). A rebuild writes one per user, and going through the
@@ -13,7 +14,7 @@ public enum TimelineJSON {
     }
 
     public static func write(_ timeline: UserTimeline, into out: inout [UInt8]) {
-        var json = StorageJSONWriter(bytes: out)
+        var json = JSONWriter(bytes: out)
         out = []  // the writer holds the only reference: appending never copies the buffer
         json.object { json in
             json.field("userID", timeline.userID)
@@ -25,7 +26,7 @@ public enum TimelineJSON {
         out = json.bytes
     }
 
-    static func write(_ period: AccessPeriod, _ json: inout StorageJSONWriter) {
+    static func write(_ period: AccessPeriod, _ json: inout JSONWriter) {
         json.array("entitlements", period.entitlements) { json, name in json.value(name) }
         json.field("productID", period.productID)
         json.field("originalTransactionID", period.originalTransactionID)
@@ -38,7 +39,7 @@ public enum TimelineJSON {
         json.field("gracePeriodEnd", period.gracePeriodEnd)
     }
 
-    static func write(_ subscription: SubscriptionTimeline, _ json: inout StorageJSONWriter) {
+    static func write(_ subscription: SubscriptionTimeline, _ json: inout JSONWriter) {
         json.field("originalTransactionID", subscription.originalTransactionID)
         json.field("productID", subscription.productID)
         json.field("accessEnd", subscription.accessEnd)
@@ -50,7 +51,7 @@ public enum TimelineJSON {
         json.field("expirationIntent", subscription.expirationIntent.map(Int64.init))
     }
 
-    static func write(_ purchase: PurchaseSummary, _ json: inout StorageJSONWriter) {
+    static func write(_ purchase: PurchaseSummary, _ json: inout JSONWriter) {
         json.field("transactionID", purchase.transactionID)
         json.field("originalTransactionID", purchase.originalTransactionID)
         json.field("productID", purchase.productID)
@@ -60,82 +61,11 @@ public enum TimelineJSON {
         json.field("revokedAt", purchase.revokedAt)
     }
 
-    static func write(_ entry: BalanceEntry, _ json: inout StorageJSONWriter) {
+    static func write(_ entry: BalanceEntry, _ json: inout JSONWriter) {
         json.field("kind", entry.kind.rawValue)
         json.field("currency", entry.currency)
         json.field("amount", entry.amount)
         json.field("at", entry.at)
         json.field("reference", entry.reference)
-    }
-}
-
-/// Appends JSON to a byte buffer: objects and arrays with their commas, strings escaped, dates
-/// as milliseconds since 1970 (as `LedgerEvent.encoder` writes them), nil fields skipped.
-public struct StorageJSONWriter {
-    public private(set) var bytes: [UInt8]
-    private var first = true
-
-    public init(bytes: [UInt8] = []) {
-        self.bytes = bytes
-    }
-
-    private mutating func separate() {
-        if !first { bytes.append(UInt8(ascii: ",")) }
-        first = false
-    }
-
-    private mutating func key(_ name: StaticString) {
-        separate()
-        bytes.append(UInt8(ascii: "\""))
-        bytes += UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
-        bytes += "\":".utf8
-    }
-
-    public mutating func object(_ body: (inout StorageJSONWriter) -> Void) {
-        bytes.append(UInt8(ascii: "{"))
-        let outer = first
-        first = true
-        body(&self)
-        first = outer
-        bytes.append(UInt8(ascii: "}"))
-    }
-
-    public mutating func array<T>(_ name: StaticString, _ items: [T], _ element: (inout StorageJSONWriter, T) -> Void) {
-        key(name)
-        bytes.append(UInt8(ascii: "["))
-        let outer = first
-        first = true
-        for item in items {
-            separate()
-            element(&self, item)
-        }
-        first = outer
-        bytes.append(UInt8(ascii: "]"))
-    }
-
-    public mutating func value(_ text: String) { JSONTree.writeString(text, into: &bytes) }
-
-    public mutating func field(_ name: StaticString, _ text: String?) {
-        guard let text else { return }
-        key(name)
-        JSONTree.writeString(text, into: &bytes)
-    }
-
-    public mutating func field(_ name: StaticString, _ flag: Bool?) {
-        guard let flag else { return }
-        key(name)
-        bytes += (flag ? "true" : "false").utf8
-    }
-
-    public mutating func field(_ name: StaticString, _ number: Int64?) {
-        guard let number else { return }
-        key(name)
-        bytes += String(number).utf8
-    }
-
-    public mutating func field(_ name: StaticString, _ date: Date?) {
-        guard let date else { return }
-        key(name)
-        bytes += JSONTree.numberText(1000.0 * date.timeIntervalSince1970).utf8
     }
 }

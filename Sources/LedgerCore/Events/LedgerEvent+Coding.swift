@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 
 /// Events travel as (type name, JSON data). Dates are milliseconds since the epoch, like Apple's,
 /// so a round trip is exact; keys are sorted so the same event always has the same bytes.

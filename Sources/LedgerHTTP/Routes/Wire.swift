@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 import LedgerCore
 
 /// The API's JSON, spelled out: snake_case keys, RFC 3339 UTC times, secrets never included.
@@ -7,7 +8,7 @@ enum Wire {
     /// A user's state as the API answers it (`UserState` in openapi.json), written by hand: it is
     /// the hottest answer. Absent optionals are written as null, so clients read a fixed shape.
     static func userState(_ state: UserState) -> [UInt8] {
-        var json = JSONWriter()
+        var json = JSONWriter(reservingCapacity: 1024)
         json.object { json in
             json.key("user_id"); json.value(state.userID)
             json.key("as_of"); json.value(RFC3339.string(state.asOf))

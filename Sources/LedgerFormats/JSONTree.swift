@@ -101,7 +101,7 @@ public enum JSONTree: Equatable, Sendable {
     /// A finite double as JSON: integral values as integers (what JSONEncoder writes, e.g. dates
     /// in milliseconds), others in Swift's shortest round-tripping form, so decoding gives back
     /// the same bits.
-    static func numberText(_ value: Double) -> String {
+    public static func numberText(_ value: Double) -> String {
         if value == value.rounded(), abs(value) < 9_007_199_254_740_992 { return String(Int64(value)) }
         return "\(value)"
     }
