@@ -29,6 +29,22 @@ import Testing
         #expect(report.events == 15 && report.streams == 3)
     }
 
+    /// The three append paths — one event, several events (`ledger.append_events`), a group
+    /// (`ledger.append_streams`) — continue one another's chain, and Swift's `EventHash` agrees
+    /// with every link, whichever wrote it.
+    @Test func everyAppendPathExtendsTheSameChain() async throws {
+        let (store, _) = try makeStore()
+        let stream = uniqueStream("mixed")
+        try await store.append([testEvent(data: #"{"path": "one"}"#)], to: stream)
+        try await store.append([testEvent(data: #"{"path": "many", "n": 1}"#), testEvent(data: #"{"path": "many", "n": 2}"#)], to: stream)
+        try await store.append(group: [StreamAppend(stream: stream, events: [testEvent(data: #"{"path": "group"}"#)], expectedVersion: .exact(3))])
+        try await store.append([testEvent(data: #"{"path": "one again"}"#)], to: stream, expectedVersion: .exact(4))
+        let events = try await store.read(stream: stream)
+        #expect(events.map(\.version) == [1, 2, 3, 4, 5])
+        let report = try await ChainVerifier(pool: store.pool).verify()
+        #expect(report.isIntact, "\(report.breaks)")
+    }
+
     @Test func anEditedEventIsNamed() async throws {
         let (pool, owner, streams) = try await seeded()
         try tamper(owner, "UPDATE ledger.events SET data = '{\"n\": 300}' WHERE stream = $1 AND version = 3", [streams[1]])
