@@ -9,7 +9,7 @@ import Logging
 /// one short transaction per append. Reads of the global log only ever see events whose writing
 /// transaction is older than every transaction still running, so none is skipped (DESIGN-NOTES §1).
 public final class EventStore: Sendable {
-    public let pool: PostgresPool
+    package let pool: PostgresPool
     let wakeup = Wakeup()
     let streamLocks = StreamLocks()
     private let publisher: AppendPublisher
@@ -88,9 +88,8 @@ public final class EventStore: Sendable {
         return try Self.groupResults(group, rows: rows)
     }
 
-    /// `append(group:)` as a statement, for a caller that runs it inside a transaction of its own
-    /// (with other work of the group) and then calls `announceAppends()` after its commit.
-    public static func groupStatement(_ group: [StreamAppend]) -> PipelinedStatement {
+    /// `append(group:)` as a statement, for `withGroupAppend`, which runs it inside its transaction.
+    static func groupStatement(_ group: [StreamAppend]) -> PipelinedStatement {
         precondition(Set(group.map(\.stream)).count == group.count, "a group appends to each stream once")
         precondition(group.allSatisfy { $0.expectedVersion != .any }, "a group is decided on exact versions")
         let argument = AppendStatements.groupArgument(group)
@@ -99,7 +98,7 @@ public final class EventStore: Sendable {
     }
 
     /// Each append's result from the rows of `groupStatement`, in the group's order.
-    public static func groupResults(_ group: [StreamAppend], rows: PostgresRows) throws -> [AppendResult] {
+    static func groupResults(_ group: [StreamAppend], rows: PostgresRows) throws -> [AppendResult] {
         var byStream: [String: [PostgresRow]] = [:]
         for row in rows { byStream[try row["stream"].string(), default: []].append(row) }
         return try group.map { try result(stream: $0.stream, rows: byStream[$0.stream] ?? []) }
@@ -107,7 +106,7 @@ public final class EventStore: Sendable {
 
     /// Wakes this process's subscribers and tells other processes, after a commit of appends made
     /// outside this store's own methods.
-    public func announceAppends() {
+    func announceAppends() {
         wakeup.signal()
         publisher.poke()
     }
@@ -187,7 +186,7 @@ public final class EventStore: Sendable {
 
     /// The global read behind the fence, after `bound` — a `(tx_id, position)` row expression,
     /// e.g. a subquery of a checkpoint — with `limit` a parameter reference.
-    public static func readAllSQL(after bound: String, limit: String) -> String {
+    package static func readAllSQL(after bound: String, limit: String) -> String {
         selectEventsSQL + """
              WHERE (e.tx_id, e.position) > \(bound)
                AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())
@@ -197,7 +196,7 @@ public final class EventStore: Sendable {
     }
 
     /// `SELECT … FROM ledger.events e`, the columns `RecordedEvent(row:)` reads; append a WHERE clause.
-    public static let selectEventsSQL = """
+    package static let selectEventsSQL = """
         SELECT e.event_id, e.stream, e.version, e.event_type, e.data::text AS data, e.metadata::text AS metadata,
                e.occurred_at, e.recorded_at, e.tx_id::text AS tx_id, e.position
           FROM ledger.events e
@@ -220,9 +219,9 @@ public final class EventStore: Sendable {
 
     /// Incremented by every append through this store; with `waitForAppends` lets a worker sleep
     /// until there may be something new (or `timeout` passes).
-    public var appendGeneration: UInt64 { wakeup.generation }
+    package var appendGeneration: UInt64 { wakeup.generation }
 
-    public func waitForAppends(after generation: UInt64, timeout: Duration) async {
+    package func waitForAppends(after generation: UInt64, timeout: Duration) async {
         await wakeup.wait(after: generation, timeout: timeout)
     }
 

@@ -36,6 +36,7 @@ public struct UserStateReader: Sendable {
         return timeline
     }
 
+    /// The live answer: the projected timeline — every fact known now — evaluated at `instant`.
     public func state(bundleID: String, userID: String, at instant: Date = Date(), atLeast written: LogPosition? = nil) async throws -> UserState {
         try await timeline(bundleID: bundleID, userID: userID, atLeast: written).state(at: instant)
     }
@@ -60,8 +61,11 @@ public struct UserStateReader: Sendable {
         }
     }
 
-    /// As of `instant`, from the facts with business time ≤ `instant` (time travel).
-    public func state(bundleID: String, userID: String, asOf instant: Date, atLeast written: LogPosition? = nil) async throws -> UserState {
+    /// The user's facts with business time ≤ `instant` replayed, and evaluated at `instant`: what
+    /// `?at=` answers today. Not the same question as `state(at:)`, which evaluates the timeline
+    /// built from every fact known now; the time-travel issue separates the two axes as `at`
+    /// (valid time) and `known_at` (what was recorded by then).
+    public func state(bundleID: String, userID: String, replayingFactsUpTo instant: Date, atLeast written: LogPosition? = nil) async throws -> UserState {
         let ledger = try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
             try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: instant, on: connection)
         }

@@ -94,7 +94,7 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         let reader = UserStateReader(pool: pool)
         for instant in history.instants.striding(5) {
             for user in RandomHistory.users {
-                #expect(try await reader.state(bundleID: bundleID, userID: user, asOf: instant) == expected.userState(user, at: instant))
+                #expect(try await reader.state(bundleID: bundleID, userID: user, replayingFactsUpTo: instant) == expected.userState(user, at: instant))
             }
         }
         await pool.close()

@@ -21,7 +21,7 @@ struct UsersController {
                 guard let instant = RFC3339.parseInstant(String(at)) else {
                     throw APIError.invalid("invalid_time", "at must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31")
                 }
-                state = try await reader.state(bundleID: bundleID, userID: userID, asOf: instant, atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request))
+                state = try await reader.state(bundleID: bundleID, userID: userID, replayingFactsUpTo: instant, atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request))
             } else {
                 state = try await reader.state(bundleID: bundleID, userID: userID, atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request))
             }
