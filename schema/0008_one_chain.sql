@@ -6,17 +6,20 @@
 -- made three times and kept equal to EventHash.swift by hand. They now all call
 -- ledger.write_chain; what differs between them is only how they find and hold the head.
 
--- Appends p_events after (p_version, p_hash) — the stream's head as the caller read it, locked or
--- not — and moves the head. The caller decides whether it may: a racing writer that read the
--- same head fails here on events_stream_version_key (23505), never writes a fork.
--- p_events: [{"id", "type", "data": "<json text>", "metadata": "<json text>", "occurred_at"}…].
-CREATE FUNCTION ledger.write_chain(p_stream text, p_version bigint, p_hash bytea, p_events jsonb, p_now timestamptz)
-RETURNS TABLE (event_id uuid, version bigint, tx_id xid8, event_position bigint)
+-- Appends events to streams after their heads as the caller read them, locked or not, and moves
+-- the heads: stream i gets p_events->(i-1) after (p_versions[i], p_hashes[i]). The caller decides
+-- whether it may: a racing writer that read the same head fails on events_stream_version_key
+-- (23505), never writes a fork. One INSERT for every stream's events and one for the heads, so a
+-- group of many streams costs no more statements than one stream.
+-- p_events: [[{"id", "type", "data": "<json text>", "metadata": "<json text>", "occurred_at"}…]…].
+CREATE FUNCTION ledger.write_chain(p_streams text[], p_versions bigint[], p_hashes bytea[], p_events jsonb, p_now timestamptz)
+RETURNS TABLE (stream text, event_id uuid, version bigint, tx_id xid8, event_position bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    v_version   bigint := p_version;
-    v_hash      bytea := p_hash;
+    v_version   bigint;
+    v_hash      bytea;
+    v_streams   text[] := ARRAY[]::text[];
     v_ids       uuid[] := ARRAY[]::uuid[];
     v_versions  bigint[] := ARRAY[]::bigint[];
     v_types     text[] := ARRAY[]::text[];
@@ -25,32 +28,42 @@ DECLARE
     v_occurred  timestamptz[] := ARRAY[]::timestamptz[];
     v_prev      bytea[] := ARRAY[]::bytea[];
     v_hashes    bytea[] := ARRAY[]::bytea[];
+    v_head_versions bigint[] := ARRAY[]::bigint[];
+    v_head_hashes   bytea[] := ARRAY[]::bytea[];
     v_event     jsonb;
 BEGIN
-    FOR v_event IN SELECT value FROM jsonb_array_elements(p_events) LOOP
-        v_version := v_version + 1;
-        v_ids := v_ids || (v_event->>'id')::uuid;
-        v_versions := v_versions || v_version;
-        v_types := v_types || (v_event->>'type');
-        v_data := v_data || (v_event->>'data')::jsonb;
-        v_meta := v_meta || COALESCE((v_event->>'metadata')::jsonb, '{}'::jsonb);
-        v_occurred := v_occurred || COALESCE((v_event->>'occurred_at')::timestamptz, p_now);
-        v_prev := v_prev || v_hash;
-        v_hash := ledger.event_hash(v_hash, p_stream, v_version, v_ids[cardinality(v_ids)],
-                                    v_types[cardinality(v_types)], v_data[cardinality(v_data)],
-                                    v_meta[cardinality(v_meta)], v_occurred[cardinality(v_occurred)], p_now);
-        v_hashes := v_hashes || v_hash;
+    FOR i IN 1 .. cardinality(p_streams) LOOP
+        v_version := p_versions[i];
+        v_hash := p_hashes[i];
+        FOR v_event IN SELECT value FROM jsonb_array_elements(p_events->(i - 1)) LOOP
+            v_version := v_version + 1;
+            v_streams := v_streams || p_streams[i];
+            v_ids := v_ids || (v_event->>'id')::uuid;
+            v_versions := v_versions || v_version;
+            v_types := v_types || (v_event->>'type');
+            v_data := v_data || (v_event->>'data')::jsonb;
+            v_meta := v_meta || COALESCE((v_event->>'metadata')::jsonb, '{}'::jsonb);
+            v_occurred := v_occurred || COALESCE((v_event->>'occurred_at')::timestamptz, p_now);
+            v_prev := v_prev || v_hash;
+            v_hash := ledger.event_hash(v_hash, p_streams[i], v_version, v_ids[cardinality(v_ids)],
+                                        v_types[cardinality(v_types)], v_data[cardinality(v_data)],
+                                        v_meta[cardinality(v_meta)], v_occurred[cardinality(v_occurred)], p_now);
+            v_hashes := v_hashes || v_hash;
+        END LOOP;
+        v_head_versions := v_head_versions || v_version;
+        v_head_hashes := v_head_hashes || v_hash;
     END LOOP;
 
     RETURN QUERY
         INSERT INTO ledger.events AS e
                (stream, version, event_id, event_type, data, metadata, occurred_at, recorded_at, prev_hash, hash)
-        SELECT p_stream, u.version, u.id, u.type, u.data, u.meta, u.occurred, p_now, u.prev, u.hash
-          FROM unnest(v_ids, v_versions, v_types, v_data, v_meta, v_occurred, v_prev, v_hashes)
-               AS u(id, version, type, data, meta, occurred, prev, hash)
-        RETURNING e.event_id, e.version, e.tx_id, e.position;
+        SELECT u.stream, u.version, u.id, u.type, u.data, u.meta, u.occurred, p_now, u.prev, u.hash
+          FROM unnest(v_streams, v_ids, v_versions, v_types, v_data, v_meta, v_occurred, v_prev, v_hashes)
+               AS u(stream, id, version, type, data, meta, occurred, prev, hash)
+        RETURNING e.stream, e.event_id, e.version, e.tx_id, e.position;
 
-    INSERT INTO ledger.streams AS s (stream, version, last_hash) VALUES (p_stream, v_version, v_hash)
+    INSERT INTO ledger.streams AS s (stream, version, last_hash)
+        SELECT h.stream, h.version, h.hash FROM unnest(p_streams, v_head_versions, v_head_hashes) AS h(stream, version, hash)
         ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version, last_hash = EXCLUDED.last_hash;
 END
 $$;
@@ -112,7 +125,7 @@ BEGIN
 
     RETURN QUERY
         SELECT w.event_id, w.version, w.tx_id, w.event_position, false
-          FROM ledger.write_chain(p_stream, v_current, v_hash, p_events, now()) AS w;
+          FROM ledger.write_chain(ARRAY[p_stream], ARRAY[v_current], ARRAY[v_hash], jsonb_build_array(p_events), now()) AS w;
 END
 $$;
 
@@ -127,6 +140,10 @@ DECLARE
     v_stream    text;
     v_current   bigint;
     v_hash      bytea;
+    v_streams   text[] := ARRAY[]::text[];
+    v_versions  bigint[] := ARRAY[]::bigint[];
+    v_hashes    bytea[] := ARRAY[]::bytea[];
+    v_events    jsonb := '[]'::jsonb;
 BEGIN
     SELECT array_agg(a->>'stream' ORDER BY a->>'stream') INTO v_names FROM jsonb_array_elements(p_appends) AS a;
     IF v_names IS NULL THEN
@@ -150,11 +167,13 @@ BEGIN
         IF v_current <> (v_append->>'expected')::bigint THEN
             RAISE EXCEPTION 'wrong expected version for stream' USING ERRCODE = 'LE001', DETAIL = v_stream;
         END IF;
-        RETURN QUERY
-            SELECT v_stream, w.event_id, w.version, w.tx_id, w.event_position
-              FROM ledger.write_chain(v_stream, v_current, v_hash, v_append->'events', now()) AS w;
+        v_streams := v_streams || v_stream;
+        v_versions := v_versions || v_current;
+        v_hashes := v_hashes || v_hash;
+        v_events := v_events || jsonb_build_array(v_append->'events');
     END LOOP;
+    RETURN QUERY SELECT * FROM ledger.write_chain(v_streams, v_versions, v_hashes, v_events, now());
 END
 $$;
 
-GRANT EXECUTE ON FUNCTION ledger.write_chain(text, bigint, bytea, jsonb, timestamptz) TO ledger_app;
+GRANT EXECUTE ON FUNCTION ledger.write_chain(text[], bigint[], bytea[], jsonb, timestamptz) TO ledger_app;
