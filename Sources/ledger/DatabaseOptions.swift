@@ -20,8 +20,6 @@ struct DatabaseOptions: ParsableArguments {
         "Role the server switches to after connecting (env LEDGER_DATABASE_ROLE, default ledger_app).", valueName: "role"))
     var role: String?
 
-    /// Opens the configured database, or starts the embedded cluster, and hands back a handle that
-    /// knows whether it must stop the cluster again.
     /// The environment's settings with these flags applied.
     var settings: Configuration {
         Configuration.environment.applying { settings in
@@ -31,6 +29,8 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
+    /// Opens the configured database, or starts the embedded cluster, and hands back a handle that
+    /// knows whether it must stop the cluster again.
     func open(logger: Logger) throws -> Database {
         let settings = self.settings
         let role = try ApplicationRole(settings.databaseRole)
