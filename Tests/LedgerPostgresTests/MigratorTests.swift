@@ -71,6 +71,21 @@ import Testing
         #expect(throws: MigrationError.self) { try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection) }
     }
 
+    @Test func databasesThatAppliedTheAppendFunctionsIn0001And0006StillMigrate() throws {
+        // The checksums 0001, 0006 and 0008 had while 0001 and 0006 still held their own copies of
+        // the append functions: a database migrated then keeps them as applied.
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        let earlier = [1: "fea0b84065387fa978cfdabde7681adbfbbb585e88953d37cd9d6cb0c9893d3c",
+                       6: "4ac08961c028c18b5a603db1fe9e685a9502515dbd43cdcb4dc34bf5bbb2754d",
+                       8: "23d4f43fc2e9b943017982733e49b10d2f5afc891806f833b0961864fd8ef9e1"]
+        for (version, checksum) in earlier {
+            try connection.query("UPDATE ledger.schema_migrations SET checksum = $1 WHERE version = $2", [checksum, version])
+        }
+        let report = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection)
+        #expect(report.applied.isEmpty)
+        #expect(report.alreadyApplied == report.applied.count + (try LedgerSchema.migrations().count))
+    }
+
     @Test func aFailingMigrationIsNamedWithTheServersMessage() throws {
         let connection = try PostgresConnection.connect(TestCluster.database())
         let broken = try LedgerSchema.migrations() + [Migration(version: 9001, name: "typo", sql: "CREATE TABLE ledger.t (n nonsense_type);")]
