@@ -7,7 +7,8 @@ import Glibc
 ///
 /// Not Foundation's `Process`: inside a test runner its `waitUntilExit` was seen never to return
 /// after the child had exited. And not a pipe for output: the postmaster that `pg_ctl start`
-/// leaves running inherits the child's descriptors, so a pipe would never reach end-of-file.
+/// leaves running inherits the child's standard descriptors, so a pipe would never reach
+/// end-of-file. Every other descriptor is closed in the child.
 public enum ChildProcess {
     public struct Outcome: Sendable {
         public var status: Int32
@@ -31,6 +32,11 @@ public enum ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of ours crosses over: a postmaster that kept a copy of a listening socket
+        // of this process kept that port open after this process closed it — connections to a
+        // stopped server were accepted by the kernel and never answered (seen in the tests: a
+        // ledger stopped while Apple delivers looked hung, not down). Also database connections.
+        if let closeFrom = Self.closeFrom { _ = closeFrom(&actions, 3) }
 
         var pid: pid_t = 0
         let spawnStatus = withCStrings([executable] + arguments) { argv in
@@ -42,6 +48,14 @@ public enum ChildProcess {
         }
         return pid
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), looked up at run time:
+    /// Swift's Glibc module does not import it. Absent on an older C library, descriptors are
+    /// inherited as before.
+    private static let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// Waits for `pid` and returns its exit status (128 + signal when it was killed).
     public static func wait(_ pid: pid_t) -> Int32 {
