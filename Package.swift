@@ -63,6 +63,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Apple's pull side: the App Store Server API client (bearer JWTs, paging, retries). No database.
+        .target(
+            name: "AppStoreServerAPI",
+            dependencies: [
+                "AppStore",
+                "LedgerCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // A small libpq client: connections, a fixed pool on dedicated threads, LISTEN/NOTIFY, migrations.
         .target(
             name: "LedgerPostgres",
@@ -117,8 +131,18 @@ let package = Package(
         .target(
             name: "LedgerIngestion",
             dependencies: [
-                "AppStore", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerProjections", "LedgerPostgres",
+                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerProjections", "LedgerPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Reconciliation with Apple: missed notifications recovered from Apple's history (one
+        // server at a time), the background reconciler.
+        .target(
+            name: "LedgerReconciliation",
+            dependencies: [
+                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerIngestion", "LedgerPostgres",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -134,6 +158,8 @@ let package = Package(
             name: "LedgerHTTP",
             dependencies: [
                 "LedgerAccess",
+                "LedgerReconciliation",
+                "AppStoreServerAPI",
                 "LedgerPostgres",
                 "LedgerEventStore",
                 "LedgerProjections",
@@ -156,6 +182,8 @@ let package = Package(
             name: "ledger",
             dependencies: [
                 "LedgerAccess",
+                "AppStoreServerAPI",
+                "LedgerReconciliation",
                 "LedgerPostgres",
                 "LedgerSchema",
                 "EmbeddedPostgres",
@@ -266,6 +294,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "AppStoreServerAPITests",
+            dependencies: ["AppStoreServerAPI", "AppStore", "AppStoreSimulator", "LedgerCore", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "LedgerIngestionTests",
             dependencies: ["LedgerIngestion", "LedgerEventStore", "LedgerPostgres"],
             swiftSettings: swiftSettings
@@ -273,11 +307,12 @@ let package = Package(
         .testTarget(
             name: "LedgerHTTPTests",
             dependencies: [
-                "LedgerAccess",
+                "LedgerAccess", "LedgerReconciliation", "AppStoreServerAPI",
                 "LedgerHTTP", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
                 "LedgerTestSupport", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -27,6 +27,15 @@ public struct AppStoreError: Error, Sendable, Equatable, CustomStringConvertible
         /// Apple could not be reached or kept failing (retryable statuses, timeouts, 5xx) within
         /// the retry budget: try again later.
         public static let appleUnavailable = Code("apple_unavailable")
+        /// Apple refused the app's App Store Server API key (401): issuer id, key id or private
+        /// key is wrong, or the key was revoked.
+        public static let appleAPIUnauthorized = Code("apple_api_unauthorized")
+        /// Asking Apple needs the app's App Store Server API key and none is configured.
+        public static let appleAPINotConfigured = Code("app_store_server_api_not_configured")
+        /// Apple knows no such transaction in the environments the app accepts.
+        public static let appleTransactionNotFound = Code("apple_transaction_not_found")
+        /// Apple refused the request itself (its errorCode and errorMessage are in the message).
+        public static let appleAPIRefused = Code("apple_api_refused")
     }
 
     public var code: Code

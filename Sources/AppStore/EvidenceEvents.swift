@@ -46,6 +46,19 @@ public enum EvidenceEvents {
         return events
     }
 
+    /// A subscription's renewal info as Apple's Get All Subscription Statuses states it beside its
+    /// status (1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked): an expired one
+    /// with its reason is `Expired`, one in billing retry or grace `RenewalFailed`, any other the
+    /// renewal preference in force (`AutoRenewChanged`, which restates nothing when unchanged).
+    public static func events(for renewal: DecodedRenewal, status: Int?) -> [LedgerEvent] {
+        let facts = renewal.facts
+        switch status {
+        case 2 where facts.expirationIntent != nil: return [.expired(facts)]
+        case 3, 4: return [.renewalFailed(facts)]
+        default: return [facts.isInBillingRetry || facts.gracePeriodExpiresDate != nil ? .renewalFailed(facts) : .autoRenewChanged(facts)]
+        }
+    }
+
     /// A verifyReceipt answer (or a V1 notification's unified receipt), stated by Apple at
     /// `statedAt`: every transaction it names, its cancellations, and each subscription's
     /// pending renewal.

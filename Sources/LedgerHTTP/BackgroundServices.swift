@@ -2,6 +2,7 @@ import LedgerEventStore
 import LedgerPostgres
 import Logging
 import LedgerProjections
+import LedgerReconciliation
 import ServiceLifecycle
 
 /// Cross-process wake-ups for subscriptions (LISTEN) and for others (coalesced NOTIFY), for the
@@ -44,14 +45,30 @@ public struct TimelineCacheService: Service {
     }
 }
 
+/// Recovers notifications the ledger missed from Apple's notification history, on start-up and
+/// every interval (`LEDGER_APPLE_RECONCILE_INTERVAL`).
+public struct ReconcilerService: Service {
+    let reconciler: Reconciler
+
+    public init(reconciler: Reconciler) { self.reconciler = reconciler }
+
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown { await reconciler.run() }
+    }
+}
+
 extension LedgerServices {
     /// What runs beside the HTTP server, in start order (a service group stops them in reverse,
     /// so list the HTTP server after these: it stops first and finishes its requests while the
     /// projection worker still runs).
-    public func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, logger: Logger) -> [any Service] {
+    /// `reconcileInterval`: how often Apple's notification history is read (nil: never, as in tests
+    /// that run reconciliation themselves).
+    public func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, reconcileInterval: Duration? = nil,
+                                   logger: Logger) -> [any Service] {
         let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
                                       durable: !reads.replicas.isEmpty, logger: logger)
         return [NotificationService(store: store), TimelineCacheService(cache: timelines, configuration: pool.configuration, logger: logger)]
             + (projecting ? [ProjectionService(worker: worker)] : [])
+            + (reconcileInterval.map { [ReconcilerService(reconciler: Reconciler(recovery: recovery, directory: directory, interval: $0, logger: logger))] } ?? [])
     }
 }

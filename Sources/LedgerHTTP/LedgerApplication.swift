@@ -24,6 +24,7 @@ public func buildApplication(
     let directory = services.directory
     AppsController(directory: directory).register(on: v1)
     ingestion.register(on: v1)
+    AppleController(lookups: services.lookups).register(on: v1)
     UsersController(directory: directory, reader: UserStateReader(pool: services.pool, cache: services.timelines, replicas: services.reads),
                     actions: services.actions).register(on: v1)
     ExportController(directory: directory, reads: services.reads).register(on: v1)

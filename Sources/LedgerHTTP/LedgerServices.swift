@@ -1,10 +1,12 @@
 import AppStore
+import AppStoreServerAPI
 import Hummingbird
 import LedgerAccess
 import LedgerEventStore
 import LedgerIngestion
 import LedgerPostgres
 import LedgerProjections
+import LedgerReconciliation
 import Logging
 
 /// What the HTTP routes need from the rest of the ledger. Built once by `ledger serve` (and by
@@ -26,10 +28,14 @@ public struct LedgerServices: Sendable {
     public var timelines: TimelineCache
     /// Where user states, audit trails and exports are read: replicas when configured.
     public var reads: ReadReplicas
+    /// What is asked of Apple's App Store Server API: sync on restore, order lookup.
+    public var lookups: AppleLookups
+    /// Missed notifications recovered from Apple's notification history.
+    public var recovery: NotificationRecovery
 
     /// `replicas`: pools on PostgreSQL streaming replicas of `pool`'s database (may be none).
     public init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
-                receipts: VerifyReceiptConfiguration, replicas: [PostgresPool] = [], replicaWait: Duration = .milliseconds(250),
+                receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [], replicaWait: Duration = .milliseconds(250),
                 keyCacheTTL: Duration = .seconds(2), logger: Logger) {
         let metrics = Metrics()
         self.pool = pool
@@ -50,6 +56,13 @@ public struct LedgerServices: Sendable {
         self.directory = directory
         self.ingestor = Ingestor(store: store, evidence: EvidenceStore(pool: pool), directory: directory, verifier: verifier, receipts: client,
                                  freshness: freshness, reader: UserStateReader(pool: pool, cache: timelines, replicas: reads), logger: logger)
+        let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) { outcome in
+            metrics.increment("ledger_apple_calls_total", ["api": "app_store_server_api", "outcome": outcome.rawValue])
+        }
+        self.lookups = AppleLookups(ingestor: ingestor, api: api)
+        self.recovery = NotificationRecovery(ingestor: ingestor, api: api, pool: pool, logger: logger) { result, _ in
+            metrics.increment("ledger_reconcile_notifications_total", ["result": result])
+        }
         self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
         self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
     }

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import Foundation
 import LedgerCore
 import LedgerEventStore
@@ -9,13 +10,16 @@ import Logging
 import Synchronization
 
 /// One app as configured: settings and catalogue from its `app:` stream (events), the shared
-/// secret from `ledger.app_secrets` (never an event: the log is forever).
+/// secret from `ledger.app_secrets` and the App Store Server API key from
+/// `ledger.app_server_api_keys` (never events: the log is forever).
 public struct AppConfiguration: Sendable {
     public var bundleID: String
     public var settings: AppSettings
     public var catalogue: Catalogue
     public var products: [ProductDefinition]
     public var sharedSecret: String?
+    /// The In-App Purchase key for asking Apple (`ledger.app_server_api_keys`), if configured.
+    public var serverAPI: ServerAPICredentials?
     /// The app stream's version, for optimistic concurrency on configuration changes.
     public var version: Int64
 
@@ -88,14 +92,34 @@ public final class AppDirectory: Sendable {
         }
         let secret = try connection.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID])
             .first.map { try $0["shared_secret"].string() }
+        let key = try connection.query("SELECT issuer_id, key_id, private_key FROM ledger.app_server_api_keys WHERE bundle_id = $1", [bundleID])
+            .first.map { row in
+                // Checked when configured; a key that no longer parses is reported when it is used.
+                try? ServerAPICredentials(issuerID: try row["issuer_id"].string(), keyID: try row["key_id"].string(),
+                                          privateKeyPEM: try row["private_key"].string(), bundleID: bundleID)
+            } ?? nil
         return AppConfiguration(bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(at: .distantFuture),
                                 products: products.values.sorted { $0.productID < $1.productID },
-                                sharedSecret: secret, version: recorded.last?.version ?? 0)
+                                sharedSecret: secret, serverAPI: key, version: recorded.last?.version ?? 0)
     }
 
-    /// Creates or changes an app. The secret, when given, replaces the stored one.
-    public func configure(_ bundleID: String, settings: AppSettings, sharedSecret: String?) async throws -> AppConfiguration {
+    /// The apps that have an App Store Server API key: those the reconciler asks Apple about.
+    public func appsWithServerAPIKeys() async throws -> [String] {
+        try await pool.query("SELECT bundle_id FROM ledger.app_server_api_keys ORDER BY bundle_id").map { try $0["bundle_id"].string() }
+    }
+
+    /// Creates or changes an app. The secret and the App Store Server API key, when given,
+    /// replace the stored ones.
+    public func configure(_ bundleID: String, settings: AppSettings, sharedSecret: String?,
+                          serverAPI: ServerAPICredentials? = nil) async throws -> AppConfiguration {
         try Self.validate(bundleID: bundleID)
+        if let serverAPI {
+            try await pool.query("""
+                INSERT INTO ledger.app_server_api_keys (bundle_id, issuer_id, key_id, private_key) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (bundle_id) DO UPDATE SET issuer_id = EXCLUDED.issuer_id, key_id = EXCLUDED.key_id,
+                    private_key = EXCLUDED.private_key, updated_at = now()
+                """, [bundleID, serverAPI.issuerID, serverAPI.keyID, serverAPI.privateKeyPEM])
+        }
         if let sharedSecret {
             try await pool.query("""
                 INSERT INTO ledger.app_secrets (bundle_id, shared_secret) VALUES ($1, $2)

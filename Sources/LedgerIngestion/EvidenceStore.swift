@@ -4,7 +4,8 @@ import LedgerPostgres
 /// Raw evidence kept content-addressed (`ledger.evidence`), so an auditor can re-verify what an
 /// event was derived from. Storing the same bytes again is a no-op.
 public struct EvidenceStore: Sendable {
-    public enum Kind: String, Sendable { case signedTransaction = "signed_transaction", receipt, receiptAnswer = "receipt_answer",
+    public enum Kind: String, Sendable { case signedTransaction = "signed_transaction", signedRenewalInfo = "signed_renewal_info",
+                                          receipt, receiptAnswer = "receipt_answer",
                                           notificationV1 = "notification_v1", notificationV2 = "notification_v2" }
 
     /// One piece of evidence as text (a JWS, base64, JSON: all of it UTF-8), named by its digest.

@@ -135,12 +135,16 @@ struct FactRecorder: Sendable {
             history.apply(fact)
             if let slot = fact.event.restatementSlot { latest[slot] = fact.event }
         }
-        // Evidence restated later that says nothing new is not appended (`LedgerEvent.restates`).
+        // Evidence restated later that says nothing new is not appended (`LedgerEvent.restates`),
+        // whether the stream holds the earlier statement or this work states it twice (Apple's
+        // history and its subscription statuses both sign a subscription's latest transaction).
         plan.fresh = try work.candidates.filter { candidate in
             guard !known.contains(candidate.id) else { return false }
             let event = try LedgerEvent(typeName: candidate.type, data: Data(candidate.data.utf8))
-            guard let slot = event.restatementSlot, let previous = latest[slot] else { return true }
-            return !event.restates(previous)
+            guard let slot = event.restatementSlot else { return true }
+            if let previous = latest[slot], event.restates(previous) { return false }
+            latest[slot] = event
+            return true
         }
         guard let claim = work.claim else { return plan }
         // The domain orders facts by their time: a decision must come after every earlier decision

@@ -165,6 +165,28 @@ public struct Ingestor: Sendable {
         return try await group.record(GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID))
     }
 
+    /// Apple's evidence, each piece verified on its own, recorded together: each event references
+    /// its own piece, the pieces' streams are appended as one group request (restatements among
+    /// them recorded once, `FactRecorder.plan`).
+    func record(_ pieces: [VerifiedPiece], bundleID: String, claimant: FactRecorder.Claimant) async throws -> FactRecorder.Outcome {
+        var merged: [FactRecorder.StreamWork] = []
+        var index: [String: Int] = [:]
+        var ids: Set<UUID> = []
+        for piece in pieces {
+            for var work in try recorder.work(for: piece.events, bundleID: bundleID, evidence: piece.item.digest, claimant: claimant, now: Date()) {
+                work.candidates = work.candidates.filter { ids.insert($0.id).inserted }
+                if let at = index[work.stream] { merged[at].candidates += work.candidates } else {
+                    index[work.stream] = merged.count
+                    merged.append(work)
+                }
+            }
+        }
+        var digests: Set<String> = []
+        let evidence = pieces.map(\.item).filter { digests.insert($0.digest).inserted }
+        guard !merged.isEmpty else { return FactRecorder.Outcome() }
+        return try await group.record(GroupRecorder.Request(evidence: evidence, work: merged, bundleID: bundleID))
+    }
+
     /// original transaction → user, for the transactions among `events` whose appAccountToken is
     /// linked to a user: a notification attributes a purchase nobody claimed yet to them.
     func tokenHolders(of events: [LedgerEvent], bundleID: String) async throws -> [String: String] {

@@ -42,12 +42,14 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         LedgerError(.notFound, "unknown_app", "no app \(bundleID) is configured")
     }
 
-    /// Apple's refusals: malformed input is the caller's, Apple's outage is transient, and
-    /// everything else is evidence that did not verify.
+    /// Apple's refusals: malformed input is the caller's, Apple's outage is transient, a
+    /// transaction Apple does not know is not found, and everything else — evidence that did not
+    /// verify, a key Apple refused or none configured — cannot be processed as the app is set up.
     public init(_ error: AppStoreError) {
         switch error.code {
         case .malformed: self.init(.invalid, error.code.rawValue, error.message)
         case .appleUnavailable: self.init(.unavailable, error.code.rawValue, error.message)
+        case .appleTransactionNotFound: self.init(.notFound, error.code.rawValue, error.message)
         default: self.init(.unverifiable, error.code.rawValue, error.message)
         }
     }

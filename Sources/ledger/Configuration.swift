@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import Foundation
 import LedgerHTTP
 import LedgerPostgres
@@ -24,6 +25,9 @@ struct Configuration: Sendable {
     // Apple.
     var appleRootCertificates: String?
     var verifyReceipt = VerifyReceiptConfiguration()
+    var serverAPI = ServerAPIConfiguration()
+    /// How often the server reads Apple's notification history; nil: never (`off`).
+    var reconcileInterval: Duration? = .seconds(3600)
     var logLevel = Logger.Level.info
 
     /// What this process was started with.
@@ -44,12 +48,24 @@ struct Configuration: Sendable {
         limits = RequestLimits(maximumBody: number("LEDGER_MAX_BODY_BYTES") ?? RequestLimits.defaultMaximumBody)
         appleRootCertificates = text("LEDGER_APPLE_ROOT_CERTIFICATES")
         verifyReceipt = .fromEnvironment(environment)
+        serverAPI = .fromEnvironment(environment)
+        if let text = text("LEDGER_APPLE_RECONCILE_INTERVAL") { reconcileInterval = Self.interval(text) ?? reconcileInterval }
         logLevel = text("LEDGER_LOG_LEVEL").flatMap(Logger.Level.init(rawValue:)) ?? logLevel
     }
 
     /// Comma-separated values, blanks dropped.
     static func list(_ text: String?) -> [String] {
         (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// `off`, or seconds with an optional unit: `3600`, `90s`, `15m`, `1h`. Unreadable: nil.
+    static func interval(_ text: String) -> Duration?? {
+        let value = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if value == "off" || value == "0" { return .some(nil) }
+        let units: [Character: Int] = ["s": 1, "m": 60, "h": 3600]
+        let (digits, unit) = units[value.last ?? " "].map { (value.dropLast(), $0) } ?? (Substring(value), 1)
+        guard let number = Int(digits), number > 0 else { return nil }
+        return .some(.seconds(number * unit))
     }
 
     /// This configuration with `change` applied (a command's flags).

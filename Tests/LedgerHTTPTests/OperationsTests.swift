@@ -56,6 +56,9 @@ import Testing
         let receipt = try server.apple.register(server.app.receiptAnswer([coins]), environment: .sandbox, sharedSecret: "s3cret")
         let b = Self.bundle
         let token = UUID()
+        server.serverAPI.add([SimulatedTransaction(transactionID: "d-3", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))],
+                             to: server.app)
+        server.serverAPI.addOrder("MQ1", transactionIDs: ["d-3"], to: server.app)
         let checks: [(String, String, String, [String: Any]?, Data?)] = [
             ("GET", "/v1/apps/\(b)", "/v1/apps/{bundle_id}", nil, nil),
             ("PUT", "/v1/apps/\(b)", "/v1/apps/{bundle_id}", ["environments": ["Production", "Sandbox"], "apple_app_id": 4242], nil),
@@ -75,6 +78,10 @@ import Testing
             ("PUT", "/v1/apps/\(b)/users/w/app-account-tokens/\(token)", "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}", nil, nil),
             ("GET", "/v1/apps/\(b)/app-account-tokens/\(token)", "/v1/apps/{bundle_id}/app-account-tokens/{token}", nil, nil),
             ("GET", "/v1/apps/\(b)/app-account-tokens/\(UUID())", "/v1/apps/{bundle_id}/app-account-tokens/{token}", nil, nil),
+            ("POST", "/v1/apps/\(b)/users/v/sync", "/v1/apps/{bundle_id}/users/{user_id}/sync", ["transaction_id": "d-3"], nil),
+            ("POST", "/v1/apps/\(b)/users/v/sync", "/v1/apps/{bundle_id}/users/{user_id}/sync", ["transaction_id": "unknown"], nil),
+            ("GET", "/v1/apps/\(b)/orders/MQ1", "/v1/apps/{bundle_id}/orders/{order_id}", nil, nil),
+            ("GET", "/v1/apps/\(b)/orders/MQ2", "/v1/apps/{bundle_id}/orders/{order_id}", nil, nil),
             ("GET", "/v1/apps/com.none/users/v", "/v1/apps/{bundle_id}/users/{user_id}", nil, nil),
             ("GET", "/healthz", "/healthz", nil, nil), ("GET", "/readyz", "/readyz", nil, nil),
         ]

@@ -1,6 +1,8 @@
 import AppStore
+import AppStoreServerAPI
 import AppStoreSimulator
 import AsyncHTTPClient
+import Crypto
 import EmbeddedPostgres
 import Foundation
 import Hummingbird
@@ -29,6 +31,10 @@ final class TestServer: Sendable {
     let store: EventStore
     let configuration: PostgresConfiguration
     let apple: VerifyReceiptServer
+    /// Apple's App Store Server API, on the same listener as verifyReceipt.
+    let serverAPI: ServerAPISimulator
+    /// The simulator's address: `…/production` and `…/sandbox` are the API's two base URLs.
+    let appleBase: String
     let app: SimulatedApp
     let task: Task<Void, any Error>
     let group: ServiceGroup
@@ -41,12 +47,19 @@ final class TestServer: Sendable {
 
     static let authority = try! TestCertificateAuthority()
     static let bundleID = "com.example.game"
+    /// The app's In-App Purchase key, as App Store Connect would hand it out.
+    static let apiKey = P256.Signing.PrivateKey()
+    static let issuerID = "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11"
+    static let keyID = "SIMKEY01"
 
     /// `sharing`: a second server on the first one's database (as a multi-server deployment);
     /// `projecting: false` runs it without a projection worker.
     /// `replicas`: clusters streaming from the database's cluster, to serve reads from.
+    /// `appleOf`: another (possibly stopped) server whose App Store simulator this one uses, so
+    /// what Apple kept while that server was down is there to reconcile.
     static func start(poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
-                      projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250)) async throws -> TestServer {
+                      projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250),
+                      appleOf: TestServer? = nil) async throws -> TestServer {
         let owner: PostgresConfiguration
         if let sharing {
             owner = sharing.configuration
@@ -59,25 +72,36 @@ final class TestServer: Sendable {
         let database = PostgresConfiguration.parse(owner.connectionString)["dbname"] ?? ""
         let readers = replicas.map { TestCluster.applicationRole($0.configuration(database: database)) }
         let server = try await TestServer(owner: owner, migrator: migrator, poolSize: poolSize, projecting: projecting,
-                                          replicas: readers, replicaWait: replicaWait)
+                                          replicas: readers, replicaWait: replicaWait, appleOf: appleOf)
         if configure { try await server.configureDefaultApp() }
         return server
     }
 
     private init(owner: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool,
-                 replicas: [PostgresConfiguration], replicaWait: Duration) async throws {
+                 replicas: [PostgresConfiguration], replicaWait: Duration, appleOf: TestServer?) async throws {
         let logger = TestCluster.quietLogger
         configuration = owner
         pool = PostgresPool(configuration: TestCluster.applicationRole(owner), size: poolSize, logger: logger)
         store = EventStore(pool: pool, logger: logger)
-        apple = VerifyReceiptServer()
-        let urls = try await apple.start()
+        let serverAPI = appleOf?.serverAPI ?? ServerAPISimulator()
+        self.serverAPI = serverAPI
+        if let appleOf {
+            apple = appleOf.apple
+            appleBase = appleOf.appleBase
+        } else {
+            apple = VerifyReceiptServer()
+            let urls = try await apple.start { serverAPI.register(on: $0) }
+            appleBase = String(urls.production.dropLast("/production/verifyReceipt".count))
+        }
+        let urls = (production: appleBase + "/production/verifyReceipt", sandbox: appleBase + "/sandbox/verifyReceipt")
         app = SimulatedApp(authority: Self.authority, bundleID: Self.bundleID, appAppleID: 4242, environment: "Sandbox")
         let receipts = VerifyReceiptConfiguration(productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: 3,
                                                   backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: .seconds(5))
+        let api = ServerAPIConfiguration(productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox", maxAttempts: 4,
+                                         backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20), requestTimeout: .seconds(5))
         readPools = replicas.map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
         services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root]),
-                                      receipts: receipts, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero, logger: logger)
+                                  receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero, logger: logger)
         keys = services.keys
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var serverLogger = logger
@@ -90,13 +114,22 @@ final class TestServer: Sendable {
         task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         baseURL = "http://127.0.0.1:\(await iterator.next()!)"
+        // Apple knows the app in both environments, signed for by one key, and delivers its
+        // notifications to this server.
+        var production = app
+        production.environment = "Production"
+        for known in [app, production] {
+            serverAPI.register(known, key: .init(issuerID: Self.issuerID, keyID: Self.keyID, publicKey: Self.apiKey.publicKey),
+                               notificationURL: baseURL + "/v1/apps/\(Self.bundleID)/notifications/apple")
+        }
         adminKey = try await keys.create(name: "admin", scopes: [.admin], bundleID: nil).secret
     }
 
-    func stop() async {
+    /// `keepingApple`: the App Store simulator goes on (for a server started with `appleOf:`).
+    func stop(keepingApple: Bool = false) async {
         await group.triggerGracefulShutdown()
         _ = await task.result
-        apple.stop()
+        if !keepingApple { apple.stop() }
         await pool.close()
         for replica in readPools { await replica.close() }
     }
@@ -104,6 +137,7 @@ final class TestServer: Sendable {
     func configureDefaultApp() async throws {
         let app = try await send("PUT", "/v1/apps/\(Self.bundleID)", key: adminKey, json: [
             "environments": ["Production", "Sandbox"], "shared_secret": "s3cret", "apple_app_id": 4242,
+            "app_store_server_api": ["issuer_id": Self.issuerID, "key_id": Self.keyID, "private_key": Self.apiKey.pemRepresentation],
         ])
         precondition(app.status == 200, "configuring the app failed: \(app.text)")
         for (product, body) in [

@@ -103,4 +103,10 @@ extension SignedDataVerifier {
         let verified = try await verify(jws, as: .transaction, expecting: expectation)
         return try DecodedTransaction(verified.payload, environment: verified.environment, signedDate: verified.signedDate)
     }
+
+    /// Verifies a StoreKit 2 signed renewal info for one app and decodes it.
+    public func verifyRenewal(_ jws: String, expecting expectation: Expectation) async throws -> DecodedRenewal {
+        let verified = try await verify(jws, as: .renewalInfo, expecting: expectation)
+        return try DecodedRenewal(verified.payload, environment: verified.environment, signedDate: verified.signedDate)
+    }
 }

@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import Foundation
 import Hummingbird
 import LedgerAccess
@@ -17,7 +18,15 @@ struct AppsController {
             if let secret = body.shared_secret, secret.isEmpty || secret.utf8.count > 512 {
                 throw APIError.invalid("invalid_shared_secret", "shared_secret must be 1–512 bytes")
             }
-            return try JSONBody.response(Self.body(try await directory.configure(bundleID, settings: settings, sharedSecret: body.shared_secret)))
+            let key = try body.app_store_server_api.map { key in
+                do {
+                    return try ServerAPICredentials(issuerID: key.issuer_id, keyID: key.key_id, privateKeyPEM: key.private_key, bundleID: bundleID)
+                } catch let invalid as ServerAPICredentials.Invalid {
+                    throw APIError.invalid("invalid_app_store_server_api", invalid.description)
+                }
+            }
+            return try JSONBody.response(Self.body(try await directory.configure(bundleID, settings: settings, sharedSecret: body.shared_secret,
+                                                                                 serverAPI: key)))
         }
         group.get("/apps/:bundle_id") { _, context in
             let bundleID = try context.app(.read)
@@ -82,6 +91,7 @@ struct AppsController {
 
     static func body(_ app: AppConfiguration) -> Wire.AppBody {
         Wire.AppBody(bundle_id: app.bundleID, environments: app.settings.environments.map(\.rawValue), apple_app_id: app.settings.appleAppID,
-                     restore_policy: app.settings.restorePolicy.rawValue, shared_secret: nil, shared_secret_configured: app.sharedSecret != nil)
+                     restore_policy: app.settings.restorePolicy.rawValue, shared_secret: nil, shared_secret_configured: app.sharedSecret != nil,
+                     app_store_server_api: nil, app_store_server_api_configured: app.serverAPI != nil)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerFormats
 import LedgerCore
+import LedgerIngestion
 
 /// The API's JSON, spelled out: snake_case keys, RFC 3339 UTC times, secrets never included.
 /// Kept apart from the domain types so the domain can change without breaking clients.
@@ -76,6 +77,67 @@ enum Wire {
         var shared_secret: String?
         /// Returned instead of the secret.
         var shared_secret_configured: Bool?
+        /// Accepted on PUT, never returned.
+        var app_store_server_api: ServerAPIKey?
+        /// Returned instead of the key.
+        var app_store_server_api_configured: Bool?
+    }
+
+    /// The app's In-App Purchase key for the App Store Server API, from App Store Connect.
+    struct ServerAPIKey: Codable {
+        var issuer_id: String
+        var key_id: String
+        /// The PEM text of the `.p8` file.
+        var private_key: String
+    }
+
+    struct SyncRequest: Decodable { var transaction_id: String }
+
+    /// Apple's order lookup, and who owns each transaction in this ledger.
+    struct OrderBody: Encodable {
+        struct Line: Encodable {
+            var transaction_id: String
+            var original_transaction_id: String
+            var product_id: String
+            var purchase_date: String
+            var quantity: Int
+            var price: Int64?
+            var currency: String?
+            var revoked_at: String?
+            /// null: no user of this app has claimed it yet.
+            var owner_user_id: String?
+
+            /// Absent values are written as null: clients read a fixed shape.
+            func encode(to encoder: any Encoder) throws {
+                enum Key: String, CodingKey {
+                    case transaction_id, original_transaction_id, product_id, purchase_date, quantity, price, currency, revoked_at, owner_user_id
+                }
+                var c = encoder.container(keyedBy: Key.self)
+                try c.encode(transaction_id, forKey: .transaction_id)
+                try c.encode(original_transaction_id, forKey: .original_transaction_id)
+                try c.encode(product_id, forKey: .product_id)
+                try c.encode(purchase_date, forKey: .purchase_date)
+                try c.encode(quantity, forKey: .quantity)
+                try c.encode(price, forKey: .price)
+                try c.encode(currency, forKey: .currency)
+                try c.encode(revoked_at, forKey: .revoked_at)
+                try c.encode(owner_user_id, forKey: .owner_user_id)
+            }
+        }
+        var order_id: String
+        var environment: String
+        var transactions: [Line]
+
+        init(_ order: AppleLookups.Order) {
+            order_id = order.orderID
+            environment = order.environment.rawValue
+            transactions = order.lines.map { line in
+                let t = line.transaction
+                return Line(transaction_id: t.transactionID, original_transaction_id: t.originalTransactionID, product_id: t.productID,
+                            purchase_date: RFC3339.string(t.purchaseDate), quantity: t.quantity, price: t.price, currency: t.currency,
+                            revoked_at: line.revokedAt.map(RFC3339.string), owner_user_id: line.owner)
+            }
+        }
     }
 
     struct ProductBody: Codable {

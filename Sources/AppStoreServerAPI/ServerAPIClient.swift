@@ -1,0 +1,142 @@
+import AppStore
+import AsyncHTTPClient
+import Foundation
+import LedgerCore
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// What happened on one call to the App Store Server API, for metrics.
+public enum ServerAPIOutcome: String, Sendable, CaseIterable {
+    case ok, retried, rateLimited = "rate_limited", unauthorized, notFound = "not_found", refused, unavailable
+}
+
+/// Apple's App Store Server API over HTTPS: every request signed with the app's bearer token,
+/// retried by `RetryPlan`, and answered with the body or a typed `AppStoreError`. It returns
+/// Apple's signed items as they came: the caller verifies each like any other JWS.
+///
+/// Nothing here logs a token, a key or a query parameter (revision and pagination tokens).
+public struct AppStoreServerAPIClient: Sendable {
+    public let configuration: ServerAPIConfiguration
+    let http: HTTPClient
+    let tokens: BearerTokens
+    let logger: Logger
+    let observe: @Sendable (ServerAPIOutcome) -> Void
+    /// Apple's pages are a few hundred KB at most; a larger answer is not Apple's.
+    static let maximumAnswer = 16 * 1024 * 1024
+
+    public init(configuration: ServerAPIConfiguration, http: HTTPClient = .shared, tokens: BearerTokens = BearerTokens(),
+                logger: Logger, observe: @escaping @Sendable (ServerAPIOutcome) -> Void = { _ in }) {
+        self.configuration = configuration
+        self.http = http
+        self.tokens = tokens
+        self.logger = logger
+        self.observe = observe
+    }
+
+    /// One request, retried as `RetryPlan` decides. `path` is Apple's path with its identifiers
+    /// already checked (`segment`); `query` values are percent-encoded here.
+    func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: Data? = nil,
+              in environment: AppleEnvironment, as credentials: ServerAPICredentials, expecting expected: Set<Int> = [200]) async throws -> Data {
+        guard let base = configuration.baseURL(environment) else {
+            throw AppStoreError(.appleAPIRefused, "\(environment.rawValue) data cannot be asked of Apple's App Store Server API")
+        }
+        let queryText = query.isEmpty ? "" : "?" + query.map { "\($0.0)=\(Self.percentEncoded($0.1))" }.joined(separator: "&")
+        let plan = RetryPlan(configuration: configuration)
+        let clock = ContinuousClock()
+        let started = clock.now
+        var attempts = 0
+        while true {
+            attempts += 1
+            var request = HTTPClientRequest(url: base + path + queryText)
+            request.method = method
+            request.headers.add(name: "Authorization", value: "Bearer " + (try tokens.token(for: credentials)))
+            request.headers.add(name: "Accept", value: "application/json")
+            if let body {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(bytes: body))
+            }
+            let outcome: RetryPlan.Outcome
+            var answer = Data()
+            do {
+                let response = try await http.execute(request, timeout: Self.timeAmount(configuration.requestTimeout))
+                answer = Data(try await response.body.collect(upTo: Self.maximumAnswer).readableBytesView)
+                let status = Int(response.status.code)
+                if expected.contains(status) {
+                    observe(.ok)
+                    return answer
+                }
+                outcome = .answered(status: status, retryAfter: response.headers.first(name: "Retry-After"), errorCode: Self.errorCode(answer))
+            } catch {
+                logger.debug("App Store Server API call failed", metadata: ["apple.path": "\(path)", "error": "\(error)"])
+                outcome = .transportFailed
+            }
+            switch plan.decide(after: outcome, attempts: attempts, elapsed: clock.now - started, now: Date()) {
+            case .retry(let wait):
+                if case .answered(429, _, _) = outcome { observe(.rateLimited) } else { observe(.retried) }
+                logger.debug("retrying App Store Server API call", metadata: ["apple.path": "\(path)", "apple.wait_ms": "\(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)"])
+                try await Task.sleep(for: wait)
+            case .stop:
+                throw failure(outcome, answer: answer, path: path, credentials: credentials, attempts: attempts)
+            }
+        }
+    }
+
+    /// The error a final outcome stands for.
+    private func failure(_ outcome: RetryPlan.Outcome, answer: Data, path: String, credentials: ServerAPICredentials, attempts: Int) -> AppStoreError {
+        guard case .answered(let status, let retryAfter, let code) = outcome else {
+            observe(.unavailable)
+            return AppStoreError(.appleUnavailable, "Apple's App Store Server API did not answer after \(attempts) attempts")
+        }
+        switch status {
+        case 401, 403:
+            observe(.unauthorized)
+            tokens.forget(credentials)
+            return AppStoreError(.appleAPIUnauthorized,
+                                 "Apple refused the App Store Server API key \(credentials.keyID) of \(credentials.bundleID) (HTTP \(status)): "
+                                 + "check its issuer_id, key_id and private_key, and that it is an active In-App Purchase key of this app's team")
+        case 429:
+            observe(.unavailable)
+            return AppStoreError(.appleUnavailable, "Apple's rate limit was reached" + (retryAfter.map { " (Retry-After \($0))" } ?? "") + "; try again later")
+        case 500...:
+            observe(.unavailable)
+            return AppStoreError(.appleUnavailable, "Apple's App Store Server API answered HTTP \(status) after \(attempts) attempts")
+        default:
+            let apple = Self.errorMessage(answer).map { ": \($0)" } ?? ""
+            if status == 404, [4_040_010, 4_040_005].contains(code) {
+                observe(.notFound)
+                return AppStoreError(.appleTransactionNotFound, "Apple knows no such transaction" + apple)
+            }
+            observe(.refused)
+            return AppStoreError(.appleAPIRefused, "Apple refused the request (HTTP \(status)" + (code.map { ", errorCode \($0)" } ?? "") + ")" + apple)
+        }
+    }
+
+    /// Apple's error bodies: `{"errorCode": 4040010, "errorMessage": "Transaction id not found."}`.
+    static func errorCode(_ body: Data) -> Int? {
+        (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["errorCode"] as? Int
+    }
+
+    /// Apple's own sentence, which names no secret; cut short in case a proxy sent a page.
+    static func errorMessage(_ body: Data) -> String? {
+        ((try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["errorMessage"] as? String).map { String($0.prefix(200)) }
+    }
+
+    /// An identifier placed in Apple's path: transaction ids are digits, order ids letters and
+    /// digits, notification test tokens UUID-like; anything else is refused before it is sent.
+    static func segment(_ value: String, _ what: String) throws -> String {
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        guard (1...128).contains(value.utf8.count), value.unicodeScalars.allSatisfy(allowed.contains) else {
+            throw AppStoreError(.malformed, "\(what) must be 1–128 letters, digits, '-', '_' or '.'")
+        }
+        return value
+    }
+
+    static func percentEncoded(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? ""
+    }
+
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .milliseconds(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+    }
+}

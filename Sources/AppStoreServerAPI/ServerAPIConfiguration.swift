@@ -1,0 +1,51 @@
+import Foundation
+import LedgerCore
+
+/// Where Apple's App Store Server API is and how patiently to ask it.
+public struct ServerAPIConfiguration: Sendable {
+    /// Apple's hosts (DESIGN-NOTES §6); the simulator's, or a proxy's, in tests and demos.
+    public static let appleProductionURL = "https://api.storekit.apple.com"
+    public static let appleSandboxURL = "https://api.storekit-sandbox.apple.com"
+
+    public var productionURL: String
+    public var sandboxURL: String
+    /// Attempts per request for what may pass (429, 5xx, Apple's retryable codes, timeouts).
+    public var maxAttempts: Int
+    /// Backoff before retry n is a random duration in [0, min(cap, base · 2ⁿ)] ("full jitter").
+    public var backoffBase: Duration
+    public var backoffCap: Duration
+    /// No retry starts after this much time has passed since the first attempt; a `Retry-After`
+    /// reaching past it ends the call at once, as unavailable.
+    public var totalBudget: Duration
+    public var requestTimeout: Duration
+
+    public init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
+                maxAttempts: Int = 5, backoffBase: Duration = .milliseconds(500), backoffCap: Duration = .seconds(8),
+                totalBudget: Duration = .seconds(60), requestTimeout: Duration = .seconds(30)) {
+        self.productionURL = productionURL
+        self.sandboxURL = sandboxURL
+        self.maxAttempts = maxAttempts
+        self.backoffBase = backoffBase
+        self.backoffCap = backoffCap
+        self.totalBudget = totalBudget
+        self.requestTimeout = requestTimeout
+    }
+
+    /// `LEDGER_APPLE_SERVER_API_URL` and `LEDGER_APPLE_SERVER_API_SANDBOX_URL`; Apple's hosts by
+    /// default. (Given the environment as a value by the `ledger` command, which alone reads it.)
+    public static func fromEnvironment(_ environment: [String: String]) -> Self {
+        var configuration = Self()
+        if let url = environment["LEDGER_APPLE_SERVER_API_URL"], !url.isEmpty { configuration.productionURL = url }
+        if let url = environment["LEDGER_APPLE_SERVER_API_SANDBOX_URL"], !url.isEmpty { configuration.sandboxURL = url }
+        return configuration
+    }
+
+    /// The API's base URL for an environment; Xcode and LocalTesting data never reach Apple.
+    func baseURL(_ environment: AppleEnvironment) -> String? {
+        switch environment {
+        case .production: productionURL.hasSuffix("/") ? String(productionURL.dropLast()) : productionURL
+        case .sandbox: sandboxURL.hasSuffix("/") ? String(sandboxURL.dropLast()) : sandboxURL
+        case .xcode, .localTesting: nil
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import AppStore
+import AppStoreServerAPI
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerFacts
+import LedgerProjections
+
+/// One piece of Apple's signed evidence, verified for the app: what it says and the piece itself.
+struct VerifiedPiece: Sendable {
+    var events: [LedgerEvent]
+    var item: EvidenceStore.Item
+}
+
+/// What the ledger asks Apple itself, through the App Store Server API, on a caller's behalf: a
+/// customer's whole history when they restore (sync), and the transactions of an order on the
+/// receipt Apple emailed them (support's order lookup). Every signed item Apple answers with is
+/// verified like any other JWS (chain to the configured roots, bundle, environment) and recorded
+/// as the same facts a StoreKit transaction or a notification would give: one transaction learnt
+/// three ways is recorded once, and Apple's signed time still decides the order.
+public struct AppleLookups: Sendable {
+    let ingestor: Ingestor
+    let api: AppStoreServerAPIClient
+
+    public init(ingestor: Ingestor, api: AppStoreServerAPIClient) {
+        self.ingestor = ingestor
+        self.api = api
+    }
+
+    /// Sync on restore: the history, subscription statuses and refunds of the customer whose
+    /// purchases `transactionID` (any id of the family) belongs to, recorded for `userID` under
+    /// the app's restore policy; answers the user's state with them.
+    public func sync(bundleID: String, userID: String, transactionID: String) async throws -> UserState {
+        try await LedgerError.mapping {
+            try Identifier.userID.check(userID)
+            let app = try await ingestor.directory.app(bundleID)
+            let (environment, history) = try await Self.firstEnvironment(of: app) { environment, key in
+                try await api.transactionHistory(transactionID, in: environment, as: key)
+            }
+            let key = try Self.key(of: app)
+            let statuses = try await api.subscriptionStatuses(transactionID, in: environment, as: key)
+            let refunds = try await api.refundHistory(transactionID, in: environment, as: key)
+            var pieces: [VerifiedPiece] = []
+            for signed in history.signedTransactions + refunds { pieces.append(try await transaction(signed, app)) }
+            for last in (statuses.data ?? []).flatMap({ $0.lastTransactions ?? [] }) {
+                if let signed = last.signedTransactionInfo { pieces.append(try await transaction(signed, app)) }
+                if let signed = last.signedRenewalInfo {
+                    let renewal = try await ingestor.verifier.verifyRenewal(signed, expecting: app.expectation)
+                    pieces.append(VerifiedPiece(events: EvidenceEvents.events(for: renewal, status: last.status),
+                                                item: .init(body: signed, kind: .signedRenewalInfo, bundleID: bundleID)))
+                }
+            }
+            let outcome = try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy))
+            return try await ingestor.answer(outcome, bundleID: bundleID, userID: userID)
+        }
+    }
+
+    /// An order's transactions as Apple's order lookup gives them, and who owns each now.
+    public struct Order: Sendable {
+        public struct Line: Sendable {
+            public var transaction: TransactionFacts
+            public var revokedAt: Date?
+            /// The user who owns its original transaction in this ledger; nil: nobody claimed it yet.
+            public var owner: String?
+        }
+        public var orderID: String
+        public var environment: AppleEnvironment
+        public var lines: [Line]
+    }
+
+    /// Support's "whose purchase is this?" from the order id on Apple's emailed receipt. The
+    /// transactions are recorded like a notification's: attributed to the user their
+    /// appAccountToken stands for, never taken from an owner.
+    public func order(bundleID: String, orderID: String) async throws -> Order {
+        try await LedgerError.mapping {
+            let app = try await ingestor.directory.app(bundleID)
+            let (environment, lookup): (AppleEnvironment, OrderLookupResponse)
+            do {
+                (environment, lookup) = try await Self.firstEnvironment(of: app) { environment, key in
+                    let answer = try await api.lookUpOrder(orderID, in: environment, as: key)
+                    // Status 1: not an order of this app in this environment — ask the next one.
+                    guard answer.status == 0 else { throw AppStoreError(.appleTransactionNotFound, "no such order") }
+                    return answer
+                }
+            } catch let error as AppStoreError where error.code == .appleTransactionNotFound {
+                throw LedgerError(.notFound, "apple_order_not_found", "Apple knows no order \(orderID) of this app in the environments it accepts")
+            }
+            var pieces: [VerifiedPiece] = []
+            for signed in lookup.signedTransactions ?? [] { pieces.append(try await transaction(signed, app)) }
+            let events = pieces.flatMap(\.events)
+            let holders = try await ingestor.tokenHolders(of: events, bundleID: bundleID)
+            let outcome = try await ingestor.record(pieces, bundleID: bundleID, claimant: .tokenHolders(holders))
+            if let position = outcome.lastPosition { try await ingestor.freshness.wait(for: position, logger: ingestor.logger) }
+            var lines: [Order.Line] = []
+            for event in events {
+                guard let facts = event.transactionFacts else { continue }
+                let owner = try await self.owner(of: facts.originalTransactionID, bundleID: bundleID)
+                lines.append(Order.Line(transaction: facts, revokedAt: facts.revocationDate, owner: owner))
+            }
+            return Order(orderID: orderID, environment: environment, lines: lines)
+        }
+    }
+
+    /// The original transaction's owner as its purchase stream decides it now.
+    func owner(of originalTransactionID: String, bundleID: String) async throws -> String? {
+        var ledger = AppLedger(bundleID: bundleID)
+        for event in try await ingestor.store.read(stream: LedgerStream.purchase(bundleID, originalTransactionID: originalTransactionID), limit: 100_000) {
+            if let (_, fact) = try StoredFacts.fact(from: event) { ledger.apply(fact) }
+        }
+        return ledger.owner(of: originalTransactionID)
+    }
+
+    func transaction(_ signed: String, _ app: AppConfiguration) async throws -> VerifiedPiece {
+        let transaction = try await ingestor.verifier.verifyTransaction(signed, expecting: app.expectation)
+        return VerifiedPiece(events: EvidenceEvents.events(for: transaction),
+                             item: .init(body: signed, kind: .signedTransaction, bundleID: app.bundleID))
+    }
+
+    /// The app's key, or the error that says it must be configured first.
+    static func key(of app: AppConfiguration) throws -> ServerAPICredentials {
+        guard let key = app.serverAPI else {
+            throw AppStoreError(.appleAPINotConfigured,
+                                "asking Apple needs the app's App Store Server API key; configure app_store_server_api (issuer_id, key_id, private_key) first")
+        }
+        return key
+    }
+
+    /// Asks each environment the app accepts, Production first, until one knows the thing asked:
+    /// a sandbox purchase is unknown to production, and App Review's are sandbox ones.
+    static func firstEnvironment<T>(of app: AppConfiguration, _ ask: (AppleEnvironment, ServerAPICredentials) async throws -> T)
+        async throws -> (AppleEnvironment, T) {
+        let key = try key(of: app)
+        let environments = [AppleEnvironment.production, .sandbox].filter(app.settings.environments.contains)
+        var notFound: AppStoreError?
+        for environment in environments {
+            do {
+                return (environment, try await ask(environment, key))
+            } catch let error as AppStoreError where error.code == .appleTransactionNotFound {
+                notFound = error
+            }
+        }
+        throw notFound ?? AppStoreError(.appleAPIRefused, "the app accepts neither Production nor Sandbox data, so Apple cannot be asked")
+    }
+}

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import LedgerCore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerReconciliation
+import Logging
+import ServiceLifecycle
+
+/// `ledger reconcile`: one run of what `serve` does every LEDGER_APPLE_RECONCILE_INTERVAL.
+struct ReconcileCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reconcile",
+        abstract: "Recover notifications the ledger missed, from Apple's notification history (once).",
+        discussion: """
+            Reads the app's App Store Server Notification history from Apple (App Store Server API, with the key
+            configured for the app) for every environment the app accepts, from where the last run stopped (less an
+            hour of overlap; the first run reads 7 days), verifies each notification and records the ones not yet
+            recorded. Safe beside running servers: one reconciles an app at a time, the others skip it.
+            Example: ledger reconcile --app com.example.game --since 2026-11-01
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: ArgumentHelp("The app's bundle id.", valueName: "bundle-id")) var app: String
+    @Option(help: ArgumentHelp("Start of the window instead (RFC 3339 or a date; Apple keeps 180 days).", valueName: "time")) var since: String?
+
+    func validate() throws {
+        if let since, RFC3339.parseInstant(since) == nil {
+            throw ValidationError("--since must be an RFC 3339 time or a date, e.g. 2026-11-01T00:00:00Z or 2026-11-01")
+        }
+    }
+
+    func run() async throws {
+        let logger = LoggingSetup.logger("ledger.reconcile")
+        let settings = database.settings
+        let reports = try await database.withDatabase(logger: logger) { opened, migrator in
+            let (services, replicas) = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
+            // What is recorded is projected here too, so each notification is answered as the server would.
+            let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger), logger: logger))
+            let background = Task { try await group.run() }
+            defer { background.cancel() }
+            let result = await Result(catching: { try await services.recovery.reconcile(bundleID: app, since: since.flatMap(RFC3339.parseInstant)) })
+            await group.triggerGracefulShutdown()
+            _ = await background.result
+            await services.pool.close()
+            for replica in replicas { await replica.close() }
+            return try result.get()
+        }
+        for report in reports { print(report) }
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

@@ -1,0 +1,164 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import NIOCore
+import Synchronization
+
+/// Apple's App Store Server API as the simulator plays it, per app and environment: the
+/// transactions Apple knows (grouped by customer), renewal infos, orders, the notification
+/// history with each delivery attempt (failed ones included), and the consumption information
+/// the developer sent. Requests must carry a bearer JWT signed by the app's registered key
+/// (`ServerAPIRoutes` checks it as Apple does: 401 otherwise). Pages are `pageSize` long, and
+/// scripted answers (429 with `Retry-After`, 5xx) are served first, in order, to exercise retries.
+public final class ServerAPISimulator: Sendable {
+    /// The In-App Purchase key an app's requests must be signed with.
+    public struct Key: Sendable {
+        public var issuerID: String
+        public var keyID: String
+        public var publicKey: P256.Signing.PublicKey
+        public init(issuerID: String, keyID: String, publicKey: P256.Signing.PublicKey) {
+            self.issuerID = issuerID
+            self.keyID = keyID
+            self.publicKey = publicKey
+        }
+    }
+
+    public enum Scripted: Sendable {
+        /// An error answer: HTTP status, `Retry-After` header, Apple's `errorCode`.
+        case error(status: Int, retryAfter: String? = nil, errorCode: Int? = nil)
+    }
+
+    /// A notification as Apple's history keeps it.
+    public struct HistoryEntry: Sendable {
+        public var signedPayload: String
+        public var firstAttempt: Date
+        public var attempts: [(date: Date, result: String)]
+        public var transactionID: String?
+        public var succeeded: Bool { attempts.contains { $0.result == "SUCCESS" } }
+    }
+
+    /// What a developer told Apple in Send Consumption Information.
+    public struct ConsumptionAnswer: Sendable {
+        public var transactionID: String
+        public var body: [String: String]
+        public var receivedAt: Date
+    }
+
+    /// One request as the simulator saw it, for tests that check pacing and authentication.
+    public struct Seen: Sendable {
+        public var path: String
+        public var at: Date
+        public var status: Int
+    }
+
+    struct Store {
+        var app: SimulatedApp
+        var key: Key
+        var transactions: [SimulatedTransaction] = []
+        var customers: [String: String] = [:]       // transaction id → customer
+        var renewals: [String: SimulatedRenewal] = [:]
+        var orders: [String: [String]] = [:]         // order id → transaction ids
+        var history: [HistoryEntry] = []
+        var consumption: [ConsumptionAnswer] = []
+        var testNotifications: [String: Int] = [:]   // token → index in history
+        var notificationURL: String?
+    }
+
+    struct State {
+        var stores: [String: Store] = [:]            // "<environment>/<bundle id>"
+        var scripts: [Scripted] = []
+        var seen: [Seen] = []
+    }
+
+    let state = Mutex(State())
+    public let pageSize: Int
+
+    public init(pageSize: Int = 20) { self.pageSize = pageSize }
+
+    static func storeKey(_ environment: String, _ bundleID: String) -> String { environment.lowercased() + "/" + bundleID }
+
+    /// Registers an app (its environment decides whether `/production` or `/sandbox` serves it)
+    /// with the key its requests must be signed by, and where its notifications are delivered.
+    /// Registering it again changes those and keeps what Apple knows of it (a ledger restarted
+    /// elsewhere, a rotated key).
+    public func register(_ app: SimulatedApp, key: Key, notificationURL: String? = nil) {
+        state.withLock { state in
+            let storeKey = Self.storeKey(app.environment, app.bundleID)
+            var store = state.stores[storeKey] ?? Store(app: app, key: key)
+            store.app = app
+            store.key = key
+            store.notificationURL = notificationURL
+            state.stores[storeKey] = store
+        }
+    }
+
+    /// Adds transactions Apple knows, bought by `customer` (default: each one's original id).
+    public func add(_ transactions: [SimulatedTransaction], customer: String? = nil, to app: SimulatedApp) {
+        mutate(app) { store in
+            for transaction in transactions {
+                store.transactions.removeAll { $0.transactionID == transaction.transactionID }
+                store.transactions.append(transaction)
+                store.customers[transaction.transactionID] = customer ?? transaction.originalTransactionID
+            }
+        }
+    }
+
+    public func setRenewal(_ renewal: SimulatedRenewal, of app: SimulatedApp) {
+        mutate(app) { $0.renewals[renewal.originalTransactionID] = renewal }
+    }
+
+    /// An order as on the customer's emailed receipt: its id and the transactions it contains.
+    public func addOrder(_ orderID: String, transactionIDs: [String], to app: SimulatedApp) {
+        mutate(app) { $0.orders[orderID] = transactionIDs }
+    }
+
+    public func script(_ outcomes: [Scripted]) { state.withLock { $0.scripts += outcomes } }
+
+    public func seen() -> [Seen] { state.withLock { $0.seen } }
+
+    public func history(of app: SimulatedApp) -> [HistoryEntry] {
+        state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.history ?? [] }
+    }
+
+    public func consumptionAnswers(of app: SimulatedApp) -> [ConsumptionAnswer] {
+        state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.consumption ?? [] }
+    }
+
+    /// Sends a V2 notification body the way Apple does and keeps it in the app's history with
+    /// the attempt's result: SUCCESS for 200–206, UNSUCCESSFUL_HTTP_RESPONSE_CODE for another
+    /// status, NO_RESPONSE when nothing answered (a ledger that is down). Returns the status, nil
+    /// when nothing answered.
+    @discardableResult
+    public func send(_ body: Data, of app: SimulatedApp, transactionID: String? = nil) async -> Int? {
+        let sender = NotificationSender(http: Self.deliveries)
+        guard let signed = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["signedPayload"] as? String else { return nil }
+        let url = state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.notificationURL }
+        let status: Int? = if let url { try? await sender.send(body, to: url) } else { nil }
+        let result = switch status {
+        case .some(200...206): "SUCCESS"
+        case .some: "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+        case nil: "NO_RESPONSE"
+        }
+        let now = Date()
+        mutate(app) { $0.history.append(HistoryEntry(signedPayload: signed, firstAttempt: now, attempts: [(now, result)], transactionID: transactionID)) }
+        return status
+    }
+
+    /// Apple records a delivery to a server that is down as failed at once. The shared client
+    /// would instead retry connecting until its timeout (a second or more per notification).
+    static let deliveries: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout = .init(connect: .seconds(2), read: .seconds(10))
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
+    func mutate(_ app: SimulatedApp, _ change: (inout Store) -> Void) {
+        state.withLock { state in
+            let key = Self.storeKey(app.environment, app.bundleID)
+            guard var store = state.stores[key] else { preconditionFailure("register \(app.bundleID) (\(app.environment)) with the simulator first") }
+            change(&store)
+            state.stores[key] = store
+        }
+    }
+}
