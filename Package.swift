@@ -138,11 +138,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Reconciliation with Apple: missed notifications recovered from Apple's history (one
-        // server at a time), the background reconciler.
+        // server at a time), the background reconciler, answers to CONSUMPTION_REQUESTs.
         .target(
             name: "LedgerReconciliation",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerIngestion", "LedgerPostgres",
+                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

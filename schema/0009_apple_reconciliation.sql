@@ -39,3 +39,28 @@ GRANT SELECT, INSERT, UPDATE ON ledger.apple_reconciliation TO ledger_app;
 ALTER TABLE ledger.evidence DROP CONSTRAINT evidence_kind_check;
 ALTER TABLE ledger.evidence ADD CONSTRAINT evidence_kind_check
     CHECK (kind IN ('signed_transaction', 'signed_renewal_info', 'receipt', 'receipt_answer', 'notification_v1', 'notification_v2'));
+
+-- Apple's CONSUMPTION_REQUESTs waiting for an answer: an outbox filled when such a notification is
+-- recorded (by the webhook or by reconciliation) and emptied by the consumption responder, so a
+-- request outlives restarts and Apple's outages until its 12 hours run out. Derived from the log
+-- and never rebuilt: what was sent to Apple is an event (ConsumptionInformationSent).
+CREATE TABLE ledger.consumption_requests (
+    bundle_id               text NOT NULL,
+    notification_uuid       text NOT NULL,
+    transaction_id          text NOT NULL,
+    original_transaction_id text NOT NULL,
+    environment             text NOT NULL CHECK (environment IN ('Production', 'Sandbox')),
+    -- Apple's signedDate of the request: Apple waits 12 hours from it for an answer.
+    requested_at            timestamptz NOT NULL,
+    claimed_by              uuid,
+    claimed_until           timestamptz,
+    attempts                integer NOT NULL DEFAULT 0,
+    answered_at             timestamptz,
+    -- sent, not_consented, no_consumption_policy, no_app_store_server_api_key, or the last failure.
+    outcome                 text,
+    PRIMARY KEY (bundle_id, notification_uuid)
+);
+CREATE INDEX consumption_requests_waiting_idx ON ledger.consumption_requests (requested_at) WHERE answered_at IS NULL;
+COMMENT ON TABLE ledger.consumption_requests IS
+    'CONSUMPTION_REQUESTs to answer (outbox of the consumption responder); answers are events.';
+GRANT SELECT, INSERT, UPDATE ON ledger.consumption_requests TO ledger_app;

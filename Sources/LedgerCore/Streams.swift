@@ -35,6 +35,7 @@ extension LedgerEvent {
         case .transactionClaimed(let c): c.originalTransactionID
         case .ownershipTransferred(let t): t.originalTransactionID
         case .appleNotificationReceived(let n): n.originalTransactionID
+        case .consumptionInformationSent(let a): a.originalTransactionID
         default: nil
         }
     }

@@ -57,18 +57,36 @@ public struct ReconcilerService: Service {
     }
 }
 
+/// Answers Apple's CONSUMPTION_REQUESTs waiting in the outbox, every few seconds.
+public struct ConsumptionResponderService: Service {
+    let responder: ConsumptionResponder
+    let interval: Duration
+
+    public init(responder: ConsumptionResponder, interval: Duration) {
+        self.responder = responder
+        self.interval = interval
+    }
+
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown { await responder.run(every: interval) }
+    }
+}
+
 extension LedgerServices {
     /// What runs beside the HTTP server, in start order (a service group stops them in reverse,
     /// so list the HTTP server after these: it stops first and finishes its requests while the
     /// projection worker still runs).
-    /// `reconcileInterval`: how often Apple's notification history is read (nil: never, as in tests
-    /// that run reconciliation themselves).
+    /// `reconcileInterval`: how often Apple's notification history is read, with CONSUMPTION_REQUESTs
+    /// answered every 15 s (nil: neither, as in tests that run them themselves).
     public func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, reconcileInterval: Duration? = nil,
                                    logger: Logger) -> [any Service] {
         let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
                                       durable: !reads.replicas.isEmpty, logger: logger)
         return [NotificationService(store: store), TimelineCacheService(cache: timelines, configuration: pool.configuration, logger: logger)]
             + (projecting ? [ProjectionService(worker: worker)] : [])
-            + (reconcileInterval.map { [ReconcilerService(reconciler: Reconciler(recovery: recovery, directory: directory, interval: $0, logger: logger))] } ?? [])
+            + (reconcileInterval.map { interval -> [any Service] in
+                [ReconcilerService(reconciler: Reconciler(recovery: recovery, directory: directory, interval: interval, logger: logger)),
+                 ConsumptionResponderService(responder: consumption, interval: .seconds(15))]
+            } ?? [])
     }
 }

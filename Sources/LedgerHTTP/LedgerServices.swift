@@ -32,6 +32,8 @@ public struct LedgerServices: Sendable {
     public var lookups: AppleLookups
     /// Missed notifications recovered from Apple's notification history.
     public var recovery: NotificationRecovery
+    /// Apple's CONSUMPTION_REQUESTs answered.
+    public var consumption: ConsumptionResponder
 
     /// `replicas`: pools on PostgreSQL streaming replicas of `pool`'s database (may be none).
     public init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
@@ -62,6 +64,10 @@ public struct LedgerServices: Sendable {
         self.lookups = AppleLookups(ingestor: ingestor, api: api)
         self.recovery = NotificationRecovery(ingestor: ingestor, api: api, pool: pool, logger: logger) { result, _ in
             metrics.increment("ledger_reconcile_notifications_total", ["result": result])
+        }
+        self.consumption = ConsumptionResponder(requests: ingestor.consumptionRequests, directory: directory,
+                                                reader: UserStateReader(pool: pool, cache: timelines, replicas: reads), api: api, logger: logger) { outcome in
+            metrics.increment("ledger_consumption_requests_total", ["outcome": outcome])
         }
         self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
         self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)

@@ -19,6 +19,8 @@ public struct Ingestor: Sendable {
     let receipts: VerifyReceiptClient
     let users: UserStateReader
     public let tokens: AppAccountTokens
+    /// Apple's CONSUMPTION_REQUESTs waiting for the responder.
+    public let consumptionRequests: ConsumptionRequests
     let freshness: ProjectionFreshness
     let logger: Logger
 
@@ -32,6 +34,7 @@ public struct Ingestor: Sendable {
         self.recorder = FactRecorder(store: store)
         self.group = GroupRecorder(store: store, evidence: evidence, recorder: recorder)
         self.tokens = AppAccountTokens(store: store)
+        self.consumptionRequests = ConsumptionRequests(pool: evidence.pool, store: store)
         self.verifier = verifier
         self.receipts = receipts
         self.users = reader
@@ -135,10 +138,14 @@ public struct Ingestor: Sendable {
             }
             let events: [LedgerEvent]
             let digest: String
+            var consumptionRequest: (AppleNotification, TransactionFacts)?
             if object["signedPayload"] != nil {
                 let verified = try await verifier.verifyNotification(body: body, expecting: app.expectation)
                 events = EvidenceEvents.events(for: verified)
                 digest = try await evidence.store(body, kind: .notificationV2, bundleID: bundleID)
+                if verified.notification.notificationType == "CONSUMPTION_REQUEST", let transaction = verified.transaction {
+                    consumptionRequest = (verified.notification, transaction.facts)
+                }
             } else if VerifiedNotificationV1.looksLikeV1(object) {
                 let verified = try VerifiedNotificationV1(body: body, sharedSecret: app.sharedSecret, expecting: app.expectation, receivedAt: Date())
                 events = EvidenceEvents.events(for: verified)
@@ -151,6 +158,11 @@ public struct Ingestor: Sendable {
                 throw LedgerError(.invalid, "malformed_evidence", "neither a V2 notification (signedPayload) nor a V1 one (notification_type)")
             }
             let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: .tokenHolders(try await tokenHolders(of: events, bundleID: bundleID)))
+            // Apple asks before deciding a refund; the consumption responder answers (even when the
+            // notification was recorded before: a crash between the two must not lose the request).
+            if let (notification, transaction) = consumptionRequest {
+                try await consumptionRequests.enqueue(notification, transaction: transaction, bundleID: bundleID)
+            }
             guard outcome.wroteAny, let position = outcome.lastPosition else { return .alreadyRecorded }
             // Like every write: once answered, every read sees it.
             try await freshness.wait(for: position, logger: logger)

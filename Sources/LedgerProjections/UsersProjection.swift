@@ -10,7 +10,8 @@ public struct UsersProjection: Sendable {
     public static let name = "users"
     /// Event types that change no one's ownership or timeline: evidence kept for the audit trail.
     /// Not decoded by this projection — in a realistic log they are half of all events.
-    public static let ignoredTypes: Set<String> = [LedgerEventType.appleNotificationReceived.rawValue]
+    public static let ignoredTypes: Set<String> = [LedgerEventType.appleNotificationReceived.rawValue,
+                                                   LedgerEventType.consumptionInformationSent.rawValue]
     public let version: Int
 
     public init(version: Int) { self.version = version }

@@ -194,3 +194,72 @@ import Testing
     }
 }
 
+
+/// Apple's CONSUMPTION_REQUEST answered from the ledger's facts, only with the customer's consent.
+@Suite struct ConsumptionRequestTests {
+    static let bundle = TestServer.bundleID
+
+    func configure(_ server: TestServer, policy: [String: Any]?) async throws {
+        var body: [String: Any] = ["environments": ["Production", "Sandbox"], "apple_app_id": 4242]
+        body["consumption_policy"] = policy
+        let answer = try await server.send("PUT", "/v1/apps/\(Self.bundle)", key: server.adminKey, json: body)
+        #expect(answer.status == 200, "\(answer.text)")
+    }
+
+    @Test func aConsumptionRequestIsAnsweredWithWhatTheLedgerKnowsAndTheAnswerIsInTheAuditTrail() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        try await configure(server, policy: ["customer_consented": true, "refund_preference": "DECLINE", "sample_content_provided": true])
+        let key = try await server.key([.ingest, .read])
+        // 100 coins bought, 70 spent: 70 % consumed.
+        let coins = SimulatedTransaction(transactionID: "cr-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
+        server.serverAPI.add([coins], to: server.app)
+        let bought = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                                           json: ["user_id": "cara", "signed_transaction": try server.app.signedTransaction(coins)])
+        #expect(bought.status == 200)
+        let spent = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/cara/consumptions", key: key,
+                                          json: ["currency": "coins", "amount": 70, "idempotency_key": "k1"])
+        #expect(spent.status == 200)
+
+        let request = try server.app.notificationV2("CONSUMPTION_REQUEST", transaction: coins)
+        let delivered = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: request)
+        #expect(delivered.status == 200)
+        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: request)  // Apple's redelivery
+
+        let outcomes = try await server.services.consumption.answerPending()
+        #expect(Array(outcomes.values) == ["sent"], "one request, answered once: \(outcomes)")
+        let told = server.serverAPI.consumptionAnswers(of: server.app)
+        try #require(told.count == 1)
+        #expect(told[0].transactionID == "cr-1")
+        #expect(told[0].body == ["customerConsented": "1", "consumptionPercentage": "70000", "deliveryStatus": "DELIVERED",
+                                 "refundPreference": "DECLINE", "sampleContentProvided": "1"])
+        #expect(try await server.services.consumption.answerPending().isEmpty, "an answered request is not answered again")
+
+        let trail = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/cara/events", key: key)
+        #expect(trail.text.contains("ConsumptionInformationSent") && trail.text.contains("70000"), "\(trail.text)")
+    }
+
+    @Test func withoutConsentNothingIsSentAndAnUnownedPurchaseIsUndelivered() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let unowned = SimulatedTransaction(transactionID: "cr-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
+        server.serverAPI.add([unowned], to: server.app)
+        let request = try server.app.notificationV2("CONSUMPTION_REQUEST", transaction: unowned)
+
+        try await configure(server, policy: ["customer_consented": false])
+        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: request)
+        #expect(Array(try await server.services.consumption.answerPending().values) == ["not_consented"])
+        #expect(server.serverAPI.consumptionAnswers(of: server.app).isEmpty, "nothing reaches Apple without consent")
+
+        try await configure(server, policy: ["customer_consented": true])
+        let again = try server.app.notificationV2("CONSUMPTION_REQUEST", transaction: unowned)
+        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: again)
+        #expect(Array(try await server.services.consumption.answerPending().values) == ["sent"])
+        let told = server.serverAPI.consumptionAnswers(of: server.app)
+        #expect(told.count == 1 && told.first?.body["deliveryStatus"] == "UNDELIVERED_OTHER" && told.first?.body["consumptionPercentage"] == nil)
+
+        let invalid = try await server.send("PUT", "/v1/apps/\(Self.bundle)", key: server.adminKey, json: [
+            "environments": ["Production", "Sandbox"], "consumption_policy": ["customer_consented": true, "refund_preference": "MAYBE"]])
+        #expect(invalid.status == 400 && invalid.errorCode == "invalid_consumption_policy")
+    }
+}

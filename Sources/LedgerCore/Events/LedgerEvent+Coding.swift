@@ -40,6 +40,7 @@ extension LedgerEvent {
         case .promotionalGranted(let value): try Self.encoder.encode(value)
         case .promotionalRevoked(let value): try Self.encoder.encode(value)
         case .appleNotificationReceived(let value): try Self.encoder.encode(value)
+        case .consumptionInformationSent(let value): try Self.encoder.encode(value)
         }
     }
 
@@ -88,6 +89,7 @@ extension LedgerEvent {
         case .promotionalGranted: self = .promotionalGranted(try decode(PromotionalGrant.self))
         case .promotionalRevoked: self = .promotionalRevoked(try decode(PromotionalRevocation.self))
         case .appleNotificationReceived: self = .appleNotificationReceived(try decode(AppleNotification.self))
+        case .consumptionInformationSent: self = .consumptionInformationSent(try decode(ConsumptionAnswer.self))
         }
     }
 }

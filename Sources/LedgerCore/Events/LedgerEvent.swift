@@ -45,6 +45,8 @@ public indirect enum LedgerEvent: Sendable, Equatable {
 
     /// Any notification from Apple, kept verbatim as evidence, including types nothing acts on.
     case appleNotificationReceived(AppleNotification)
+    /// What the ledger told Apple in answer to a CONSUMPTION_REQUEST (audit: what Apple was told).
+    case consumptionInformationSent(ConsumptionAnswer)
 
     /// The stored event type's name.
     public var typeName: String { type.rawValue }
@@ -70,6 +72,7 @@ public indirect enum LedgerEvent: Sendable, Equatable {
         case .promotionalGranted: .promotionalGranted
         case .promotionalRevoked: .promotionalRevoked
         case .appleNotificationReceived: .appleNotificationReceived
+        case .consumptionInformationSent: .consumptionInformationSent
         }
     }
 }
@@ -96,6 +99,7 @@ public enum LedgerEventType: String, Sendable, CaseIterable {
     case promotionalGranted = "PromotionalGranted"
     case promotionalRevoked = "PromotionalRevoked"
     case appleNotificationReceived = "AppleNotificationReceived"
+    case consumptionInformationSent = "ConsumptionInformationSent"
 
     /// Decisions about who owns an original transaction.
     public static let ownership: Set<LedgerEventType> = [.transactionClaimed, .ownershipTransferred]
@@ -105,11 +109,34 @@ public struct AppSettings: Codable, Sendable, Equatable {
     public var environments: [AppleEnvironment]
     public var appleAppID: Int64?
     public var restorePolicy: RestorePolicy
+    /// How Apple's CONSUMPTION_REQUESTs are answered; none: they are kept, never answered.
+    public var consumptionPolicy: ConsumptionPolicy?
 
-    public init(environments: [AppleEnvironment] = [.production, .sandbox], appleAppID: Int64? = nil, restorePolicy: RestorePolicy = .transfer) {
+    public init(environments: [AppleEnvironment] = [.production, .sandbox], appleAppID: Int64? = nil, restorePolicy: RestorePolicy = .transfer,
+                consumptionPolicy: ConsumptionPolicy? = nil) {
         self.environments = environments
         self.appleAppID = appleAppID
         self.restorePolicy = restorePolicy
+        self.consumptionPolicy = consumptionPolicy
+    }
+}
+
+/// What the app declares for Apple's refund questions (CONSUMPTION_REQUEST). Apple accepts
+/// consumption information only with the customer's consent, which the app collects: without
+/// `customerConsented` nothing is sent.
+public struct ConsumptionPolicy: Codable, Sendable, Equatable {
+    public var customerConsented: Bool
+    /// Apple's `refundPreference`: DECLINE, GRANT_FULL, GRANT_PRORATED; nil: no preference.
+    public var refundPreference: String?
+    /// Whether the app offered a free sample, trial or description of the content before purchase.
+    public var sampleContentProvided: Bool
+
+    public static let refundPreferences: Set<String> = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
+
+    public init(customerConsented: Bool, refundPreference: String? = nil, sampleContentProvided: Bool = false) {
+        self.customerConsented = customerConsented
+        self.refundPreference = refundPreference
+        self.sampleContentProvided = sampleContentProvided
     }
 }
 
@@ -204,5 +231,37 @@ public struct AppleNotification: Codable, Sendable, Equatable {
         self.environment = environment
         self.originalTransactionID = originalTransactionID
         self.signedDate = signedDate
+    }
+}
+
+/// The consumption information sent to Apple for one CONSUMPTION_REQUEST, as Apple received it.
+public struct ConsumptionAnswer: Codable, Sendable, Equatable {
+    public var transactionID: String
+    public var originalTransactionID: String
+    /// The request answered (Apple's notificationUUID).
+    public var notificationUUID: String
+    public var environment: AppleEnvironment
+    public var customerConsented: Bool
+    /// Thousandths of a percent consumed (0…100,000); nil: not stated.
+    public var consumptionPercentage: Int?
+    /// DELIVERED or UNDELIVERED_OTHER (nobody in this ledger owns the purchase).
+    public var deliveryStatus: String
+    public var refundPreference: String?
+    public var sampleContentProvided: Bool
+    public var sentAt: Date
+
+    public init(transactionID: String, originalTransactionID: String, notificationUUID: String, environment: AppleEnvironment,
+                customerConsented: Bool, consumptionPercentage: Int?, deliveryStatus: String, refundPreference: String?,
+                sampleContentProvided: Bool, sentAt: Date) {
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.notificationUUID = notificationUUID
+        self.environment = environment
+        self.customerConsented = customerConsented
+        self.consumptionPercentage = consumptionPercentage
+        self.deliveryStatus = deliveryStatus
+        self.refundPreference = refundPreference
+        self.sampleContentProvided = sampleContentProvided
+        self.sentAt = sentAt
     }
 }

@@ -66,7 +66,14 @@ struct AppsController {
             return policy
         } ?? .transfer
         if let id = body.apple_app_id, id <= 0 { throw APIError.invalid("invalid_apple_app_id", "apple_app_id is a positive number") }
-        return AppSettings(environments: environments, appleAppID: body.apple_app_id, restorePolicy: policy)
+        let consumption = try body.consumption_policy.map { given in
+            if let preference = given.refund_preference, !ConsumptionPolicy.refundPreferences.contains(preference) {
+                throw APIError.invalid("invalid_consumption_policy", "refund_preference is DECLINE, GRANT_FULL or GRANT_PRORATED")
+            }
+            return ConsumptionPolicy(customerConsented: given.customer_consented, refundPreference: given.refund_preference,
+                                     sampleContentProvided: given.sample_content_provided ?? false)
+        }
+        return AppSettings(environments: environments, appleAppID: body.apple_app_id, restorePolicy: policy, consumptionPolicy: consumption)
     }
 
     static func definition(_ productID: String, _ body: Wire.ProductBody) throws -> ProductDefinition {
@@ -92,6 +99,10 @@ struct AppsController {
     static func body(_ app: AppConfiguration) -> Wire.AppBody {
         Wire.AppBody(bundle_id: app.bundleID, environments: app.settings.environments.map(\.rawValue), apple_app_id: app.settings.appleAppID,
                      restore_policy: app.settings.restorePolicy.rawValue, shared_secret: nil, shared_secret_configured: app.sharedSecret != nil,
+                     consumption_policy: app.settings.consumptionPolicy.map {
+                         Wire.ConsumptionPolicyBody(customer_consented: $0.customerConsented, refund_preference: $0.refundPreference,
+                                                    sample_content_provided: $0.sampleContentProvided)
+                     },
                      app_store_server_api: nil, app_store_server_api_configured: app.serverAPI != nil)
     }
 }

@@ -77,6 +77,8 @@ enum Wire {
         var shared_secret: String?
         /// Returned instead of the secret.
         var shared_secret_configured: Bool?
+        /// How Apple's CONSUMPTION_REQUESTs are answered (absent: never answered).
+        var consumption_policy: ConsumptionPolicyBody?
         /// Accepted on PUT, never returned.
         var app_store_server_api: ServerAPIKey?
         /// Returned instead of the key.
@@ -89,6 +91,15 @@ enum Wire {
         var key_id: String
         /// The PEM text of the `.p8` file.
         var private_key: String
+    }
+
+    /// What the app declares for Apple's refund questions.
+    struct ConsumptionPolicyBody: Codable {
+        /// The app collected its customers' consent to share consumption data; without it nothing is sent.
+        var customer_consented: Bool
+        /// DECLINE, GRANT_FULL or GRANT_PRORATED; absent: no preference.
+        var refund_preference: String?
+        var sample_content_provided: Bool?
     }
 
     struct SyncRequest: Decodable { var transaction_id: String }
