@@ -138,11 +138,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Reconciliation with Apple: missed notifications recovered from Apple's history (one
-        // server at a time), the background reconciler, answers to CONSUMPTION_REQUESTs.
+        // server at a time), the background reconciler, answers to CONSUMPTION_REQUESTs, backfill.
         .target(
             name: "LedgerReconciliation",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
+                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerEventStore", "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -215,8 +216,10 @@ let package = Package(
                 "LedgerFacts",
                 "AppStore",
                 "AppStoreSimulator",
+                "AppStoreServerAPI",
                 "LedgerHTTP",
                 "LedgerIngestion",
+                "LedgerReconciliation",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -323,7 +326,9 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerCLITests",
-            dependencies: ["ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres"],
+            dependencies: ["ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
+                           "LedgerIngestion", "LedgerProjections", "LedgerCore", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
+                           .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
     ]

@@ -64,3 +64,16 @@ CREATE INDEX consumption_requests_waiting_idx ON ledger.consumption_requests (re
 COMMENT ON TABLE ledger.consumption_requests IS
     'CONSUMPTION_REQUESTs to answer (outbox of the consumption responder); answers are events.';
 GRANT SELECT, INSERT, UPDATE ON ledger.consumption_requests TO ledger_app;
+
+-- What `ledger backfill` has done, so a second run (or one resumed after a failure) skips it:
+-- one row per app, user and reference (an original transaction id, or a receipt's digest).
+CREATE TABLE ledger.backfill_done (
+    bundle_id    text NOT NULL,
+    user_id      text NOT NULL,
+    reference    text NOT NULL,
+    transactions integer NOT NULL,
+    done_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (bundle_id, user_id, reference)
+);
+COMMENT ON TABLE ledger.backfill_done IS 'Lines of backfill files already imported from Apple (resumable backfill).';
+GRANT SELECT, INSERT ON ledger.backfill_done TO ledger_app;

@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 
 /// What to do after one attempt at a request to Apple: try again (after how long) or stop.
@@ -54,8 +55,6 @@ struct RetryPlan: Sendable {
     }
 
     func backoff(beforeRetry retry: Int, random: (ClosedRange<Int>) -> Int) -> Duration {
-        let ceiling = min(configuration.backoffCap, configuration.backoffBase * (1 << min(retry, 20)))
-        let ceilingMs = max(1, Int(ceiling.components.seconds * 1000 + ceiling.components.attoseconds / 1_000_000_000_000_000))
-        return .milliseconds(random(0...ceilingMs))
+        FullJitter.delay(beforeRetry: retry, base: configuration.backoffBase, cap: configuration.backoffCap, random: random)
     }
 }

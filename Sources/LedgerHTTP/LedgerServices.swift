@@ -24,7 +24,7 @@ public struct LedgerServices: Sendable {
     /// as soon as it has applied them.
     public var progress: ProjectionProgress
     /// Run the projection worker with this too (`ProjectionWorker(cache:)`), and
-    /// `TimelineCacheService` beside it.
+    /// its invalidations beside it (both in `backgroundServices`).
     public var timelines: TimelineCache
     /// Where user states, audit trails and exports are read: replicas when configured.
     public var reads: ReadReplicas

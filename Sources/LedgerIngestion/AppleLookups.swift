@@ -3,7 +3,6 @@ import AppStoreServerAPI
 import Foundation
 import LedgerCore
 import LedgerEventStore
-import LedgerFacts
 import LedgerProjections
 
 /// One piece of Apple's signed evidence, verified for the app: what it says and the piece itself.
@@ -34,25 +33,57 @@ public struct AppleLookups: Sendable {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             let app = try await ingestor.directory.app(bundleID)
-            let (environment, history) = try await Self.firstEnvironment(of: app) { environment, key in
-                try await api.transactionHistory(transactionID, in: environment, as: key)
-            }
-            let key = try Self.key(of: app)
-            let statuses = try await api.subscriptionStatuses(transactionID, in: environment, as: key)
-            let refunds = try await api.refundHistory(transactionID, in: environment, as: key)
-            var pieces: [VerifiedPiece] = []
-            for signed in history.signedTransactions + refunds { pieces.append(try await transaction(signed, app)) }
-            for last in (statuses.data ?? []).flatMap({ $0.lastTransactions ?? [] }) {
-                if let signed = last.signedTransactionInfo { pieces.append(try await transaction(signed, app)) }
-                if let signed = last.signedRenewalInfo {
-                    let renewal = try await ingestor.verifier.verifyRenewal(signed, expecting: app.expectation)
-                    pieces.append(VerifiedPiece(events: EvidenceEvents.events(for: renewal, status: last.status),
-                                                item: .init(body: signed, kind: .signedRenewalInfo, bundleID: bundleID)))
-                }
-            }
-            let outcome = try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy))
+            let outcome = try await ingestor.record(try await customer(of: transactionID, app), bundleID: bundleID,
+                                                    claimant: .presenter(userID, policy: app.settings.restorePolicy))
             return try await ingestor.answer(outcome, bundleID: bundleID, userID: userID)
         }
+    }
+
+    /// What one backfilled customer added: their transactions, and how far the log must be
+    /// projected to show them.
+    public struct Imported: Sendable {
+        public var transactions: Int
+        public var position: LogPosition?
+        public init(transactions: Int, position: LogPosition?) {
+            self.transactions = transactions
+            self.position = position
+        }
+    }
+
+    /// Backfill at adoption: what `sync` records, without waiting for the projection (the caller
+    /// waits once, for the furthest position, when it has imported everything).
+    public func backfill(bundleID: String, userID: String, transactionID: String) async throws -> Imported {
+        try await LedgerError.mapping {
+            try Identifier.userID.check(userID)
+            let app = try await ingestor.directory.app(bundleID)
+            let pieces = try await customer(of: transactionID, app)
+            let outcome = try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy))
+            try Ingestor.refuseKept(outcome)
+            return Imported(transactions: Set(pieces.flatMap(\.events).compactMap(\.transactionFacts?.transactionID)).count,
+                            position: outcome.lastPosition)
+        }
+    }
+
+    /// Everything Apple says of the customer `transactionID` belongs to — history (every page),
+    /// subscription statuses, refunds — each signed item verified for the app.
+    func customer(of transactionID: String, _ app: AppConfiguration) async throws -> [VerifiedPiece] {
+        let (environment, history) = try await Self.firstEnvironment(of: app) { environment, key in
+            try await api.transactionHistory(transactionID, in: environment, as: key)
+        }
+        let key = try Self.key(of: app)
+        let statuses = try await api.subscriptionStatuses(transactionID, in: environment, as: key)
+        let refunds = try await api.refundHistory(transactionID, in: environment, as: key)
+        var pieces: [VerifiedPiece] = []
+        for signed in history.signedTransactions + refunds { pieces.append(try await transaction(signed, app)) }
+        for last in (statuses.data ?? []).flatMap({ $0.lastTransactions ?? [] }) {
+            if let signed = last.signedTransactionInfo { pieces.append(try await transaction(signed, app)) }
+            if let signed = last.signedRenewalInfo {
+                let renewal = try await ingestor.verifier.verifyRenewal(signed, expecting: app.expectation)
+                pieces.append(VerifiedPiece(events: EvidenceEvents.events(for: renewal, status: last.status),
+                                            item: .init(body: signed, kind: .signedRenewalInfo, bundleID: app.bundleID)))
+            }
+        }
+        return pieces
     }
 
     /// An order's transactions as Apple's order lookup gives them, and who owns each now.
@@ -94,20 +125,11 @@ public struct AppleLookups: Sendable {
             var lines: [Order.Line] = []
             for event in events {
                 guard let facts = event.transactionFacts else { continue }
-                let owner = try await self.owner(of: facts.originalTransactionID, bundleID: bundleID)
+                let owner = try await PurchaseStream.read(ingestor.store, bundleID: bundleID, originalTransactionID: facts.originalTransactionID).owner
                 lines.append(Order.Line(transaction: facts, revokedAt: facts.revocationDate, owner: owner))
             }
             return Order(orderID: orderID, environment: environment, lines: lines)
         }
-    }
-
-    /// The original transaction's owner as its purchase stream decides it now.
-    func owner(of originalTransactionID: String, bundleID: String) async throws -> String? {
-        var ledger = AppLedger(bundleID: bundleID)
-        for event in try await ingestor.store.read(stream: LedgerStream.purchase(bundleID, originalTransactionID: originalTransactionID), limit: 100_000) {
-            if let (_, fact) = try StoredFacts.fact(from: event) { ledger.apply(fact) }
-        }
-        return ledger.owner(of: originalTransactionID)
     }
 
     func transaction(_ signed: String, _ app: AppConfiguration) async throws -> VerifiedPiece {

@@ -76,18 +76,8 @@ public struct ConsumptionRequests: Sendable {
     /// The transaction as its purchase stream knows it now (the latest snapshot Apple signed),
     /// and its owner.
     public func purchase(_ pending: Pending) async throws -> (transaction: TransactionFacts?, owner: String?) {
-        var ledger = AppLedger(bundleID: pending.bundleID)
-        var transaction: TransactionFacts?
-        let stream = LedgerStream.purchase(pending.bundleID, originalTransactionID: pending.originalTransactionID)
-        for event in try await store.read(stream: stream, limit: 100_000) {
-            guard let (_, fact) = try StoredFacts.fact(from: event) else { continue }
-            ledger.apply(fact)
-            if let facts = fact.event.transactionFacts, facts.transactionID == pending.transactionID,
-               transaction.map({ $0.signedDate <= facts.signedDate }) ?? true {
-                transaction = facts
-            }
-        }
-        return (transaction, ledger.owner(of: pending.originalTransactionID))
+        let stream = try await PurchaseStream.read(store, bundleID: pending.bundleID, originalTransactionID: pending.originalTransactionID)
+        return (stream.transaction(pending.transactionID), stream.owner)
     }
 
     /// Records what Apple was told, once per request: the event's id derives from the request's

@@ -213,14 +213,25 @@ public struct Ingestor: Sendable {
     /// The state to answer with: once the projection has applied what was just written (so the
     /// caller's next read sees it too), from the projection.
     func answer(_ outcome: FactRecorder.Outcome, bundleID: String, userID: String) async throws -> UserState {
-        if let original = outcome.keptByAnother.first {
-            throw LedgerError(.conflict, "transaction_owned_by_another_user",
-                              "transaction \(original) belongs to another user of this app, and its restore policy is keep")
-        }
+        try Self.refuseKept(outcome)
         if let position = outcome.lastPosition {
             try await freshness.wait(for: position, logger: logger)
         }
         return try await users.state(bundleID: bundleID, userID: userID, atLeast: outcome.lastPosition)
+    }
+
+    /// Returns once the live projection shows everything up to `position` (bounded, as every
+    /// write's answer is): for work that records much and answers once, like a backfill.
+    public func waitUntilProjected(_ position: LogPosition) async throws {
+        try await freshness.wait(for: position, logger: logger)
+    }
+
+    /// A restore the `keep` policy refused: the purchase stays with its owner, whose id is not disclosed.
+    static func refuseKept(_ outcome: FactRecorder.Outcome) throws {
+        if let original = outcome.keptByAnother.first {
+            throw LedgerError(.conflict, "transaction_owned_by_another_user",
+                              "transaction \(original) belongs to another user of this app, and its restore policy is keep")
+        }
     }
 
     static func validate(userID: String) throws {

@@ -1,11 +1,13 @@
 import AppStoreSimulator
 import ArgumentParser
+import Crypto
 import Foundation
 import Hummingbird
 
 /// `appstore-simulator serve`: the local App Store for demos and for CI that cannot reach Apple.
-/// One listener serves Apple's verifyReceipt (production and sandbox) and a small control API
-/// that signs StoreKit 2 transactions, registers receipts, and sends notifications to a ledger.
+/// One listener serves Apple's verifyReceipt and App Store Server API (production and sandbox) and
+/// a small control API that signs StoreKit 2 transactions, registers receipts, and sends
+/// notifications to a ledger.
 @main
 struct SimulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,14 +35,31 @@ struct SimulatorCommand: AsyncParsableCommand {
     @Option(help: "Apple app id put in notifications.") var appAppleID: Int64 = 1_234_567_890
     @Option(help: "Production or Sandbox.") var environment = "Sandbox"
 
+    static let issuerID = "5b1a44ad-8d51-4f0a-9c5e-3a6f1e2b7c10"
+    static let keyID = "SIMULATOR1"
+
     func run() async throws {
         let folder = URL(fileURLWithPath: state)
         let authority = try TestCertificateAuthority.persistent(in: folder)
         let app = SimulatedApp(authority: authority, bundleID: bundleID, appAppleID: appAppleID, environment: environment)
         let server = VerifyReceiptServer()
         let webhook = "\(ledger)/v1/apps/\(bundleID)/notifications/apple"
+        // The App Store Server API: one In-App Purchase key, kept beside the chain across restarts.
+        let keyFile = folder.appendingPathComponent("api-key.p8")
+        let apiKey = try (try? String(contentsOf: keyFile, encoding: .utf8)).map { try P256.Signing.PrivateKey(pemRepresentation: $0) } ?? {
+            let key = P256.Signing.PrivateKey()
+            try key.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
+            return key
+        }()
+        let serverAPI = ServerAPISimulator()
+        var twin = app
+        twin.environment = environment == "Production" ? "Sandbox" : "Production"
+        for known in [app, twin] {
+            serverAPI.register(known, key: .init(issuerID: Self.issuerID, keyID: Self.keyID, publicKey: apiKey.publicKey), notificationURL: webhook)
+        }
         let urls = try await server.start(port: port) { router in
-            ControlAPI(app: app, server: server, webhook: webhook).register(on: router)
+            ControlAPI(app: app, server: server, serverAPI: serverAPI, webhook: webhook).register(on: router)
+            serverAPI.register(on: router)
         }
         // Written straight to the descriptor: print's buffer would hold it until exit in a pipe or file.
         FileHandle.standardOutput.write(Data("""
@@ -48,7 +67,10 @@ struct SimulatorCommand: AsyncParsableCommand {
               LEDGER_APPLE_ROOT_CERTIFICATES=\(folder.appendingPathComponent("root.der").path)
               LEDGER_APPLE_VERIFY_RECEIPT_URL=\(urls.production)
               LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL=\(urls.sandbox)
-              notifications go to \(webhook)
+              LEDGER_APPLE_SERVER_API_URL=http://127.0.0.1:\(port)/production
+              LEDGER_APPLE_SERVER_API_SANDBOX_URL=http://127.0.0.1:\(port)/sandbox
+              App Store Server API key: issuer_id \(Self.issuerID), key_id \(Self.keyID), private_key in \(keyFile.path)
+              notifications go to \(webhook) (kept in Apple's notification history, delivered or not)
 
             """.utf8))
         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
@@ -59,12 +81,15 @@ struct SimulatorCommand: AsyncParsableCommand {
 struct ControlAPI: Sendable {
     let app: SimulatedApp
     let server: VerifyReceiptServer
+    /// What Apple knows: every transaction signed here, every notification sent from here.
+    let serverAPI: ServerAPISimulator
     let webhook: String
 
     func register(on router: Router<BasicRequestContext>) {
         router.post("/sign/transaction") { request, _ in
             let fields = try await Self.object(request)
             let transaction = try Self.transaction(fields)
+            serverAPI.add([transaction], to: app)
             return try Self.json(["signed_transaction": try app.signedTransaction(transaction)])
         }
         router.post("/receipts") { request, _ in
@@ -88,7 +113,16 @@ struct ControlAPI: Sendable {
                                                                  autoRenewStatus: fields["auto_renew"] as? Bool ?? true) }
                 body = try app.notificationV2(type, subtype: fields["subtype"] as? String, transaction: transaction, renewal: renewal)
             }
-            let statuses = try await NotificationSender().deliver([body], to: webhook, redeliveries: fields["redeliveries"] as? Int ?? 0)
+            if let transaction { serverAPI.add([transaction], to: app) }
+            var statuses: [Int] = []
+            if (fields["version"] as? Int) == 1 {
+                statuses = try await NotificationSender().deliver([body], to: webhook, redeliveries: fields["redeliveries"] as? Int ?? 0)
+            } else {
+                // As Apple: each attempt kept in the notification history, 0 when nothing answered.
+                for _ in 0...(fields["redeliveries"] as? Int ?? 0) {
+                    statuses.append(await serverAPI.send(body, of: app, transactionID: transaction?.transactionID) ?? 0)
+                }
+            }
             return try Self.json(["statuses": statuses])
         }
     }

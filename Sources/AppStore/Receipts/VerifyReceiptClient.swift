@@ -47,9 +47,7 @@ public struct VerifyReceiptConfiguration: Sendable {
     }
 
     func backoff(beforeRetry retry: Int) -> Duration {
-        let ceiling = min(backoffCap, backoffBase * (1 << min(retry, 20)))
-        let ceilingMs = max(1, Int(ceiling.components.seconds * 1000 + ceiling.components.attoseconds / 1_000_000_000_000_000))
-        return .milliseconds(Int.random(in: 0...ceilingMs))
+        FullJitter.delay(beforeRetry: retry, base: backoffBase, cap: backoffCap)
     }
 }
 

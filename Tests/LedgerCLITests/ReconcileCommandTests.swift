@@ -1,0 +1,111 @@
+import AppStore
+import AppStoreServerAPI
+import AppStoreSimulator
+import Crypto
+import EmbeddedPostgres
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerIngestion
+import LedgerPostgres
+import LedgerProjections
+import LedgerTestSupport
+import Testing
+
+/// `ledger backfill` and `ledger reconcile` as an operator runs them: the binary, configured by the
+/// environment, against a real PostgreSQL and the simulator's App Store Server API on loopback.
+@Suite struct ReconcileCommandTests {
+    static let bundle = "com.example.adopter"
+
+    /// A database with the app configured (key, product), the simulator knowing three customers,
+    /// and the environment the binary needs to reach both.
+    struct Fixture {
+        let folder: URL
+        let environment: [String: String]
+        let simulator: ServerAPISimulator
+        let listener: VerifyReceiptServer
+        let app: SimulatedApp
+        let owner: PostgresConfiguration
+
+        init() async throws {
+            folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-reconcile-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            owner = try TestCluster.database(on: TestCluster.privateCluster(), named: "ledger")
+            let authority = try TestCertificateAuthority()
+            try authority.writeRoot(to: folder.appendingPathComponent("root.der").path)
+            simulator = ServerAPISimulator()
+            listener = VerifyReceiptServer()
+            let simulator = simulator
+            let urls = try await listener.start { simulator.register(on: $0) }
+            let base = String(urls.production.dropLast("/production/verifyReceipt".count))
+            app = SimulatedApp(authority: authority, bundleID: ReconcileCommandTests.bundle, appAppleID: 77, environment: "Sandbox")
+            let key = P256.Signing.PrivateKey()
+            let issuer = UUID().uuidString.lowercased()
+            var production = app
+            production.environment = "Production"
+            for known in [app, production] { simulator.register(known, key: .init(issuerID: issuer, keyID: "CLIKEY1", publicKey: key.publicKey)) }
+
+            // The app as `PUT /v1/apps` would configure it, written through the same directory.
+            var application = owner
+            application.role = "ledger_app"
+            let pool = PostgresPool(configuration: application, size: 2, logger: TestCluster.quietLogger)
+            let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
+            let directory = AppDirectory(pool: pool, store: store, freshness: ProjectionFreshness(pool: pool, progress: nil, timeout: .milliseconds(100)))
+            _ = try await directory.configure(ReconcileCommandTests.bundle, settings: AppSettings(appleAppID: 77), sharedSecret: nil,
+                                              serverAPI: try ServerAPICredentials(issuerID: issuer, keyID: "CLIKEY1", privateKeyPEM: key.pemRepresentation,
+                                                                                  bundleID: ReconcileCommandTests.bundle))
+            _ = try await directory.define(ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: ReconcileCommandTests.bundle)
+            await pool.close()
+
+            var environment = ProcessInfo.processInfo.environment
+            environment["LEDGER_DATABASE_URL"] = owner.connectionString
+            environment["LEDGER_APPLE_ROOT_CERTIFICATES"] = folder.appendingPathComponent("root.der").path
+            environment["LEDGER_APPLE_SERVER_API_URL"] = base + "/production"
+            environment["LEDGER_APPLE_SERVER_API_SANDBOX_URL"] = base + "/sandbox"
+            self.environment = environment
+        }
+
+        func run(_ arguments: [String]) -> (status: Int32, output: String) {
+            let log = folder.appendingPathComponent("run-\(UUID().uuidString.prefix(6)).log").path
+            let outcome = (try? ChildProcess.spawn(LedgerCommandTests.ledgerBinary, arguments, environment: environment, outputPath: log))
+                .map { ChildProcess.wait($0) } ?? -1
+            return (outcome, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+        }
+    }
+
+    @Test func backfillImportsAFileResumesWithoutRecordingAgainAndReconcileRecoversMissedNotifications() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.listener.stop() }
+        let start = Date(timeIntervalSinceNow: -2 * 30 * 86_400 - 3600)
+        var csv = "user_id,original_transaction_id\n"
+        for n in 0..<3 {
+            let first = SimulatedTransaction(transactionID: "a\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(30 * 86_400))
+            fixture.simulator.add([first, first.renewed(transactionID: "a\(n)-1", period: 30 * 86_400),
+                                   first.renewed(transactionID: "a\(n)-1", period: 30 * 86_400).renewed(transactionID: "a\(n)-2", period: 30 * 86_400)],
+                                  customer: "c\(n)", to: fixture.app)
+            csv += "user-\(n),a\(n)\n"
+        }
+        let file = fixture.folder.appendingPathComponent("users.csv").path
+        try csv.write(toFile: file, atomically: true, encoding: .utf8)
+
+        let first = fixture.run(["backfill", "--app", Self.bundle, "--file", file])
+        #expect(first.status == 0, "\(first.output)")
+        #expect(first.output.contains("3 lines: 3 imported (9 transactions), 0 done before, 0 failed"), "\(first.output)")
+        let second = fixture.run(["backfill", "--app", Self.bundle, "--file", file])
+        #expect(second.status == 0 && second.output.contains("3 lines: 0 imported (0 transactions), 3 done before, 0 failed"), "\(second.output)")
+
+        // Two notifications Apple could not deliver (no URL answered): one run of reconcile records them.
+        let renewal = SimulatedTransaction(transactionID: "a0-3", originalTransactionID: "a0", productID: "pro.monthly",
+                                           purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
+        await fixture.simulator.send(try fixture.app.notificationV2("DID_RENEW", transaction: renewal), of: fixture.app)
+        await fixture.simulator.send(try fixture.app.notificationV2("TEST"), of: fixture.app)
+        let reconciled = fixture.run(["reconcile", "--app", Self.bundle])
+        #expect(reconciled.status == 0, "\(reconciled.output)")
+        #expect(reconciled.output.contains("Sandbox") && reconciled.output.contains("2 notifications in Apple's history, 2 recorded"), "\(reconciled.output)")
+        let again = fixture.run(["reconcile", "--app", Self.bundle])
+        #expect(again.output.contains("0 recorded, 2 already recorded"), "\(again.output)")
+
+        let missing = fixture.run(["backfill", "--app", Self.bundle, "--file", fixture.folder.appendingPathComponent("none.csv").path])
+        #expect(missing.status != 0 && missing.output.contains("cannot read"), "\(missing.output)")
+    }
+}
