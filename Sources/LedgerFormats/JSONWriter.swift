@@ -7,10 +7,16 @@ import Foundation
 /// ~240 µs a timeline in a rebuild (profiled); the appends' argument is built per call. Two kinds
 /// of member: `key` + `value` write `null` for nil (API answers keep their fields), `field` skips
 /// a nil (stored timelines stay small).
+///
+/// Its small members are `@inlinable`: the HTTP edge writes a user-state answer with some fifty
+/// calls of them, and across a module boundary each would be an opaque call with its closure.
+@frozen
 public struct JSONWriter {
-    public private(set) var bytes: [UInt8]
-    private var needsComma = false
+    /// The JSON written so far.
+    public var bytes: [UInt8]
+    @usableFromInline var needsComma = false
 
+    @inlinable
     public init(bytes: [UInt8] = [], reservingCapacity capacity: Int = 0) {
         self.bytes = bytes
         self.bytes.reserveCapacity(capacity)
@@ -19,6 +25,7 @@ public struct JSONWriter {
     /// The bytes as text.
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 
+    @inlinable
     public mutating func object(_ body: (inout JSONWriter) -> Void) {
         separate()
         bytes.append(UInt8(ascii: "{"))
@@ -28,6 +35,7 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    @inlinable
     public mutating func array(_ body: (inout JSONWriter) -> Void) {
         separate()
         bytes.append(UInt8(ascii: "["))
@@ -38,12 +46,14 @@ public struct JSONWriter {
     }
 
     /// A member holding an array of `items`, each written by `element`.
+    @inlinable
     public mutating func array<T>(_ name: StaticString, _ items: [T], _ element: (inout JSONWriter, T) -> Void) {
         key(name)
         array { json in for item in items { element(&json, item) } }
     }
 
     /// A key inside an object; the next value written is its value.
+    @inlinable
     public mutating func key(_ name: String) {
         separate()
         JSONTree.writeString(name, into: &bytes)
@@ -52,6 +62,7 @@ public struct JSONWriter {
     }
 
     /// A key known at compile time (no escaping, no allocation: the hot path of timelines).
+    @inlinable
     public mutating func key(_ name: StaticString) {
         separate()
         bytes.append(UInt8(ascii: "\""))
@@ -60,18 +71,21 @@ public struct JSONWriter {
         needsComma = false
     }
 
+    @inlinable
     public mutating func value(_ text: String?) {
         separate()
         if let text { JSONTree.writeString(text, into: &bytes) } else { bytes += "null".utf8 }
         needsComma = true
     }
 
+    @inlinable
     public mutating func value(_ number: Int64?) {
         separate()
         bytes += (number.map(String.init) ?? "null").utf8
         needsComma = true
     }
 
+    @inlinable
     public mutating func value(_ flag: Bool?) {
         separate()
         bytes += (flag.map { $0 ? "true" : "false" } ?? "null").utf8
@@ -79,24 +93,28 @@ public struct JSONWriter {
     }
 
     /// JSON text already written elsewhere (a stored document), inserted as it is.
+    @inlinable
     public mutating func raw(_ json: String) {
         separate()
         bytes += json.utf8
         needsComma = true
     }
 
+    @inlinable
     public mutating func field(_ name: StaticString, _ text: String?) {
         guard let text else { return }
         key(name)
         value(text)
     }
 
+    @inlinable
     public mutating func field(_ name: StaticString, _ flag: Bool?) {
         guard let flag else { return }
         key(name)
         value(flag)
     }
 
+    @inlinable
     public mutating func field(_ name: StaticString, _ number: Int64?) {
         guard let number else { return }
         key(name)
@@ -104,6 +122,7 @@ public struct JSONWriter {
     }
 
     /// A date as milliseconds since 1970, as `LedgerEvent.encoder` stores dates.
+    @inlinable
     public mutating func field(_ name: StaticString, _ date: Date?) {
         guard let date else { return }
         key(name)
@@ -119,7 +138,8 @@ public struct JSONWriter {
         return String(decoding: out, as: UTF8.self)
     }
 
-    private mutating func separate() {
+    @inlinable
+    mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         needsComma = false
     }
