@@ -18,40 +18,42 @@ import Testing
     }
 
     @Test func tenThousandTransactionsAreImportedFromAFileAndASecondRunRecordsNothing() async throws {
-        let server = try await TestServer.start(poolSize: 8)
-        defer { Task { await server.stop() } }
-        // 100 customers, each with a subscription renewed 99 times (five history pages each):
-        // 10,000 transactions, in few enough requests that the suite's other tests keep their pace.
-        let start = Date(timeIntervalSinceNow: -99 * Self.month - 86_400)
-        var csv = "user_id,original_transaction_id\n"
-        for customer in 0..<100 {
-            var periods = [SimulatedTransaction(transactionID: "b\(customer)-0", productID: "pro.monthly", purchaseDate: start,
-                                                expiresDate: start.addingTimeInterval(Self.month))]
-            for n in 1..<100 { periods.append(periods.last!.renewed(transactionID: "b\(customer)-\(n)", period: Self.month)) }
-            server.serverAPI.add(periods, customer: "customer-\(customer)", to: server.app)
-            csv += "player-\(customer),b\(customer)-0\n"
+        try await HeavyTests.oneAtATime {
+            let server = try await TestServer.start(poolSize: 8)
+            defer { Task { await server.stop() } }
+            // 100 customers, each with a subscription renewed 99 times (five history pages each):
+            // 10,000 transactions, in few enough requests that the suite's other tests keep their pace.
+            let start = Date(timeIntervalSinceNow: -99 * Self.month - 86_400)
+            var csv = "user_id,original_transaction_id\n"
+            for customer in 0..<100 {
+                var periods = [SimulatedTransaction(transactionID: "b\(customer)-0", productID: "pro.monthly", purchaseDate: start,
+                                                    expiresDate: start.addingTimeInterval(Self.month))]
+                for n in 1..<100 { periods.append(periods.last!.renewed(transactionID: "b\(customer)-\(n)", period: Self.month)) }
+                server.serverAPI.add(periods, customer: "customer-\(customer)", to: server.app)
+                csv += "player-\(customer),b\(customer)-0\n"
+            }
+            csv += "player-x,404404\n"  // Apple knows no such transaction: that line fails, the rest go on
+            let lines = try BackfillFile.parse(csv)
+            #expect(lines.count == 101 && lines.first?.number == 2)
+    
+            let backfill = Backfill(lookups: server.services.lookups, ingestor: server.services.ingestor, pool: server.pool, concurrency: 16,
+                                    logger: TestCluster.quietLogger)
+            let first = try await backfill.run(bundleID: Self.bundle, lines: lines)
+            #expect(first.imported == 100 && first.transactions == 10_000 && first.skipped == 0, "\(first)")
+            #expect(first.failed.count == 1 && first.failed.first?.line == 102 && first.failed.first?.reason.hasPrefix("apple_transaction_not_found") == true)
+            let recorded = try await eventCount(server)
+    
+            let key = try await server.key([.read])
+            for customer in [0, 49, 99] {
+                let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/player-\(customer)", key: key)
+                let pro = (state.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable]
+                #expect(pro?["active"] as? Bool == true && pro?["original_transaction_id"] as? String == "b\(customer)-0", "\(state.text)")
+            }
+    
+            let second = try await backfill.run(bundleID: Self.bundle, lines: lines)
+            #expect(second.skipped == 100 && second.imported == 0 && second.failed.count == 1, "\(second)")
+            #expect(try await eventCount(server) == recorded, "a second run records nothing")
         }
-        csv += "player-x,404404\n"  // Apple knows no such transaction: that line fails, the rest go on
-        let lines = try BackfillFile.parse(csv)
-        #expect(lines.count == 101 && lines.first?.number == 2)
-
-        let backfill = Backfill(lookups: server.services.lookups, ingestor: server.services.ingestor, pool: server.pool, concurrency: 16,
-                                logger: TestCluster.quietLogger)
-        let first = try await backfill.run(bundleID: Self.bundle, lines: lines)
-        #expect(first.imported == 100 && first.transactions == 10_000 && first.skipped == 0, "\(first)")
-        #expect(first.failed.count == 1 && first.failed.first?.line == 102 && first.failed.first?.reason.hasPrefix("apple_transaction_not_found") == true)
-        let recorded = try await eventCount(server)
-
-        let key = try await server.key([.read])
-        for customer in [0, 49, 99] {
-            let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/player-\(customer)", key: key)
-            let pro = (state.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable]
-            #expect(pro?["active"] as? Bool == true && pro?["original_transaction_id"] as? String == "b\(customer)-0", "\(state.text)")
-        }
-
-        let second = try await backfill.run(bundleID: Self.bundle, lines: lines)
-        #expect(second.skipped == 100 && second.imported == 0 && second.failed.count == 1, "\(second)")
-        #expect(try await eventCount(server) == recorded, "a second run records nothing")
     }
 
     @Test func filesAreReadAsCSVOrJSONLinesAndAWrongOneIsRefusedWhole() throws {

@@ -3,6 +3,7 @@ import Foundation
 import LedgerAccess
 import LedgerCore
 import LedgerPostgres
+import LedgerTestSupport
 import Testing
 
 /// Every V2 notification type and subtype Apple documents is kept, and those that change what a
@@ -29,20 +30,22 @@ import Testing
     }
 
     @Test func everyDocumentedTypeAndSubtypeIsKept() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let start = Date(timeIntervalSinceNow: -86_400)
-        for (n, (type, subtype)) in Self.documented.enumerated() {
-            // Types about no transaction (TEST, summaries, consent, external tokens) carry none.
-            let aboutNone = ["TEST", "RENEWAL_EXTENSION", "EXTERNAL_PURCHASE_TOKEN", "RESCIND_CONSENT"].contains(type)
-            let transaction = aboutNone ? nil : SimulatedTransaction(transactionID: "nt-\(n)", productID: "pro.monthly", purchaseDate: start,
-                                                                     expiresDate: start.addingTimeInterval(Self.month))
-            let body = try server.app.notificationV2(type, subtype: subtype, transaction: transaction,
-                                                     renewal: transaction.map { SimulatedRenewal(originalTransactionID: $0.originalTransactionID, productID: $0.productID) })
-            let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body)
-            #expect(answer.status == 200, "\(type) \(subtype ?? "-"): \(answer.text)")
+        try await HeavyTests.oneAtATime {
+            let server = try await TestServer.start()
+            defer { Task { await server.stop() } }
+            let start = Date(timeIntervalSinceNow: -86_400)
+            for (n, (type, subtype)) in Self.documented.enumerated() {
+                // Types about no transaction (TEST, summaries, consent, external tokens) carry none.
+                let aboutNone = ["TEST", "RENEWAL_EXTENSION", "EXTERNAL_PURCHASE_TOKEN", "RESCIND_CONSENT"].contains(type)
+                let transaction = aboutNone ? nil : SimulatedTransaction(transactionID: "nt-\(n)", productID: "pro.monthly", purchaseDate: start,
+                                                                         expiresDate: start.addingTimeInterval(Self.month))
+                let body = try server.app.notificationV2(type, subtype: subtype, transaction: transaction,
+                                                         renewal: transaction.map { SimulatedRenewal(originalTransactionID: $0.originalTransactionID, productID: $0.productID) })
+                let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body)
+                #expect(answer.status == 200, "\(type) \(subtype ?? "-"): \(answer.text)")
+            }
+            #expect(try await notificationsStored(server) == Self.documented.count)
         }
-        #expect(try await notificationsStored(server) == Self.documented.count)
     }
 
     @Test func oneTimeChargesGrantRenewalExtensionsExtendAndDeclinedRefundsChangeNothing() async throws {

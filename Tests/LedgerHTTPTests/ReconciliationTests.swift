@@ -7,6 +7,7 @@ import LedgerHTTP
 import LedgerIngestion
 import LedgerPostgres
 import LedgerReconciliation
+import LedgerTestSupport
 import Testing
 
 /// Reconciliation with Apple over the real server, a real PostgreSQL and the simulator's App Store
@@ -100,66 +101,68 @@ import Testing
     }
 
     @Test func notificationsSentWhileTheLedgerWasDownAreRecoveredByOneReconcile() async throws {
-        let first = try await TestServer.start()
-        let key = try await first.key([.ingest, .read])
-        // Ten subscribers, each known to the ledger.
-        // Whole seconds, so the expiry the API writes is exactly the one computed here.
-        let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - Self.month + 3600).rounded(.down))
-        var subscriptions: [SimulatedTransaction] = []
-        for n in 0..<10 {
-            let purchase = SimulatedTransaction(transactionID: "d\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(Self.month))
-            subscriptions.append(purchase)
-            let posted = try await first.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                              json: ["user_id": "u\(n)", "signed_transaction": try first.app.signedTransaction(purchase)])
-            #expect(posted.status == 200)
-        }
-        await first.stop(keepingApple: true)
-
-        // While it is down Apple sends 50 notifications: four renewals and auto-renew turned off, per subscriber.
-        var sent = 0
-        for (n, purchase) in subscriptions.enumerated() {
-            var latest = purchase
-            for period in 1...4 {
-                latest = latest.renewed(transactionID: "d\(n)-r\(period)", period: Self.month)
-                let body = try first.app.notificationV2("DID_RENEW", transaction: latest,
-                                                        renewal: SimulatedRenewal(originalTransactionID: "d\(n)", productID: "pro.monthly"))
-                #expect(await first.serverAPI.send(body, of: first.app, transactionID: latest.transactionID) == nil)
+        try await HeavyTests.oneAtATime {
+            let first = try await TestServer.start()
+            let key = try await first.key([.ingest, .read])
+            // Ten subscribers, each known to the ledger.
+            // Whole seconds, so the expiry the API writes is exactly the one computed here.
+            let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - Self.month + 3600).rounded(.down))
+            var subscriptions: [SimulatedTransaction] = []
+            for n in 0..<10 {
+                let purchase = SimulatedTransaction(transactionID: "d\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(Self.month))
+                subscriptions.append(purchase)
+                let posted = try await first.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                                                  json: ["user_id": "u\(n)", "signed_transaction": try first.app.signedTransaction(purchase)])
+                #expect(posted.status == 200)
+            }
+            await first.stop(keepingApple: true)
+    
+            // While it is down Apple sends 50 notifications: four renewals and auto-renew turned off, per subscriber.
+            var sent = 0
+            for (n, purchase) in subscriptions.enumerated() {
+                var latest = purchase
+                for period in 1...4 {
+                    latest = latest.renewed(transactionID: "d\(n)-r\(period)", period: Self.month)
+                    let body = try first.app.notificationV2("DID_RENEW", transaction: latest,
+                                                            renewal: SimulatedRenewal(originalTransactionID: "d\(n)", productID: "pro.monthly"))
+                    #expect(await first.serverAPI.send(body, of: first.app, transactionID: latest.transactionID) == nil)
+                    sent += 1
+                }
+                let off = try first.app.notificationV2("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: latest,
+                                                       renewal: SimulatedRenewal(originalTransactionID: "d\(n)", productID: "pro.monthly", autoRenewStatus: false))
+                #expect(await first.serverAPI.send(off, of: first.app, transactionID: latest.transactionID) == nil)
                 sent += 1
             }
-            let off = try first.app.notificationV2("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: latest,
-                                                   renewal: SimulatedRenewal(originalTransactionID: "d\(n)", productID: "pro.monthly", autoRenewStatus: false))
-            #expect(await first.serverAPI.send(off, of: first.app, transactionID: latest.transactionID) == nil)
-            sent += 1
+            // And one forged in Apple's name, which must be refused without stopping the rest.
+            let rogue = SimulatedApp(authority: try TestCertificateAuthority(), bundleID: Self.bundle, appAppleID: 4242, environment: "Sandbox")
+            await first.serverAPI.send(try rogue.notificationV2("REFUND", transaction: subscriptions[0].revoked(at: Date())), of: first.app)
+            let history = first.serverAPI.history(of: first.app)
+            #expect(sent == 50 && history.count == 51 && history.allSatisfy { !$0.succeeded }, "every delivery failed")
+    
+            let second = try await TestServer.start(configure: false, sharing: first, appleOf: first)
+    
+            defer { Task { await second.stop() } }
+            let before = try await eventCount(second)
+            let reports = try await second.services.recovery.reconcile(bundleID: Self.bundle)
+            let sandbox = try #require(reports.first { $0.environment == .sandbox })
+            #expect(sandbox.seen == 51 && sandbox.recorded == 50 && sandbox.alreadyRecorded == 0 && sandbox.refused == 1, "\(sandbox)")
+            #expect(reports.first { $0.environment == .production }?.seen == 0)
+            let recorded = try await eventCount(second)
+            #expect(recorded > before)
+            let expiry = start.addingTimeInterval(5 * Self.month)
+            for n in 0..<10 {
+                let state = try await second.send("GET", "/v1/apps/\(Self.bundle)/users/u\(n)", key: key)
+                let pro = Self.entitlement(state, "pro")
+                let subscription = (state.json["subscriptions"] as? [[String: any Sendable]])?.first
+                #expect(pro?["active"] as? Bool == true && subscription?["will_renew"] as? Bool == false, "u\(n): \(state.text)")
+                #expect(pro?["expires_at"] as? String == RFC3339.string(expiry), "u\(n) renewed four times")
+            }
+    
+            let again = try await second.services.recovery.reconcile(bundleID: Self.bundle)
+            let repeated = try #require(again.first { $0.environment == .sandbox })
+            #expect(repeated.recorded == 0 && repeated.alreadyRecorded == 50, "\(repeated)")
+            #expect(try await eventCount(second) == recorded, "each notification is recorded once")
         }
-        // And one forged in Apple's name, which must be refused without stopping the rest.
-        let rogue = SimulatedApp(authority: try TestCertificateAuthority(), bundleID: Self.bundle, appAppleID: 4242, environment: "Sandbox")
-        await first.serverAPI.send(try rogue.notificationV2("REFUND", transaction: subscriptions[0].revoked(at: Date())), of: first.app)
-        let history = first.serverAPI.history(of: first.app)
-        #expect(sent == 50 && history.count == 51 && history.allSatisfy { !$0.succeeded }, "every delivery failed")
-
-        let second = try await TestServer.start(configure: false, sharing: first, appleOf: first)
-
-        defer { Task { await second.stop() } }
-        let before = try await eventCount(second)
-        let reports = try await second.services.recovery.reconcile(bundleID: Self.bundle)
-        let sandbox = try #require(reports.first { $0.environment == .sandbox })
-        #expect(sandbox.seen == 51 && sandbox.recorded == 50 && sandbox.alreadyRecorded == 0 && sandbox.refused == 1, "\(sandbox)")
-        #expect(reports.first { $0.environment == .production }?.seen == 0)
-        let recorded = try await eventCount(second)
-        #expect(recorded > before)
-        let expiry = start.addingTimeInterval(5 * Self.month)
-        for n in 0..<10 {
-            let state = try await second.send("GET", "/v1/apps/\(Self.bundle)/users/u\(n)", key: key)
-            let pro = Self.entitlement(state, "pro")
-            let subscription = (state.json["subscriptions"] as? [[String: any Sendable]])?.first
-            #expect(pro?["active"] as? Bool == true && subscription?["will_renew"] as? Bool == false, "u\(n): \(state.text)")
-            #expect(pro?["expires_at"] as? String == RFC3339.string(expiry), "u\(n) renewed four times")
-        }
-
-        let again = try await second.services.recovery.reconcile(bundleID: Self.bundle)
-        let repeated = try #require(again.first { $0.environment == .sandbox })
-        #expect(repeated.recorded == 0 && repeated.alreadyRecorded == 50, "\(repeated)")
-        #expect(try await eventCount(second) == recorded, "each notification is recorded once")
     }
 
     @Test func applesRefusalsAndAMissingKeyAreClearAndNothingIsRecorded() async throws {

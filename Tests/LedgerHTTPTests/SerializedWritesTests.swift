@@ -7,6 +7,7 @@ import LedgerHTTP
 import LedgerPostgres
 import NIOCore
 import NIOHTTP1
+import LedgerTestSupport
 import Testing
 
 /// Requests that meet on one stream take turns (`EventStore.serialized`) instead of racing: every
@@ -46,56 +47,60 @@ import Testing
     }
 
     @Test func sixtyFourSpendsOnTwoServersEachGetADecision() async throws {
-        let (first, second) = try await Self.twoServers()
-        defer { Task { await second.stop(); await first.stop() } }
-        let key = try await first.key([.ingest, .read])
-        let coins = SimulatedTransaction(transactionID: "w-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -10))
-        let bought = try await first.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                          json: ["user_id": "wallet", "signed_transaction": try first.app.signedTransaction(coins)])
-        try #require(bought.status == 200, "\(bought.text)")
-        let spends = (0..<64).map { index in
-            (index % 2 == 0 ? first : second, "/v1/apps/\(Self.bundle)/users/wallet/consumptions",
-             ["currency": "coins", "amount": 3, "idempotency_key": "spend-\(index)"] as [String: any Sendable])
+        try await HeavyTests.oneAtATime {
+            let (first, second) = try await Self.twoServers()
+            defer { Task { await second.stop(); await first.stop() } }
+            let key = try await first.key([.ingest, .read])
+            let coins = SimulatedTransaction(transactionID: "w-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -10))
+            let bought = try await first.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                                              json: ["user_id": "wallet", "signed_transaction": try first.app.signedTransaction(coins)])
+            try #require(bought.status == 200, "\(bought.text)")
+            let spends = (0..<64).map { index in
+                (index % 2 == 0 ? first : second, "/v1/apps/\(Self.bundle)/users/wallet/consumptions",
+                 ["currency": "coins", "amount": 3, "idempotency_key": "spend-\(index)"] as [String: any Sendable])
+            }
+            let answers = try await Self.all(spends, key: key)
+            #expect(answers.allSatisfy { $0.0 == 200 || $0.0 == 409 }, "\(answers.filter { $0.0 != 200 && $0.0 != 409 })")
+            #expect(answers.filter { $0.0 == 200 }.count == 33, "100 coins cover exactly 33 spends of 3")
+            #expect(answers.filter { $0.0 == 409 }.allSatisfy { $0.1.contains("insufficient_balance") })
+            // Read after every spend, on both servers (the furthest position any answer reflected).
+            let furthest = try #require(answers.compactMap { $0.2.flatMap(LogPosition.init) }.max())
+            for server in [first, second] {
+                let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/wallet", key: key,
+                                                  headers: [("Ledger-Read-After", furthest.description)])
+                #expect((state.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 1, "both servers read the balance left")
+            }
+            // The spends' own balances count down by three, each exactly once.
+            let left = answers.filter { $0.0 == 200 }.compactMap { answer in
+                ((try? JSONSerialization.jsonObject(with: Data(answer.1.utf8))) as? [String: Any])?["balance"] as? Int
+            }
+            #expect(left.sorted() == stride(from: 1, through: 97, by: 3).map { $0 })
         }
-        let answers = try await Self.all(spends, key: key)
-        #expect(answers.allSatisfy { $0.0 == 200 || $0.0 == 409 }, "\(answers.filter { $0.0 != 200 && $0.0 != 409 })")
-        #expect(answers.filter { $0.0 == 200 }.count == 33, "100 coins cover exactly 33 spends of 3")
-        #expect(answers.filter { $0.0 == 409 }.allSatisfy { $0.1.contains("insufficient_balance") })
-        // Read after every spend, on both servers (the furthest position any answer reflected).
-        let furthest = try #require(answers.compactMap { $0.2.flatMap(LogPosition.init) }.max())
-        for server in [first, second] {
-            let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/wallet", key: key,
-                                              headers: [("Ledger-Read-After", furthest.description)])
-            #expect((state.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 1, "both servers read the balance left")
-        }
-        // The spends' own balances count down by three, each exactly once.
-        let left = answers.filter { $0.0 == 200 }.compactMap { answer in
-            ((try? JSONSerialization.jsonObject(with: Data(answer.1.utf8))) as? [String: Any])?["balance"] as? Int
-        }
-        #expect(left.sorted() == stride(from: 1, through: 97, by: 3).map { $0 })
     }
 
     @Test func sixtyFourGrantsAndSixteenClaimsOfOnePurchaseOnTwoServersAllSucceed() async throws {
-        let (first, second) = try await Self.twoServers()
-        defer { Task { await second.stop(); await first.stop() } }
-        let admin = first.adminKey
-        let grants = (0..<64).map { index in
-            (index % 2 == 0 ? first : second, "/v1/apps/\(Self.bundle)/users/granted/grants",
-             ["entitlement": "vip\(index)", "reason": "test", "grant_id": "g\(index)", "duration": "P7D"] as [String: any Sendable])
+        try await HeavyTests.oneAtATime {
+            let (first, second) = try await Self.twoServers()
+            defer { Task { await second.stop(); await first.stop() } }
+            let admin = first.adminKey
+            let grants = (0..<64).map { index in
+                (index % 2 == 0 ? first : second, "/v1/apps/\(Self.bundle)/users/granted/grants",
+                 ["entitlement": "vip\(index)", "reason": "test", "grant_id": "g\(index)", "duration": "P7D"] as [String: any Sendable])
+            }
+            let granted = try await Self.all(grants, key: admin)
+            #expect(granted.allSatisfy { $0.0 == 201 }, "\(granted.filter { $0.0 != 201 })")
+    
+            let shared = try first.app.signedTransaction(IngestionFlowTests.subscription("shared-1", days: 30, startedAgo: 60))
+            let claims = (0..<16).map { index in
+                (index % 2 == 0 ? first : second, "/v1/apps/\(Self.bundle)/transactions",
+                 ["user_id": "claimant-\(index)", "signed_transaction": shared] as [String: any Sendable])
+            }
+            let claimed = try await Self.all(claims, key: admin)
+            #expect(claimed.allSatisfy { $0.0 == 200 }, "\(claimed.filter { $0.0 != 200 })")
+            let count = try await first.pool.query("SELECT count(*) FROM ledger.events WHERE event_type = 'Purchased' AND stream LIKE '%shared-1'")
+            #expect(try count[0][0].int() == 1, "the purchase recorded once")
+            let report = try await ChainVerifier(pool: first.pool).verify()
+            #expect(report.isIntact)
         }
-        let granted = try await Self.all(grants, key: admin)
-        #expect(granted.allSatisfy { $0.0 == 201 }, "\(granted.filter { $0.0 != 201 })")
-
-        let shared = try first.app.signedTransaction(IngestionFlowTests.subscription("shared-1", days: 30, startedAgo: 60))
-        let claims = (0..<16).map { index in
-            (index % 2 == 0 ? first : second, "/v1/apps/\(Self.bundle)/transactions",
-             ["user_id": "claimant-\(index)", "signed_transaction": shared] as [String: any Sendable])
-        }
-        let claimed = try await Self.all(claims, key: admin)
-        #expect(claimed.allSatisfy { $0.0 == 200 }, "\(claimed.filter { $0.0 != 200 })")
-        let count = try await first.pool.query("SELECT count(*) FROM ledger.events WHERE event_type = 'Purchased' AND stream LIKE '%shared-1'")
-        #expect(try count[0][0].int() == 1, "the purchase recorded once")
-        let report = try await ChainVerifier(pool: first.pool).verify()
-        #expect(report.isIntact)
     }
 }
