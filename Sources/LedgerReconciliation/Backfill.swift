@@ -80,7 +80,7 @@ public struct Backfill: Sendable {
         // Done means every user's state shows what was imported.
         if let furthest { try await ingestor.waitUntilProjected(furthest) }
         summary.failed.sort { $0.line < $1.line }
-        summary.seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18 + Double((ContinuousClock.now - started).components.seconds)
+        summary.seconds = ReconciliationCoverage.seconds(ContinuousClock.now - started)
         logger.info("backfill finished", metadata: ["app.bundle_id": "\(bundleID)", "backfill.imported": "\(summary.imported)",
                                                     "backfill.failed": "\(summary.failed.count)", "backfill.transactions": "\(summary.transactions)"])
         return summary
