@@ -47,7 +47,7 @@ public final class SignedDataVerifier: Sendable {
     /// Evidence larger than this is refused before any parsing.
     public static let maximumSize = 64 * 1024
 
-    private let roots: [Certificate]
+    let roots: [Certificate]
     private static let claimsDecoder = JSONDecoder()
     /// JWS header segment → the leaf's key and the window in which the whole chain is valid.
     private let cache = Mutex<[String: CachedChain]>([:])

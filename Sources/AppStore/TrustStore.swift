@@ -13,6 +13,8 @@ import X509
 public struct TrustStore: Sendable {
     /// Apple Root CA - G3, the root of every App Store JWS.
     public static let appleRootCAG3Fingerprint = "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179"
+    /// Apple Inc. Root, the root of legacy PKCS#7 app receipts (read locally by `ledger backfill`).
+    public static let appleIncRootFingerprint = "b0b1730ecbc7ff4505142c49f1295e6eda6bcaed7e2c68c5be91b5a11001f024"
 
     public struct Root: Sendable {
         public var path: String
@@ -20,6 +22,7 @@ public struct TrustStore: Sendable {
         /// SHA-256 of the DER, lower-case hex.
         public var fingerprint: String
         public var isAppleRootCAG3: Bool { fingerprint == TrustStore.appleRootCAG3Fingerprint }
+        public var isAppleIncRoot: Bool { fingerprint == TrustStore.appleIncRootFingerprint }
     }
 
     public var roots: [Root]
@@ -62,13 +65,13 @@ public struct TrustStore: Sendable {
     /// Lines for the start-up log: which configured roots are Apple's.
     public var summary: [String] {
         roots.map { root in
-            root.isAppleRootCAG3
-                ? "trusting Apple Root CA - G3 (\(root.path))"
+            root.isAppleRootCAG3 ? "trusting Apple Root CA - G3 (\(root.path))"
+                : root.isAppleIncRoot ? "trusting Apple Inc. Root for legacy receipts (\(root.path))"
                 : "trusting a root that is NOT Apple's (\(root.path), sha256 \(root.fingerprint)): only for tests and the local simulator"
         }
     }
 
-    public var hasNonAppleRoot: Bool { roots.contains { !$0.isAppleRootCAG3 } }
+    public var hasNonAppleRoot: Bool { roots.contains { !$0.isAppleRootCAG3 && !$0.isAppleIncRoot } }
 
     public func verifier() -> SignedDataVerifier { SignedDataVerifier(roots: roots.map(\.certificate)) }
 }

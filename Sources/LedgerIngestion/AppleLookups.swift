@@ -42,11 +42,15 @@ public struct AppleLookups: Sendable {
     /// What one backfilled customer added: their transactions, and how far the log must be
     /// projected to show them.
     public struct Imported: Sendable {
-        public var transactions: Int
+        /// Every transaction Apple's answers named, recorded now or before.
+        public var transactionIDs: Set<String> = []
+        /// The last event recorded, if any: what "done" waits to see projected.
         public var position: LogPosition?
-        public init(transactions: Int, position: LogPosition?) {
-            self.transactions = transactions
-            self.position = position
+        public var transactions: Int { transactionIDs.count }
+
+        mutating func add(_ other: Imported) {
+            transactionIDs.formUnion(other.transactionIDs)
+            if let next = other.position { position = max(position ?? next, next) }
         }
     }
 
@@ -59,8 +63,24 @@ public struct AppleLookups: Sendable {
             let pieces = try await customer(of: transactionID, app)
             let outcome = try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy))
             try Ingestor.refuseKept(outcome)
-            return Imported(transactions: Set(pieces.flatMap(\.events).compactMap(\.transactionFacts?.transactionID)).count,
+            return Imported(transactionIDs: Set(pieces.flatMap(\.events).compactMap(\.transactionFacts?.transactionID)),
                             position: outcome.lastPosition)
+        }
+    }
+
+    /// Backfill from a legacy app receipt, Apple's migration path off `verifyReceipt`: the receipt
+    /// read and verified locally (`verifyAppReceipt`), then the history of each family it names
+    /// pulled as above — one family's history usually brings the customer's others, which are
+    /// then not asked again. A receipt without in-app purchases imports nothing.
+    public func backfill(bundleID: String, userID: String, receipt: String) async throws -> Imported {
+        try await LedgerError.mapping {
+            let app = try await ingestor.directory.app(bundleID)
+            let read = try await ingestor.verifier.verifyAppReceipt(receipt, expecting: app.expectation)
+            var imported = Imported()
+            for id in read.originalTransactionIDs where !imported.transactionIDs.contains(id) {
+                imported.add(try await backfill(bundleID: bundleID, userID: userID, transactionID: id))
+            }
+            return imported
         }
     }
 

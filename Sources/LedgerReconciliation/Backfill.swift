@@ -8,8 +8,8 @@ import Logging
 /// Backfill at adoption: an app that starts using the ledger has years of purchases it cannot
 /// import from StoreKit. From a file of its users and their original transaction ids (or legacy
 /// receipts), each customer's history is pulled from Apple and recorded for that user — the same
-/// facts, verified the same way, as a restore (`AppleLookups.backfill`); receipts go through
-/// verifyReceipt. Lines run `concurrency` at a time, so Apple's latency overlaps and recording
+/// facts, verified the same way, as a restore (`AppleLookups.backfill`); a legacy receipt is read
+/// locally and leads to the histories of the families it names. Lines run `concurrency` at a time, so Apple's latency overlaps and recording
 /// groups; each line done is remembered (`ledger.backfill_done`), so a second run, or one resumed
 /// after a failure, skips it and records nothing.
 public struct Backfill: Sendable {
@@ -93,9 +93,7 @@ public struct Backfill: Sendable {
         case .transaction(let id):
             imported = try await lookups.backfill(bundleID: bundleID, userID: line.userID, transactionID: id)
         case .receipt(let data):
-            // Answered once projected, like any posted receipt: nothing more to wait for.
-            let state = try await ingestor.ingestReceipt(bundleID: bundleID, userID: line.userID, receiptData: data)
-            imported = AppleLookups.Imported(transactions: state.purchases.count + state.subscriptions.count, position: nil)
+            imported = try await lookups.backfill(bundleID: bundleID, userID: line.userID, receipt: data)
         }
         let transactions = imported.transactions
         try await pool.query("""

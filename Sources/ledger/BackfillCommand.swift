@@ -15,7 +15,9 @@ struct BackfillCommand: AsyncParsableCommand {
             FILE is CSV with a header row naming user_id and original_transaction_id (or receipt_data), or JSON lines
             with those keys. For each line the customer's whole history, subscription statuses and refunds are pulled
             from Apple's App Store Server API (the app's key must be configured), verified and recorded for the user
-            under the app's restore policy; a receipt line is verified with Apple's verifyReceipt. Lines done are
+            under the app's restore policy. A receipt line (a legacy app receipt, base64) is read here, not sent to
+            verifyReceipt: its signature and chain are checked to a root of LEDGER_APPLE_ROOT_CERTIFICATES (list
+            Apple Inc. Root there, see docs/apple-roots.md) and its in-app transaction ids lead to Apple's history. Lines done are
             remembered: run it again after a failure and it goes on where it stopped. Prints a progress bar on a
             terminal and a summary at the end; exits 1 when a line failed.
             Example: ledger backfill --app com.example.game --file users.csv

@@ -76,4 +76,24 @@ import Testing
             }
         }
     }
+
+    /// The scheme is case-insensitive and spaces around the token do not count; anything else is
+    /// refused before a key is looked up (the 503 shows the accepted ones reached the lookup).
+    @Test func authorizationHeadersAreReadAsBearerTokens() async throws {
+        try await withRouter { client in
+            for header in ["Basic abc", "Bearer", "Bearer ", "Bearer    ", "Bearerlk_live_0", "Beare lk_live_0", "lk_live_0"] {
+                try await client.execute(uri: "/v1/apps/com.example.game/users/alice", method: .get,
+                                         headers: [.authorization: header]) { response in
+                    #expect(response.status == .unauthorized, "\(header)")
+                    #expect((try? code(response)) == "invalid_api_key", "\(header)")
+                }
+            }
+            for header in ["bearer lk_live_0000000000000000", "BEARER   lk_live_0000000000000000  "] {
+                try await client.execute(uri: "/v1/apps/com.example.game/users/alice", method: .get,
+                                         headers: [.authorization: header]) { response in
+                    #expect(response.status == .serviceUnavailable, "\(header)")
+                }
+            }
+        }
+    }
 }

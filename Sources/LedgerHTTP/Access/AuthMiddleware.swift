@@ -13,13 +13,12 @@ struct AuthMiddleware: RouterMiddleware {
         guard let header = request.headers[.authorization] else {
             throw APIError(.unauthorized, "missing_api_key", "send Authorization: Bearer <key>")
         }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+        guard let secret = Self.bearerToken(header) else {
             throw APIError(.unauthorized, "invalid_api_key", "the Authorization header must be Bearer <key>")
         }
         let key: APIKey?
         do {
-            key = try await keys.authenticate(String(parts[1]).trimmingCharacters(in: .whitespaces))
+            key = try await keys.authenticate(secret)
         } catch {
             throw APIError(.serviceUnavailable, "database_unavailable", "the database is unavailable; try again shortly", retryAfter: 5)
         }
@@ -27,5 +26,19 @@ struct AuthMiddleware: RouterMiddleware {
         var context = context
         context.key = key
         return try await next(request, context)
+    }
+
+    /// The token of `Bearer <token>` (scheme case-insensitive, spaces around the token ignored).
+    /// Read on the UTF-8 bytes: every `/v1` request passes here, and Foundation's trimming and
+    /// lower-casing showed in the user-state profile (dynamic casts, generic metadata).
+    static func bearerToken(_ header: String) -> String? {
+        let bytes = header.utf8
+        guard bytes.count > 7, let space = bytes.firstIndex(of: UInt8(ascii: " ")) else { return nil }
+        let scheme = bytes[..<space]
+        guard scheme.count == 6, zip(scheme, "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+        let rest = bytes[bytes.index(after: space)...]
+        guard let first = rest.firstIndex(where: { $0 != UInt8(ascii: " ") }),
+              let last = rest.lastIndex(where: { $0 != UInt8(ascii: " ") }) else { return nil }
+        return String(decoding: rest[first...last], as: UTF8.self)
     }
 }
