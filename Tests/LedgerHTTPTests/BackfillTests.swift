@@ -56,6 +56,55 @@ import Testing
         }
     }
 
+    /// Apple's migration path: legacy receipts read locally (the simulator's PKCS#7 receipts,
+    /// signed by its RSA chain), their in-app ids leading to Apple's history, which brings what the
+    /// receipt never held (later renewals, another family of the same customer).
+    @Test func receiptsAreReadLocallyAndTheirCustomersHistoriesImported() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let start = Date(timeIntervalSinceNow: -3 * Self.month - 86_400)
+        var periods = [SimulatedTransaction(transactionID: "r1-0", productID: "pro.monthly", purchaseDate: start,
+                                            expiresDate: start.addingTimeInterval(Self.month))]
+        for n in 1...3 { periods.append(periods.last!.renewed(transactionID: "r1-\(n)", period: Self.month)) }
+        let lifetime = SimulatedTransaction(transactionID: "r1-ads", productID: "remove.ads", type: "Non-Consumable", purchaseDate: start)
+        server.serverAPI.add(periods + [lifetime], customer: "alice", to: server.app)
+        let coins = SimulatedTransaction(transactionID: "r2-coins", productID: "coins.100", type: "Consumable", purchaseDate: start)
+        server.serverAPI.add([coins], customer: "bob", to: server.app)
+
+        let receipts = ReceiptAuthority.shared
+        let lines = [
+            // Made two months ago: the first period and the lifetime purchase only.
+            ("alice", try receipts.receipt(bundleID: Self.bundle, purchases: [periods[0], lifetime], created: start.addingTimeInterval(86_400))),
+            ("bob", try receipts.receipt(bundleID: Self.bundle, purchases: [coins])),
+            ("carol", try receipts.receipt(bundleID: Self.bundle, purchases: [])),
+            ("mallory", try ReceiptAuthority().receipt(bundleID: Self.bundle, purchases: [coins])),
+            ("trent", try receipts.receipt(bundleID: "com.example.other", purchases: [coins])),
+        ].map { user, receipt in
+            String(decoding: try! JSONSerialization.data(withJSONObject: ["user_id": user, "receipt_data": receipt]), as: UTF8.self)
+        }
+        let file = try BackfillFile.parse(lines.joined(separator: "\n"))
+        let backfill = Backfill(lookups: server.services.lookups, ingestor: server.services.ingestor, pool: server.pool, logger: TestCluster.quietLogger)
+        let run = try await backfill.run(bundleID: Self.bundle, lines: file)
+        #expect(run.imported == 3 && run.transactions == 6, "\(run)")
+        #expect(run.failed.map(\.line) == [4, 5] && run.failed[0].reason.hasPrefix("untrusted_chain")
+                && run.failed[1].reason.hasPrefix("bundle_mismatch"), "\(run)")
+        let histories = server.serverAPI.seen().filter { $0.path.contains("/v2/history/") }
+        #expect(Set(histories.map { $0.path.split(separator: "/").last! }) == ["r1-0", "r2-coins"], "alice's lifetime family came with her subscription's history: \(histories.map(\.path))")
+
+        let key = try await server.key([.read])
+        let alice = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/alice", key: key)
+        let entitlements = alice.json["entitlements"] as? [String: any Sendable]
+        #expect((entitlements?["pro"] as? [String: any Sendable])?["active"] as? Bool == true, "the renewal the receipt never held: \(alice.text)")
+        #expect(entitlements?["no_ads"] != nil, "\(alice.text)")
+        let bob = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/bob", key: key)
+        #expect((bob.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 100, "\(bob.text)")
+
+        let recorded = try await eventCount(server)
+        let second = try await backfill.run(bundleID: Self.bundle, lines: file)
+        #expect(second.skipped == 3 && second.imported == 0 && second.failed.count == 2, "\(second)")
+        #expect(try await eventCount(server) == recorded, "a second run records nothing")
+    }
+
     @Test func filesAreReadAsCSVOrJSONLinesAndAWrongOneIsRefusedWhole() throws {
         let csv = try BackfillFile.parse("user_id,original_transaction_id\n\"a, b\",1001\n\nc,1002\n")
         #expect(csv == [BackfillLine(number: 2, userID: "a, b", reference: .transaction("1001")),

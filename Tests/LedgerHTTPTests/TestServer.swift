@@ -100,7 +100,7 @@ final class TestServer: Sendable {
         let api = ServerAPIConfiguration(productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox", maxAttempts: 4,
                                          backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20), requestTimeout: .seconds(5))
         readPools = replicas.map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
-        services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root]),
+        services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root, ReceiptAuthority.shared.root]),
                                   receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero, logger: logger)
         keys = services.keys
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
