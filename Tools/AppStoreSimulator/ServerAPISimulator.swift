@@ -54,8 +54,11 @@ public final class ServerAPISimulator: Sendable {
     struct Store {
         var app: SimulatedApp
         var key: Key
-        var transactions: [SimulatedTransaction] = []
+        var transactions: [String: SimulatedTransaction] = [:]   // by transaction id
         var customers: [String: String] = [:]       // transaction id → customer
+        /// Customer → their transaction ids in the order added: a history request reads one
+        /// customer's, not the whole store (the backfill benchmark keeps thousands).
+        var purchases: [String: [String]] = [:]
         var renewals: [String: SimulatedRenewal] = [:]
         var orders: [String: [String]] = [:]         // order id → transaction ids
         var history: [HistoryEntry] = []
@@ -96,9 +99,11 @@ public final class ServerAPISimulator: Sendable {
     public func add(_ transactions: [SimulatedTransaction], customer: String? = nil, to app: SimulatedApp) {
         mutate(app) { store in
             for transaction in transactions {
-                store.transactions.removeAll { $0.transactionID == transaction.transactionID }
-                store.transactions.append(transaction)
-                store.customers[transaction.transactionID] = customer ?? transaction.originalTransactionID
+                let id = transaction.transactionID, owner = customer ?? transaction.originalTransactionID
+                if let previous = store.customers[id] { store.purchases[previous]?.removeAll { $0 == id } }
+                store.transactions[id] = transaction
+                store.customers[id] = owner
+                store.purchases[owner, default: []].append(id)
             }
         }
     }
