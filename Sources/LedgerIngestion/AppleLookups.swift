@@ -91,8 +91,10 @@ public struct AppleLookups: Sendable {
             try await api.transactionHistory(transactionID, in: environment, as: key)
         }
         let key = try Self.key(of: app)
-        let statuses = try await api.subscriptionStatuses(transactionID, in: environment, as: key)
+        // Independent questions, asked together: a backfill's lines wait on Apple, not on each other.
+        async let asked = api.subscriptionStatuses(transactionID, in: environment, as: key)
         let refunds = try await api.refundHistory(transactionID, in: environment, as: key)
+        let statuses = try await asked
         var pieces: [VerifiedPiece] = []
         for signed in history.signedTransactions + refunds { pieces.append(try await transaction(signed, app)) }
         for last in (statuses.data ?? []).flatMap({ $0.lastTransactions ?? [] }) {

@@ -50,11 +50,14 @@ public struct Backfill: Sendable {
         let started = ContinuousClock.now
         _ = try await ingestor.directory.app(bundleID)  // unknown_app before anything else
         var summary = Summary(lines: lines.count)
-        let done = try await doneKeys(bundleID)
-        let todo = lines.filter { !done.contains(Self.progressKey($0)) }
+        let doneBefore = try await doneKeys(bundleID)
+        let todo = lines.filter { !doneBefore.contains(Self.progressKey($0)) }
         summary.skipped = lines.count - todo.count
         progress(summary.skipped, lines.count)
         var furthest: LogPosition?
+        // Lines done are remembered in batches, not one commit each: a batch lost to a crash is
+        // imported again next run, which records nothing (every fact is idempotent).
+        var finishedLines: [(line: BackfillLine, transactions: Int)] = []
         try await withThrowingTaskGroup(of: (BackfillLine, Result<AppleLookups.Imported, any Error>).self) { group in
             var next = todo.makeIterator()
             func start() {
@@ -69,6 +72,8 @@ public struct Backfill: Sendable {
                     summary.imported += 1
                     summary.transactions += imported.transactions
                     if let position = imported.position { furthest = max(furthest ?? position, position) }
+                    finishedLines.append((line, imported.transactions))
+                    if finishedLines.count >= Self.doneBatch { try await remember(&finishedLines, bundleID: bundleID) }
                 case .failure(let error):
                     summary.failed.append((line.number, Self.reason(error)))
                 }
@@ -76,6 +81,7 @@ public struct Backfill: Sendable {
                 progress(finished, lines.count)
                 start()
             }
+            try await remember(&finishedLines, bundleID: bundleID)
         }
         // Done means every user's state shows what was imported.
         if let furthest { try await ingestor.waitUntilProjected(furthest) }
@@ -86,21 +92,25 @@ public struct Backfill: Sendable {
         return summary
     }
 
-    /// One line: its customer's history recorded, then the line remembered as done.
+    static let doneBatch = 100
+
+    /// One line: its customer's history recorded.
     private func importLine(_ line: BackfillLine, bundleID: String) async throws -> AppleLookups.Imported {
-        let imported: AppleLookups.Imported
         switch line.reference {
-        case .transaction(let id):
-            imported = try await lookups.backfill(bundleID: bundleID, userID: line.userID, transactionID: id)
-        case .receipt(let data):
-            imported = try await lookups.backfill(bundleID: bundleID, userID: line.userID, receipt: data)
+        case .transaction(let id): try await lookups.backfill(bundleID: bundleID, userID: line.userID, transactionID: id)
+        case .receipt(let data): try await lookups.backfill(bundleID: bundleID, userID: line.userID, receipt: data)
         }
-        let transactions = imported.transactions
+    }
+
+    /// Remembers `lines` as done in one statement, and empties the list.
+    private func remember(_ lines: inout [(line: BackfillLine, transactions: Int)], bundleID: String) async throws {
+        guard !lines.isEmpty else { return }
         try await pool.query("""
-            INSERT INTO ledger.backfill_done (bundle_id, user_id, reference, transactions) VALUES ($1, $2, $3, $4)
+            INSERT INTO ledger.backfill_done (bundle_id, user_id, reference, transactions)
+            SELECT $1, * FROM unnest($2::text[], $3::text[], $4::int[])
             ON CONFLICT DO NOTHING
-            """, [bundleID, line.userID, line.key, transactions])
-        return imported
+            """, [bundleID, PostgresTextArray(lines.map(\.line.userID)), PostgresTextArray(lines.map(\.line.key)), PostgresTextArray(lines.map { String($0.transactions) })])
+        lines.removeAll()
     }
 
     private func doneKeys(_ bundleID: String) async throws -> Set<String> {
