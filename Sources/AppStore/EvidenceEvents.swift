@@ -4,10 +4,10 @@ import LedgerCore
 /// What each piece of verified evidence says, as the domain's events (docs/events.md lists which
 /// evidence produces which). Evidence restates what Apple already said as often as it likes; the
 /// domain keeps the latest signed snapshot of each transaction, so restating is harmless.
-public enum EvidenceEvents {
+package enum EvidenceEvents {
     /// A StoreKit 2 transaction: its purchase or renewal, and its refund or revocation if Apple
     /// already revoked it.
-    public static func events(for transaction: DecodedTransaction) -> [LedgerEvent] {
+    package static func events(for transaction: DecodedTransaction) -> [LedgerEvent] {
         let facts = transaction.facts
         let isRenewal = transaction.transactionReason == "RENEWAL"
             || (transaction.transactionReason == nil && facts.transactionID != facts.originalTransactionID)
@@ -18,7 +18,7 @@ public enum EvidenceEvents {
 
     /// A V2 notification: the notification itself (always, whatever its type), then what its
     /// nested transaction and renewal info state, named for the change the type announces.
-    public static func events(for verified: VerifiedNotificationV2) -> [LedgerEvent] {
+    package static func events(for verified: VerifiedNotificationV2) -> [LedgerEvent] {
         var events: [LedgerEvent] = [.appleNotificationReceived(verified.notification)]
         let type = verified.notification.notificationType
         let subtype = verified.notification.subtype
@@ -50,7 +50,7 @@ public enum EvidenceEvents {
     /// status (1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked): an expired one
     /// with its reason is `Expired`, one in billing retry or grace `RenewalFailed`, any other the
     /// renewal preference in force (`AutoRenewChanged`, which restates nothing when unchanged).
-    public static func events(for renewal: DecodedRenewal, status: Int?) -> [LedgerEvent] {
+    package static func events(for renewal: DecodedRenewal, status: Int?) -> [LedgerEvent] {
         let facts = renewal.facts
         switch status {
         case 2 where facts.expirationIntent != nil: return [.expired(facts)]
@@ -62,7 +62,7 @@ public enum EvidenceEvents {
     /// A verifyReceipt answer (or a V1 notification's unified receipt), stated by Apple at
     /// `statedAt`: every transaction it names, its cancellations, and each subscription's
     /// pending renewal.
-    public static func events(for receipt: ReceiptResponse, environment: AppleEnvironment, statedAt: Date) -> [LedgerEvent] {
+    package static func events(for receipt: ReceiptResponse, environment: AppleEnvironment, statedAt: Date) -> [LedgerEvent] {
         var events: [LedgerEvent] = []
         for line in receipt.transactions {
             let facts = line.facts(environment: environment, statedAt: statedAt)
@@ -83,7 +83,7 @@ public enum EvidenceEvents {
     }
 
     /// A V1 notification: the notification itself, then what its unified receipt states.
-    public static func events(for verified: VerifiedNotificationV1) -> [LedgerEvent] {
+    package static func events(for verified: VerifiedNotificationV1) -> [LedgerEvent] {
         var events: [LedgerEvent] = [.appleNotificationReceived(verified.notification)]
         if let receipt = verified.receipt {
             events += Self.events(for: receipt, environment: verified.environment, statedAt: verified.statedAt)

@@ -6,13 +6,13 @@ import Synchronization
 @_spi(FixedExpiryValidationTime) import X509
 
 /// What a piece of signed data must be for one app.
-public struct Expectation: Sendable {
-    public enum Kind: Sendable { case transaction, renewalInfo, notification }
-    public var bundleID: String
+package struct Expectation: Sendable {
+    package enum Kind: Sendable { case transaction, renewalInfo, notification }
+    package var bundleID: String
     /// Environments the app accepts (Xcode and LocalTesting only when listed, never with Production).
-    public var environments: Set<AppleEnvironment>
+    package var environments: Set<AppleEnvironment>
     /// Required for Production notifications; checked whenever both sides have one.
-    public var appAppleID: Int64?
+    package var appAppleID: Int64?
 
     /// Xcode's self-signed StoreKit testing data is considered only for an app that lists Xcode or
     /// LocalTesting and not Production.
@@ -20,7 +20,7 @@ public struct Expectation: Sendable {
         !environments.contains(.production) && !environments.isDisjoint(with: [.xcode, .localTesting])
     }
 
-    public init(bundleID: String, environments: Set<AppleEnvironment>, appAppleID: Int64? = nil) {
+    package init(bundleID: String, environments: Set<AppleEnvironment>, appAppleID: Int64? = nil) {
         self.bundleID = bundleID
         self.environments = environments
         self.appAppleID = appAppleID
@@ -28,10 +28,10 @@ public struct Expectation: Sendable {
 }
 
 /// A verified JWS: its decoded payload, and the instant Apple signed it.
-public struct VerifiedPayload: Sendable {
-    public var payload: Data
-    public var signedDate: Date
-    public var environment: AppleEnvironment
+package struct VerifiedPayload: Sendable {
+    package var payload: Data
+    package var signedDate: Date
+    package var environment: AppleEnvironment
 }
 
 /// Verifies StoreKit 2 transactions, renewal info and App Store Server Notifications V2 the way
@@ -40,12 +40,12 @@ public struct VerifiedPayload: Sendable {
 /// Validated chains are cached with the window in which every certificate of the chain is valid,
 /// so repeated evidence from the same leaf costs one ES256 check and the cache can never accept a
 /// payload signed outside that window.
-public final class SignedDataVerifier: Sendable {
+package final class SignedDataVerifier: Sendable {
     /// Apple's marker extensions: the WWDR intermediate and the App Store receipt-signing leaf.
     static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
     static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
     /// Evidence larger than this is refused before any parsing.
-    public static let maximumSize = 64 * 1024
+    package static let maximumSize = 64 * 1024
 
     let roots: [Certificate]
     private static let claimsDecoder = JSONDecoder()
@@ -57,11 +57,11 @@ public final class SignedDataVerifier: Sendable {
         var window: ClosedRange<Date>
     }
 
-    public init(roots: [Certificate]) {
+    package init(roots: [Certificate]) {
         self.roots = roots
     }
 
-    public func verify(_ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation) async throws -> VerifiedPayload {
+    package func verify(_ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation) async throws -> VerifiedPayload {
         guard jws.utf8.count <= Self.maximumSize else { throw AppStoreError(.malformed, "signed data is over \(Self.maximumSize) bytes") }
         // Split on the UTF-8 bytes: splitting the String by Characters was a tenth of the time.
         let bytes = jws.utf8

@@ -10,30 +10,30 @@ import X509
 /// added or rotated root needs no release. Each root is recognised by its SHA-256 fingerprint, so
 /// the server can say at start-up which roots are Apple's — a test root in production is a mistake
 /// worth a warning.
-public struct TrustStore: Sendable {
+package struct TrustStore: Sendable {
     /// Apple Root CA - G3, the root of every App Store JWS.
-    public static let appleRootCAG3Fingerprint = "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179"
+    package static let appleRootCAG3Fingerprint = "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179"
     /// Apple Inc. Root, the root of legacy PKCS#7 app receipts (read locally by `ledger backfill`).
-    public static let appleIncRootFingerprint = "b0b1730ecbc7ff4505142c49f1295e6eda6bcaed7e2c68c5be91b5a11001f024"
+    package static let appleIncRootFingerprint = "b0b1730ecbc7ff4505142c49f1295e6eda6bcaed7e2c68c5be91b5a11001f024"
 
-    public struct Root: Sendable {
-        public var path: String
-        public var certificate: Certificate
+    package struct Root: Sendable {
+        package var path: String
+        package var certificate: Certificate
         /// SHA-256 of the DER, lower-case hex.
-        public var fingerprint: String
-        public var isAppleRootCAG3: Bool { fingerprint == TrustStore.appleRootCAG3Fingerprint }
-        public var isAppleIncRoot: Bool { fingerprint == TrustStore.appleIncRootFingerprint }
+        package var fingerprint: String
+        package var isAppleRootCAG3: Bool { fingerprint == TrustStore.appleRootCAG3Fingerprint }
+        package var isAppleIncRoot: Bool { fingerprint == TrustStore.appleIncRootFingerprint }
     }
 
-    public var roots: [Root]
+    package var roots: [Root]
 
-    public init(roots: [Root]) { self.roots = roots }
+    package init(roots: [Root]) { self.roots = roots }
 
-    public enum LoadError: Error, CustomStringConvertible {
+    package enum LoadError: Error, CustomStringConvertible {
         case notConfigured
         case unreadable(path: String)
         case notACertificate(path: String)
-        public var description: String {
+        package var description: String {
             switch self {
             case .notConfigured: "LEDGER_APPLE_ROOT_CERTIFICATES is not set: download Apple Root CA - G3 (docs/apple-roots.md) and list its path"
             case .unreadable(let path): "cannot read root certificate \(path)"
@@ -43,7 +43,7 @@ public struct TrustStore: Sendable {
     }
 
     /// Loads a comma-separated list of DER or PEM files.
-    public static func load(paths list: String) throws -> TrustStore {
+    package static func load(paths list: String) throws -> TrustStore {
         let paths = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard !paths.isEmpty else { throw LoadError.notConfigured }
         return TrustStore(roots: try paths.map { path in
@@ -63,7 +63,7 @@ public struct TrustStore: Sendable {
     }
 
     /// Lines for the start-up log: which configured roots are Apple's.
-    public var summary: [String] {
+    package var summary: [String] {
         roots.map { root in
             root.isAppleRootCAG3 ? "trusting Apple Root CA - G3 (\(root.path))"
                 : root.isAppleIncRoot ? "trusting Apple Inc. Root for legacy receipts (\(root.path))"
@@ -71,7 +71,7 @@ public struct TrustStore: Sendable {
         }
     }
 
-    public var hasNonAppleRoot: Bool { roots.contains { !$0.isAppleRootCAG3 && !$0.isAppleIncRoot } }
+    package var hasNonAppleRoot: Bool { roots.contains { !$0.isAppleRootCAG3 && !$0.isAppleIncRoot } }
 
-    public func verifier() -> SignedDataVerifier { SignedDataVerifier(roots: roots.map(\.certificate)) }
+    package func verifier() -> SignedDataVerifier { SignedDataVerifier(roots: roots.map(\.certificate)) }
 }

@@ -7,21 +7,21 @@ import Synchronization
 ///
 /// Apple accepts a token for at most 60 minutes. One is made per key and reused until it has
 /// less than `renewalMargin` left, so a reconciliation of thousands of requests signs a handful.
-public final class BearerTokens: Sendable {
-    public static let audience = "appstoreconnect-v1"
+package final class BearerTokens: Sendable {
+    package static let audience = "appstoreconnect-v1"
     /// Below Apple's 60-minute limit, so clock skew between us and Apple never makes it too long.
     let lifetime: TimeInterval
     let renewalMargin: TimeInterval
     private let tokens = Mutex<[String: (token: String, expires: Date)]>([:])
 
-    public init(lifetime: TimeInterval = 30 * 60, renewalMargin: TimeInterval = 5 * 60) {
+    package init(lifetime: TimeInterval = 30 * 60, renewalMargin: TimeInterval = 5 * 60) {
         precondition(lifetime <= 3600 && renewalMargin < lifetime)
         self.lifetime = lifetime
         self.renewalMargin = renewalMargin
     }
 
     /// A token for `credentials` valid for at least `renewalMargin` from `now`.
-    public func token(for credentials: ServerAPICredentials, now: Date = Date()) throws -> String {
+    package func token(for credentials: ServerAPICredentials, now: Date = Date()) throws -> String {
         let cacheKey = credentials.bundleID + "\u{0}" + credentials.issuerID + "\u{0}" + credentials.keyID
         if let cached = tokens.withLock({ $0[cacheKey] }), cached.expires.timeIntervalSince(now) > renewalMargin {
             return cached.token
@@ -34,7 +34,7 @@ public final class BearerTokens: Sendable {
     }
 
     /// Forgets the token of a key Apple refused (401), so the next request signs a new one.
-    public func forget(_ credentials: ServerAPICredentials) {
+    package func forget(_ credentials: ServerAPICredentials) {
         tokens.withLock { _ = $0.removeValue(forKey: credentials.bundleID + "\u{0}" + credentials.issuerID + "\u{0}" + credentials.keyID) }
     }
 

@@ -7,7 +7,7 @@ import NIOCore
 import NIOHTTP1
 
 /// What happened on one call to the App Store Server API, for metrics.
-public enum ServerAPIOutcome: String, Sendable, CaseIterable {
+package enum ServerAPIOutcome: String, Sendable, CaseIterable {
     case ok, retried, rateLimited = "rate_limited", unauthorized, notFound = "not_found", refused, unavailable
 }
 
@@ -16,8 +16,8 @@ public enum ServerAPIOutcome: String, Sendable, CaseIterable {
 /// Apple's signed items as they came: the caller verifies each like any other JWS.
 ///
 /// Nothing here logs a token, a key or a query parameter (revision and pagination tokens).
-public struct AppStoreServerAPIClient: Sendable {
-    public let configuration: ServerAPIConfiguration
+package struct AppStoreServerAPIClient: Sendable {
+    package let configuration: ServerAPIConfiguration
     let http: HTTPClient
     let tokens: BearerTokens
     let logger: Logger
@@ -25,7 +25,7 @@ public struct AppStoreServerAPIClient: Sendable {
     /// Apple's pages are a few hundred KB at most; a larger answer is not Apple's.
     static let maximumAnswer = 16 * 1024 * 1024
 
-    public init(configuration: ServerAPIConfiguration, http: HTTPClient = .shared, tokens: BearerTokens = BearerTokens(),
+    package init(configuration: ServerAPIConfiguration, http: HTTPClient = .shared, tokens: BearerTokens = BearerTokens(),
                 logger: Logger, observe: @escaping @Sendable (ServerAPIOutcome) -> Void = { _ in }) {
         self.configuration = configuration
         self.http = http

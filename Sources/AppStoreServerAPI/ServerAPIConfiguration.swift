@@ -2,24 +2,24 @@ import Foundation
 import LedgerCore
 
 /// Where Apple's App Store Server API is and how patiently to ask it.
-public struct ServerAPIConfiguration: Sendable {
+package struct ServerAPIConfiguration: Sendable {
     /// Apple's hosts (DESIGN-NOTES §6); the simulator's, or a proxy's, in tests and demos.
-    public static let appleProductionURL = "https://api.storekit.apple.com"
-    public static let appleSandboxURL = "https://api.storekit-sandbox.apple.com"
+    package static let appleProductionURL = "https://api.storekit.apple.com"
+    package static let appleSandboxURL = "https://api.storekit-sandbox.apple.com"
 
-    public var productionURL: String
-    public var sandboxURL: String
+    package var productionURL: String
+    package var sandboxURL: String
     /// Attempts per request for what may pass (429, 5xx, Apple's retryable codes, timeouts).
-    public var maxAttempts: Int
+    package var maxAttempts: Int
     /// Backoff before retry n is a random duration in [0, min(cap, base · 2ⁿ)] ("full jitter").
-    public var backoffBase: Duration
-    public var backoffCap: Duration
+    package var backoffBase: Duration
+    package var backoffCap: Duration
     /// No retry starts after this much time has passed since the first attempt; a `Retry-After`
     /// reaching past it ends the call at once, as unavailable.
-    public var totalBudget: Duration
-    public var requestTimeout: Duration
+    package var totalBudget: Duration
+    package var requestTimeout: Duration
 
-    public init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
+    package init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
                 maxAttempts: Int = 5, backoffBase: Duration = .milliseconds(500), backoffCap: Duration = .seconds(8),
                 totalBudget: Duration = .seconds(60), requestTimeout: Duration = .seconds(30)) {
         self.productionURL = productionURL
@@ -33,7 +33,7 @@ public struct ServerAPIConfiguration: Sendable {
 
     /// `LEDGER_APPLE_SERVER_API_URL` and `LEDGER_APPLE_SERVER_API_SANDBOX_URL`; Apple's hosts by
     /// default. (Given the environment as a value by the `ledger` command, which alone reads it.)
-    public static func fromEnvironment(_ environment: [String: String]) -> Self {
+    package static func fromEnvironment(_ environment: [String: String]) -> Self {
         var configuration = Self()
         if let url = environment["LEDGER_APPLE_SERVER_API_URL"], !url.isEmpty { configuration.productionURL = url }
         if let url = environment["LEDGER_APPLE_SERVER_API_SANDBOX_URL"], !url.isEmpty { configuration.sandboxURL = url }

@@ -6,17 +6,17 @@ import Foundation
 ///
 /// The private key is a credential: it never appears in a description, a log line or an answer,
 /// and it is kept out of the event log (which is forever) — `ledger.app_server_api_keys` holds it.
-public struct ServerAPICredentials: Sendable, CustomStringConvertible {
-    public let issuerID: String
-    public let keyID: String
-    public let bundleID: String
+package struct ServerAPICredentials: Sendable, CustomStringConvertible {
+    package let issuerID: String
+    package let keyID: String
+    package let bundleID: String
     let privateKey: P256.Signing.PrivateKey
     /// The PEM as configured, to be stored again as it came.
-    public let privateKeyPEM: String
+    package let privateKeyPEM: String
 
-    public enum Invalid: Error, Equatable, CustomStringConvertible {
+    package enum Invalid: Error, Equatable, CustomStringConvertible {
         case issuerID, keyID, privateKey
-        public var description: String {
+        package var description: String {
             switch self {
             case .issuerID: "issuer_id is the team's issuer id from App Store Connect (a UUID)"
             case .keyID: "key_id is the In-App Purchase key's id from App Store Connect (letters and digits)"
@@ -27,7 +27,7 @@ public struct ServerAPICredentials: Sendable, CustomStringConvertible {
 
     /// Checks each part the way Apple will need it, so a wrong key is refused when configured,
     /// not at the first reconciliation an hour later.
-    public init(issuerID: String, keyID: String, privateKeyPEM: String, bundleID: String) throws {
+    package init(issuerID: String, keyID: String, privateKeyPEM: String, bundleID: String) throws {
         guard UUID(uuidString: issuerID) != nil else { throw Invalid.issuerID }
         guard (1...64).contains(keyID.count), keyID.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII }) else {
             throw Invalid.keyID
@@ -43,5 +43,5 @@ public struct ServerAPICredentials: Sendable, CustomStringConvertible {
     }
 
     /// Names the key, never its secret.
-    public var description: String { "App Store Server API key \(keyID) of \(bundleID)" }
+    package var description: String { "App Store Server API key \(keyID) of \(bundleID)" }
 }

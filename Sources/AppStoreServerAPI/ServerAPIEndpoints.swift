@@ -12,21 +12,21 @@ extension AppStoreServerAPIClient {
     /// Get Transaction History v2: every transaction of the customer's purchases of this app that
     /// `transactionID` belongs to, oldest first, all pages. Returns the signed transactions and the
     /// last page's revision (to continue from later).
-    public func transactionHistory(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
+    package func transactionHistory(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
         async throws -> (signedTransactions: [String], revision: String?) {
         try await revisionPages("/inApps/v2/history/" + Self.segment(transactionID, "a transaction id"), extra: [("sort", "ASCENDING")],
                                 in: environment, as: credentials)
     }
 
     /// Get Refund History v2: the customer's refunded transactions, all pages.
-    public func refundHistory(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
+    package func refundHistory(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
         async throws -> [String] {
         try await revisionPages("/inApps/v2/refund/lookup/" + Self.segment(transactionID, "a transaction id"), extra: [],
                                 in: environment, as: credentials).signedTransactions
     }
 
     /// Get Transaction Info: one signed transaction.
-    public func transactionInfo(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> String {
+    package func transactionInfo(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> String {
         let data = try await send(.GET, "/inApps/v1/transactions/" + Self.segment(transactionID, "a transaction id"), in: environment, as: credentials)
         guard let signed = try decode(TransactionInfoResponse.self, data).signedTransactionInfo else {
             throw AppStoreError(.appleUnavailable, "Apple's transaction info answer had no signedTransactionInfo")
@@ -35,21 +35,21 @@ extension AppStoreServerAPIClient {
     }
 
     /// Get All Subscription Statuses: each subscription group's latest transaction and renewal info.
-    public func subscriptionStatuses(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
+    package func subscriptionStatuses(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
         async throws -> StatusResponse {
         try decode(StatusResponse.self, try await send(.GET, "/inApps/v1/subscriptions/" + Self.segment(transactionID, "a transaction id"),
                                                        in: environment, as: credentials))
     }
 
     /// Look Up Order ID: the transactions of the order on the customer's emailed receipt.
-    public func lookUpOrder(_ orderID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> OrderLookupResponse {
+    package func lookUpOrder(_ orderID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> OrderLookupResponse {
         try decode(OrderLookupResponse.self, try await send(.GET, "/inApps/v1/lookup/" + Self.segment(orderID, "an order id"),
                                                             in: environment, as: credentials))
     }
 
     /// Get Notification History for `[start, end]` (Apple keeps 180 days), one page at a time
     /// handed to `page` as it arrives, so a long history is recorded while it is read.
-    public func notificationHistory(from start: Date, to end: Date, onlyFailures: Bool = false, transactionID: String? = nil,
+    package func notificationHistory(from start: Date, to end: Date, onlyFailures: Bool = false, transactionID: String? = nil,
                                     in environment: AppleEnvironment, as credentials: ServerAPICredentials,
                                     page: (NotificationHistoryPage) async throws -> Void) async throws {
         var request: [String: Any] = ["startDate": Self.milliseconds(start), "endDate": Self.milliseconds(end)]
@@ -69,7 +69,7 @@ extension AppStoreServerAPIClient {
     }
 
     /// Send Consumption Information v2 (Apple answers 202 Accepted).
-    public func sendConsumption(_ information: ConsumptionInformation, for transactionID: String, in environment: AppleEnvironment,
+    package func sendConsumption(_ information: ConsumptionInformation, for transactionID: String, in environment: AppleEnvironment,
                                 as credentials: ServerAPICredentials) async throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -78,12 +78,12 @@ extension AppStoreServerAPIClient {
     }
 
     /// Request a Test Notification: Apple sends a TEST notification to the app's URL.
-    public func requestTestNotification(in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> String {
+    package func requestTestNotification(in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> String {
         try decode(TestNotificationToken.self, try await send(.POST, "/inApps/v1/notifications/test", in: environment, as: credentials)).testNotificationToken
     }
 
     /// Get Test Notification Status: the test notification and how its delivery went.
-    public func testNotificationStatus(_ token: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
+    package func testNotificationStatus(_ token: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
         async throws -> TestNotificationStatus {
         try decode(TestNotificationStatus.self, try await send(.GET, "/inApps/v1/notifications/test/" + Self.segment(token, "a test notification token"),
                                                                in: environment, as: credentials))

@@ -9,14 +9,14 @@ import Glibc
 /// after the child had exited. And not a pipe for output: the postmaster that `pg_ctl start`
 /// leaves running inherits the child's standard descriptors, so a pipe would never reach
 /// end-of-file. Every other descriptor is closed in the child.
-public enum ChildProcess {
-    public struct Outcome: Sendable {
-        public var status: Int32
-        public var output: String
+package enum ChildProcess {
+    package struct Outcome: Sendable {
+        package var status: Int32
+        package var output: String
     }
 
     /// Runs to completion and returns the exit status and everything printed.
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Outcome {
+    package static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Outcome {
         let outputPath = NSTemporaryDirectory() + "ledger-child-\(UUID().uuidString)"
         defer { unlink(outputPath) }
         let pid = try spawn(executable, arguments, environment: environment, outputPath: outputPath)
@@ -25,7 +25,7 @@ public enum ChildProcess {
     }
 
     /// Starts a program with stdin from /dev/null and stdout+stderr appended to `outputPath`.
-    public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, outputPath: String) throws -> pid_t {
+    package static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, outputPath: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -58,7 +58,7 @@ public enum ChildProcess {
     }()
 
     /// Waits for `pid` and returns its exit status (128 + signal when it was killed).
-    public static func wait(_ pid: pid_t) -> Int32 {
+    package static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 {
             guard errno == EINTR else { return -1 }

@@ -7,18 +7,18 @@ import Logging
 /// The newcomer's default (`ledger serve` with no `LEDGER_DATABASE_URL`) and every test's database.
 /// It listens on a unix socket only, never on TCP. PostgreSQL refuses to run as root, so when we are
 /// root the server programs run as the `postgres` user and the folder is handed to that user.
-public struct EmbeddedPostgres: Sendable {
-    public struct Options: Sendable {
+package struct EmbeddedPostgres: Sendable {
+    package struct Options: Sendable {
         /// Durable by default. Tests turn fsync off: they never survive a power cut anyway.
-        public var durable: Bool = true
-        public var port: Int = 5432
+        package var durable: Bool = true
+        package var port: Int = 5432
         /// Extra `-c name=value` server settings.
-        public var settings: [String: String] = [:]
+        package var settings: [String: String] = [:]
         /// Listen on 127.0.0.1:`port` too (a standby streams from its primary over loopback).
-        public var loopback: Bool = false
+        package var loopback: Bool = false
         /// Where `initdb` and `pg_ctl` are (`LEDGER_POSTGRES_BIN`); nil: found (`PostgresBinaries.locate`).
-        public var binaries: String?
-        public init(durable: Bool = true, port: Int = 5432, settings: [String: String] = [:], loopback: Bool = false, binaries: String? = nil) {
+        package var binaries: String?
+        package init(durable: Bool = true, port: Int = 5432, settings: [String: String] = [:], loopback: Bool = false, binaries: String? = nil) {
             self.durable = durable
             self.port = port
             self.settings = settings
@@ -27,15 +27,15 @@ public struct EmbeddedPostgres: Sendable {
         }
     }
 
-    public let dataDirectory: URL
-    public let options: Options
+    package let dataDirectory: URL
+    package let options: Options
     let binaries: PostgresBinaries
     let logger: Logger
 
     /// The superuser `initdb` creates; the server itself narrows to `ledger_app` with SET ROLE.
-    public static let superuser = "postgres"
+    package static let superuser = "postgres"
 
-    public init(dataDirectory: URL, options: Options = Options(), logger: Logger) throws {
+    package init(dataDirectory: URL, options: Options = Options(), logger: Logger) throws {
         self.dataDirectory = dataDirectory.standardizedFileURL
         self.options = options
         self.binaries = try PostgresBinaries.locate(configured: options.binaries)
@@ -44,27 +44,27 @@ public struct EmbeddedPostgres: Sendable {
 
     /// The socket lives beside the data folder (`initdb` wants that one empty) when the path is
     /// short enough for a unix socket (107 bytes on Linux), otherwise under /tmp, named after it.
-    public var socketDirectory: URL {
+    package var socketDirectory: URL {
         let beside = URL(fileURLWithPath: dataDirectory.path + "-socket")
         if beside.path.utf8.count + 20 < 100 { return beside }
         return URL(fileURLWithPath: "/tmp/ledger-pg-\(Self.stableDigest(dataDirectory.path))")
     }
 
     /// FNV-1a: stable across runs (Swift's `hashValue` is seeded per process).
-    public static func stableDigest(_ text: String) -> String {
+    package static func stableDigest(_ text: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return String(hash, radix: 36)
     }
 
-    public func configuration(database: String) -> PostgresConfiguration {
+    package func configuration(database: String) -> PostgresConfiguration {
         .unixSocket(directory: socketDirectory.path, port: options.port, database: database, user: Self.superuser)
     }
 
     /// Initialises the cluster if needed and starts it. Returns true when this call started it
     /// (and so should stop it), false when it was already running (another `ledger` owns it).
     @discardableResult
-    public func start() throws -> Bool {
+    package func start() throws -> Bool {
         try prepareFolders()
         if !FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("PG_VERSION").path) {
             logger.info("initialising embedded PostgreSQL", metadata: ["postgres.data": "\(dataDirectory.path)"])
@@ -96,7 +96,7 @@ public struct EmbeddedPostgres: Sendable {
     /// A streaming standby of this running cluster in `dataDirectory`, made as operators make one
     /// (`pg_basebackup -R`: a copy of the data and the settings to follow this primary over
     /// loopback). Not started: `start()` it, and it replays everything the primary commits.
-    public func createStandby(dataDirectory: URL, options: Options) throws -> EmbeddedPostgres {
+    package func createStandby(dataDirectory: URL, options: Options) throws -> EmbeddedPostgres {
         precondition(self.options.loopback, "a standby streams over loopback: start the primary with loopback: true")
         let standby = try EmbeddedPostgres(dataDirectory: dataDirectory, options: options, logger: logger)
         try standby.prepareFolders()
@@ -106,17 +106,17 @@ public struct EmbeddedPostgres: Sendable {
     }
 
     /// Stops the server: `fast` rolls back open transactions; `immediate` is a crash (for fault tests).
-    public func stop(mode: String = "fast") throws {
+    package func stop(mode: String = "fast") throws {
         guard isRunning() else { return }
         try run(binaries.pgCtl, ["stop", "-w", "-t", "60", "-m", mode, "-D", dataDirectory.path])
     }
 
-    public func isRunning() -> Bool {
+    package func isRunning() -> Bool {
         (try? run(binaries.pgCtl, ["status", "-D", dataDirectory.path])) != nil
     }
 
     /// Creates `name` unless it exists. Names are checked: they are spliced into DDL.
-    public func createDatabase(_ name: String) throws {
+    package func createDatabase(_ name: String) throws {
         precondition(name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }, "database names are plain identifiers")
         let connection = try PostgresConnection.connect(configuration(database: "postgres"))
         let exists = try connection.query("SELECT 1 FROM pg_database WHERE datname = $1", [name])

@@ -1,16 +1,16 @@
 import Foundation
 
 /// The machine's PostgreSQL server programs (`initdb`, `pg_ctl`), found without configuration.
-public struct PostgresBinaries: Sendable {
-    public let directory: URL
+package struct PostgresBinaries: Sendable {
+    package let directory: URL
 
-    public var initdb: URL { directory.appendingPathComponent("initdb") }
-    public var pgCtl: URL { directory.appendingPathComponent("pg_ctl") }
-    public var pgBasebackup: URL { directory.appendingPathComponent("pg_basebackup") }
+    package var initdb: URL { directory.appendingPathComponent("initdb") }
+    package var pgCtl: URL { directory.appendingPathComponent("pg_ctl") }
+    package var pgBasebackup: URL { directory.appendingPathComponent("pg_basebackup") }
 
     /// `configured` (`LEDGER_POSTGRES_BIN`, read by the `ledger` command) if given; else Debian's
     /// `/usr/lib/postgresql/<newest>/bin`; else `initdb` on `PATH`.
-    public static func locate(configured: String? = nil) throws -> PostgresBinaries {
+    package static func locate(configured: String? = nil) throws -> PostgresBinaries {
         let fileManager = FileManager.default
         func usable(_ path: String) -> Bool { fileManager.isExecutableFile(atPath: path + "/initdb") && fileManager.isExecutableFile(atPath: path + "/pg_ctl") }
 
@@ -32,12 +32,12 @@ public struct PostgresBinaries: Sendable {
     }
 }
 
-public enum EmbeddedPostgresError: Error, CustomStringConvertible {
+package enum EmbeddedPostgresError: Error, CustomStringConvertible {
     case binariesNotFound(String)
     case commandFailed(command: String, status: Int32, output: String)
     case notAccessible(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .binariesNotFound(let message): message
         case .commandFailed(let command, let status, let output):

@@ -6,33 +6,33 @@ import LedgerProjections
 import Synchronization
 
 /// What an API key may do.
-public enum Scope: String, Sendable, CaseIterable, Codable {
+package enum Scope: String, Sendable, CaseIterable, Codable {
     case read, ingest, finance, admin
 }
 
 /// A key as stored: never the key itself, only its SHA-256 and first characters.
-public struct APIKey: Sendable, Equatable {
-    public var id: UUID
-    public var name: String
-    public var prefix: String
-    public var scopes: Set<Scope>
+package struct APIKey: Sendable, Equatable {
+    package var id: UUID
+    package var name: String
+    package var prefix: String
+    package var scopes: Set<Scope>
     /// Nil: every app.
-    public var bundleID: String?
-    public var createdAt: Date
-    public var revokedAt: Date?
+    package var bundleID: String?
+    package var createdAt: Date
+    package var revokedAt: Date?
 
     /// Admin implies every scope.
-    public func grants(_ scope: Scope) -> Bool { scopes.contains(scope) || scopes.contains(.admin) }
+    package func grants(_ scope: Scope) -> Bool { scopes.contains(scope) || scopes.contains(.admin) }
 
     /// A key limited to one app sees only that app.
-    public func covers(bundleID: String) -> Bool { self.bundleID == nil || self.bundleID == bundleID }
+    package func covers(bundleID: String) -> Bool { self.bundleID == nil || self.bundleID == bundleID }
 }
 
 /// Creates, lists, revokes and recognises API keys (`ledger.api_keys`).
 ///
 /// Recognising a key costs a hash and, at most once per `cacheTTL`, a query: the user-state route
 /// is the hot path. A revoked key therefore stops working within `cacheTTL` in every server.
-public final class APIKeyStore: Sendable {
+package final class APIKeyStore: Sendable {
     let pool: PostgresPool
     /// Keys are recognised on a replica when there is one (reads keep working while the primary
     /// is away); one not found there is asked of the primary (it may have been made a moment ago).
@@ -40,14 +40,14 @@ public final class APIKeyStore: Sendable {
     let cacheTTL: Duration
     private let cache = Mutex<[Data: (key: APIKey?, at: ContinuousClock.Instant)]>([:])
 
-    public init(pool: PostgresPool, replicas: ReadReplicas? = nil, cacheTTL: Duration = .seconds(2)) {
+    package init(pool: PostgresPool, replicas: ReadReplicas? = nil, cacheTTL: Duration = .seconds(2)) {
         self.pool = pool
         self.replicas = replicas
         self.cacheTTL = cacheTTL
     }
 
     /// Makes a new key and returns it with the secret, which is shown once and never stored.
-    public func create(name: String, scopes: Set<Scope>, bundleID: String?) async throws -> (key: APIKey, secret: String) {
+    package func create(name: String, scopes: Set<Scope>, bundleID: String?) async throws -> (key: APIKey, secret: String) {
         guard !name.isEmpty, !scopes.isEmpty else { throw APIKeyError.invalid("a key needs a name and at least one scope") }
         var random = [UInt8](repeating: 0, count: 24)
         for index in random.indices { random[index] = UInt8.random(in: 0...255) }
@@ -59,12 +59,12 @@ public final class APIKeyStore: Sendable {
         return (key, secret)
     }
 
-    public func list() async throws -> [APIKey] {
+    package func list() async throws -> [APIKey] {
         try await pool.query("SELECT \(Self.columns) FROM ledger.api_keys ORDER BY created_at, name").map(Self.key(from:))
     }
 
     /// Revokes by id or by name; returns how many keys it revoked.
-    public func revoke(_ idOrName: String) async throws -> Int {
+    package func revoke(_ idOrName: String) async throws -> Int {
         let rows = try await pool.query("""
             UPDATE ledger.api_keys SET revoked_at = now()
              WHERE revoked_at IS NULL AND (id::text = $1 OR name = $1 OR prefix = $1) RETURNING id
@@ -74,7 +74,7 @@ public final class APIKeyStore: Sendable {
     }
 
     /// The live key for a presented secret, or nil (unknown or revoked).
-    public func authenticate(_ secret: String) async throws -> APIKey? {
+    package func authenticate(_ secret: String) async throws -> APIKey? {
         guard secret.hasPrefix("lk_"), secret.utf8.count < 200 else { return nil }
         let hash = Data(Self.hash(secret))
         let now = ContinuousClock.now
@@ -108,9 +108,9 @@ public final class APIKeyStore: Sendable {
     static func hash(_ secret: String) -> [UInt8] { Array(SHA256.hash(data: Data(secret.utf8))) }
 }
 
-public enum APIKeyError: Error, CustomStringConvertible {
+package enum APIKeyError: Error, CustomStringConvertible {
     case invalid(String)
-    public var description: String {
+    package var description: String {
         switch self { case .invalid(let reason): reason }
     }
 }

@@ -3,12 +3,12 @@ import Foundation
 /// What the ledger can say of a purchase whose refund a customer asked Apple for
 /// (CONSUMPTION_REQUEST): was it delivered, and how much of it was used. Pure: decided on the
 /// facts the ledger holds, so the same request always gets the same answer.
-public enum ConsumptionAssessment {
-    public struct Result: Sendable, Equatable {
+package enum ConsumptionAssessment {
+    package struct Result: Sendable, Equatable {
         /// DELIVERED, or UNDELIVERED_OTHER when no user of this ledger received it.
-        public var deliveryStatus: String
+        package var deliveryStatus: String
         /// Thousandths of a percent (0…100,000); nil when the ledger cannot say.
-        public var consumptionPercentage: Int?
+        package var consumptionPercentage: Int?
     }
 
     /// - Consumables: the share of the credit the owner no longer holds. The balance left is
@@ -16,7 +16,7 @@ public enum ConsumptionAssessment {
     ///   100 coins bought, 30 left → 70 % consumed; 500 left → 0 %.
     /// - Subscriptions and passes: the share of the paid period elapsed at `instant`.
     /// - Anything else (non-consumables): not stated.
-    public static func assess(_ transaction: TransactionFacts, product: ProductDefinition?, owner: String?,
+    package static func assess(_ transaction: TransactionFacts, product: ProductDefinition?, owner: String?,
                               balances: [String: Int64], at instant: Date) -> Result {
         guard owner != nil else { return Result(deliveryStatus: "UNDELIVERED_OTHER", consumptionPercentage: nil) }
         let full = 100_000

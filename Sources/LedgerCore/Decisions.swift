@@ -1,7 +1,7 @@
 /// Commands decide; events record. These are the two decisions that depend on state: who may own
 /// a transaction, and whether a consumption is covered. Ingestion loads the state as the stream's
 /// only writer, asks, and appends the answer in the same transaction.
-public enum ClaimDecision: Sendable, Equatable {
+package enum ClaimDecision: Sendable, Equatable {
     /// The user already owns it: nothing to record.
     case alreadyOwned
     case claim(Claim)
@@ -10,9 +10,9 @@ public enum ClaimDecision: Sendable, Equatable {
     case refused(owner: String)
 }
 
-public enum Decide {
+package enum Decide {
     /// A user presented evidence of `originalTransactionID`.
-    public static func claim(_ originalTransactionID: String, by userID: String, currentOwner: String?, policy: RestorePolicy) -> ClaimDecision {
+    package static func claim(_ originalTransactionID: String, by userID: String, currentOwner: String?, policy: RestorePolicy) -> ClaimDecision {
         guard let currentOwner else { return .claim(Claim(originalTransactionID: originalTransactionID, userID: userID)) }
         if currentOwner == userID { return .alreadyOwned }
         switch policy {
@@ -21,13 +21,13 @@ public enum Decide {
         }
     }
 
-    public enum ConsumptionRefusal: Error, Sendable, Equatable {
+    package enum ConsumptionRefusal: Error, Sendable, Equatable {
         case invalidAmount
         case insufficientBalance(currency: String, balance: Int64, requested: Int64)
     }
 
     /// A consumption may never take a balance below zero (a refund may; that is a recorded debt).
-    public static func consumption(_ request: Consumption, balance: Int64) -> Result<Consumption, ConsumptionRefusal> {
+    package static func consumption(_ request: Consumption, balance: Int64) -> Result<Consumption, ConsumptionRefusal> {
         guard request.amount > 0, !request.currency.isEmpty else { return .failure(.invalidAmount) }
         guard balance >= request.amount else {
             return .failure(.insufficientBalance(currency: request.currency, balance: balance, requested: request.amount))

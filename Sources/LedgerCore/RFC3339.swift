@@ -3,21 +3,21 @@ import LedgerFormats
 
 /// RFC 3339 UTC times with milliseconds ("2026-11-21T08:00:00.123Z"), the one time format of the
 /// API and the exports (written by `UTCTimestamp`: see there why by hand).
-public enum RFC3339 {
-    public static func string(_ date: Date) -> String {
+package enum RFC3339 {
+    package static func string(_ date: Date) -> String {
         UTCTimestamp.text(ticks: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)), fractionDigits: 3)
     }
 
     /// An instant as people write it in a query or on a command line: RFC 3339, or a plain date
     /// (`2026-10-01`), which means that day's midnight UTC — the month-end close finance types.
-    public static func parseInstant(_ text: String) -> Date? {
+    package static func parseInstant(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return parse(text) }
         return parse(text + "T00:00:00Z").flatMap { RFC3339.string($0).hasPrefix(text) ? $0 : nil }  // 2026-02-30 is no date
     }
 
     /// Accepts RFC 3339 with or without fractional seconds, with any offset.
-    public static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
         return try? Date.ISO8601FormatStyle().parse(text)
     }

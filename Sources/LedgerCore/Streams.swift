@@ -3,14 +3,14 @@ import Foundation
 /// Which stream each fact belongs to. Streams are the unit of ordering and of optimistic
 /// concurrency, so they follow who decides: the app's configuration, Apple's story of one original
 /// transaction (notifications need no user to be recorded), and a user's own actions.
-public enum LedgerStream {
-    public static func app(_ bundleID: String) -> String { "app:\(bundleID)" }
-    public static func purchase(_ bundleID: String, originalTransactionID: String) -> String { "purchase:\(bundleID):\(originalTransactionID)" }
-    public static func user(_ bundleID: String, userID: String) -> String { "user:\(bundleID):\(userID)" }
+package enum LedgerStream {
+    package static func app(_ bundleID: String) -> String { "app:\(bundleID)" }
+    package static func purchase(_ bundleID: String, originalTransactionID: String) -> String { "purchase:\(bundleID):\(originalTransactionID)" }
+    package static func user(_ bundleID: String, userID: String) -> String { "user:\(bundleID):\(userID)" }
     /// Notifications that name no transaction (TEST, summaries, consent): kept per app.
-    public static func notifications(_ bundleID: String) -> String { "notifications:\(bundleID)" }
+    package static func notifications(_ bundleID: String) -> String { "notifications:\(bundleID)" }
 
-    public static func stream(of event: LedgerEvent, bundleID: String) -> String {
+    package static func stream(of event: LedgerEvent, bundleID: String) -> String {
         switch event {
         case .appConfigured, .productConfigured:
             return app(bundleID)
@@ -26,7 +26,7 @@ public enum LedgerStream {
 
 extension LedgerEvent {
     /// The original transaction a fact is about, if any.
-    public var originalTransactionID: String? {
+    package var originalTransactionID: String? {
         switch self {
         case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.originalTransactionID
         case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r): r.originalTransactionID
@@ -41,7 +41,7 @@ extension LedgerEvent {
     }
 
     /// The transaction Apple signed, for the facts that are one.
-    public var transactionFacts: TransactionFacts? {
+    package var transactionFacts: TransactionFacts? {
         switch self {
         case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t
         default: nil
@@ -49,7 +49,7 @@ extension LedgerEvent {
     }
 
     /// The user a fact is by or about directly (not through a transaction).
-    public var userID: String? {
+    package var userID: String? {
         switch self {
         case .consumed(let c): c.userID
         case .promotionalGranted(let g): g.userID
@@ -62,7 +62,7 @@ extension LedgerEvent {
 extension LedgerEvent {
     /// Business time of a fact Apple stated: its signed date (evidence that carries none, like
     /// legacy receipts, is stamped with the time Apple stated it).
-    public var appleSignedDate: Date? {
+    package var appleSignedDate: Date? {
         switch self {
         case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.signedDate
         case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r): r.signedDate

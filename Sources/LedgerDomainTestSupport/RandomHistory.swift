@@ -2,20 +2,20 @@ import Foundation
 import LedgerCore
 
 /// Day n after a fixed instant: scenarios read as a calendar.
-public func day(_ n: Double) -> Date { Date(timeIntervalSince1970: 1_700_000_000 + n * 86_400) }
+package func day(_ n: Double) -> Date { Date(timeIntervalSince1970: 1_700_000_000 + n * 86_400) }
 
 /// The sample app's products, shared by the domain tests and the projection tests.
-public enum SampleCatalogue {
-    public static let monthly = ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"])
-    public static let yearly = ProductDefinition(productID: "pro.yearly", type: .autoRenewable, entitlements: ["pro"])
-    public static let premium = ProductDefinition(productID: "premium.monthly", type: .autoRenewable, entitlements: ["pro", "premium"])
-    public static let lifetime = ProductDefinition(productID: "lifetime", type: .nonConsumable, entitlements: ["pro", "lifetime"])
-    public static let coins = ProductDefinition(productID: "coins.100", type: .consumable, grants: ["coins": 100])
-    public static let season = ProductDefinition(productID: "season.pass", type: .nonRenewing, entitlements: ["season"], duration: ISODuration("P30D"))
-    public static let free = ProductDefinition(productID: "free.tier", type: .freeSubscription, entitlements: ["basic"])
-    public static let all = [monthly, yearly, premium, lifetime, coins, season, free]
+package enum SampleCatalogue {
+    package static let monthly = ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"])
+    package static let yearly = ProductDefinition(productID: "pro.yearly", type: .autoRenewable, entitlements: ["pro"])
+    package static let premium = ProductDefinition(productID: "premium.monthly", type: .autoRenewable, entitlements: ["pro", "premium"])
+    package static let lifetime = ProductDefinition(productID: "lifetime", type: .nonConsumable, entitlements: ["pro", "lifetime"])
+    package static let coins = ProductDefinition(productID: "coins.100", type: .consumable, grants: ["coins": 100])
+    package static let season = ProductDefinition(productID: "season.pass", type: .nonRenewing, entitlements: ["season"], duration: ISODuration("P30D"))
+    package static let free = ProductDefinition(productID: "free.tier", type: .freeSubscription, entitlements: ["basic"])
+    package static let all = [monthly, yearly, premium, lifetime, coins, season, free]
 
-    public static func transaction(_ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
+    package static func transaction(_ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
                                    quantity: Int = 1, price: Int64? = 4990, ownership: OwnershipType = .purchased,
                                    upgraded: Bool = false, environment: AppleEnvironment = .production) -> TransactionFacts {
         TransactionFacts(environment: environment, transactionID: id, originalTransactionID: original ?? id, productID: product,
@@ -25,10 +25,10 @@ public enum SampleCatalogue {
 }
 
 /// SplitMix64: a tiny seeded generator, so a failing history is reproduced from its seed.
-public struct SplitMix64: RandomNumberGenerator {
-    public var state: UInt64
-    public init(state: UInt64) { self.state = state }
-    public mutating func next() -> UInt64 {
+package struct SplitMix64: RandomNumberGenerator {
+    package var state: UInt64
+    package init(state: UInt64) { self.state = state }
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -41,9 +41,9 @@ public struct SplitMix64: RandomNumberGenerator {
 /// reversals, billing retry with and without grace, auto-renew changes, transfers, promotional
 /// grants, a catalogue change, raw notifications, and consumptions *decided* against the state at
 /// their time, as the server would. Business times are distinct and increase in generation order.
-public struct RandomHistory {
-    public static let users = ["u1", "u2", "u3"]
-    public private(set) var facts: [RecordedFact] = []
+package struct RandomHistory {
+    package static let users = ["u1", "u2", "u3"]
+    package private(set) var facts: [RecordedFact] = []
     private var rng: SplitMix64
     private var clock = day(0)
     private var ledger = AppLedger(bundleID: "com.example.app")
@@ -53,7 +53,7 @@ public struct RandomHistory {
     private var grants: [(id: String, user: String)] = []
     private var counter = 0
 
-    public init(seed: UInt64, steps: Int) {
+    package init(seed: UInt64, steps: Int) {
         rng = SplitMix64(state: seed)
         for definition in [SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.season, SampleCatalogue.free] {
             record(.productConfigured(definition), at: day(-100))
@@ -172,7 +172,7 @@ public struct RandomHistory {
     }
 
     /// Instants worth asking about: every fact's time, and between them.
-    public var instants: [Date] {
+    package var instants: [Date] {
         let times = facts.map(\.occurredAt).filter { $0 >= day(0) }
         return Array(Set(times + times.map { $0 + 1_800 } + [day(-1), clock + 400 * 86_400])).sorted()
     }
@@ -180,7 +180,7 @@ public struct RandomHistory {
 
 extension Array {
     /// About `n` evenly spaced elements and the last, to keep the instants a test checks bounded.
-    public func striding(_ n: Int) -> [Element] {
+    package func striding(_ n: Int) -> [Element] {
         guard !isEmpty else { return [] }
         var result = stride(from: 0, to: count, by: Swift.max(1, count / n)).map { self[$0] }
         result.append(self[count - 1])

@@ -2,8 +2,8 @@ import Foundation
 import LedgerPostgres
 
 /// Where a stream's chain first breaks, and how.
-public struct ChainBreak: Sendable, Equatable, CustomStringConvertible {
-    public enum Reason: String, Sendable {
+package struct ChainBreak: Sendable, Equatable, CustomStringConvertible {
+    package enum Reason: String, Sendable {
         /// The event's content no longer hashes to its stored hash: it was edited.
         case contentChanged = "content changed"
         /// The stored previous hash does not match the event before it: a row was replaced or removed.
@@ -13,38 +13,38 @@ public struct ChainBreak: Sendable, Equatable, CustomStringConvertible {
         /// The stream's head (ledger.streams) names a version or hash its events do not end with.
         case headMismatch = "stream head does not match its last event"
     }
-    public var stream: String
-    public var version: Int64
-    public var reason: Reason
-    public init(stream: String, version: Int64, reason: Reason) {
+    package var stream: String
+    package var version: Int64
+    package var reason: Reason
+    package init(stream: String, version: Int64, reason: Reason) {
         self.stream = stream
         self.version = version
         self.reason = reason
     }
 
-    public var description: String { "stream \(stream) version \(version): \(reason.rawValue)" }
+    package var description: String { "stream \(stream) version \(version): \(reason.rawValue)" }
 }
 
-public struct ChainReport: Sendable {
-    public var streams = 0
-    public var events = 0
+package struct ChainReport: Sendable {
+    package var streams = 0
+    package var events = 0
     /// The first break of each broken stream, in stream order. Empty means the log is intact.
-    public var breaks: [ChainBreak] = []
-    public var isIntact: Bool { breaks.isEmpty }
+    package var breaks: [ChainBreak] = []
+    package var isIntact: Bool { breaks.isEmpty }
 }
 
 /// Recomputes every stream's hash chain in Swift (see `EventHash`) and names the first broken
 /// (stream, version) of each stream. Reads in keyset batches, so memory stays flat on any log size.
-public struct ChainVerifier: Sendable {
+package struct ChainVerifier: Sendable {
     let pool: PostgresPool
     let batchSize: Int
 
-    public init(pool: PostgresPool, batchSize: Int = 5000) {
+    package init(pool: PostgresPool, batchSize: Int = 5000) {
         self.pool = pool
         self.batchSize = batchSize
     }
 
-    public func verify(progress: @escaping @Sendable (ChainReport) -> Void = { _ in }) async throws -> ChainReport {
+    package func verify(progress: @escaping @Sendable (ChainReport) -> Void = { _ in }) async throws -> ChainReport {
         var report = ChainReport()
         var cursor: (stream: String, version: Int64)? = nil
         var current: StreamState? = nil

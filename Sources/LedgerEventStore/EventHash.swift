@@ -12,21 +12,21 @@ import Foundation
 ///              ‖ u32 len ‖ event_type (UTF-8)  ‖ u32 len ‖ data (jsonb text)
 ///              ‖ u32 len ‖ metadata (jsonb text)
 ///              ‖ i64 occurred_at µs since epoch ‖ i64 recorded_at µs since epoch )
-public enum EventHash {
+package enum EventHash {
     /// The previous hash of a stream's first event.
-    public static let genesis = [UInt8](repeating: 0, count: 32)
+    package static let genesis = [UInt8](repeating: 0, count: 32)
 
-    public struct Fields: Sendable {
-        public var stream: String
-        public var version: Int64
-        public var eventID: UUID
-        public var type: String
-        public var data: String
-        public var metadata: String
-        public var occurredAtMicros: Int64
-        public var recordedAtMicros: Int64
+    package struct Fields: Sendable {
+        package var stream: String
+        package var version: Int64
+        package var eventID: UUID
+        package var type: String
+        package var data: String
+        package var metadata: String
+        package var occurredAtMicros: Int64
+        package var recordedAtMicros: Int64
 
-        public init(stream: String, version: Int64, eventID: UUID, type: String, data: String, metadata: String,
+        package init(stream: String, version: Int64, eventID: UUID, type: String, data: String, metadata: String,
                     occurredAtMicros: Int64, recordedAtMicros: Int64) {
             self.stream = stream
             self.version = version
@@ -39,7 +39,7 @@ public enum EventHash {
         }
     }
 
-    public static func hash(previous: [UInt8], _ fields: Fields) -> [UInt8] {
+    package static func hash(previous: [UInt8], _ fields: Fields) -> [UInt8] {
         var hasher = SHA256()
         hasher.update(data: previous)
         func lengthPrefixed(_ text: String) {

@@ -8,7 +8,7 @@ import Logging
 /// idempotency and version checks, the hash chain and the insert in one call — one round trip and
 /// one short transaction per append. Reads of the global log only ever see events whose writing
 /// transaction is older than every transaction still running, so none is skipped (DESIGN-NOTES §1).
-public final class EventStore: Sendable {
+package final class EventStore: Sendable {
     package let pool: PostgresPool
     let wakeup = Wakeup()
     let streamLocks = StreamLocks()
@@ -16,9 +16,9 @@ public final class EventStore: Sendable {
     private let logger: Logger
 
     /// PostgreSQL channel notified by every append.
-    public static let notificationChannel = "ledger_events"
+    package static let notificationChannel = "ledger_events"
 
-    public init(pool: PostgresPool, logger: Logger) {
+    package init(pool: PostgresPool, logger: Logger) {
         self.pool = pool
         self.logger = logger
         self.publisher = AppendPublisher(pool: pool, logger: logger)
@@ -32,7 +32,7 @@ public final class EventStore: Sendable {
     /// nothing, however long after. Because of that, a call that lost its connection mid-flight is
     /// retried here: either it had committed (and the retry is a replay) or it had not.
     @discardableResult
-    public func append(_ events: [NewEvent], to stream: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
+    package func append(_ events: [NewEvent], to stream: String, expectedVersion: ExpectedVersion = .any) async throws -> AppendResult {
         guard events.count == 1, let event = events.first else {
             let request = StreamAppend(stream: stream, events: events, expectedVersion: expectedVersion)
             return try await withAppendRetry(describe: { _ in (stream, expectedVersion) }) {
@@ -51,7 +51,7 @@ public final class EventStore: Sendable {
     /// Commits several appends together in one transaction and one round trip (pipeline mode):
     /// all of them or none. Streams are locked in name order, so two batches never deadlock.
     @discardableResult
-    public func append(batch: [StreamAppend]) async throws -> [AppendResult] {
+    package func append(batch: [StreamAppend]) async throws -> [AppendResult] {
         guard !batch.isEmpty else { return [] }
         let order = batch.indices.sorted { (batch[$0].stream, $0) < (batch[$1].stream, $1) }
         let statements = order.map { PipelinedStatement(AppendStatements.multiEventSQL, batch[$0].parameters) }
@@ -76,7 +76,7 @@ public final class EventStore: Sendable {
     /// its events were decided on. All or nothing; on `wrongExpectedVersion` or
     /// `idempotencyConflict` nothing is written and the caller appends its requests one by one.
     @discardableResult
-    public func append(group: [StreamAppend]) async throws -> [AppendResult] {
+    package func append(group: [StreamAppend]) async throws -> [AppendResult] {
         guard !group.isEmpty else { return [] }
         let statement = Self.groupStatement(group)
         let rows = try await withAppendRetry(describe: { error in
@@ -150,7 +150,7 @@ public final class EventStore: Sendable {
     // MARK: Reading
 
     /// A stream's events in version order, starting after `afterVersion`.
-    public func read(stream: String, afterVersion: Int64 = 0, limit: Int = 1000) async throws -> [RecordedEvent] {
+    package func read(stream: String, afterVersion: Int64 = 0, limit: Int = 1000) async throws -> [RecordedEvent] {
         try await pool.withConnection { connection in
             try connection.query(Self.selectEventsSQL + """
                  WHERE e.stream = $1 AND e.version > $2 ORDER BY e.version LIMIT $3
@@ -159,12 +159,12 @@ public final class EventStore: Sendable {
     }
 
     /// The position of the last event appended (committed or not), 0 for an empty log: a gauge.
-    public static func lastAppended(on connection: PostgresConnection) throws -> Int64 {
+    package static func lastAppended(on connection: PostgresConnection) throws -> Int64 {
         try connection.query("SELECT coalesce(max(position), 0) AS n FROM ledger.events")[0]["n"].int64()
     }
 
     /// The stream's current version, 0 when it has no events.
-    public func version(of stream: String) async throws -> Int64 {
+    package func version(of stream: String) async throws -> Int64 {
         let rows = try await pool.query("SELECT version FROM ledger.streams WHERE stream = $1", [stream])
         return try rows.first.map { try $0["version"].int64() } ?? 0
     }
@@ -172,14 +172,14 @@ public final class EventStore: Sendable {
     /// Up to `limit` events after `position` in global order, behind the snapshot fence: an event
     /// whose transaction is older than a transaction still running is held back until that one
     /// ends, so a checkpoint taken at the last event returned can never skip anything.
-    public func readAll(after position: LogPosition, limit: Int = 1000) async throws -> [RecordedEvent] {
+    package func readAll(after position: LogPosition, limit: Int = 1000) async throws -> [RecordedEvent] {
         try await pool.withConnection { connection in
             try Self.readAll(on: connection, after: position, limit: limit)
         }
     }
 
     /// The same read, on a connection the caller holds (projection workers read and apply in one transaction).
-    public static func readAll(on connection: PostgresConnection, after position: LogPosition, limit: Int) throws -> [RecordedEvent] {
+    package static func readAll(on connection: PostgresConnection, after position: LogPosition, limit: Int) throws -> [RecordedEvent] {
         try connection.query(readAllSQL(after: "($1::xid8, $2::bigint)", limit: "$3"), [position.transactionID, position.position, limit])
             .map(RecordedEvent.init(row:))
     }
@@ -207,7 +207,7 @@ public final class EventStore: Sendable {
     /// Connects this store to other processes: a LISTEN connection wakes this store's subscriptions
     /// when anyone appends, and a publisher NOTIFYs others after this store's appends. The server
     /// runs it for its lifetime; without it, subscriptions still see everything by polling.
-    public func runNotifications() async {
+    package func runNotifications() async {
         let wakeup = self.wakeup
         let listener = PostgresListener(
             configuration: pool.configuration, channels: [Self.notificationChannel], logger: logger
@@ -226,7 +226,7 @@ public final class EventStore: Sendable {
     }
 
     /// Follows the global log from `position`: see `EventSubscription`.
-    public func subscribe(after position: LogPosition, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250)) -> EventSubscription {
+    package func subscribe(after position: LogPosition, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250)) -> EventSubscription {
         EventSubscription(store: self, start: position, batchSize: batchSize, pollInterval: pollInterval, logger: logger)
     }
 }
@@ -238,7 +238,7 @@ extension StreamAppend {
 }
 
 extension RecordedEvent {
-    public init(row: PostgresRow) throws {
+    package init(row: PostgresRow) throws {
         self.init(
             id: try row["event_id"].uuid(), stream: try row["stream"].string(), version: try row["version"].int64(),
             type: try row["event_type"].string(), data: try row["data"].string(), metadata: try row["metadata"].string(),

@@ -2,7 +2,7 @@ import Foundation
 import LedgerPostgres
 
 /// Why an append or read failed. Each case is distinct so callers can act on it.
-public enum EventStoreError: Error, Sendable, CustomStringConvertible {
+package enum EventStoreError: Error, Sendable, CustomStringConvertible {
     /// Optimistic concurrency: the stream moved on. Carries the version it is actually at.
     case wrongExpectedVersion(stream: String, expected: ExpectedVersion, actual: Int64)
     /// An event id was used before with different content or on another stream. Nothing was written.
@@ -12,7 +12,7 @@ public enum EventStoreError: Error, Sendable, CustomStringConvertible {
     /// The database failed or is unreachable; `PostgresError.isTransient` tells whether to retry.
     case database(PostgresError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .wrongExpectedVersion(let stream, let expected, let actual):
             "stream \(stream) is at version \(actual), expected \(expected)"

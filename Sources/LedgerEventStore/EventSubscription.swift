@@ -7,22 +7,22 @@ import Logging
 /// `pollInterval` as a fallback — a NOTIFY can be lost while the listener reconnects, and an event
 /// held back by the snapshot fence becomes readable without any NOTIFY when an unrelated
 /// transaction ends. Transient database errors are logged and retried; the position is kept.
-public struct EventSubscription: AsyncSequence, Sendable {
-    public typealias Element = [RecordedEvent]
+package struct EventSubscription: AsyncSequence, Sendable {
+    package typealias Element = [RecordedEvent]
     let store: EventStore
     let start: LogPosition
     let batchSize: Int
     let pollInterval: Duration
     let logger: Logger
 
-    public func makeAsyncIterator() -> Iterator {
+    package func makeAsyncIterator() -> Iterator {
         Iterator(subscription: self, position: start)
     }
 
-    public struct Iterator: AsyncIteratorProtocol {
+    package struct Iterator: AsyncIteratorProtocol {
         let subscription: EventSubscription
         /// The last position handed out: the checkpoint a consumer should store.
-        public private(set) var position: LogPosition
+        package private(set) var position: LogPosition
 
         init(subscription: EventSubscription, position: LogPosition) {
             self.subscription = subscription
@@ -30,7 +30,7 @@ public struct EventSubscription: AsyncSequence, Sendable {
         }
 
         /// The next non-empty batch; nil when the task is cancelled.
-        public mutating func next() async throws -> [RecordedEvent]? {
+        package mutating func next() async throws -> [RecordedEvent]? {
             let store = subscription.store
             while !Task.isCancelled {
                 let generation = store.wakeup.generation

@@ -1,17 +1,17 @@
 import Foundation
 
 /// An event about to be appended. `data` and `metadata` are JSON text; the domain layer owns their shape.
-public struct NewEvent: Sendable, Equatable {
+package struct NewEvent: Sendable, Equatable {
     /// Chosen by the caller and derived deterministically from the evidence (e.g. UUIDv5 of a
     /// notificationUUID), so that a retried or replayed append writes nothing new.
-    public var id: UUID
-    public var type: String
-    public var data: String
-    public var metadata: String
+    package var id: UUID
+    package var type: String
+    package var data: String
+    package var metadata: String
     /// Business time (Apple's signed date, a purchase date). Nil means "when recorded".
-    public var occurredAt: Date?
+    package var occurredAt: Date?
 
-    public init(id: UUID, type: String, data: String, metadata: String = "{}", occurredAt: Date? = nil) {
+    package init(id: UUID, type: String, data: String, metadata: String = "{}", occurredAt: Date? = nil) {
         self.id = id
         self.type = type
         self.data = data
@@ -21,7 +21,7 @@ public struct NewEvent: Sendable, Equatable {
 }
 
 /// What the caller believes the stream's version to be, checked under the stream's row lock.
-public enum ExpectedVersion: Sendable, Equatable, CustomStringConvertible {
+package enum ExpectedVersion: Sendable, Equatable, CustomStringConvertible {
     /// No check.
     case any
     /// The stream must have no events yet.
@@ -37,7 +37,7 @@ public enum ExpectedVersion: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .any: "any"
         case .noStream: "no stream"
@@ -50,26 +50,26 @@ public enum ExpectedVersion: Sendable, Equatable, CustomStringConvertible {
 ///
 /// `position` alone is *not* a safe cursor — it is assigned at insert, not at commit — so every
 /// checkpoint stores both numbers and readers compare them as a pair (DESIGN-NOTES §1).
-public struct LogPosition: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
-    public var transactionID: UInt64
-    public var position: Int64
+package struct LogPosition: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+    package var transactionID: UInt64
+    package var position: Int64
 
-    public init(transactionID: UInt64, position: Int64) {
+    package init(transactionID: UInt64, position: Int64) {
         self.transactionID = transactionID
         self.position = position
     }
 
     /// Before the first event.
-    public static let start = LogPosition(transactionID: 0, position: 0)
+    package static let start = LogPosition(transactionID: 0, position: 0)
 
-    public static func < (a: LogPosition, b: LogPosition) -> Bool {
+    package static func < (a: LogPosition, b: LogPosition) -> Bool {
         (a.transactionID, a.position) < (b.transactionID, b.position)
     }
 
     /// `txid.position`, the form used in cursors and checkpoints.
-    public var description: String { "\(transactionID).\(position)" }
+    package var description: String { "\(transactionID).\(position)" }
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, let tx = UInt64(parts[0]), let position = Int64(parts[1]), position >= 0 else { return nil }
         self.init(transactionID: tx, position: position)
@@ -77,41 +77,41 @@ public struct LogPosition: Sendable, Hashable, Comparable, CustomStringConvertib
 }
 
 /// An event as stored.
-public struct RecordedEvent: Sendable, Equatable {
-    public var id: UUID
-    public var stream: String
-    public var version: Int64
-    public var type: String
-    public var data: String
-    public var metadata: String
-    public var occurredAt: Date
-    public var recordedAt: Date
-    public var position: LogPosition
+package struct RecordedEvent: Sendable, Equatable {
+    package var id: UUID
+    package var stream: String
+    package var version: Int64
+    package var type: String
+    package var data: String
+    package var metadata: String
+    package var occurredAt: Date
+    package var recordedAt: Date
+    package var position: LogPosition
 }
 
 /// One appended (or, on a replay, previously appended) event.
-public struct AppendedEvent: Sendable, Hashable {
-    public var id: UUID
-    public var version: Int64
-    public var position: LogPosition
+package struct AppendedEvent: Sendable, Hashable {
+    package var id: UUID
+    package var version: Int64
+    package var position: LogPosition
 }
 
-public struct AppendResult: Sendable, Equatable {
-    public var stream: String
-    public var events: [AppendedEvent]
+package struct AppendResult: Sendable, Equatable {
+    package var stream: String
+    package var events: [AppendedEvent]
     /// True when every event already existed with the same content: nothing was written.
-    public var wasReplay: Bool
+    package var wasReplay: Bool
     /// The stream's version after this append (the last event's version).
-    public var version: Int64 { events.last?.version ?? 0 }
+    package var version: Int64 { events.last?.version ?? 0 }
 }
 
 /// Several appends committed together (one transaction, one round trip).
-public struct StreamAppend: Sendable, Equatable {
-    public var stream: String
-    public var events: [NewEvent]
-    public var expectedVersion: ExpectedVersion
+package struct StreamAppend: Sendable, Equatable {
+    package var stream: String
+    package var events: [NewEvent]
+    package var expectedVersion: ExpectedVersion
 
-    public init(stream: String, events: [NewEvent], expectedVersion: ExpectedVersion = .any) {
+    package init(stream: String, events: [NewEvent], expectedVersion: ExpectedVersion = .any) {
         self.stream = stream
         self.events = events
         self.expectedVersion = expectedVersion

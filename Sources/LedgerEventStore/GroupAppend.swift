@@ -2,7 +2,7 @@ import Foundation
 import LedgerPostgres
 
 /// What a group transaction (`EventStore.withGroupAppend`) came to.
-public enum GroupAppendOutcome<Decision: Sendable>: Sendable {
+package enum GroupAppendOutcome<Decision: Sendable>: Sendable {
     /// The decided appends are committed; their results in the order they were decided.
     case appended(Decision, [AppendResult])
     /// Nothing was decided to append; the statements that came along are committed.
@@ -21,7 +21,7 @@ extension EventStore {
     /// the transaction, the locks and the chain. `decide` runs on a pool thread and must not block.
     /// With nothing to append the transaction commits without waiting for the disk when
     /// `lazyWithoutAppends` (what came along is then only repaired by a later append's flush).
-    public func withGroupAppend<Decision: Sendable>(
+    package func withGroupAppend<Decision: Sendable>(
         streams: [String],
         alongside: [PipelinedStatement] = [],
         lazyWithoutAppends: Bool = false,

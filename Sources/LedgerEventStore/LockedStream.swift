@@ -6,29 +6,29 @@ import LedgerPostgres
 ///
 /// Synchronous, like every use of a connection: it runs on a pool thread inside
 /// `EventStore.serialized`.
-public struct LockedStream {
-    public let stream: String
-    public let connection: PostgresConnection
+package struct LockedStream {
+    package let stream: String
+    package let connection: PostgresConnection
 
     /// The stream's version, 0 when it has no events.
-    public func version() throws -> Int64 {
+    package func version() throws -> Int64 {
         try connection.query("SELECT version FROM ledger.streams WHERE stream = $1", [stream]).first.map { try $0["version"].int64() } ?? 0
     }
 
     /// Every event of the stream, in version order.
-    public func events() throws -> [RecordedEvent] {
+    package func events() throws -> [RecordedEvent] {
         try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", [stream]).map(RecordedEvent.init(row:))
     }
 
     /// The event with `id`, on whichever stream it was written.
-    public func event(id: UUID) throws -> RecordedEvent? {
+    package func event(id: UUID) throws -> RecordedEvent? {
         try connection.query(EventStore.selectEventsSQL + " WHERE e.event_id = $1", [id]).first.map(RecordedEvent.init(row:))
     }
 
     /// Appends inside the transaction. A replay of events already stored returns their original
     /// result; a version that moved (only a writer that bypassed the lock can move it) or an id
     /// used for other content is a typed error, and the transaction is rolled back.
-    public func append(_ events: [NewEvent], expectedVersion: ExpectedVersion) throws -> AppendResult {
+    package func append(_ events: [NewEvent], expectedVersion: ExpectedVersion) throws -> AppendResult {
         let request = StreamAppend(stream: stream, events: events, expectedVersion: expectedVersion)
         do {
             return try EventStore.result(stream: stream, rows: connection.query(AppendStatements.multiEventSQL, request.parameters))
@@ -44,7 +44,7 @@ extension EventStore {
     /// then holding `pg_advisory_xact_lock` on it against other servers until the commit.
     /// Every writer that decides on a stream's content goes through here, so concurrent requests
     /// each get a decision — however many, from however many servers.
-    public func serialized<T: Sendable>(on stream: String, _ body: @escaping @Sendable (LockedStream) throws -> T) async throws -> T {
+    package func serialized<T: Sendable>(on stream: String, _ body: @escaping @Sendable (LockedStream) throws -> T) async throws -> T {
         try await streamLocks.withLock(stream) {
             let result = try await pool.withConnection { connection in
                 try connection.transaction { connection in

@@ -6,12 +6,12 @@ import LedgerPostgres
 /// cell for every batch; this pays one statement, and leaves the parsing of each row to whichever
 /// thread decodes it. Binary, because printing two timestamps per row as text cost PostgreSQL a
 /// third of the read (psql, 666,349 rows: 3.5 s as text, 2.3 s binary).
-public enum LogCopy {
+package enum LogCopy {
     /// Streams every event behind the snapshot fence (as `EventStore.readAll` defines it) after
     /// `position`, in log order, in batches of up to `batchSize` raw rows. Events whose type is in
     /// `excludedTypes` are left out by the server; a checkpoint at the last event returned is
     /// still exact, because whatever excluded events follow it are skipped again when read.
-    public static func stream(on connection: PostgresConnection, after position: LogPosition, excludingTypes excludedTypes: Set<String>,
+    package static func stream(on connection: PostgresConnection, after position: LogPosition, excludingTypes excludedTypes: Set<String>,
                               batchSize: Int, _ body: (LogRows) throws -> Void) throws {
         let excluded = excludedTypes.sorted().map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
         let filter = excluded.isEmpty ? "" : " AND e.event_type NOT IN (\(excluded.joined(separator: ", ")))"
@@ -41,29 +41,29 @@ public enum LogCopy {
 }
 
 /// Raw COPY rows of the log, kept in one buffer until someone asks for an event.
-public struct LogRows: Sendable {
+package struct LogRows: Sendable {
     private var bytes: [UInt8] = []
     private var ends: [Int] = []
 
-    public init() {}
+    package init() {}
 
-    public var count: Int { ends.count }
+    package var count: Int { ends.count }
 
     mutating func append(_ row: UnsafeBufferPointer<UInt8>) {
         bytes += row
         ends.append(bytes.count)
     }
 
-    public struct MalformedRow: Error, CustomStringConvertible {
-        public let row: String
-        public var description: String { "unexpected COPY row from ledger.events: \(row.prefix(200))" }
+    package struct MalformedRow: Error, CustomStringConvertible {
+        package let row: String
+        package var description: String { "unexpected COPY row from ledger.events: \(row.prefix(200))" }
     }
 
     /// Row `index` as an event: the columns a replay needs (no id or version). A binary COPY
     /// row is a field count, then each field as a length and its bytes: text as it is, jsonb as
     /// a version byte and text, timestamptz as microseconds since 2000-01-01, xid8 and bigint as
     /// 8 bytes, all big-endian.
-    public func event(at index: Int) throws -> StreamedEvent {
+    package func event(at index: Int) throws -> StreamedEvent {
         try bytes.withUnsafeBufferPointer { all in
             let row = UnsafeBufferPointer(rebasing: all[(index == 0 ? 0 : ends[index - 1])..<ends[index]])
             func malformed() -> MalformedRow { MalformedRow(row: String(decoding: row, as: UTF8.self)) }
@@ -144,13 +144,13 @@ struct BinaryReader {
 }
 
 /// An event as a replay reads it from `LogCopy`.
-public struct StreamedEvent: Sendable {
-    public var stream: String
-    public var type: String
+package struct StreamedEvent: Sendable {
+    package var stream: String
+    package var type: String
     /// The event's JSON, as bytes.
-    public var data: [UInt8]
-    public var metadata: String
-    public var occurredAt: Date
-    public var recordedAt: Date
-    public var position: LogPosition
+    package var data: [UInt8]
+    package var metadata: String
+    package var occurredAt: Date
+    package var recordedAt: Date
+    package var position: LogPosition
 }

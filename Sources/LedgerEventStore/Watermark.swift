@@ -4,7 +4,7 @@ import Synchronization
 /// that reaches its mark, or at once if the value is already there — so no wake-up is lost between
 /// "not yet" and "start waiting". Serves the log's append signal (`Wakeup`) and the projection's
 /// progress that writers wait on (`ProjectionProgress`).
-public final class Watermark<Value: Comparable & Sendable>: Sendable {
+package final class Watermark<Value: Comparable & Sendable>: Sendable {
     private struct State {
         var value: Value
         var waiters: [Int: (mark: Value, continuation: CheckedContinuation<Void, Never>)] = [:]
@@ -12,12 +12,12 @@ public final class Watermark<Value: Comparable & Sendable>: Sendable {
     }
     private let state: Mutex<State>
 
-    public init(_ initial: Value) { state = Mutex(State(value: initial)) }
+    package init(_ initial: Value) { state = Mutex(State(value: initial)) }
 
-    public var value: Value { state.withLock { $0.value } }
+    package var value: Value { state.withLock { $0.value } }
 
     /// Raises the value to `next(value)` if that is higher, resuming every waiter it reaches.
-    public func raise(_ next: (Value) -> Value) {
+    package func raise(_ next: (Value) -> Value) {
         let reached = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             let raised = next(state.value)
             guard raised > state.value else { return [] }
@@ -29,10 +29,10 @@ public final class Watermark<Value: Comparable & Sendable>: Sendable {
         reached.forEach { $0.resume() }
     }
 
-    public func raise(to value: Value) { raise { max($0, value) } }
+    package func raise(to value: Value) { raise { max($0, value) } }
 
     /// True once the value has reached `mark`; false after `timeout` (or on cancellation).
-    public func wait(reaching mark: Value, timeout: Duration) async -> Bool {
+    package func wait(reaching mark: Value, timeout: Duration) async -> Bool {
         if value >= mark { return true }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitUntil(reaching: mark) }

@@ -6,16 +6,16 @@ import Synchronization
 /// Collected where every write waits for its projection (so no return type has to carry it)
 /// into the box the HTTP edge binds for the request, which sends it back as `Ledger-Position`;
 /// a client that reads through another server or replica sends it as `Ledger-Read-After`.
-public final class WrittenPosition: Sendable {
-    @TaskLocal public static var current: WrittenPosition?
+package final class WrittenPosition: Sendable {
+    @TaskLocal package static var current: WrittenPosition?
 
     private let furthest = Mutex<LogPosition?>(nil)
 
-    public init() {}
+    package init() {}
 
-    public var position: LogPosition? { furthest.withLock { $0 } }
+    package var position: LogPosition? { furthest.withLock { $0 } }
 
-    public func record(_ position: LogPosition) {
+    package func record(_ position: LogPosition) {
         furthest.withLock { $0 = max($0 ?? position, position) }
     }
 }

@@ -4,10 +4,10 @@ import LedgerCore
 import LedgerEventStore
 
 /// The bridge between the domain's facts and the event store's rows, both ways.
-public enum StoredFacts {
+package enum StoredFacts {
     /// A domain event as an event-store append: its stream, and the event with business time and
     /// evidence reference (metadata `evidence`, the sha256 of the raw evidence).
-    public static func newEvent(_ event: LedgerEvent, bundleID: String, id: UUID, occurredAt: Date, evidence: String? = nil) throws -> (stream: String, event: NewEvent) {
+    package static func newEvent(_ event: LedgerEvent, bundleID: String, id: UUID, occurredAt: Date, evidence: String? = nil) throws -> (stream: String, event: NewEvent) {
         let data = String(decoding: try event.encodedData(), as: UTF8.self)
         let metadata = evidence.map { #"{"evidence":"\#($0)"}"# } ?? "{}"
         return (LedgerStream.stream(of: event, bundleID: bundleID),
@@ -15,7 +15,7 @@ public enum StoredFacts {
     }
 
     /// The app a stream belongs to: `kind:<bundle>[:<rest>]`. Bundle ids never contain colons.
-    public static func bundleID(ofStream stream: String) -> String? {
+    package static func bundleID(ofStream stream: String) -> String? {
         // On the UTF-8 bytes: a rebuild asks this a million times, and splitting by Character
         // (grapheme rules) showed in its profile.
         let utf8 = stream.utf8
@@ -30,7 +30,7 @@ public enum StoredFacts {
 
     /// Decodes a stored event into a domain fact; nil for streams that are not the domain's.
     /// Safe on several threads at once.
-    public static func fact(from recorded: RecordedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
+    package static func fact(from recorded: RecordedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
         guard let bundleID = bundleID(ofStream: recorded.stream) else { return nil }
         let event = try LedgerEvent(typeName: recorded.type, data: Data(recorded.data.utf8))
         return (bundleID, RecordedFact(event: event, occurredAt: recorded.occurredAt, recordedAt: recorded.recordedAt,
@@ -38,7 +38,7 @@ public enum StoredFacts {
     }
 
     /// The same for an event streamed by `LogCopy` (a rebuild).
-    public static func fact(from streamed: StreamedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
+    package static func fact(from streamed: StreamedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
         guard let bundleID = bundleID(ofStream: streamed.stream) else { return nil }
         let tree = try streamed.data.withUnsafeBufferPointer { try JSONTree.parse($0) }
         let event = try LedgerEvent(typeName: streamed.type, tree: tree)

@@ -9,7 +9,7 @@ import Foundation
 /// Stored JSON is ours and simple; a tree of small values and a Codable bridge over it do the
 /// same work several times faster (timelines are written by `TimelineJSON`). Numbers keep their
 /// text until a field asks for a type.
-public enum JSONTree: Equatable, Sendable {
+package enum JSONTree: Equatable, Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -17,7 +17,7 @@ public enum JSONTree: Equatable, Sendable {
     case array([JSONTree])
     case object([(String, JSONTree)])
 
-    public static func == (lhs: JSONTree, rhs: JSONTree) -> Bool {
+    package static func == (lhs: JSONTree, rhs: JSONTree) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
@@ -29,14 +29,14 @@ public enum JSONTree: Equatable, Sendable {
         }
     }
 
-    public struct SyntaxError: Error, CustomStringConvertible {
-        public let offset: Int
-        public let reason: String
-        public var description: String { "malformed JSON at byte \(offset): \(reason)" }
+    package struct SyntaxError: Error, CustomStringConvertible {
+        package let offset: Int
+        package let reason: String
+        package var description: String { "malformed JSON at byte \(offset): \(reason)" }
     }
 
     /// Parses a whole document (RFC 8259; whitespace as PostgreSQL's jsonb prints it is fine).
-    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws -> JSONTree {
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws -> JSONTree {
         var parser = Parser(bytes: bytes)
         let value = try parser.value(depth: 0)
         parser.skipSpace()
@@ -44,11 +44,11 @@ public enum JSONTree: Equatable, Sendable {
         return value
     }
 
-    public static func parse(_ data: Data) throws -> JSONTree {
+    package static func parse(_ data: Data) throws -> JSONTree {
         try data.withUnsafeBytes { try parse($0.bindMemory(to: UInt8.self)) }
     }
 
-    public static func parse(_ text: String) throws -> JSONTree {
+    package static func parse(_ text: String) throws -> JSONTree {
         var text = text
         return try text.withUTF8 { try parse($0) }
     }
@@ -56,7 +56,7 @@ public enum JSONTree: Equatable, Sendable {
     /// The value of `key` among an object's members. Objects here are small (a stored fact has
     /// ~20 fields): a linear scan beats hashing, and comparing lengths first skips most full
     /// string comparisons.
-    public static func member(_ key: String, of members: [(String, JSONTree)]) -> JSONTree? {
+    package static func member(_ key: String, of members: [(String, JSONTree)]) -> JSONTree? {
         let length = key.utf8.count
         for (candidate, value) in members where candidate.utf8.count == length && candidate == key { return value }
         return nil
@@ -64,7 +64,7 @@ public enum JSONTree: Equatable, Sendable {
 
     /// The same document with every object's keys in order: a canonical form, so two texts of
     /// the same value (ours, and PostgreSQL's printing of it) compare equal once rewritten.
-    public func sortingKeys() -> JSONTree {
+    package func sortingKeys() -> JSONTree {
         switch self {
         case .array(let items): .array(items.map { $0.sortingKeys() })
         case .object(let members): .object(members.map { ($0.0, $0.1.sortingKeys()) }.sorted { $0.0 < $1.0 })
@@ -73,7 +73,7 @@ public enum JSONTree: Equatable, Sendable {
     }
 
     /// The document as compact JSON text.
-    public func write(into out: inout [UInt8]) {
+    package func write(into out: inout [UInt8]) {
         switch self {
         case .null: out += "null".utf8
         case .bool(let value): out += (value ? "true" : "false").utf8
@@ -101,13 +101,13 @@ public enum JSONTree: Equatable, Sendable {
     /// A finite double as JSON: integral values as integers (what JSONEncoder writes, e.g. dates
     /// in milliseconds), others in Swift's shortest round-tripping form, so decoding gives back
     /// the same bits.
-    public static func numberText(_ value: Double) -> String {
+    package static func numberText(_ value: Double) -> String {
         if value == value.rounded(), abs(value) < 9_007_199_254_740_992 { return String(Int64(value)) }
         return "\(value)"
     }
 
     /// Runs of bytes that need no escape are appended whole: a timeline is mostly such runs.
-    public static func writeString(_ text: String, into out: inout [UInt8]) {
+    package static func writeString(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { bytes in

@@ -11,22 +11,22 @@ import Foundation
 /// Its small members are `@inlinable`: the HTTP edge writes a user-state answer with some fifty
 /// calls of them, and across a module boundary each would be an opaque call with its closure.
 @frozen
-public struct JSONWriter {
+package struct JSONWriter {
     /// The JSON written so far.
-    public var bytes: [UInt8]
+    package var bytes: [UInt8]
     @usableFromInline var needsComma = false
 
     @inlinable
-    public init(bytes: [UInt8] = [], reservingCapacity capacity: Int = 0) {
+    package init(bytes: [UInt8] = [], reservingCapacity capacity: Int = 0) {
         self.bytes = bytes
         self.bytes.reserveCapacity(capacity)
     }
 
     /// The bytes as text.
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    package var text: String { String(decoding: bytes, as: UTF8.self) }
 
     @inlinable
-    public mutating func object(_ body: (inout JSONWriter) -> Void) {
+    package mutating func object(_ body: (inout JSONWriter) -> Void) {
         separate()
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
@@ -36,7 +36,7 @@ public struct JSONWriter {
     }
 
     @inlinable
-    public mutating func array(_ body: (inout JSONWriter) -> Void) {
+    package mutating func array(_ body: (inout JSONWriter) -> Void) {
         separate()
         bytes.append(UInt8(ascii: "["))
         needsComma = false
@@ -47,14 +47,14 @@ public struct JSONWriter {
 
     /// A member holding an array of `items`, each written by `element`.
     @inlinable
-    public mutating func array<T>(_ name: StaticString, _ items: [T], _ element: (inout JSONWriter, T) -> Void) {
+    package mutating func array<T>(_ name: StaticString, _ items: [T], _ element: (inout JSONWriter, T) -> Void) {
         key(name)
         array { json in for item in items { element(&json, item) } }
     }
 
     /// A key inside an object; the next value written is its value.
     @inlinable
-    public mutating func key(_ name: String) {
+    package mutating func key(_ name: String) {
         separate()
         JSONTree.writeString(name, into: &bytes)
         bytes.append(UInt8(ascii: ":"))
@@ -63,7 +63,7 @@ public struct JSONWriter {
 
     /// A key known at compile time (no escaping, no allocation: the hot path of timelines).
     @inlinable
-    public mutating func key(_ name: StaticString) {
+    package mutating func key(_ name: StaticString) {
         separate()
         bytes.append(UInt8(ascii: "\""))
         bytes += UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
@@ -72,21 +72,21 @@ public struct JSONWriter {
     }
 
     @inlinable
-    public mutating func value(_ text: String?) {
+    package mutating func value(_ text: String?) {
         separate()
         if let text { JSONTree.writeString(text, into: &bytes) } else { bytes += "null".utf8 }
         needsComma = true
     }
 
     @inlinable
-    public mutating func value(_ number: Int64?) {
+    package mutating func value(_ number: Int64?) {
         separate()
         bytes += (number.map(String.init) ?? "null").utf8
         needsComma = true
     }
 
     @inlinable
-    public mutating func value(_ flag: Bool?) {
+    package mutating func value(_ flag: Bool?) {
         separate()
         bytes += (flag.map { $0 ? "true" : "false" } ?? "null").utf8
         needsComma = true
@@ -94,28 +94,28 @@ public struct JSONWriter {
 
     /// JSON text already written elsewhere (a stored document), inserted as it is.
     @inlinable
-    public mutating func raw(_ json: String) {
+    package mutating func raw(_ json: String) {
         separate()
         bytes += json.utf8
         needsComma = true
     }
 
     @inlinable
-    public mutating func field(_ name: StaticString, _ text: String?) {
+    package mutating func field(_ name: StaticString, _ text: String?) {
         guard let text else { return }
         key(name)
         value(text)
     }
 
     @inlinable
-    public mutating func field(_ name: StaticString, _ flag: Bool?) {
+    package mutating func field(_ name: StaticString, _ flag: Bool?) {
         guard let flag else { return }
         key(name)
         value(flag)
     }
 
     @inlinable
-    public mutating func field(_ name: StaticString, _ number: Int64?) {
+    package mutating func field(_ name: StaticString, _ number: Int64?) {
         guard let number else { return }
         key(name)
         value(number)
@@ -123,7 +123,7 @@ public struct JSONWriter {
 
     /// A date as milliseconds since 1970, as `LedgerEvent.encoder` stores dates.
     @inlinable
-    public mutating func field(_ name: StaticString, _ date: Date?) {
+    package mutating func field(_ name: StaticString, _ date: Date?) {
         guard let date else { return }
         key(name)
         bytes += JSONTree.numberText(1000.0 * date.timeIntervalSince1970).utf8
@@ -131,7 +131,7 @@ public struct JSONWriter {
     }
 
     /// `text` as a JSON string literal.
-    public static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count + 2)
         JSONTree.writeString(text, into: &out)

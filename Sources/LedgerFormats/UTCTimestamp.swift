@@ -3,10 +3,10 @@
 ///
 /// By hand: Foundation's format styles cost tens of microseconds a call, which an export of a
 /// million rows, and a rebuild reading a million events, pay a million times.
-public enum UTCTimestamp {
+package enum UTCTimestamp {
     /// `ticks` counted since 1970-01-01T00:00:00Z in units of 10^-`fractionDigits` seconds
     /// (3: milliseconds, 6: microseconds), written with that many fractional digits.
-    public static func text(ticks: Int64, fractionDigits: Int) -> String {
+    package static func text(ticks: Int64, fractionDigits: Int) -> String {
         var perSecond: Int64 = 1
         for _ in 0..<fractionDigits { perSecond *= 10 }
         let seconds = ticks.floorDivided(by: perSecond)
@@ -42,7 +42,7 @@ public enum UTCTimestamp {
     }
 
     /// Howard Hinnant's days-from-civil: proleptic Gregorian, no `Calendar` allocated per row.
-    public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+    package static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = y.floorDivided(by: 400)
         let yearOfEra = y - era * 400
@@ -53,7 +53,7 @@ public enum UTCTimestamp {
     }
 
     /// The inverse: days since 1970-01-01 to (year, month, day).
-    public static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    package static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = days + 719_468
         let era = z.floorDivided(by: 146_097)
         let dayOfEra = z - era * 146_097
@@ -68,7 +68,7 @@ public enum UTCTimestamp {
 
 extension Int64 {
     /// Division rounding toward minus infinity: instants before 1970 fall on the right day.
-    public func floorDivided(by divisor: Int64) -> Int64 {
+    package func floorDivided(by divisor: Int64) -> Int64 {
         let quotient = self / divisor
         return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
     }

@@ -7,17 +7,17 @@ import ServiceLifecycle
 
 /// A loop that lives as long as the server, stopped by a graceful shutdown: every background part
 /// of `ledger serve` is one, so the service group starts and stops them all the same way.
-public struct BackgroundLoop: Service, CustomStringConvertible {
+package struct BackgroundLoop: Service, CustomStringConvertible {
     /// What it does, for the service group's logs.
-    public let description: String
+    package let description: String
     let body: @Sendable () async -> Void
 
-    public init(_ description: String, _ body: @escaping @Sendable () async -> Void) {
+    package init(_ description: String, _ body: @escaping @Sendable () async -> Void) {
         self.description = description
         self.body = body
     }
 
-    public func run() async throws {
+    package func run() async throws {
         try await cancelWhenGracefulShutdown { await body() }
     }
 }
@@ -32,7 +32,7 @@ extension LedgerServices {
     /// - with `reconcileInterval`: Apple's notification history read on start-up and every interval
     ///   (`LEDGER_APPLE_RECONCILE_INTERVAL`), and CONSUMPTION_REQUESTs answered every 15 s (nil:
     ///   neither, as in tests that run them themselves).
-    public func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, reconcileInterval: Duration? = nil,
+    package func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, reconcileInterval: Duration? = nil,
                                    logger: Logger) -> [any Service] {
         let (store, timelines, pool, recovery, directory, consumption) = (store, timelines, pool, recovery, directory, consumption)
         let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines,

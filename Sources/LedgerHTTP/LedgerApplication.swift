@@ -7,7 +7,7 @@ import LedgerProjections
 import Logging
 
 /// The composition root of the HTTP edge, shared by `ledger serve` and the tests.
-public func buildApplication(
+package func buildApplication(
     services: LedgerServices, host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {

@@ -11,32 +11,32 @@ import Logging
 
 /// What the HTTP routes need from the rest of the ledger. Built once by `ledger serve` (and by
 /// tests), so routes never reach for globals.
-public struct LedgerServices: Sendable {
-    public var pool: PostgresPool
-    public var store: EventStore
-    public var migrator: Migrator
-    public var ingestor: Ingestor
-    public var actions: UserActions
-    public var keys: APIKeyStore
-    public var metrics: Metrics
-    public var directory: AppDirectory
+package struct LedgerServices: Sendable {
+    package var pool: PostgresPool
+    package var store: EventStore
+    package var migrator: Migrator
+    package var ingestor: Ingestor
+    package var actions: UserActions
+    package var keys: APIKeyStore
+    package var metrics: Metrics
+    package var directory: AppDirectory
     /// Run the projection worker with this (`ProjectionWorker(progress:)`) so that writes answer
     /// as soon as it has applied them.
-    public var progress: ProjectionProgress
+    package var progress: ProjectionProgress
     /// Run the projection worker with this too (`ProjectionWorker(cache:)`), and
     /// its invalidations beside it (both in `backgroundServices`).
-    public var timelines: TimelineCache
+    package var timelines: TimelineCache
     /// Where user states, audit trails and exports are read: replicas when configured.
-    public var reads: ReadReplicas
+    package var reads: ReadReplicas
     /// What is asked of Apple's App Store Server API: sync on restore, order lookup.
-    public var lookups: AppleLookups
+    package var lookups: AppleLookups
     /// Missed notifications recovered from Apple's notification history.
-    public var recovery: NotificationRecovery
+    package var recovery: NotificationRecovery
     /// Apple's CONSUMPTION_REQUESTs answered.
-    public var consumption: ConsumptionResponder
+    package var consumption: ConsumptionResponder
 
     /// `replicas`: pools on PostgreSQL streaming replicas of `pool`'s database (may be none).
-    public init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
+    package init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
                 receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [], replicaWait: Duration = .milliseconds(250),
                 keyCacheTTL: Duration = .seconds(2), logger: Logger) {
         let metrics = Metrics()

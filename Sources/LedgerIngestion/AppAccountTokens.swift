@@ -11,14 +11,14 @@ import LedgerEventStore
 /// moved: a token that could be re-pointed would let one user's evidence attribute purchases to
 /// another. Links come from the app (`PUT …/users/{u}/app-account-tokens/{token}`, before the
 /// purchase) or are learnt when a user presents a transaction carrying an unlinked token.
-public struct AppAccountTokens: Sendable {
+package struct AppAccountTokens: Sendable {
     let store: EventStore
 
-    public init(store: EventStore) {
+    package init(store: EventStore) {
         self.store = store
     }
 
-    public enum LinkResult: Sendable, Equatable {
+    package enum LinkResult: Sendable, Equatable {
         case linked
         case alreadyLinked
         /// The token stands for someone else already; who stays unsaid.
@@ -37,7 +37,7 @@ public struct AppAccountTokens: Sendable {
     }
 
     /// The user `token` stands for in the app, nil when it was never linked.
-    public func user(of token: UUID, bundleID: String) async throws -> String? {
+    package func user(of token: UUID, bundleID: String) async throws -> String? {
         let events = try await store.read(stream: Self.stream(bundleID: bundleID, token: token), limit: 1)
         guard let first = events.first else { return nil }
         return try JSONDecoder().decode(Link.self, from: Data(first.data.utf8)).userID
@@ -45,7 +45,7 @@ public struct AppAccountTokens: Sendable {
 
     /// Links `token` to `userID` unless it already stands for someone.
     @discardableResult
-    public func link(_ token: UUID, to userID: String, bundleID: String) async throws -> LinkResult {
+    package func link(_ token: UUID, to userID: String, bundleID: String) async throws -> LinkResult {
         let stream = Self.stream(bundleID: bundleID, token: token)
         let data = String(decoding: try JSONEncoder().encode(Link(appAccountToken: token, userID: userID)), as: UTF8.self)
         let event = NewEvent(id: StableID.make(stream, Self.eventType, userID), type: Self.eventType, data: data, occurredAt: Date())

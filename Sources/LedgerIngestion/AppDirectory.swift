@@ -12,19 +12,19 @@ import Synchronization
 /// One app as configured: settings and catalogue from its `app:` stream (events), the shared
 /// secret from `ledger.app_secrets` and the App Store Server API key from
 /// `ledger.app_server_api_keys` (never events: the log is forever).
-public struct AppConfiguration: Sendable {
-    public var bundleID: String
-    public var settings: AppSettings
-    public var catalogue: Catalogue
-    public var products: [ProductDefinition]
-    public var sharedSecret: String?
+package struct AppConfiguration: Sendable {
+    package var bundleID: String
+    package var settings: AppSettings
+    package var catalogue: Catalogue
+    package var products: [ProductDefinition]
+    package var sharedSecret: String?
     /// The In-App Purchase key for asking Apple (`ledger.app_server_api_keys`), if configured.
-    public var serverAPI: ServerAPICredentials?
+    package var serverAPI: ServerAPICredentials?
     /// The app stream's version, for optimistic concurrency on configuration changes.
-    public var version: Int64
+    package var version: Int64
 
     /// What signed evidence must be for this app.
-    public var expectation: Expectation {
+    package var expectation: Expectation {
         Expectation(bundleID: bundleID, environments: Set(settings.environments), appAppleID: settings.appleAppID)
     }
 }
@@ -34,7 +34,7 @@ public struct AppConfiguration: Sendable {
 ///
 /// Every request needs its app, so answers are kept for `cacheTTL`: a change made through this
 /// process is seen at once, one made through another server within `cacheTTL`.
-public final class AppDirectory: Sendable {
+package final class AppDirectory: Sendable {
     let pool: PostgresPool
     let store: EventStore
     let freshness: ProjectionFreshness
@@ -44,7 +44,7 @@ public final class AppDirectory: Sendable {
     private let cache = Mutex<[String: (app: AppConfiguration?, at: ContinuousClock.Instant)]>([:])
 
     /// `pool`: the primary, where `ledger.apps` and the secrets are; `store`: the apps' streams.
-    public init(pool: PostgresPool, store: EventStore, freshness: ProjectionFreshness, cacheTTL: Duration = .seconds(1), replicas: ReadReplicas? = nil) {
+    package init(pool: PostgresPool, store: EventStore, freshness: ProjectionFreshness, cacheTTL: Duration = .seconds(1), replicas: ReadReplicas? = nil) {
         self.pool = pool
         self.store = store
         self.freshness = freshness
@@ -53,7 +53,7 @@ public final class AppDirectory: Sendable {
     }
 
     /// The app, or `unknown_app`.
-    public func app(_ bundleID: String) async throws -> AppConfiguration {
+    package func app(_ bundleID: String) async throws -> AppConfiguration {
         let now = ContinuousClock.now
         if let cached = cache.withLock({ $0[bundleID] }), now - cached.at < cacheTTL {
             guard let app = cached.app else { throw LedgerError.unknownApp(bundleID) }
@@ -75,7 +75,7 @@ public final class AppDirectory: Sendable {
     }
 
     /// The app as stored now (no cache).
-    public func find(_ bundleID: String) async throws -> AppConfiguration? {
+    package func find(_ bundleID: String) async throws -> AppConfiguration? {
         try await pool.withConnection { connection in try Self.find(bundleID, on: connection) }
     }
 
@@ -104,13 +104,13 @@ public final class AppDirectory: Sendable {
     }
 
     /// The apps that have an App Store Server API key: those the reconciler asks Apple about.
-    public func appsWithServerAPIKeys() async throws -> [String] {
+    package func appsWithServerAPIKeys() async throws -> [String] {
         try await pool.query("SELECT bundle_id FROM ledger.app_server_api_keys ORDER BY bundle_id").map { try $0["bundle_id"].string() }
     }
 
     /// Creates or changes an app. The secret and the App Store Server API key, when given,
     /// replace the stored ones.
-    public func configure(_ bundleID: String, settings: AppSettings, sharedSecret: String?,
+    package func configure(_ bundleID: String, settings: AppSettings, sharedSecret: String?,
                           serverAPI: ServerAPICredentials? = nil) async throws -> AppConfiguration {
         try Self.validate(bundleID: bundleID)
         if let serverAPI {
@@ -134,7 +134,7 @@ public final class AppDirectory: Sendable {
     }
 
     /// Defines or changes a product of a configured app, effective now.
-    public func define(_ definition: ProductDefinition, in bundleID: String) async throws -> AppConfiguration {
+    package func define(_ definition: ProductDefinition, in bundleID: String) async throws -> AppConfiguration {
         guard let app = try await find(bundleID) else { throw LedgerError.unknownApp(bundleID) }
         if !app.products.contains(definition) {
             try await append(.productConfigured(definition), bundleID: bundleID, after: app.version)

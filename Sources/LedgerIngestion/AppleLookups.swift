@@ -17,11 +17,11 @@ struct VerifiedPiece: Sendable {
 /// verified like any other JWS (chain to the configured roots, bundle, environment) and recorded
 /// as the same facts a StoreKit transaction or a notification would give: one transaction learnt
 /// three ways is recorded once, and Apple's signed time still decides the order.
-public struct AppleLookups: Sendable {
+package struct AppleLookups: Sendable {
     let ingestor: Ingestor
     let api: AppStoreServerAPIClient
 
-    public init(ingestor: Ingestor, api: AppStoreServerAPIClient) {
+    package init(ingestor: Ingestor, api: AppStoreServerAPIClient) {
         self.ingestor = ingestor
         self.api = api
     }
@@ -29,7 +29,7 @@ public struct AppleLookups: Sendable {
     /// Sync on restore: the history, subscription statuses and refunds of the customer whose
     /// purchases `transactionID` (any id of the family) belongs to, recorded for `userID` under
     /// the app's restore policy; answers the user's state with them.
-    public func sync(bundleID: String, userID: String, transactionID: String) async throws -> UserState {
+    package func sync(bundleID: String, userID: String, transactionID: String) async throws -> UserState {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             let app = try await ingestor.directory.app(bundleID)
@@ -41,12 +41,12 @@ public struct AppleLookups: Sendable {
 
     /// What one backfilled customer added: their transactions, and how far the log must be
     /// projected to show them.
-    public struct Imported: Sendable {
+    package struct Imported: Sendable {
         /// Every transaction Apple's answers named, recorded now or before.
-        public var transactionIDs: Set<String> = []
+        package var transactionIDs: Set<String> = []
         /// The last event recorded, if any: what "done" waits to see projected.
-        public var position: LogPosition?
-        public var transactions: Int { transactionIDs.count }
+        package var position: LogPosition?
+        package var transactions: Int { transactionIDs.count }
 
         mutating func add(_ other: Imported) {
             transactionIDs.formUnion(other.transactionIDs)
@@ -56,7 +56,7 @@ public struct AppleLookups: Sendable {
 
     /// Backfill at adoption: what `sync` records, without waiting for the projection (the caller
     /// waits once, for the furthest position, when it has imported everything).
-    public func backfill(bundleID: String, userID: String, transactionID: String) async throws -> Imported {
+    package func backfill(bundleID: String, userID: String, transactionID: String) async throws -> Imported {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             let app = try await ingestor.directory.app(bundleID)
@@ -72,7 +72,7 @@ public struct AppleLookups: Sendable {
     /// read and verified locally (`verifyAppReceipt`), then the history of each family it names
     /// pulled as above — one family's history usually brings the customer's others, which are
     /// then not asked again. A receipt without in-app purchases imports nothing.
-    public func backfill(bundleID: String, userID: String, receipt: String) async throws -> Imported {
+    package func backfill(bundleID: String, userID: String, receipt: String) async throws -> Imported {
         try await LedgerError.mapping {
             let app = try await ingestor.directory.app(bundleID)
             let read = try await ingestor.verifier.verifyAppReceipt(receipt, expecting: app.expectation)
@@ -109,22 +109,22 @@ public struct AppleLookups: Sendable {
     }
 
     /// An order's transactions as Apple's order lookup gives them, and who owns each now.
-    public struct Order: Sendable {
-        public struct Line: Sendable {
-            public var transaction: TransactionFacts
-            public var revokedAt: Date?
+    package struct Order: Sendable {
+        package struct Line: Sendable {
+            package var transaction: TransactionFacts
+            package var revokedAt: Date?
             /// The user who owns its original transaction in this ledger; nil: nobody claimed it yet.
-            public var owner: String?
+            package var owner: String?
         }
-        public var orderID: String
-        public var environment: AppleEnvironment
-        public var lines: [Line]
+        package var orderID: String
+        package var environment: AppleEnvironment
+        package var lines: [Line]
     }
 
     /// Support's "whose purchase is this?" from the order id on Apple's emailed receipt. The
     /// transactions are recorded like a notification's: attributed to the user their
     /// appAccountToken stands for, never taken from an owner.
-    public func order(bundleID: String, orderID: String) async throws -> Order {
+    package func order(bundleID: String, orderID: String) async throws -> Order {
         try await LedgerError.mapping {
             let app = try await ingestor.directory.app(bundleID)
             let (environment, lookup): (AppleEnvironment, OrderLookupResponse)

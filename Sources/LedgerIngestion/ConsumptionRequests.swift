@@ -8,22 +8,22 @@ import LedgerPostgres
 /// filled when such a notification is recorded, by the webhook or by reconciliation, and emptied
 /// by the consumption responder — so a request outlives restarts and Apple's outages until its
 /// 12 hours run out. Several servers share the work: a request is claimed for a minute at a time.
-public struct ConsumptionRequests: Sendable {
-    public struct Pending: Sendable {
-        public var bundleID: String
-        public var notificationUUID: String
-        public var transactionID: String
-        public var originalTransactionID: String
-        public var environment: AppleEnvironment
-        public var attempts: Int
+package struct ConsumptionRequests: Sendable {
+    package struct Pending: Sendable {
+        package var bundleID: String
+        package var notificationUUID: String
+        package var transactionID: String
+        package var originalTransactionID: String
+        package var environment: AppleEnvironment
+        package var attempts: Int
     }
 
     /// Apple waits this long from its request for an answer.
-    public static let deadline: TimeInterval = 12 * 3600
+    package static let deadline: TimeInterval = 12 * 3600
     let pool: PostgresPool
     let store: EventStore
 
-    public init(pool: PostgresPool, store: EventStore) {
+    package init(pool: PostgresPool, store: EventStore) {
         self.pool = pool
         self.store = store
     }
@@ -40,7 +40,7 @@ public struct ConsumptionRequests: Sendable {
     }
 
     /// Up to `limit` unanswered requests still within Apple's deadline, claimed by `holder` for a minute.
-    public func claim(limit: Int, holder: UUID) async throws -> [Pending] {
+    package func claim(limit: Int, holder: UUID) async throws -> [Pending] {
         try await pool.query("""
             UPDATE ledger.consumption_requests r
                SET claimed_by = $1, claimed_until = now() + interval '60 seconds', attempts = r.attempts + 1
@@ -58,7 +58,7 @@ public struct ConsumptionRequests: Sendable {
     }
 
     /// The request is settled (answered, or never to be answered): `outcome` says which.
-    public func settle(_ pending: Pending, outcome: String) async throws {
+    package func settle(_ pending: Pending, outcome: String) async throws {
         try await pool.query("""
             UPDATE ledger.consumption_requests SET answered_at = now(), outcome = $3, claimed_by = NULL, claimed_until = NULL
              WHERE bundle_id = $1 AND notification_uuid = $2
@@ -66,7 +66,7 @@ public struct ConsumptionRequests: Sendable {
     }
 
     /// The request failed for now (Apple away); tried again after `delay`.
-    public func retry(_ pending: Pending, after delay: Duration, failure: String) async throws {
+    package func retry(_ pending: Pending, after delay: Duration, failure: String) async throws {
         try await pool.query("""
             UPDATE ledger.consumption_requests SET claimed_until = now() + make_interval(secs => $3), outcome = $4
              WHERE bundle_id = $1 AND notification_uuid = $2
@@ -75,14 +75,14 @@ public struct ConsumptionRequests: Sendable {
 
     /// The transaction as its purchase stream knows it now (the latest snapshot Apple signed),
     /// and its owner.
-    public func purchase(_ pending: Pending) async throws -> (transaction: TransactionFacts?, owner: String?) {
+    package func purchase(_ pending: Pending) async throws -> (transaction: TransactionFacts?, owner: String?) {
         let stream = try await PurchaseStream.read(store, bundleID: pending.bundleID, originalTransactionID: pending.originalTransactionID)
         return (stream.transaction(pending.transactionID), stream.owner)
     }
 
     /// Records what Apple was told, once per request: the event's id derives from the request's
     /// UUID, so a second server that sent the same answer records nothing more.
-    public func record(_ answer: ConsumptionAnswer, bundleID: String) async throws {
+    package func record(_ answer: ConsumptionAnswer, bundleID: String) async throws {
         let id = StableID.make(bundleID, "consumption-answer", answer.notificationUUID)
         let (stream, event) = try StoredFacts.newEvent(.consumptionInformationSent(answer), bundleID: bundleID, id: id, occurredAt: answer.sentAt)
         _ = try await store.serialized(on: stream) { locked -> Bool in

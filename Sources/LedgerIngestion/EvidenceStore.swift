@@ -3,8 +3,8 @@ import LedgerPostgres
 
 /// Raw evidence kept content-addressed (`ledger.evidence`), so an auditor can re-verify what an
 /// event was derived from. Storing the same bytes again is a no-op.
-public struct EvidenceStore: Sendable {
-    public enum Kind: String, Sendable { case signedTransaction = "signed_transaction", signedRenewalInfo = "signed_renewal_info",
+package struct EvidenceStore: Sendable {
+    package enum Kind: String, Sendable { case signedTransaction = "signed_transaction", signedRenewalInfo = "signed_renewal_info",
                                           receipt, receiptAnswer = "receipt_answer",
                                           notificationV1 = "notification_v1", notificationV2 = "notification_v2" }
 
@@ -28,11 +28,11 @@ public struct EvidenceStore: Sendable {
 
     let pool: PostgresPool
 
-    public init(pool: PostgresPool) { self.pool = pool }
+    package init(pool: PostgresPool) { self.pool = pool }
 
     /// Stores `body` and returns its digest (`sha256:<hex>`).
     @discardableResult
-    public func store(_ body: Data, kind: Kind, bundleID: String, answers: String? = nil) async throws -> String {
+    package func store(_ body: Data, kind: Kind, bundleID: String, answers: String? = nil) async throws -> String {
         let digest = EvidenceDigest.of(body)
         // Committed without waiting for its own WAL flush: the append that references it comes
         // after it in the same WAL and flushes both, so durable events never point at lost
@@ -72,7 +72,7 @@ public struct EvidenceStore: Sendable {
     }
 
     /// The raw bytes behind a digest, for audits.
-    public func body(of digest: String) async throws -> Data? {
+    package func body(of digest: String) async throws -> Data? {
         try await pool.query("SELECT body FROM ledger.evidence WHERE digest = $1", [digest]).first.map { Data(try $0["body"].bytes()) }
     }
 }

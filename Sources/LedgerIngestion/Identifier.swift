@@ -7,20 +7,20 @@
 /// (`TimelineCache`) — so one inside an identifier could split an announcement (another server
 /// keeps a stale answer) or make two different ids collide. JSON text escapes them, and Apple's
 /// ids are verified digits, so nothing else that is joined can carry one.
-public struct Identifier: Sendable {
-    public let field: String
-    public let code: String
-    public let maximumBytes: Int
+package struct Identifier: Sendable {
+    package let field: String
+    package let code: String
+    package let maximumBytes: Int
 
-    public static let userID = Identifier(field: "user_id", code: "invalid_user_id", maximumBytes: 255)
-    public static let grantID = Identifier(field: "grant_id", code: "invalid_grant_id", maximumBytes: 255)
-    public static let idempotencyKey = Identifier(field: "idempotency_key", code: "invalid_idempotency_key", maximumBytes: 255)
-    public static let currency = Identifier(field: "currency", code: "invalid_amount", maximumBytes: 100)
-    public static let entitlement = Identifier(field: "entitlement", code: "invalid_grant", maximumBytes: 200)
+    package static let userID = Identifier(field: "user_id", code: "invalid_user_id", maximumBytes: 255)
+    package static let grantID = Identifier(field: "grant_id", code: "invalid_grant_id", maximumBytes: 255)
+    package static let idempotencyKey = Identifier(field: "idempotency_key", code: "invalid_idempotency_key", maximumBytes: 255)
+    package static let currency = Identifier(field: "currency", code: "invalid_amount", maximumBytes: 100)
+    package static let entitlement = Identifier(field: "entitlement", code: "invalid_grant", maximumBytes: 200)
 
     /// `value`, or a 400 naming the field.
     @discardableResult
-    public func check(_ value: String) throws -> String {
+    package func check(_ value: String) throws -> String {
         guard !value.isEmpty, value.utf8.count <= maximumBytes, !value.unicodeScalars.contains(where: Self.isControl) else {
             throw LedgerError(.invalid, code, "\(field) must be 1–\(maximumBytes) bytes without control characters")
         }

@@ -9,8 +9,8 @@ import Logging
 /// Apple's evidence in, events out: verify against the app's configuration, keep the raw
 /// evidence, record what it says and (for evidence a user presented) who owns it, then answer
 /// the user's state including what was just recorded.
-public struct Ingestor: Sendable {
-    public let directory: AppDirectory
+package struct Ingestor: Sendable {
+    package let directory: AppDirectory
     let store: EventStore
     let evidence: EvidenceStore
     let recorder: FactRecorder
@@ -18,14 +18,14 @@ public struct Ingestor: Sendable {
     let verifier: SignedDataVerifier
     let receipts: VerifyReceiptClient
     let users: UserStateReader
-    public let tokens: AppAccountTokens
+    package let tokens: AppAccountTokens
     /// Apple's CONSUMPTION_REQUESTs waiting for the responder.
-    public let consumptionRequests: ConsumptionRequests
+    package let consumptionRequests: ConsumptionRequests
     let freshness: ProjectionFreshness
     let logger: Logger
 
     /// `reader` answers the user's state once `freshness` says the projection holds what was recorded.
-    public init(store: EventStore, evidence: EvidenceStore, directory: AppDirectory, verifier: SignedDataVerifier,
+    package init(store: EventStore, evidence: EvidenceStore, directory: AppDirectory, verifier: SignedDataVerifier,
                 receipts: VerifyReceiptClient, freshness: ProjectionFreshness, reader: UserStateReader, logger: Logger) {
         self.store = store
         self.directory = directory
@@ -43,7 +43,7 @@ public struct Ingestor: Sendable {
 
     /// A StoreKit 2 signed transaction posted by the app for `userID` — or, when the app names no
     /// user, for the user the transaction's `appAccountToken` is linked to.
-    public func ingestTransaction(bundleID: String, userID: String?, signedTransaction: String) async throws -> UserState {
+    package func ingestTransaction(bundleID: String, userID: String?, signedTransaction: String) async throws -> UserState {
         try await LedgerError.mapping {
             if let userID { try Self.validate(userID: userID) }
             let app = try await directory.app(bundleID)
@@ -58,7 +58,7 @@ public struct Ingestor: Sendable {
 
     /// Links `token` to `userID` for the app (the app does this when it chooses the token, before
     /// the purchase). Linking the same pair again is a no-op; a token linked to someone else is a conflict.
-    public func linkToken(_ token: UUID, to userID: String, bundleID: String) async throws -> AppAccountTokens.LinkResult {
+    package func linkToken(_ token: UUID, to userID: String, bundleID: String) async throws -> AppAccountTokens.LinkResult {
         try await LedgerError.mapping {
             try Self.validate(userID: userID)
             _ = try await directory.app(bundleID)
@@ -71,7 +71,7 @@ public struct Ingestor: Sendable {
     }
 
     /// The user `token` stands for (support's "whose purchase is this?").
-    public func tokenHolder(_ token: UUID, bundleID: String) async throws -> String {
+    package func tokenHolder(_ token: UUID, bundleID: String) async throws -> String {
         try await LedgerError.mapping {
             _ = try await directory.app(bundleID)
             guard let user = try await tokens.user(of: token, bundleID: bundleID) else {
@@ -100,7 +100,7 @@ public struct Ingestor: Sendable {
     }
 
     /// A legacy receipt posted by the app for `userID`, verified with Apple's verifyReceipt.
-    public func ingestReceipt(bundleID: String, userID: String, receiptData: String) async throws -> UserState {
+    package func ingestReceipt(bundleID: String, userID: String, receiptData: String) async throws -> UserState {
         try await LedgerError.mapping {
             try Self.validate(userID: userID)
             let app = try await directory.app(bundleID)
@@ -123,14 +123,14 @@ public struct Ingestor: Sendable {
         }
     }
 
-    public enum NotificationResult: Sendable, Equatable {
+    package enum NotificationResult: Sendable, Equatable {
         case recorded
         case alreadyRecorded
     }
 
     /// An App Store Server Notification, V1 or V2, for `bundleID`. Recorded whether or not any
     /// user has claimed its transaction yet: a later claim attaches it.
-    public func ingestNotification(bundleID: String, body: Data) async throws -> NotificationResult {
+    package func ingestNotification(bundleID: String, body: Data) async throws -> NotificationResult {
         try await LedgerError.mapping {
             let app = try await directory.app(bundleID)
             guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
@@ -222,7 +222,7 @@ public struct Ingestor: Sendable {
 
     /// Returns once the live projection shows everything up to `position` (bounded, as every
     /// write's answer is): for work that records much and answers once, like a backfill.
-    public func waitUntilProjected(_ position: LogPosition) async throws {
+    package func waitUntilProjected(_ position: LogPosition) async throws {
         try await freshness.wait(for: position, logger: logger)
     }
 

@@ -4,8 +4,8 @@ import LedgerPostgres
 
 /// A refusal the API shows its caller: a stable snake_case `code`, a human sentence, and what
 /// kind of failure it is (the HTTP edge maps `kind` to a status). Never carries secrets or evidence.
-public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
+package struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
         /// Malformed or invalid input (400).
         case invalid
         case notFound
@@ -17,35 +17,35 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         case unavailable
     }
 
-    public var kind: Kind
-    public var code: String
-    public var message: String
+    package var kind: Kind
+    package var code: String
+    package var message: String
     /// What caused it, for the server's log where the request ends — never for the caller: it
     /// may be the database's words about the values it was given.
-    public var underlying: (any Error & Sendable)?
+    package var underlying: (any Error & Sendable)?
 
-    public init(_ kind: Kind, _ code: String, _ message: String, underlying: (any Error & Sendable)? = nil) {
+    package init(_ kind: Kind, _ code: String, _ message: String, underlying: (any Error & Sendable)? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
         self.underlying = underlying
     }
 
-    public var description: String { "\(code): \(message)" + (underlying.map { " (cause: \($0))" } ?? "") }
+    package var description: String { "\(code): \(message)" + (underlying.map { " (cause: \($0))" } ?? "") }
 
     /// Equal when a caller could not tell them apart: kind, code and message.
-    public static func == (a: LedgerError, b: LedgerError) -> Bool {
+    package static func == (a: LedgerError, b: LedgerError) -> Bool {
         a.kind == b.kind && a.code == b.code && a.message == b.message
     }
 
-    public static func unknownApp(_ bundleID: String) -> LedgerError {
+    package static func unknownApp(_ bundleID: String) -> LedgerError {
         LedgerError(.notFound, "unknown_app", "no app \(bundleID) is configured")
     }
 
     /// Apple's refusals: malformed input is the caller's, Apple's outage is transient, a
     /// transaction Apple does not know is not found, and everything else — evidence that did not
     /// verify, a key Apple refused or none configured — cannot be processed as the app is set up.
-    public init(_ error: AppStoreError) {
+    package init(_ error: AppStoreError) {
         switch error.code {
         case .malformed: self.init(.invalid, error.code.rawValue, error.message)
         case .appleUnavailable: self.init(.unavailable, error.code.rawValue, error.message)

@@ -10,26 +10,26 @@ import Logging
 /// access. Each is decided against the user's facts read from the log (not the projection, which
 /// may be a batch behind) as the user stream's only writer (`EventStore.serialized`), so
 /// concurrent requests cannot both spend the same coins and none is told to try again.
-public struct UserActions: Sendable {
+package struct UserActions: Sendable {
     let store: EventStore
     let directory: AppDirectory
     let freshness: ProjectionFreshness
     let logger: Logger
 
-    public init(store: EventStore, directory: AppDirectory, freshness: ProjectionFreshness, logger: Logger) {
+    package init(store: EventStore, directory: AppDirectory, freshness: ProjectionFreshness, logger: Logger) {
         self.store = store
         self.directory = directory
         self.freshness = freshness
         self.logger = logger
     }
 
-    public struct ConsumptionResult: Sendable, Equatable {
-        public var balance: Int64
+    package struct ConsumptionResult: Sendable, Equatable {
+        package var balance: Int64
         /// True when the idempotency key was seen before: nothing was spent this time.
-        public var replayed: Bool
+        package var replayed: Bool
     }
 
-    public func consume(bundleID: String, userID: String, currency: String, amount: Int64, idempotencyKey: String) async throws -> ConsumptionResult {
+    package func consume(bundleID: String, userID: String, currency: String, amount: Int64, idempotencyKey: String) async throws -> ConsumptionResult {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             try Identifier.idempotencyKey.check(idempotencyKey)
@@ -70,7 +70,7 @@ public struct UserActions: Sendable {
     }
 
     /// A promotional entitlement from support, from now until `expiresAt` (nil: until revoked).
-    public func grant(bundleID: String, userID: String, entitlement: String, expiresAt: Date?, reason: String, grantID: String?) async throws -> PromotionalGrant {
+    package func grant(bundleID: String, userID: String, entitlement: String, expiresAt: Date?, reason: String, grantID: String?) async throws -> PromotionalGrant {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             if let grantID { try Identifier.grantID.check(grantID) }
@@ -99,7 +99,7 @@ public struct UserActions: Sendable {
     }
 
     /// Ends a promotional grant now.
-    public func revokeGrant(bundleID: String, userID: String, grantID: String, reason: String) async throws {
+    package func revokeGrant(bundleID: String, userID: String, grantID: String, reason: String) async throws {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             try Identifier.grantID.check(grantID)

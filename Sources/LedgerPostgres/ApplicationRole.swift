@@ -9,13 +9,13 @@ import Foundation
 /// (superuser, or `CREATEROLE` as RDS and Cloud SQL give their main user) and otherwise finds the
 /// one a DBA made; `check` is what every other command does. When neither works, the error says
 /// what is missing and gives the exact SQL for the DBA.
-public struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
-    public static let defaultName = "ledger_app"
-    public let name: String
+package struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
+    package static let defaultName = "ledger_app"
+    package let name: String
 
     /// Plain lower-case identifiers only: the name is written into migrations' GRANTs and into
     /// the SQL shown to a DBA, so it must need no quoting.
-    public init(_ name: String = ApplicationRole.defaultName) throws {
+    package init(_ name: String = ApplicationRole.defaultName) throws {
         let valid = (1...63).contains(name.utf8.count)
             && name.utf8.first.map { $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) } == true
             && name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
@@ -23,7 +23,7 @@ public struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
         self.name = name
     }
 
-    public var description: String { name }
+    package var description: String { name }
 
     /// What the connected login has to do with the role.
     struct Standing {
@@ -46,7 +46,7 @@ public struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
 
     /// Makes the role usable by the connected login: creates it and joins it when allowed, or
     /// throws what a DBA must run. Idempotent; safe with several migrators at once.
-    public func prepare(on connection: PostgresConnection) throws {
+    package func prepare(on connection: PostgresConnection) throws {
         try whilePostgres("preparing the application role \(name)") {
             var standing = try standing(on: connection)
             if !standing.exists {
@@ -66,7 +66,7 @@ public struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Throws unless the role exists and the connected login may `SET ROLE` to it.
-    public func check(on connection: PostgresConnection) throws {
+    package func check(on connection: PostgresConnection) throws {
         try whilePostgres("checking the application role \(name)") {
             let standing = try standing(on: connection)
             guard standing.exists else { throw ApplicationRoleError.missing(role: name, login: standing.login) }
@@ -80,7 +80,7 @@ public struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Migration text with this role in place of `ledger_app`, the name the files are written with.
-    public func substitute(into sql: String) -> String {
+    package func substitute(into sql: String) -> String {
         guard name != Self.defaultName else { return sql }
         var result = ""
         var rest = Substring(sql)
@@ -99,12 +99,12 @@ public struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why the application role cannot be used, with what to do about it.
-public enum ApplicationRoleError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum ApplicationRoleError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidName(String)
     case missing(role: String, login: String)
     case notMember(role: String, login: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidName(let name):
             return "the database role \"\(name)\" is not a plain lower-case identifier (letters, digits, _; at most 63 bytes)"

@@ -3,15 +3,15 @@ import Foundation
 import Logging
 
 /// One numbered, forward-only SQL file from `schema/` (e.g. `0001_event_store.sql`).
-public struct Migration: Sendable, Equatable {
-    public let version: Int
-    public let name: String
-    public let sql: String
+package struct Migration: Sendable, Equatable {
+    package let version: Int
+    package let name: String
+    package let sql: String
     /// SHA-256 of the file: an applied migration whose file later changed is refused, because
     /// forward-only means history is never edited.
-    public var checksum: String { Hex.encode(SHA256.hash(data: Data(sql.utf8))) }
+    package var checksum: String { Hex.encode(SHA256.hash(data: Data(sql.utf8))) }
 
-    public init(version: Int, name: String, sql: String) {
+    package init(version: Int, name: String, sql: String) {
         self.version = version
         self.name = name
         self.sql = sql
@@ -19,7 +19,7 @@ public struct Migration: Sendable, Equatable {
 
     /// Parses `NNNN_name.sql`; nil for any other file name.
     /// `NNNN_name`, as operators see it in errors and logs.
-    public var fileStem: String {
+    package var fileStem: String {
         let digits = String(version)
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits + "_" + name
     }
@@ -27,7 +27,7 @@ public struct Migration: Sendable, Equatable {
     /// Checksums of earlier texts of this file that are equivalent to it, each declared in the file
     /// by a line `-- replaces checksum <sha256 hex>`: the only way an applied migration's text may
     /// change, visible to anyone who reads the file (0001 lost its CREATE ROLE this way).
-    public var acceptedChecksums: Set<String> {
+    package var acceptedChecksums: Set<String> {
         var accepted: Set<String> = [checksum]
         for line in sql.split(separator: "\n") where line.hasPrefix("-- replaces checksum ") {
             accepted.insert(String(line.dropFirst("-- replaces checksum ".count)).trimmingCharacters(in: .whitespaces))
@@ -35,7 +35,7 @@ public struct Migration: Sendable, Equatable {
         return accepted
     }
 
-    public init?(fileName: String, sql: String) {
+    package init?(fileName: String, sql: String) {
         guard fileName.hasSuffix(".sql") else { return nil }
         let stem = fileName.dropLast(4)
         guard let underscore = stem.firstIndex(of: "_"), let version = Int(stem[..<underscore]), version > 0 else { return nil }
@@ -43,7 +43,7 @@ public struct Migration: Sendable, Equatable {
     }
 }
 
-public enum MigrationError: Error, CustomStringConvertible, Equatable {
+package enum MigrationError: Error, CustomStringConvertible, Equatable {
     case duplicateVersion(Int)
     case changedAfterApply(version: Int, name: String)
     /// The database has migrations this binary does not know: it is older than the schema.
@@ -51,7 +51,7 @@ public enum MigrationError: Error, CustomStringConvertible, Equatable {
     /// Migrations are pending and the connected login may not apply them (a runtime login).
     case needsOwner(pending: [String], login: String, cause: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .duplicateVersion(let version): "two migration files share version \(version)"
         case .changedAfterApply(let version, let name):
@@ -66,9 +66,9 @@ public enum MigrationError: Error, CustomStringConvertible, Equatable {
 }
 
 /// What `migrate` did.
-public struct MigrationReport: Sendable {
-    public var applied: [Migration] = []
-    public var alreadyApplied: Int = 0
+package struct MigrationReport: Sendable {
+    package var applied: [Migration] = []
+    package var alreadyApplied: Int = 0
 }
 
 /// Applies migrations in order, each in its own transaction, recorded in `ledger.schema_migrations`,
@@ -78,14 +78,14 @@ public struct MigrationReport: Sendable {
 /// then finds everything applied. Running it again is a no-op. The files name the application
 /// role `ledger_app`; another configured role takes its place in their text (their checksums are
 /// of the files as shipped).
-public struct Migrator: Sendable {
+package struct Migrator: Sendable {
     /// `hashtext('ledger.migrations')`-style constant; any fixed bigint shared by all instances works.
     static let advisoryLockKey: Int64 = 0x1ED6_E500_0000_0001
-    public let migrations: [Migration]
-    public let role: ApplicationRole
+    package let migrations: [Migration]
+    package let role: ApplicationRole
     private let logger: Logger
 
-    public init(migrations: [Migration], role: ApplicationRole = try! ApplicationRole(), logger: Logger) throws {
+    package init(migrations: [Migration], role: ApplicationRole = try! ApplicationRole(), logger: Logger) throws {
         let sorted = migrations.sorted { $0.version < $1.version }
         for (a, b) in zip(sorted, sorted.dropFirst()) where a.version == b.version { throw MigrationError.duplicateVersion(a.version) }
         self.migrations = sorted
@@ -97,7 +97,7 @@ public struct Migrator: Sendable {
     /// pending — so a runtime login with no DDL rights serves a current schema, and is told to run
     /// `ledger migrate` as the owner when the schema is not.
     @discardableResult
-    public func migrateIfNeeded(_ connection: PostgresConnection) throws -> MigrationReport {
+    package func migrateIfNeeded(_ connection: PostgresConnection) throws -> MigrationReport {
         try role.prepare(on: connection)
         let pending = try whilePostgres("reading which migrations are applied") { try self.pending(connection) }
         guard !pending.isEmpty else { return MigrationReport(applied: [], alreadyApplied: migrations.count) }
@@ -110,7 +110,7 @@ public struct Migrator: Sendable {
     }
 
     @discardableResult
-    public func migrate(_ connection: PostgresConnection) throws -> MigrationReport {
+    package func migrate(_ connection: PostgresConnection) throws -> MigrationReport {
         try migrate(connection, rolePrepared: false)
     }
 
@@ -161,7 +161,7 @@ public struct Migrator: Sendable {
     }
 
     /// Migrations not yet applied (for readiness checks). Does not take the lock.
-    public func pending(_ connection: PostgresConnection) throws -> [Migration] {
+    package func pending(_ connection: PostgresConnection) throws -> [Migration] {
         let exists = try connection.query("SELECT to_regclass('ledger.schema_migrations') IS NOT NULL AS present")
         guard try exists[0]["present"].bool() else { return migrations }
         let applied = try appliedChecksums(connection)

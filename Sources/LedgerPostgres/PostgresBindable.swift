@@ -4,37 +4,37 @@ import Foundation
 ///
 /// Every query is parameterised: SQL text is always a constant and values travel separately,
 /// so no input can change what a statement does.
-public protocol PostgresBindable: Sendable {
+package protocol PostgresBindable: Sendable {
     var postgresText: String { get }
 }
 
-extension String: PostgresBindable { public var postgresText: String { self } }
-extension Substring: PostgresBindable { public var postgresText: String { String(self) } }
-extension Int: PostgresBindable { public var postgresText: String { String(self) } }
-extension Int64: PostgresBindable { public var postgresText: String { String(self) } }
-extension Int32: PostgresBindable { public var postgresText: String { String(self) } }
-extension UInt64: PostgresBindable { public var postgresText: String { String(self) } }
-extension Double: PostgresBindable { public var postgresText: String { String(self) } }
-extension Bool: PostgresBindable { public var postgresText: String { self ? "t" : "f" } }
-extension UUID: PostgresBindable { public var postgresText: String { uuidString.lowercased() } }
+extension String: PostgresBindable { package var postgresText: String { self } }
+extension Substring: PostgresBindable { package var postgresText: String { String(self) } }
+extension Int: PostgresBindable { package var postgresText: String { String(self) } }
+extension Int64: PostgresBindable { package var postgresText: String { String(self) } }
+extension Int32: PostgresBindable { package var postgresText: String { String(self) } }
+extension UInt64: PostgresBindable { package var postgresText: String { String(self) } }
+extension Double: PostgresBindable { package var postgresText: String { String(self) } }
+extension Bool: PostgresBindable { package var postgresText: String { self ? "t" : "f" } }
+extension UUID: PostgresBindable { package var postgresText: String { uuidString.lowercased() } }
 
 extension Date: PostgresBindable {
     /// RFC 3339 with microseconds and an explicit UTC offset: exact and unambiguous for `timestamptz`.
-    public var postgresText: String { PostgresTimestamp.format(self) }
+    package var postgresText: String { PostgresTimestamp.format(self) }
 }
 
 /// `bytea` parameters in hex form.
-public struct PostgresBytes: PostgresBindable, Hashable {
-    public var bytes: [UInt8]
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
-    public var postgresText: String { "\\x" + Hex.encode(bytes) }
+package struct PostgresBytes: PostgresBindable, Hashable {
+    package var bytes: [UInt8]
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package var postgresText: String { "\\x" + Hex.encode(bytes) }
 }
 
 /// A `text[]` parameter, in PostgreSQL's array literal syntax with every element quoted.
-public struct PostgresTextArray: PostgresBindable {
-    public var elements: [String]
-    public init(_ elements: [String]) { self.elements = elements }
-    public var postgresText: String {
+package struct PostgresTextArray: PostgresBindable {
+    package var elements: [String]
+    package init(_ elements: [String]) { self.elements = elements }
+    package var postgresText: String {
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(elements.reduce(2) { $0 + $1.utf8.count + 3 })
         for (index, element) in elements.enumerated() {
@@ -59,10 +59,10 @@ public struct PostgresTextArray: PostgresBindable {
 }
 
 /// A `text[]` (or, cast, any array) parameter whose elements may be NULL.
-public struct PostgresNullableTextArray: PostgresBindable {
-    public var elements: [String?]
-    public init(_ elements: [String?]) { self.elements = elements }
-    public var postgresText: String {
+package struct PostgresNullableTextArray: PostgresBindable {
+    package var elements: [String?]
+    package init(_ elements: [String?]) { self.elements = elements }
+    package var postgresText: String {
         "{" + elements.map { element in
             guard let element else { return "NULL" }
             var out: [UInt8] = []
@@ -73,10 +73,10 @@ public struct PostgresNullableTextArray: PostgresBindable {
 }
 
 /// Hexadecimal text, as PostgreSQL prints `bytea` and as digests are shown to people.
-public enum Hex {
+package enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.underestimatedCount * 2)
         for byte in bytes {
@@ -87,7 +87,7 @@ public enum Hex {
     }
 
     /// Decodes `abcd…` or PostgreSQL's `\xabcd…`. Nil for anything that is not even-length hex.
-    public static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         var utf8 = Substring(text).utf8
         if utf8.starts(with: "\\x".utf8) { utf8 = utf8.dropFirst(2) }
         guard utf8.count % 2 == 0 else { return nil }

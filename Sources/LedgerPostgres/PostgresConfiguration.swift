@@ -3,18 +3,18 @@ import CLibPQ
 
 /// Where and how to connect. Wraps a libpq connection string (URL or `key=value` form) so the
 /// operator can use every libpq option, while logs only ever see the redacted `description`.
-public struct PostgresConfiguration: Sendable, CustomStringConvertible {
+package struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// The full connection string. Holds a password when one is configured: never log it.
-    public var connectionString: String
+    package var connectionString: String
     /// `application_name`, shown in `pg_stat_activity`.
-    public var applicationName: String
+    package var applicationName: String
     /// A role to `SET ROLE` to after connecting, so the server runs with the application role's
     /// narrower privileges even when the login role owns the schema (see schema/0001).
-    public var role: String?
+    package var role: String?
     /// Seconds libpq waits for a connection before giving up.
-    public var connectTimeoutSeconds: Int
+    package var connectTimeoutSeconds: Int
 
-    public init(connectionString: String, applicationName: String = "ledger", role: String? = nil, connectTimeoutSeconds: Int = 5) {
+    package init(connectionString: String, applicationName: String = "ledger", role: String? = nil, connectTimeoutSeconds: Int = 5) {
         self.connectionString = connectionString
         self.applicationName = applicationName
         self.role = role
@@ -22,12 +22,12 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// A unix-socket connection, as used for the embedded cluster.
-    public static func unixSocket(directory: String, port: Int, database: String, user: String) -> PostgresConfiguration {
+    package static func unixSocket(directory: String, port: Int, database: String, user: String) -> PostgresConfiguration {
         PostgresConfiguration(connectionString: "host='\(directory)' port=\(port) dbname='\(database)' user='\(user)'")
     }
 
     /// The same server, another database.
-    public func with(database: String) -> PostgresConfiguration {
+    package func with(database: String) -> PostgresConfiguration {
         var copy = self
         copy.connectionString = connectionString.contains("://")
             ? Self.replacingURLDatabase(in: connectionString, with: database)
@@ -36,7 +36,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// host, port and database only: safe for logs and error messages.
-    public var description: String {
+    package var description: String {
         let parts = Self.parse(connectionString)
         let host = parts["host"] ?? parts["hostaddr"] ?? "localhost"
         let port = parts["port"] ?? "5432"
@@ -45,7 +45,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// libpq's own parser, so we read the string exactly as libpq will.
-    public static func parse(_ connectionString: String) -> [String: String] {
+    package static func parse(_ connectionString: String) -> [String: String] {
         var error: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(connectionString, &error) else {
             if let error { PQfreemem(error) }

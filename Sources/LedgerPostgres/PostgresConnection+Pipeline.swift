@@ -4,10 +4,10 @@ import Glibc
 #endif
 
 /// One statement of a pipeline: constant SQL and its parameters.
-public struct PipelinedStatement: Sendable {
-    public var sql: String
-    public var parameters: [(any PostgresBindable)?]
-    public init(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) {
+package struct PipelinedStatement: Sendable {
+    package var sql: String
+    package var parameters: [(any PostgresBindable)?]
+    package init(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) {
         self.sql = sql
         self.parameters = parameters
     }
@@ -20,7 +20,7 @@ extension PostgresConnection {
     /// With `transaction: true` it is all or nothing: when one statement fails the server skips the
     /// rest *and the COMMIT*, leaving the session in an aborted transaction (25P02), which is rolled
     /// back here before the first error is thrown.
-    public func pipeline(_ statements: [PipelinedStatement], transaction: Bool) throws -> [PostgresRows] {
+    package func pipeline(_ statements: [PipelinedStatement], transaction: Bool) throws -> [PostgresRows] {
         // Statements are prepared before entering pipeline mode, where synchronous calls are not allowed.
         let names = try statements.map { try statementName(for: $0.sql, parameterCount: $0.parameters.count) }
         let control = try transaction ? [statementName(for: "BEGIN", parameterCount: 0), statementName(for: "COMMIT", parameterCount: 0)] : []
@@ -94,7 +94,7 @@ extension PostgresConnection {
 
     /// `COPY … FROM STDIN` with rows already in COPY text format. Used by the benchmarks as the
     /// baseline for batched appends, and by bulk tooling.
-    public func copyIn(_ sql: String, data: [UInt8]) throws {
+    package func copyIn(_ sql: String, data: [UInt8]) throws {
         let start = PQexec(handle, sql)
         guard let start, PQresultStatus(start) == PGRES_COPY_IN else {
             try consume(start)
@@ -123,7 +123,7 @@ extension PostgresConnection {
     /// Runs `COPY … TO STDOUT` and hands each row (text format, newline included) to `row` as it
     /// arrives: a rebuild streams the whole log this way, one statement and no result held in
     /// memory, where a keyset scan would materialise each batch as strings first.
-    public func copyOut(_ sql: String, row: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+    package func copyOut(_ sql: String, row: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
         let start = PQexec(handle, sql)
         guard let start, PQresultStatus(start) == PGRES_COPY_OUT else {
             try consume(start)
@@ -157,5 +157,5 @@ extension PipelinedStatement {
     /// Inside a transaction: its commit does not wait for its WAL to reach the disk. For writes
     /// whose loss in a crash is harmless or repaired (evidence an append will flush after it,
     /// derived rows re-applied from a checkpoint).
-    public static let commitWithoutWaitingForDisk = PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)")
+    package static let commitWithoutWaitingForDisk = PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)")
 }

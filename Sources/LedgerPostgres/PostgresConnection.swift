@@ -11,7 +11,7 @@ import Glibc
 ///
 /// `@unchecked Sendable` because a connection moves between threads, but it is never *shared*:
 /// the pool lends it to exactly one caller at a time, and the listener owns its own.
-public final class PostgresConnection: @unchecked Sendable {
+package final class PostgresConnection: @unchecked Sendable {
     let handle: OpaquePointer
     /// Statement text → prepared statement name. SQL text is always a constant in this code base,
     /// so this stays small; preparing once saves a parse and plan per call on the hot path.
@@ -27,7 +27,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Opens a connection with UTC timestamps, ISO dates and a 60 s limit on idle open transactions
     /// (one left open would hold back every reader behind the snapshot fence), then switches to
     /// `configuration.role`.
-    public static func connect(_ configuration: PostgresConfiguration) throws -> PostgresConnection {
+    package static func connect(_ configuration: PostgresConfiguration) throws -> PostgresConnection {
         let keywords = ["dbname", "application_name", "connect_timeout", "options"]
         let values = [
             configuration.connectionString, configuration.applicationName,
@@ -55,11 +55,11 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// False once libpq has seen the connection break; the pool then replaces it.
-    public var isHealthy: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
+    package var isHealthy: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
 
     /// A cheap check before reuse: if the server closed an idle connection (a restart, an
     /// administrator's kill), the socket reads end-of-file and this returns false. One `poll(2)`.
-    public func checkAlive() -> Bool {
+    package func checkAlive() -> Bool {
         guard isHealthy else { return false }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
         if poll(&descriptor, 1, 0) > 0 {
@@ -69,14 +69,14 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// True while a transaction is open (or aborted) on this connection.
-    public var isInTransaction: Bool {
+    package var isInTransaction: Bool {
         let status = PQtransactionStatus(handle)
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
     }
 
     /// Runs one parameterised statement (prepared on first use) and returns its rows.
     @discardableResult
-    public func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) throws -> PostgresRows {
+    package func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) throws -> PostgresRows {
         do {
             let name = try statementName(for: sql, parameterCount: parameters.count)
             let result = withParameters(parameters) { values, count in
@@ -89,13 +89,13 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Runs a script of one or more statements with no parameters (migrations, DDL).
-    public func execute(script: String) throws {
+    package func execute(script: String) throws {
         _ = try consume(PQexec(handle, script))
     }
 
     /// BEGIN; body; COMMIT — or ROLLBACK when the body throws. Never hold one across a network
     /// call: a long writing transaction delays every reader behind the snapshot fence.
-    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+    package func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try query("BEGIN")
         do {
             let result = try body(self)
@@ -108,7 +108,7 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Rolls back an open or aborted transaction, ignoring errors (the connection may be gone).
-    public func rollbackIfNeeded() {
+    package func rollbackIfNeeded() {
         guard isHealthy, isInTransaction else { return }
         if let result = PQexec(handle, "ROLLBACK") { PQclear(result) }
     }

@@ -6,43 +6,43 @@
 /// `applying migration 0001_event_store: permission denied to create role (SQLSTATE 42501)`.
 /// Server texts can quote the values a statement was given (a receipt, a key), so they are
 /// redacted when the error is made (`PostgresRedaction`); no unredacted copy is kept.
-public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
+package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let name: String
         init(_ name: String) { self.name = name }
-        public var description: String { name }
+        package var description: String { name }
 
         /// No connection could be opened (server down, wrong address, authentication).
-        public static let connectionFailed = Code("connection_failed")
+        package static let connectionFailed = Code("connection_failed")
         /// An open connection broke during a call; the server may or may not have run it.
-        public static let connectionLost = Code("connection_lost")
+        package static let connectionLost = Code("connection_lost")
         /// The server ran the statement and reported an error (see `sqlState`).
-        public static let server = Code("server_error")
+        package static let server = Code("server_error")
         /// No connection became free within the pool's wait limit.
-        public static let poolTimeout = Code("pool_timeout")
+        package static let poolTimeout = Code("pool_timeout")
         /// The pool was shut down.
-        public static let poolClosed = Code("pool_closed")
+        package static let poolClosed = Code("pool_closed")
         /// The server answered something this client did not expect.
-        public static let protocolViolation = Code("protocol_violation")
+        package static let protocolViolation = Code("protocol_violation")
         /// A value read back could not be decoded into the requested Swift type.
-        public static let decoding = Code("decoding_failed")
+        package static let decoding = Code("decoding_failed")
     }
 
-    public var code: Code
+    package var code: Code
     /// The five-character SQLSTATE for `.server` errors (e.g. `23505`).
-    public var sqlState: String?
+    package var sqlState: String?
     /// The server's primary message or libpq's, redacted of bound values.
-    public var message: String
-    public var detail: String?
+    package var message: String
+    package var detail: String?
     /// The server's suggestion of what to do (e.g. "Use CREATE … IF NOT EXISTS").
-    public var hint: String?
-    public var constraint: String?
+    package var hint: String?
+    package var constraint: String?
     /// In a pipeline, the index of the statement that failed (0 = the first one the caller passed).
-    public var statementIndex: Int?
+    package var statementIndex: Int?
     /// What the ledger was doing, outermost first ("starting the server", "applying migration …").
-    public var context: [String] = []
+    package var context: [String] = []
 
-    public init(code: Code, sqlState: String? = nil, message: String, detail: String? = nil, hint: String? = nil, constraint: String? = nil) {
+    package init(code: Code, sqlState: String? = nil, message: String, detail: String? = nil, hint: String? = nil, constraint: String? = nil) {
         self.code = code
         self.sqlState = sqlState
         self.message = message
@@ -54,7 +54,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     /// True when the failure says nothing about the statement and retrying later may succeed:
     /// the connection failed or broke, the server is starting or stopping, or a serialisation
     /// failure or deadlock was reported. Anything else is a fault to fix, not to wait out.
-    public var isTransient: Bool {
+    package var isTransient: Bool {
         switch code {
         case .connectionFailed, .connectionLost, .poolTimeout: return true
         case .server:
@@ -67,13 +67,13 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     }
 
     /// This error with `doing` as its outermost context.
-    public func doing(_ doing: String) -> PostgresError {
+    package func doing(_ doing: String) -> PostgresError {
         var copy = self
         copy.context.insert(doing, at: 0)
         return copy
     }
 
-    public var description: String {
+    package var description: String {
         var text = context.map { $0 + ": " }.joined()
         text += message.isEmpty ? "PostgreSQL \(code)" : message
         if let sqlState { text += " (SQLSTATE \(sqlState))" } else if code != .server { text += " (\(code))" }
@@ -82,14 +82,14 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         return text
     }
 
-    public var debugDescription: String {
+    package var debugDescription: String {
         description + (constraint.map { " [constraint \($0)]" } ?? "") + (statementIndex.map { " [statement \($0)]" } ?? "")
     }
 }
 
 /// Runs `body`, naming what it does in any `PostgresError` it throws: the operator then reads
 /// "applying migration 0002_projections: …", not a bare SQLSTATE.
-public func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+package func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as PostgresError {
@@ -98,7 +98,7 @@ public func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () thro
 }
 
 /// `whilePostgres` for asynchronous work.
-public func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () async throws -> T) async throws -> T {
+package func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let error as PostgresError {

@@ -5,7 +5,7 @@ import Synchronization
 
 /// What the listener reports: a NOTIFY on a channel, or "(re)connected" — after which listeners
 /// must assume they missed notifications and look for themselves.
-public enum PostgresNotification: Sendable, Equatable {
+package enum PostgresNotification: Sendable, Equatable {
     case notify(channel: String, payload: String)
     case connected
 }
@@ -15,7 +15,7 @@ public enum PostgresNotification: Sendable, Equatable {
 /// The thread waits on the socket with `poll(2)` and hands each notification to `handler`. When
 /// the connection breaks it reconnects with capped back-off and reports `.connected`, because
 /// NOTIFYs sent while it was away are lost; subscribers poll anyway, so nothing is missed for long.
-public final class PostgresListener: Sendable {
+package final class PostgresListener: Sendable {
     private let configuration: PostgresConfiguration
     private let channels: [String]
     private let handler: @Sendable (PostgresNotification) -> Void
@@ -24,7 +24,7 @@ public final class PostgresListener: Sendable {
     private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     /// - Parameter channels: lower-case identifiers (checked), e.g. `ledger_events`.
-    public init(
+    package init(
         configuration: PostgresConfiguration, channels: [String], logger: Logger,
         handler: @escaping @Sendable (PostgresNotification) -> Void
     ) {
@@ -36,7 +36,7 @@ public final class PostgresListener: Sendable {
         self.logger = logger
     }
 
-    public func start() {
+    package func start() {
         let thread = Thread { [self] in
             run()
             let waiters = finished.withLock { state in
@@ -51,7 +51,7 @@ public final class PostgresListener: Sendable {
     }
 
     /// Stops the thread and waits for it to close its connection.
-    public func stop() async {
+    package func stop() async {
         stopped.store(true, ordering: .releasing)
         await withCheckedContinuation { continuation in
             let done = finished.withLock { state in

@@ -11,9 +11,9 @@ import Synchronization
 /// Connections open lazily. One that breaks is dropped and its slot reconnects on next use, so a
 /// database that goes away yields `connectionFailed`/`connectionLost` errors and the pool recovers
 /// by itself when the database returns.
-public final class PostgresPool: Sendable {
-    public let configuration: PostgresConfiguration
-    public let size: Int
+package final class PostgresPool: Sendable {
+    package let configuration: PostgresConfiguration
+    package let size: Int
     private let threads: NIOThreadPool
     private let state: Mutex<State>
     private let waitLimit: Duration
@@ -31,7 +31,7 @@ public final class PostgresPool: Sendable {
         var connection: PostgresConnection?
     }
 
-    public init(configuration: PostgresConfiguration, size: Int = 4, waitLimit: Duration = .seconds(10), logger: Logger) {
+    package init(configuration: PostgresConfiguration, size: Int = 4, waitLimit: Duration = .seconds(10), logger: Logger) {
         precondition(size > 0, "a pool needs at least one connection")
         self.configuration = configuration
         self.size = size
@@ -43,7 +43,7 @@ public final class PostgresPool: Sendable {
     }
 
     /// Runs `body` with exclusive use of one connection, on a pool thread.
-    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         let slot = try await acquire()
         let configuration = self.configuration
         let logger = self.logger
@@ -77,18 +77,18 @@ public final class PostgresPool: Sendable {
     }
 
     /// BEGIN; body; COMMIT on one pooled connection (ROLLBACK when `body` throws).
-    public func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withConnection { connection in try connection.transaction(body) }
     }
 
     /// One statement on any free connection.
     @discardableResult
-    public func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) async throws -> PostgresRows {
+    package func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) async throws -> PostgresRows {
         try await withConnection { try $0.query(sql, parameters) }
     }
 
     /// Closes every connection and stops the threads. Waiting callers get `poolClosed`.
-    public func close() async {
+    package func close() async {
         let waiters = state.withLock { state -> [CheckedContinuation<Slot, any Error>] in
             state.closed = true
             state.idle.removeAll()

@@ -1,14 +1,14 @@
 import Foundation
 
 /// The rows of one result, copied out of libpq's `PGresult` so it can cross threads.
-public struct PostgresRows: Sendable, RandomAccessCollection {
-    public let columns: [String]
+package struct PostgresRows: Sendable, RandomAccessCollection {
+    package let columns: [String]
     let cells: [String?]
     /// Rows touched by INSERT/UPDATE/DELETE (`PQcmdTuples`), 0 otherwise.
-    public let affectedRows: Int
+    package let affectedRows: Int
 
     /// No rows (what a statement that was not sent returned).
-    public init() { self.init(columns: [], cells: [], affectedRows: 0) }
+    package init() { self.init(columns: [], cells: [], affectedRows: 0) }
 
     init(columns: [String], cells: [String?], affectedRows: Int) {
         self.columns = columns
@@ -16,23 +16,23 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
         self.affectedRows = affectedRows
     }
 
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { columns.isEmpty ? 0 : cells.count / columns.count }
-    public subscript(position: Int) -> PostgresRow {
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { columns.isEmpty ? 0 : cells.count / columns.count }
+    package subscript(position: Int) -> PostgresRow {
         PostgresRow(rows: self, offset: position * columns.count)
     }
 }
 
 /// One row; cells are read by column index or by name.
-public struct PostgresRow: Sendable {
+package struct PostgresRow: Sendable {
     let rows: PostgresRows
     let offset: Int
 
-    public subscript(index: Int) -> PostgresCell {
+    package subscript(index: Int) -> PostgresCell {
         PostgresCell(column: rows.columns[index], text: rows.cells[offset + index])
     }
 
-    public subscript(name: String) -> PostgresCell {
+    package subscript(name: String) -> PostgresCell {
         guard let index = rows.columns.firstIndex(of: name) else {
             return PostgresCell(column: name, text: nil, missing: true)
         }
@@ -41,31 +41,31 @@ public struct PostgresRow: Sendable {
 }
 
 /// A single value in text format, with typed accessors that throw `.decoding` on bad input.
-public struct PostgresCell: Sendable {
-    public let column: String
-    public let text: String?
+package struct PostgresCell: Sendable {
+    package let column: String
+    package let text: String?
     var missing = false
 
-    public var isNull: Bool { text == nil }
+    package var isNull: Bool { text == nil }
 
-    public func string() throws -> String { try value() }
-    public func optionalString() -> String? { text }
+    package func string() throws -> String { try value() }
+    package func optionalString() -> String? { text }
 
-    public func int64() throws -> Int64 {
+    package func int64() throws -> Int64 {
         let raw = try value()
         guard let parsed = Int64(raw) else { throw failure("an integer") }
         return parsed
     }
 
-    public func int() throws -> Int { Int(try int64()) }
+    package func int() throws -> Int { Int(try int64()) }
 
-    public func uint64() throws -> UInt64 {
+    package func uint64() throws -> UInt64 {
         let raw = try value()
         guard let parsed = UInt64(raw) else { throw failure("an unsigned integer") }
         return parsed
     }
 
-    public func bool() throws -> Bool {
+    package func bool() throws -> Bool {
         switch try value() {
         case "t", "true": return true
         case "f", "false": return false
@@ -73,17 +73,17 @@ public struct PostgresCell: Sendable {
         }
     }
 
-    public func uuid() throws -> UUID {
+    package func uuid() throws -> UUID {
         guard let parsed = UUID(uuidString: try value()) else { throw failure("a UUID") }
         return parsed
     }
 
-    public func date() throws -> Date {
+    package func date() throws -> Date {
         guard let parsed = PostgresTimestamp.parse(try value()) else { throw failure("a timestamp") }
         return parsed
     }
 
-    public func bytes() throws -> [UInt8] {
+    package func bytes() throws -> [UInt8] {
         guard let parsed = Hex.decode(try value()) else { throw failure("bytea") }
         return parsed
     }

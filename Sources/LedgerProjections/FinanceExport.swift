@@ -4,28 +4,28 @@ import LedgerPostgres
 
 /// Month-end exports from the finance projection: one row per money-moving fact, read in pages
 /// by keyset (so memory stays constant however many rows), formatted as RFC 4180 CSV or JSON lines.
-public struct FinanceExport: Sendable {
-    public enum Format: String, Sendable, CaseIterable { case csv, jsonl }
+package struct FinanceExport: Sendable {
+    package enum Format: String, Sendable, CaseIterable { case csv, jsonl }
 
-    public var bundleID: String
-    public var environment: AppleEnvironment
+    package var bundleID: String
+    package var environment: AppleEnvironment
     /// Inclusive start, exclusive end (nil: open).
-    public var from: Date?
-    public var to: Date?
-    public var pageSize = 2_000
+    package var from: Date?
+    package var to: Date?
+    package var pageSize = 2_000
 
-    public init(bundleID: String, environment: AppleEnvironment, from: Date?, to: Date?) {
+    package init(bundleID: String, environment: AppleEnvironment, from: Date?, to: Date?) {
         self.bundleID = bundleID
         self.environment = environment
         self.from = from
         self.to = to
     }
 
-    public static let columns = ["transaction_id", "original_transaction_id", "user_id", "product_id", "kind", "quantity",
+    package static let columns = ["transaction_id", "original_transaction_id", "user_id", "product_id", "kind", "quantity",
                                  "price", "price_milliunits", "currency", "occurred_at", "environment", "storefront"]
 
     /// Calls `body` with each page of rows, in (occurred_at, original transaction, seq) order.
-    public func forEachPage(on pool: PostgresPool, _ body: ([FinanceRow]) async throws -> Void) async throws {
+    package func forEachPage(on pool: PostgresPool, _ body: ([FinanceRow]) async throws -> Void) async throws {
         var after: (Date, String, Int)?
         while true {
             // Only the conditions that apply, each a plain comparison: statements are prepared, and
@@ -69,10 +69,10 @@ public struct FinanceExport: Sendable {
         }
     }
 
-    public static func csvHeader() -> String { columns.joined(separator: ",") + "\r\n" }
+    package static func csvHeader() -> String { columns.joined(separator: ",") + "\r\n" }
 
     /// One RFC 4180 record (CRLF-terminated; fields with commas, quotes or line breaks quoted).
-    public static func csvLine(_ row: FinanceRow) -> String {
+    package static func csvLine(_ row: FinanceRow) -> String {
         fields(row).map { field in
             guard let field else { return "" }
             guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else { return field }
@@ -80,7 +80,7 @@ public struct FinanceExport: Sendable {
         }.joined(separator: ",") + "\r\n"
     }
 
-    public static func jsonLine(_ row: FinanceRow) -> String {
+    package static func jsonLine(_ row: FinanceRow) -> String {
         var object: [String: Any] = [:]
         for (column, value) in zip(columns, fields(row)) { object[column] = value ?? NSNull() }
         object["quantity"] = row.quantity

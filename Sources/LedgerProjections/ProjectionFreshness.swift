@@ -6,13 +6,13 @@ import Logging
 /// so the answer — and every later read by the same caller — includes it. This process's worker
 /// wakes the wait when it applies the write (`ProjectionProgress`); the checkpoint row is read
 /// every 25 ms too, for a worker running in another process.
-public struct ProjectionFreshness: Sendable {
+package struct ProjectionFreshness: Sendable {
     let pool: PostgresPool
     let progress: ProjectionProgress?
     let timeout: Duration
 
     /// `progress`: this process's worker, when it runs one; without it the checkpoint alone is polled.
-    public init(pool: PostgresPool, progress: ProjectionProgress?, timeout: Duration = .seconds(5)) {
+    package init(pool: PostgresPool, progress: ProjectionProgress?, timeout: Duration = .seconds(5)) {
         self.pool = pool
         self.progress = progress
         self.timeout = timeout
@@ -20,7 +20,7 @@ public struct ProjectionFreshness: Sendable {
 
     /// Returns once the live projection has applied `position`, or after the timeout (logged: the
     /// answer is then what the projection has, never an error — the write itself stands).
-    public func wait(for position: LogPosition, logger: Logger) async throws {
+    package func wait(for position: LogPosition, logger: Logger) async throws {
         WrittenPosition.current?.record(position)
         let clock = ContinuousClock()
         let deadline = clock.now + timeout

@@ -5,17 +5,17 @@ import LedgerEventStore
 /// advance — no query, no polling: sixteen writers polling every half millisecond were 32,000
 /// timer wake-ups a second on two cores. A write whose events another process projects is still
 /// caught by the caller's slower check of the checkpoint row.
-public final class ProjectionProgress: Sendable {
+package final class ProjectionProgress: Sendable {
     private let applied = Watermark(LogPosition.start)
 
-    public init() {}
+    package init() {}
 
-    public var position: LogPosition { applied.value }
+    package var position: LogPosition { applied.value }
 
     func advance(to position: LogPosition) { applied.raise(to: position) }
 
     /// True once the worker has applied `position`; false after `timeout` (or on cancellation).
-    public func wait(for position: LogPosition, timeout: Duration) async -> Bool {
+    package func wait(for position: LogPosition, timeout: Duration) async -> Bool {
         await applied.wait(reaching: position, timeout: timeout)
     }
 }

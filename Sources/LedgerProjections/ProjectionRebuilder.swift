@@ -6,30 +6,30 @@ import LedgerPostgres
 import Logging
 
 /// Progress of a rebuild, reported as it goes.
-public struct RebuildProgress: Sendable {
-    public enum Phase: String, Sendable {
+package struct RebuildProgress: Sendable {
+    package enum Phase: String, Sendable {
         case replaying = "replaying", computing = "computing timelines", computingFinance = "computing finance rows"
         case writing = "writing", catchingUp = "catching up", switching = "switching"
     }
-    public var phase: Phase
-    public var events: Int
-    public var totalEstimate: Int
-    public var elapsed: Duration
-    public var eventsPerSecond: Double {
+    package var phase: Phase
+    package var events: Int
+    package var totalEstimate: Int
+    package var elapsed: Duration
+    package var eventsPerSecond: Double {
         elapsed.seconds > 0 ? Double(events) / elapsed.seconds : 0
     }
 }
 
-public struct RebuildReport: Sendable {
-    public var version: Int
+package struct RebuildReport: Sendable {
+    package var version: Int
     /// Events of the log the new version covers (counted at the start, plus those caught up).
-    public var events: Int
+    package var events: Int
     /// Of those, the events decoded and applied: the server leaves out the types the
     /// projection ignores (Apple's notification records, kept as evidence).
-    public var replayed: Int
-    public var users: Int
-    public var replaySeconds: Double
-    public var totalSeconds: Double
+    package var replayed: Int
+    package var users: Int
+    package var replaySeconds: Double
+    package var totalSeconds: Double
 }
 
 /// Builds a new version of the `users` projection from position zero beside the live one, then
@@ -39,19 +39,19 @@ public struct RebuildReport: Sendable {
 ///
 /// Fast path: the whole log is replayed in memory (`AppLedger` per app) and the result written
 /// with COPY; only what arrives during the rebuild goes through the per-user incremental path.
-public struct ProjectionRebuilder: Sendable {
+package struct ProjectionRebuilder: Sendable {
     let connection: @Sendable () throws -> PostgresConnection
     let batchSize: Int
     let logger: Logger
 
     /// - Parameter connection: opens a connection as the schema owner (the rebuild creates tables).
-    public init(batchSize: Int = 10_000, logger: Logger, connection: @escaping @Sendable () throws -> PostgresConnection) {
+    package init(batchSize: Int = 10_000, logger: Logger, connection: @escaping @Sendable () throws -> PostgresConnection) {
         self.connection = connection
         self.batchSize = batchSize
         self.logger = logger
     }
 
-    public func rebuild(progress: (RebuildProgress) -> Void = { _ in }) throws -> RebuildReport {
+    package func rebuild(progress: (RebuildProgress) -> Void = { _ in }) throws -> RebuildReport {
         let clock = ContinuousClock()
         let started = clock.now
         let db = try connection()
@@ -215,5 +215,5 @@ public struct ProjectionRebuilder: Sendable {
 }
 
 extension Duration {
-    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    package var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

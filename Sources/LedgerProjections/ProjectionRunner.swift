@@ -6,22 +6,22 @@ import LedgerPostgres
 /// Applies the log to the `users` projection one batch at a time, each batch in one transaction
 /// with its checkpoint: lock the checkpoint row, read after it behind the snapshot fence, apply,
 /// advance, commit. A crash anywhere applies nothing twice and loses nothing.
-public enum ProjectionRunner {
+package enum ProjectionRunner {
     /// One batch on the *active* version, as the live worker does. The registry row is held
     /// FOR SHARE, so a rebuild's switch (FOR UPDATE) waits for this batch and the next batch
     /// sees the new version. Returns how many events it applied.
-    public static func liveStep(on connection: PostgresConnection, batchSize: Int) throws -> Int {
+    package static func liveStep(on connection: PostgresConnection, batchSize: Int) throws -> Int {
         try liveBatch(on: connection, batchSize: batchSize).count
     }
 
-    public struct Applied: Sendable {
-        public var count: Int
-        public var last: LogPosition?
-        public var users: [(bundleID: String, userID: String)]
+    package struct Applied: Sendable {
+        package var count: Int
+        package var last: LogPosition?
+        package var users: [(bundleID: String, userID: String)]
         /// The users' new timelines, in the same order (live batches only).
-        public var timelines: [UserTimeline] = []
+        package var timelines: [UserTimeline] = []
         /// The checkpoint after this batch: what the version has applied, whoever applied it.
-        public var checkpoint: LogPosition
+        package var checkpoint: LogPosition
     }
 
     /// `liveStep`, also telling the last position applied and the users it changed, whom it
@@ -36,7 +36,7 @@ public enum ProjectionRunner {
     /// replicas it is `true`: a replica receives only WAL the primary has flushed, and an
     /// asynchronous commit waits for the WAL writer (`wal_writer_delay`, 200 ms by default) —
     /// every read after a write would wait that long for the replica.
-    public static func liveBatch(on connection: PostgresConnection, batchSize: Int, origin: String? = nil, durable: Bool = false) throws -> Applied {
+    package static func liveBatch(on connection: PostgresConnection, batchSize: Int, origin: String? = nil, durable: Bool = false) throws -> Applied {
         let registry = "ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1"
         do {
             let opening = try connection.pipeline([
@@ -73,7 +73,7 @@ public enum ProjectionRunner {
     }
 
     /// One batch on `version`, inside the caller's transaction.
-    public static func step(version: Int, on connection: PostgresConnection, batchSize: Int) throws -> Int {
+    package static func step(version: Int, on connection: PostgresConnection, batchSize: Int) throws -> Int {
         try batch(version: version, on: connection, batchSize: batchSize).count
     }
 
@@ -108,7 +108,7 @@ public enum ProjectionRunner {
 
     /// Where the active version has applied the log up to, on `connection`'s node (a replica's
     /// tells how far it has replayed the projection).
-    public static func activeCheckpoint(on connection: PostgresConnection) throws -> LogPosition {
+    package static func activeCheckpoint(on connection: PostgresConnection) throws -> LogPosition {
         let rows = try connection.query("""
             SELECT c.tx_id::text AS tx_id, c.position FROM ledger.projections p
               JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1
@@ -118,7 +118,7 @@ public enum ProjectionRunner {
     }
 
     /// How far the active version is behind the log: events committed after its checkpoint.
-    public static func lag(on connection: PostgresConnection) throws -> Int {
+    package static func lag(on connection: PostgresConnection) throws -> Int {
         try connection.query("""
             SELECT count(*) AS n FROM ledger.events e, ledger.projections p
               JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version

@@ -4,7 +4,7 @@ import Logging
 
 /// Keeps the active projection version up to date for as long as it runs: a batch at a time while
 /// there is work, then a sleep until the next append (or a poll interval, for other processes').
-public struct ProjectionWorker: Sendable {
+package struct ProjectionWorker: Sendable {
     let store: EventStore
     let batchSize: Int
     let pollInterval: Duration
@@ -14,7 +14,7 @@ public struct ProjectionWorker: Sendable {
     /// Batches wait for the disk (streaming replicas read them: see `ProjectionRunner.liveBatch`).
     let durable: Bool
 
-    public init(store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
+    package init(store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
                 cache: TimelineCache? = nil, durable: Bool = false, logger: Logger) {
         self.store = store
         self.durable = durable
@@ -27,7 +27,7 @@ public struct ProjectionWorker: Sendable {
 
     /// Runs until the task is cancelled. Database errors are logged and retried after a pause:
     /// the checkpoint did not move, so nothing is lost.
-    public func run() async {
+    package func run() async {
         let batchSize = self.batchSize, durable = self.durable
         while !Task.isCancelled {
             let generation = store.appendGeneration

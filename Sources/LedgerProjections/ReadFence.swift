@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// What happened before this process listened — at start, or after its LISTEN connection broke —
 /// is unknown; then `needsBaseline` is true until the primary's checkpoint is given as a floor.
-public final class ReadFence: Sendable {
+package final class ReadFence: Sendable {
     private struct State {
         var users: [UserKey: LogPosition] = [:]
         /// At least every user's last change, for users no longer (or never) listed.
@@ -24,20 +24,20 @@ public final class ReadFence: Sendable {
     private let state = Mutex(State())
     let capacity: Int
 
-    public init(capacity: Int = 200_000) { self.capacity = capacity }
+    package init(capacity: Int = 200_000) { self.capacity = capacity }
 
     /// What a read of one user must wait for.
-    public func required(bundleID: String, userID: String) -> LogPosition {
+    package func required(bundleID: String, userID: String) -> LogPosition {
         state.withLock { state in max(state.floor, state.users[UserKey(bundleID: bundleID, userID: userID)] ?? .start) }
     }
 
     /// What a read of everything must wait for.
-    public var latest: LogPosition { state.withLock { $0.latest } }
+    package var latest: LogPosition { state.withLock { $0.latest } }
 
-    public var needsBaseline: Bool { state.withLock { $0.needsBaseline } }
+    package var needsBaseline: Bool { state.withLock { $0.needsBaseline } }
 
     /// A batch committed at `position` changed `users`.
-    public func advance(_ users: [(bundleID: String, userID: String)], to position: LogPosition) {
+    package func advance(_ users: [(bundleID: String, userID: String)], to position: LogPosition) {
         state.withLock { state in
             if state.users.count + users.count > capacity {
                 state.floor = max(state.floor, state.latest)   // forgetting users raises everyone's fence
@@ -52,7 +52,7 @@ public final class ReadFence: Sendable {
     }
 
     /// Everyone may have changed up to `position` (a rebuild's switch, a baseline read from the primary).
-    public func advanceAll(to position: LogPosition) {
+    package func advanceAll(to position: LogPosition) {
         state.withLock { state in
             state.floor = max(state.floor, position)
             state.latest = max(state.latest, position)
@@ -61,7 +61,7 @@ public final class ReadFence: Sendable {
     }
 
     /// Announcements may have been missed: the next read first asks the primary where it is.
-    public func forgetBaseline() {
+    package func forgetBaseline() {
         state.withLock { $0.needsBaseline = true }
     }
 }

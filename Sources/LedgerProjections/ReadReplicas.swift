@@ -13,10 +13,10 @@ import Synchronization
 /// primary answers. With the primary away (it cannot be asked, nor can anything newer be written
 /// meanwhile) a replica answers with what it has. With no replica configured every read goes to
 /// the primary unchanged.
-public final class ReadReplicas: Sendable {
-    public let primary: PostgresPool
-    public let replicas: [PostgresPool]
-    public let fence: ReadFence
+package final class ReadReplicas: Sendable {
+    package let primary: PostgresPool
+    package let replicas: [PostgresPool]
+    package let fence: ReadFence
     let maximumWait: Duration
     let logger: Logger
     /// Each replica's checkpoint as last read: replay never goes backwards.
@@ -27,17 +27,17 @@ public final class ReadReplicas: Sendable {
     private let served = Mutex(Sources())
 
     /// How many reads each kind of node answered, for `/metrics` and tests.
-    public struct Sources: Sendable, Equatable {
-        public var replica = 0
+    package struct Sources: Sendable, Equatable {
+        package var replica = 0
         /// The replicas were behind the fence for longer than `maximumWait`.
-        public var primary = 0
+        package var primary = 0
         /// The primary was away and a replica answered with what it had.
-        public var replicaBehindFence = 0
+        package var replicaBehindFence = 0
     }
 
-    public var sources: Sources { served.withLock { $0 } }
+    package var sources: Sources { served.withLock { $0 } }
 
-    public init(primary: PostgresPool, replicas: [PostgresPool], fence: ReadFence = ReadFence(), maximumWait: Duration = .milliseconds(250),
+    package init(primary: PostgresPool, replicas: [PostgresPool], fence: ReadFence = ReadFence(), maximumWait: Duration = .milliseconds(250),
                 logger: Logger) {
         self.primary = primary
         self.replicas = replicas
@@ -49,30 +49,30 @@ public final class ReadReplicas: Sendable {
     }
 
     /// The primary alone: what a server without replicas reads from.
-    public static func primaryOnly(_ pool: PostgresPool, fence: ReadFence = ReadFence(), logger: Logger) -> ReadReplicas {
+    package static func primaryOnly(_ pool: PostgresPool, fence: ReadFence = ReadFence(), logger: Logger) -> ReadReplicas {
         ReadReplicas(primary: pool, replicas: [], fence: fence, logger: logger)
     }
 
     /// What a read of `user` must see, at least `minimum` (a write the caller just made).
-    public func required(bundleID: String, userID: String, minimum: LogPosition? = nil) async -> LogPosition {
+    package func required(bundleID: String, userID: String, minimum: LogPosition? = nil) async -> LogPosition {
         await establishBaseline()
         return max(fence.required(bundleID: bundleID, userID: userID), minimum ?? .start)
     }
 
     /// What a read of everything must see.
-    public func requiredForAll() async -> LogPosition {
+    package func requiredForAll() async -> LogPosition {
         await establishBaseline()
         return fence.latest
     }
 
     /// Runs `body` on a replica that has applied `position`, else on the primary.
-    public func read<T: Sendable>(atLeast position: LogPosition, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func read<T: Sendable>(atLeast position: LogPosition, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await readNamingSource(atLeast: position, body).answer
     }
 
     /// A pool whose replica has applied `position` (the primary otherwise), for a read of several
     /// statements that must all come from one node (an export's pages).
-    public func pool(atLeast position: LogPosition) async throws -> PostgresPool {
+    package func pool(atLeast position: LogPosition) async throws -> PostgresPool {
         // A statement, not nothing: a node that went away is found here, before an answer starts.
         try await readNamingSource(atLeast: position) { _ = try $0.query("SELECT 1") }.replica.map { replicas[$0] } ?? primary
     }
@@ -126,7 +126,7 @@ public final class ReadReplicas: Sendable {
     }
 
     /// Whether each replica answers, and how far behind the primary's checkpoint it is.
-    public func status() async -> [(name: String, state: String)] {
+    package func status() async -> [(name: String, state: String)] {
         var result: [(String, String)] = []
         for (index, replica) in replicas.enumerated() {
             do {

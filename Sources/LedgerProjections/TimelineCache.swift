@@ -13,15 +13,15 @@ import Synchronization
 /// A read that raced an invalidation must not put back what it read: entries are stored only if
 /// no invalidation happened since the read began (`epoch`). The same announcements carry the
 /// batch's checkpoint, which moves the `fence` replicas must pass before they answer for a user.
-public final class TimelineCache: Sendable {
-    public static let channel = "ledger_projection"
+package final class TimelineCache: Sendable {
+    package static let channel = "ledger_projection"
     /// Separators that cannot occur in bundle ids and are refused in user ids.
     static let fieldSeparator: Character = "\u{1F}", recordSeparator: Character = "\u{1E}", originSeparator: Character = "\u{1D}",
                positionSeparator: Character = "\u{1C}"
 
     /// This cache's name in the announcements of its process's worker, which puts the timelines it
     /// computes here itself (`replace`): the echo of its own NOTIFY is not an invalidation.
-    public let origin = UUID().uuidString
+    package let origin = UUID().uuidString
 
     struct State {
         var entries: [Key: UserTimeline] = [:]
@@ -36,21 +36,21 @@ public final class TimelineCache: Sendable {
     private let state = Mutex(State())
     let capacity: Int
     /// Where each user's last announced change stands in the log (for reads from replicas).
-    public let fence: ReadFence
+    package let fence: ReadFence
 
-    public init(capacity: Int = 200_000, fence: ReadFence = ReadFence()) {
+    package init(capacity: Int = 200_000, fence: ReadFence = ReadFence()) {
         self.capacity = capacity
         self.fence = fence
     }
 
-    public var epoch: UInt64 { state.withLock { $0.epoch } }
+    package var epoch: UInt64 { state.withLock { $0.epoch } }
 
-    public func timeline(bundleID: String, userID: String) -> UserTimeline? {
+    package func timeline(bundleID: String, userID: String) -> UserTimeline? {
         state.withLock { $0.entries[Key(bundleID: bundleID, userID: userID)] }
     }
 
     /// Stores what was read since `epoch`, unless an invalidation came in between.
-    public func store(_ timeline: UserTimeline, bundleID: String, userID: String, readSince epoch: UInt64) {
+    package func store(_ timeline: UserTimeline, bundleID: String, userID: String, readSince epoch: UInt64) {
         state.withLock { state in
             guard state.epoch == epoch else { return }
             if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
@@ -61,7 +61,7 @@ public final class TimelineCache: Sendable {
     /// Timelines this process's projection worker just committed, kept so the writers waiting for
     /// them answer without reading them back — unless an invalidation came in since the batch
     /// began (`epoch`): then another process wrote meanwhile and they are only invalidated.
-    public func replace(_ timelines: [(bundleID: String, userID: String, timeline: UserTimeline)], ifUnchangedSince epoch: UInt64,
+    package func replace(_ timelines: [(bundleID: String, userID: String, timeline: UserTimeline)], ifUnchangedSince epoch: UInt64,
                         committedAt position: LogPosition? = nil) {
         if let position { fence.advance(timelines.map { ($0.bundleID, $0.userID) }, to: position) }
         state.withLock { state in
@@ -74,14 +74,14 @@ public final class TimelineCache: Sendable {
         }
     }
 
-    public func invalidate(_ users: [(bundleID: String, userID: String)]) {
+    package func invalidate(_ users: [(bundleID: String, userID: String)]) {
         state.withLock { state in
             state.epoch &+= 1
             for user in users { state.entries[Key(bundleID: user.bundleID, userID: user.userID)] = nil }
         }
     }
 
-    public func invalidateAll() {
+    package func invalidateAll() {
         state.withLock { state in
             state.epoch &+= 1
             state.entries.removeAll()
@@ -121,7 +121,7 @@ public final class TimelineCache: Sendable {
 
     /// Listens for other processes' batches until cancelled. After every (re)connection it
     /// forgets everything: announcements sent while it was away are lost.
-    public func runInvalidations(configuration: PostgresConfiguration, logger: Logger) async {
+    package func runInvalidations(configuration: PostgresConfiguration, logger: Logger) async {
         let listener = PostgresListener(configuration: configuration, channels: [Self.channel], logger: logger) { [self] notification in
             switch notification {
             case .notify(_, let payload): apply(payload: payload)

@@ -8,12 +8,12 @@ import Logging
 /// past instant by replaying the user's facts known at that instant. Reads go to a replica when
 /// there are replicas (`ReadReplicas`), once it has replayed the user's last change; decisions
 /// (`ledger(…)`) always read the primary.
-public struct UserStateReader: Sendable {
+package struct UserStateReader: Sendable {
     let pool: PostgresPool
     let cache: TimelineCache?
     let replicas: ReadReplicas
 
-    public init(pool: PostgresPool, cache: TimelineCache? = nil, replicas: ReadReplicas? = nil) {
+    package init(pool: PostgresPool, cache: TimelineCache? = nil, replicas: ReadReplicas? = nil) {
         self.pool = pool
         self.cache = cache
         self.replicas = replicas ?? .primaryOnly(pool, fence: cache?.fence ?? ReadFence(), logger: Logger(label: "ledger.reads"))
@@ -21,7 +21,7 @@ public struct UserStateReader: Sendable {
 
     /// The stored timeline of the active version (through the `ledger.user_timelines` view),
     /// from the cache when it has it. `atLeast`: a write the caller was just answered for.
-    public func timeline(bundleID: String, userID: String, atLeast written: LogPosition? = nil) async throws -> UserTimeline {
+    package func timeline(bundleID: String, userID: String, atLeast written: LogPosition? = nil) async throws -> UserTimeline {
         // A position this process has not heard announced yet may be newer than what it cached.
         let heard = written.map { $0 <= replicas.fence.required(bundleID: bundleID, userID: userID) } ?? true
         if heard, let cached = cache?.timeline(bundleID: bundleID, userID: userID) { return cached }
@@ -37,24 +37,24 @@ public struct UserStateReader: Sendable {
     }
 
     /// The live answer: the projected timeline — every fact known now — evaluated at `instant`.
-    public func state(bundleID: String, userID: String, at instant: Date = Date(), atLeast written: LogPosition? = nil) async throws -> UserState {
+    package func state(bundleID: String, userID: String, at instant: Date = Date(), atLeast written: LogPosition? = nil) async throws -> UserState {
         try await timeline(bundleID: bundleID, userID: userID, atLeast: written).state(at: instant)
     }
 
     /// Every fact that concerns the user, read from the log now (not the projection's rows):
     /// what decisions about the user are made on.
-    public func ledger(bundleID: String, userID: String) async throws -> AppLedger {
+    package func ledger(bundleID: String, userID: String) async throws -> AppLedger {
         try await pool.withConnection { connection in try Self.ledger(bundleID: bundleID, userID: userID, on: connection) }
     }
 
     /// The same read on a connection the caller holds (a decision made inside its transaction).
-    public static func ledger(bundleID: String, userID: String, on connection: PostgresConnection) throws -> AppLedger {
+    package static func ledger(bundleID: String, userID: String, on connection: PostgresConnection) throws -> AppLedger {
         try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: nil, on: connection)
     }
 
     /// Every fact that touched the user, in recording order, Apple's notifications included:
     /// what a support agent reads to answer "why can't I access premium?".
-    public func auditTrail(bundleID: String, userID: String, atLeast written: LogPosition? = nil) async throws -> [RecordedFact] {
+    package func auditTrail(bundleID: String, userID: String, atLeast written: LogPosition? = nil) async throws -> [RecordedFact] {
         try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
             try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: nil,
                                            withEvidence: true, on: connection).auditTrail(userID)
@@ -65,7 +65,7 @@ public struct UserStateReader: Sendable {
     /// `?at=` answers today. Not the same question as `state(at:)`, which evaluates the timeline
     /// built from every fact known now; the time-travel issue separates the two axes as `at`
     /// (valid time) and `known_at` (what was recorded by then).
-    public func state(bundleID: String, userID: String, replayingFactsUpTo instant: Date, atLeast written: LogPosition? = nil) async throws -> UserState {
+    package func state(bundleID: String, userID: String, replayingFactsUpTo instant: Date, atLeast written: LogPosition? = nil) async throws -> UserState {
         let ledger = try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
             try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: instant, on: connection)
         }

@@ -6,15 +6,15 @@ import LedgerPostgres
 
 /// The `users` projection: who owns which transaction, and each user's timeline. Applies a batch
 /// of the log to one version's tables on a connection inside the caller's transaction.
-public struct UsersProjection: Sendable {
-    public static let name = "users"
+package struct UsersProjection: Sendable {
+    package static let name = "users"
     /// Event types that change no one's ownership or timeline: evidence kept for the audit trail.
     /// Not decoded by this projection — in a realistic log they are half of all events.
-    public static let ignoredTypes: Set<String> = [LedgerEventType.appleNotificationReceived.rawValue,
+    package static let ignoredTypes: Set<String> = [LedgerEventType.appleNotificationReceived.rawValue,
                                                    LedgerEventType.consumptionInformationSent.rawValue]
-    public let version: Int
+    package let version: Int
 
-    public init(version: Int) { self.version = version }
+    package init(version: Int) { self.version = version }
 
     var owners: String { "ledger.transaction_owners_v\(version)" }
     var timelines: String { "ledger.user_timelines_v\(version)" }
@@ -25,7 +25,7 @@ public struct UsersProjection: Sendable {
     /// exactly `AppLedger.timeline(of:)`: the same code answers live and rebuilt.
     /// Returns the users whose timeline it rewrote.
     @discardableResult
-    public func apply(_ batch: [RecordedEvent], on connection: PostgresConnection) throws -> [(bundleID: String, userID: String)] {
+    package func apply(_ batch: [RecordedEvent], on connection: PostgresConnection) throws -> [(bundleID: String, userID: String)] {
         let changes = try changes(for: batch, on: connection)
         if !changes.writes.isEmpty { _ = try connection.pipeline(changes.writes, transaction: false) }
         return changes.users

@@ -12,17 +12,17 @@ import Logging
 /// locally and leads to the histories of the families it names. Lines run `concurrency` at a time, so Apple's latency overlaps and recording
 /// groups; each line done is remembered (`ledger.backfill_done`), so a second run, or one resumed
 /// after a failure, skips it and records nothing.
-public struct Backfill: Sendable {
-    public struct Summary: Sendable, CustomStringConvertible {
-        public var lines = 0
-        public var imported = 0
+package struct Backfill: Sendable {
+    package struct Summary: Sendable, CustomStringConvertible {
+        package var lines = 0
+        package var imported = 0
         /// Done by an earlier run.
-        public var skipped = 0
-        public var transactions = 0
-        public var failed: [(line: Int, reason: String)] = []
-        public var seconds = 0.0
+        package var skipped = 0
+        package var transactions = 0
+        package var failed: [(line: Int, reason: String)] = []
+        package var seconds = 0.0
 
-        public var description: String {
+        package var description: String {
             var text = "\(lines) lines: \(imported) imported (\(transactions) transactions), \(skipped) done before, \(failed.count) failed"
                 + String(format: " in %.1f s", seconds)
             for failure in failed.prefix(20) { text += "\n  line \(failure.line): \(failure.reason)" }
@@ -37,7 +37,7 @@ public struct Backfill: Sendable {
     let concurrency: Int
     let logger: Logger
 
-    public init(lookups: AppleLookups, ingestor: Ingestor, pool: PostgresPool, concurrency: Int = 16, logger: Logger) {
+    package init(lookups: AppleLookups, ingestor: Ingestor, pool: PostgresPool, concurrency: Int = 16, logger: Logger) {
         self.lookups = lookups
         self.ingestor = ingestor
         self.pool = pool
@@ -46,7 +46,7 @@ public struct Backfill: Sendable {
     }
 
     /// Imports `lines` for the app; `progress` is told (lines finished, lines) as they finish.
-    public func run(bundleID: String, lines: [BackfillLine], progress: @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> Summary {
+    package func run(bundleID: String, lines: [BackfillLine], progress: @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> Summary {
         let started = ContinuousClock.now
         _ = try await ingestor.directory.app(bundleID)  // unknown_app before anything else
         var summary = Summary(lines: lines.count)
@@ -130,7 +130,7 @@ public struct Backfill: Sendable {
 
 /// `Result(catching:)` for async work (the standard library has only the synchronous one).
 extension Result where Failure == any Error {
-    public init(catching body: () async throws -> Success) async {
+    package init(catching body: () async throws -> Success) async {
         do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

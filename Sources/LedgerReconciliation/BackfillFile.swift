@@ -2,26 +2,26 @@ import Crypto
 import Foundation
 
 /// One line of a backfill file: a user of the app and how Apple knows their purchases.
-public struct BackfillLine: Sendable, Equatable {
-    public enum Reference: Sendable, Equatable {
+package struct BackfillLine: Sendable, Equatable {
+    package enum Reference: Sendable, Equatable {
         /// Any transaction id of the customer's (an original transaction id, typically).
         case transaction(String)
         /// A legacy app receipt (base64), for apps that kept receipts rather than ids.
         case receipt(String)
     }
     /// 1-based, counting the header of a CSV file: what an operator finds in an editor.
-    public var number: Int
-    public var userID: String
-    public var reference: Reference
+    package var number: Int
+    package var userID: String
+    package var reference: Reference
 
     /// What identifies the line's work across runs and files (a receipt by its digest).
-    public init(number: Int, userID: String, reference: Reference) {
+    package init(number: Int, userID: String, reference: Reference) {
         self.number = number
         self.userID = userID
         self.reference = reference
     }
 
-    public var key: String {
+    package var key: String {
         switch reference {
         case .transaction(let id): "transaction:" + id
         case .receipt(let data): "receipt:sha256:" + SHA256.hash(data: Data(data.utf8)).map { String(format: "%02x", $0) }.joined()
@@ -31,19 +31,19 @@ public struct BackfillLine: Sendable, Equatable {
 
 /// Backfill files as operators export them from their own user tables: CSV with a header row
 /// naming `user_id` and `original_transaction_id` or `receipt_data`, or JSON lines with those keys.
-public enum BackfillFile {
-    public struct Invalid: Error, CustomStringConvertible, Equatable {
-        public var line: Int
-        public var reason: String
-        public var description: String { "line \(line): \(reason)" }
-        public init(line: Int, reason: String) {
+package enum BackfillFile {
+    package struct Invalid: Error, CustomStringConvertible, Equatable {
+        package var line: Int
+        package var reason: String
+        package var description: String { "line \(line): \(reason)" }
+        package init(line: Int, reason: String) {
             self.line = line
             self.reason = reason
         }
     }
 
     /// Every line, or the first that cannot be read (nothing is imported from a file that is wrong).
-    public static func parse(_ text: String) throws -> [BackfillLine] {
+    package static func parse(_ text: String) throws -> [BackfillLine] {
         let rows = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).map(String.init)
         let firstContent = rows.first { !$0.trimmingCharacters(in: .whitespaces).isEmpty } ?? ""
         return firstContent.trimmingCharacters(in: .whitespaces).hasPrefix("{") ? try jsonLines(rows) : try csv(rows)

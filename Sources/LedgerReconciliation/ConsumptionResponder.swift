@@ -14,7 +14,7 @@ import Logging
 /// Sent only when the app declares that its customers consented (Apple accepts nothing else).
 /// Requests wait in `ConsumptionRequests`; a failure (Apple away) is tried again with backoff
 /// until Apple's 12 hours run out.
-public struct ConsumptionResponder: Sendable {
+package struct ConsumptionResponder: Sendable {
     let requests: ConsumptionRequests
     let directory: AppDirectory
     let reader: UserStateReader
@@ -23,7 +23,7 @@ public struct ConsumptionResponder: Sendable {
     let logger: Logger
     let observe: @Sendable (_ outcome: String) -> Void
 
-    public init(requests: ConsumptionRequests, directory: AppDirectory, reader: UserStateReader, api: AppStoreServerAPIClient,
+    package init(requests: ConsumptionRequests, directory: AppDirectory, reader: UserStateReader, api: AppStoreServerAPIClient,
                 logger: Logger, observe: @escaping @Sendable (String) -> Void = { _ in }) {
         self.requests = requests
         self.directory = directory
@@ -35,7 +35,7 @@ public struct ConsumptionResponder: Sendable {
 
     /// Answers what is waiting (at most `limit`); the outcome of each, by notification UUID.
     @discardableResult
-    public func answerPending(limit: Int = 50) async throws -> [String: String] {
+    package func answerPending(limit: Int = 50) async throws -> [String: String] {
         var outcomes: [String: String] = [:]
         for pending in try await requests.claim(limit: limit, holder: holder) {
             do {
@@ -58,7 +58,7 @@ public struct ConsumptionResponder: Sendable {
     }
 
     /// Runs until cancelled, every `interval`.
-    public func run(every interval: Duration) async {
+    package func run(every interval: Duration) async {
         while !Task.isCancelled {
             _ = try? await answerPending()
             try? await Task.sleep(for: interval)

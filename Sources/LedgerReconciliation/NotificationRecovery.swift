@@ -15,22 +15,22 @@ import Logging
 ///
 /// One server at a time reads an app's history (`ReconciliationCoverage`'s lease); another that
 /// tries meanwhile skips it and says so.
-public struct NotificationRecovery: Sendable {
+package struct NotificationRecovery: Sendable {
     /// What one run did for one app and environment.
-    public struct Report: Sendable, CustomStringConvertible {
-        public var bundleID: String
-        public var environment: AppleEnvironment
-        public var from: Date?
-        public var to: Date?
-        public var seen = 0
-        public var recorded = 0
-        public var alreadyRecorded = 0
+    package struct Report: Sendable, CustomStringConvertible {
+        package var bundleID: String
+        package var environment: AppleEnvironment
+        package var from: Date?
+        package var to: Date?
+        package var seen = 0
+        package var recorded = 0
+        package var alreadyRecorded = 0
         /// Notifications that did not verify (forged, another app's, a refused environment).
-        public var refused = 0
+        package var refused = 0
         /// Another server held the lease: nothing was read.
-        public var skipped = false
+        package var skipped = false
 
-        public var description: String {
+        package var description: String {
             if skipped { return "\(bundleID) \(environment.rawValue): skipped, another server is reconciling it" }
             let window = [from, to].map { $0.map(RFC3339.string) ?? "?" }.joined(separator: " – ")
             return "\(bundleID) \(environment.rawValue) \(window): \(seen) notifications in Apple's history, \(recorded) recorded, "
@@ -39,7 +39,7 @@ public struct NotificationRecovery: Sendable {
     }
 
     /// How a run's findings are counted (metrics): `recorded`, `already_recorded`, `refused`.
-    public typealias Observe = @Sendable (_ result: String, _ count: Int) -> Void
+    package typealias Observe = @Sendable (_ result: String, _ count: Int) -> Void
 
     let ingestor: Ingestor
     let api: AppStoreServerAPIClient
@@ -55,7 +55,7 @@ public struct NotificationRecovery: Sendable {
     /// `overlap`: how far before the covered window a run starts again; `firstWindow`: how far
     /// back the first run of an app reads; `lease`: how long a server may hold an app's history
     /// without renewing (renewed after every page).
-    public init(ingestor: Ingestor, api: AppStoreServerAPIClient, pool: PostgresPool, overlap: TimeInterval = 3600,
+    package init(ingestor: Ingestor, api: AppStoreServerAPIClient, pool: PostgresPool, overlap: TimeInterval = 3600,
                 firstWindow: TimeInterval = 7 * 86_400, lease: Duration = .seconds(300), logger: Logger,
                 observe: @escaping Observe = { _, _ in }) {
         self.ingestor = ingestor
@@ -69,7 +69,7 @@ public struct NotificationRecovery: Sendable {
 
     /// Reads the app's notification history in every environment it accepts and records what
     /// was missed. `since` overrides where the window starts (at most 180 days back).
-    public func reconcile(bundleID: String, since: Date? = nil, now: Date = Date()) async throws -> [Report] {
+    package func reconcile(bundleID: String, since: Date? = nil, now: Date = Date()) async throws -> [Report] {
         let app = try await ingestor.directory.app(bundleID)
         guard let key = app.serverAPI else {
             throw LedgerError(.unverifiable, AppStoreError.Code.appleAPINotConfigured.rawValue,

@@ -5,13 +5,13 @@ import Logging
 /// The background reconciler: on start-up and every `interval`, recovers the notifications of
 /// every app that has an App Store Server API key. A failure for one app (Apple away, a key Apple
 /// refuses) is logged and tried again next time; it never stops the others or the server.
-public struct Reconciler: Sendable {
+package struct Reconciler: Sendable {
     let recovery: NotificationRecovery
     let directory: AppDirectory
     let interval: Duration
     let logger: Logger
 
-    public init(recovery: NotificationRecovery, directory: AppDirectory, interval: Duration, logger: Logger) {
+    package init(recovery: NotificationRecovery, directory: AppDirectory, interval: Duration, logger: Logger) {
         self.recovery = recovery
         self.directory = directory
         self.interval = interval
@@ -19,7 +19,7 @@ public struct Reconciler: Sendable {
     }
 
     /// Runs until cancelled.
-    public func run() async {
+    package func run() async {
         while !Task.isCancelled {
             await runOnce()
             try? await Task.sleep(for: interval)
@@ -28,7 +28,7 @@ public struct Reconciler: Sendable {
 
     /// One pass over every app with a key; the reports of those that ran.
     @discardableResult
-    public func runOnce() async -> [NotificationRecovery.Report] {
+    package func runOnce() async -> [NotificationRecovery.Report] {
         let apps: [String]
         do {
             apps = try await directory.appsWithServerAPIKeys()

@@ -4,8 +4,8 @@ import LedgerPostgres
 /// The SQL migrations of the repository's top-level `schema/` folder, compiled into the binary's
 /// resource bundle (through the `schema` link in this folder), so `ledger migrate` works without
 /// the source tree beside it.
-public enum LedgerSchema {
-    public static func migrations() throws -> [Migration] {
+package enum LedgerSchema {
+    package static func migrations() throws -> [Migration] {
         guard let folder = Bundle.module.resourceURL else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "the schema resource bundle is missing"])
         }

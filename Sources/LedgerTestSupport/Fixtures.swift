@@ -2,10 +2,10 @@ import Foundation
 import LedgerEventStore
 
 /// Small builders so tests read like the behaviour they pin.
-public func testEvent(_ type: String = "TestHappened", data: String = #"{"n": 1}"#, id: UUID = UUID(), occurredAt: Date? = nil) -> NewEvent {
+package func testEvent(_ type: String = "TestHappened", data: String = #"{"n": 1}"#, id: UUID = UUID(), occurredAt: Date? = nil) -> NewEvent {
     NewEvent(id: id, type: type, data: data, occurredAt: occurredAt)
 }
 
-public func uniqueStream(_ prefix: String = "test") -> String {
+package func uniqueStream(_ prefix: String = "test") -> String {
     "\(prefix)-\(UUID().uuidString.lowercased())"
 }

@@ -2,7 +2,7 @@
 /// request gets a decision under contention (their servers' 10 s pool waits are part of what they
 /// check), run one at a time: side by side, CPU starvation from one made the other's requests wait
 /// out the pool (seen in CI dry runs). Everything else still runs in parallel.
-public actor HeavyTests {
+package actor HeavyTests {
     static let gate = HeavyTests()
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
@@ -20,7 +20,7 @@ public actor HeavyTests {
     }
 
     /// Runs `body` when no other heavy test runs.
-    public static func oneAtATime<T>(_ body: () async throws -> T) async rethrows -> T {
+    package static func oneAtATime<T>(_ body: () async throws -> T) async rethrows -> T {
         await gate.acquire()
         do {
             let result = try await body()

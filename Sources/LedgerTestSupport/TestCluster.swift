@@ -14,9 +14,9 @@ import Synchronization
 /// `ledger_runtime`, a login whose only right is membership of `ledger_app` — the roles a DBA
 /// prepares (docs/deployment.md). What only a superuser can do (tamper with history, pause a
 /// replica) is done on a `superuser(…)` connection, by name.
-public enum TestCluster {
-    public static let owner = "ledger_owner"
-    public static let runtime = "ledger_runtime"
+package enum TestCluster {
+    package static let owner = "ledger_owner"
+    package static let runtime = "ledger_runtime"
 
     /// fsync off: tests never survive a power cut, and this keeps `swift test` quick.
     private static let shared: Result<EmbeddedPostgres, any Error> = Result {
@@ -28,10 +28,10 @@ public enum TestCluster {
         return cluster
     }
 
-    public static func cluster() throws -> EmbeddedPostgres { try shared.get() }
+    package static func cluster() throws -> EmbeddedPostgres { try shared.get() }
 
     /// What a DBA does once per cluster: the owner login, the application role and a runtime login.
-    public static func prepareRoles(_ cluster: EmbeddedPostgres) throws {
+    package static func prepareRoles(_ cluster: EmbeddedPostgres) throws {
         try PostgresConnection.connect(cluster.configuration(database: "postgres")).execute(script: """
             DO $$
             BEGIN
@@ -50,7 +50,7 @@ public enum TestCluster {
     }
 
     /// A new database owned by `ledger_owner`, migrated by it; the owner's configuration.
-    public static func database(on given: EmbeddedPostgres? = nil, named: String? = nil, logger: Logger = quietLogger) throws -> PostgresConfiguration {
+    package static func database(on given: EmbeddedPostgres? = nil, named: String? = nil, logger: Logger = quietLogger) throws -> PostgresConfiguration {
         let cluster = try given ?? shared.get()
         let name = named ?? "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         let admin = try PostgresConnection.connect(cluster.configuration(database: "postgres"))
@@ -66,14 +66,14 @@ public enum TestCluster {
 
     /// The same database as the server connects to it: `ledger_runtime`, narrowed to the
     /// application role (no DDL, no UPDATE/DELETE on events).
-    public static func applicationRole(_ configuration: PostgresConfiguration) -> PostgresConfiguration {
+    package static func applicationRole(_ configuration: PostgresConfiguration) -> PostgresConfiguration {
         var copy = login(runtime, configuration)
         copy.role = ApplicationRole.defaultName
         return copy
     }
 
     /// The same database as the cluster's superuser: for what only a superuser can do.
-    public static func superuser(_ configuration: PostgresConfiguration) -> PostgresConfiguration {
+    package static func superuser(_ configuration: PostgresConfiguration) -> PostgresConfiguration {
         login(EmbeddedPostgres.superuser, configuration)
     }
 
@@ -83,7 +83,7 @@ public enum TestCluster {
                                                 database: parts["dbname"] ?? "", user: user)
     }
 
-    public static let quietLogger: Logger = {
+    package static let quietLogger: Logger = {
         var logger = Logger(label: "test")
         logger.logLevel = .error
         return logger
@@ -95,7 +95,7 @@ public enum TestCluster {
     /// already acknowledged (the outage test saw exactly that). fsync stays off — a process crash
     /// keeps whatever reached the operating system; only a power cut would not.
     /// `roles: false` leaves the cluster as initdb made it (for tests that make their own roles).
-    public static func privateCluster(roles: Bool = true) throws -> EmbeddedPostgres {
+    package static func privateCluster(roles: Bool = true) throws -> EmbeddedPostgres {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-fault-\(getpid())-\(UUID().uuidString.prefix(8))")
         let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: true, settings: ["fsync": "off"]), logger: quietLogger)
         try cluster.start()
@@ -107,7 +107,7 @@ public enum TestCluster {
     /// A primary and a streaming standby of it (`pg_basebackup -R` over loopback), both running:
     /// what reads from replicas are tested on. Commits are synchronous on the primary, as in
     /// `privateCluster`; the standby replays asynchronously, as managed replicas do.
-    public static func primaryWithStandby() throws -> (primary: EmbeddedPostgres, standby: EmbeddedPostgres) {
+    package static func primaryWithStandby() throws -> (primary: EmbeddedPostgres, standby: EmbeddedPostgres) {
         let tag = "\(getpid())-\(UUID().uuidString.prefix(8))"
         let base = URL(fileURLWithPath: NSTemporaryDirectory())
         // A random loopback port, tried again if another process holds it.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Polls `condition` for up to `seconds`; records a test issue if it never holds.
-public func waitUntil(seconds: Double = 20, _ condition: @Sendable () -> Bool) async throws {
+package func waitUntil(seconds: Double = 20, _ condition: @Sendable () -> Bool) async throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
         guard Date() < deadline else {

@@ -6,13 +6,13 @@ import NIOHTTP1
 /// Delivers notifications to a ledger the way Apple does: a POST of the body, a retry when the
 /// answer is outside 200–206 — plus what Apple also does in practice, redeliveries of the same
 /// notification and deliveries out of signing order.
-public struct NotificationSender: Sendable {
+package struct NotificationSender: Sendable {
     let http: HTTPClient
 
-    public init(http: HTTPClient = .shared) { self.http = http }
+    package init(http: HTTPClient = .shared) { self.http = http }
 
     /// POSTs one body; returns the HTTP status.
-    public func send(_ body: Data, to url: String) async throws -> Int {
+    package func send(_ body: Data, to url: String) async throws -> Int {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
@@ -24,7 +24,7 @@ public struct NotificationSender: Sendable {
 
     /// Delivers every body `1 + redeliveries` times, in the given order or shuffled; returns the
     /// statuses in delivery order.
-    public func deliver(_ bodies: [Data], to url: String, redeliveries: Int = 0, shuffled: Bool = false) async throws -> [Int] {
+    package func deliver(_ bodies: [Data], to url: String, redeliveries: Int = 0, shuffled: Bool = false) async throws -> [Int] {
         var deliveries = bodies.flatMap { Array(repeating: $0, count: 1 + redeliveries) }
         if shuffled { deliveries.shuffle() }
         var statuses: [Int] = []

@@ -10,18 +10,18 @@ import X509
 /// backfill` reads receipts for real. Apple encodes the container as BER with indefinite
 /// lengths; the DER form, a chunked content and CMS signed attributes are there to test the
 /// other shapes a reader must take. Never trusted in production.
-public struct ReceiptAuthority: Sendable {
-    public let root: Certificate
-    public let intermediate: Certificate
-    public let leaf: Certificate
+package struct ReceiptAuthority: Sendable {
+    package let root: Certificate
+    package let intermediate: Certificate
+    package let leaf: Certificate
     let leafKey: _RSA.Signing.PrivateKey
 
     /// One per process: RSA keys take a while to make, and every test may sign receipts.
-    public static let shared: ReceiptAuthority = try! ReceiptAuthority()
+    package static let shared: ReceiptAuthority = try! ReceiptAuthority()
 
     /// Valid `yearsBack` before `now` to `years` after it; the leaf only within `leafValidity`
     /// when given (Apple's receipt leaves expire, receipts made while they were valid stay good).
-    public init(now: Date = Date(), yearsBack: Int = 10, years: Int = 10, leafValidity: ClosedRange<Date>? = nil) throws {
+    package init(now: Date = Date(), yearsBack: Int = 10, years: Int = 10, leafValidity: ClosedRange<Date>? = nil) throws {
         let notBefore = now.addingTimeInterval(-Double(yearsBack) * 365 * 86_400)
         let notAfter = now.addingTimeInterval(Double(years) * 365 * 86_400)
         let rootKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
@@ -60,26 +60,26 @@ public struct ReceiptAuthority: Sendable {
     }
 
     /// The shapes a container can take.
-    public struct Shape: Sendable {
+    package struct Shape: Sendable {
         /// Indefinite lengths around the container, as Apple's receipts (else DER throughout).
-        public var indefiniteLengths = true
+        package var indefiniteLengths = true
         /// The payload as a constructed OCTET STRING of 1 KiB chunks (BER allows it).
-        public var chunkedContent = false
+        package var chunkedContent = false
         /// CMS signed attributes (content type and message digest), which Apple does not use.
-        public var signedAttributes = false
-        public init(indefiniteLengths: Bool = true, chunkedContent: Bool = false, signedAttributes: Bool = false) {
+        package var signedAttributes = false
+        package init(indefiniteLengths: Bool = true, chunkedContent: Bool = false, signedAttributes: Bool = false) {
             self.indefiniteLengths = indefiniteLengths
             self.chunkedContent = chunkedContent
             self.signedAttributes = signedAttributes
         }
-        public static let apple = Shape()
+        package static let apple = Shape()
     }
 
-    public var rootDER: Data { TestCertificateAuthority.der(root) }
+    package var rootDER: Data { TestCertificateAuthority.der(root) }
 
     /// A receipt of `bundleID` holding `purchases` (its in-app entries), made at `created`, base64
     /// as an app sends it.
-    public func receipt(bundleID: String, appVersion: String = "1.0", purchases: [SimulatedTransaction], created: Date = Date(),
+    package func receipt(bundleID: String, appVersion: String = "1.0", purchases: [SimulatedTransaction], created: Date = Date(),
                         shape: Shape = .apple) throws -> String {
         let payload = ReceiptPayload.encode(bundleID: bundleID, appVersion: appVersion, purchases: purchases, created: created)
         return Data(try container(payload, shape: shape)).base64EncodedString()

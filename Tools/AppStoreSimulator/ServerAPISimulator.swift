@@ -10,45 +10,45 @@ import Synchronization
 /// the developer sent. Requests must carry a bearer JWT signed by the app's registered key
 /// (`ServerAPIRoutes` checks it as Apple does: 401 otherwise). Pages are `pageSize` long, and
 /// scripted answers (429 with `Retry-After`, 5xx) are served first, in order, to exercise retries.
-public final class ServerAPISimulator: Sendable {
+package final class ServerAPISimulator: Sendable {
     /// The In-App Purchase key an app's requests must be signed with.
-    public struct Key: Sendable {
-        public var issuerID: String
-        public var keyID: String
-        public var publicKey: P256.Signing.PublicKey
-        public init(issuerID: String, keyID: String, publicKey: P256.Signing.PublicKey) {
+    package struct Key: Sendable {
+        package var issuerID: String
+        package var keyID: String
+        package var publicKey: P256.Signing.PublicKey
+        package init(issuerID: String, keyID: String, publicKey: P256.Signing.PublicKey) {
             self.issuerID = issuerID
             self.keyID = keyID
             self.publicKey = publicKey
         }
     }
 
-    public enum Scripted: Sendable {
+    package enum Scripted: Sendable {
         /// An error answer: HTTP status, `Retry-After` header, Apple's `errorCode`.
         case error(status: Int, retryAfter: String? = nil, errorCode: Int? = nil)
     }
 
     /// A notification as Apple's history keeps it.
-    public struct HistoryEntry: Sendable {
-        public var signedPayload: String
-        public var firstAttempt: Date
-        public var attempts: [(date: Date, result: String)]
-        public var transactionID: String?
-        public var succeeded: Bool { attempts.contains { $0.result == "SUCCESS" } }
+    package struct HistoryEntry: Sendable {
+        package var signedPayload: String
+        package var firstAttempt: Date
+        package var attempts: [(date: Date, result: String)]
+        package var transactionID: String?
+        package var succeeded: Bool { attempts.contains { $0.result == "SUCCESS" } }
     }
 
     /// What a developer told Apple in Send Consumption Information.
-    public struct ConsumptionAnswer: Sendable {
-        public var transactionID: String
-        public var body: [String: String]
-        public var receivedAt: Date
+    package struct ConsumptionAnswer: Sendable {
+        package var transactionID: String
+        package var body: [String: String]
+        package var receivedAt: Date
     }
 
     /// One request as the simulator saw it, for tests that check pacing and authentication.
-    public struct Seen: Sendable {
-        public var path: String
-        public var at: Date
-        public var status: Int
+    package struct Seen: Sendable {
+        package var path: String
+        package var at: Date
+        package var status: Int
     }
 
     struct Store {
@@ -74,9 +74,9 @@ public final class ServerAPISimulator: Sendable {
     }
 
     let state = Mutex(State())
-    public let pageSize: Int
+    package let pageSize: Int
 
-    public init(pageSize: Int = 20) { self.pageSize = pageSize }
+    package init(pageSize: Int = 20) { self.pageSize = pageSize }
 
     static func storeKey(_ environment: String, _ bundleID: String) -> String { environment.lowercased() + "/" + bundleID }
 
@@ -84,7 +84,7 @@ public final class ServerAPISimulator: Sendable {
     /// with the key its requests must be signed by, and where its notifications are delivered.
     /// Registering it again changes those and keeps what Apple knows of it (a ledger restarted
     /// elsewhere, a rotated key).
-    public func register(_ app: SimulatedApp, key: Key, notificationURL: String? = nil) {
+    package func register(_ app: SimulatedApp, key: Key, notificationURL: String? = nil) {
         state.withLock { state in
             let storeKey = Self.storeKey(app.environment, app.bundleID)
             var store = state.stores[storeKey] ?? Store(app: app, key: key)
@@ -96,7 +96,7 @@ public final class ServerAPISimulator: Sendable {
     }
 
     /// Adds transactions Apple knows, bought by `customer` (default: each one's original id).
-    public func add(_ transactions: [SimulatedTransaction], customer: String? = nil, to app: SimulatedApp) {
+    package func add(_ transactions: [SimulatedTransaction], customer: String? = nil, to app: SimulatedApp) {
         mutate(app) { store in
             for transaction in transactions {
                 let id = transaction.transactionID, owner = customer ?? transaction.originalTransactionID
@@ -108,24 +108,24 @@ public final class ServerAPISimulator: Sendable {
         }
     }
 
-    public func setRenewal(_ renewal: SimulatedRenewal, of app: SimulatedApp) {
+    package func setRenewal(_ renewal: SimulatedRenewal, of app: SimulatedApp) {
         mutate(app) { $0.renewals[renewal.originalTransactionID] = renewal }
     }
 
     /// An order as on the customer's emailed receipt: its id and the transactions it contains.
-    public func addOrder(_ orderID: String, transactionIDs: [String], to app: SimulatedApp) {
+    package func addOrder(_ orderID: String, transactionIDs: [String], to app: SimulatedApp) {
         mutate(app) { $0.orders[orderID] = transactionIDs }
     }
 
-    public func script(_ outcomes: [Scripted]) { state.withLock { $0.scripts += outcomes } }
+    package func script(_ outcomes: [Scripted]) { state.withLock { $0.scripts += outcomes } }
 
-    public func seen() -> [Seen] { state.withLock { $0.seen } }
+    package func seen() -> [Seen] { state.withLock { $0.seen } }
 
-    public func history(of app: SimulatedApp) -> [HistoryEntry] {
+    package func history(of app: SimulatedApp) -> [HistoryEntry] {
         state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.history ?? [] }
     }
 
-    public func consumptionAnswers(of app: SimulatedApp) -> [ConsumptionAnswer] {
+    package func consumptionAnswers(of app: SimulatedApp) -> [ConsumptionAnswer] {
         state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.consumption ?? [] }
     }
 
@@ -134,7 +134,7 @@ public final class ServerAPISimulator: Sendable {
     /// status, NO_RESPONSE when nothing answered (a ledger that is down). Returns the status, nil
     /// when nothing answered.
     @discardableResult
-    public func send(_ body: Data, of app: SimulatedApp, transactionID: String? = nil) async -> Int? {
+    package func send(_ body: Data, of app: SimulatedApp, transactionID: String? = nil) async -> Int? {
         let sender = NotificationSender(http: Self.deliveries)
         guard let signed = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["signedPayload"] as? String else { return nil }
         let url = state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.notificationURL }

@@ -1,30 +1,30 @@
 import Foundation
 
 /// One app as the App Store sees it: signs its StoreKit 2 evidence and builds its notifications.
-public struct SimulatedApp: Sendable {
-    public let authority: TestCertificateAuthority
-    public var bundleID: String
-    public var appAppleID: Int64
+package struct SimulatedApp: Sendable {
+    package let authority: TestCertificateAuthority
+    package var bundleID: String
+    package var appAppleID: Int64
     /// "Production" or "Sandbox".
-    public var environment: String
+    package var environment: String
 
-    public init(authority: TestCertificateAuthority, bundleID: String, appAppleID: Int64 = 1_234_567_890, environment: String = "Sandbox") {
+    package init(authority: TestCertificateAuthority, bundleID: String, appAppleID: Int64 = 1_234_567_890, environment: String = "Sandbox") {
         self.authority = authority
         self.bundleID = bundleID
         self.appAppleID = appAppleID
         self.environment = environment
     }
 
-    public func signedTransaction(_ transaction: SimulatedTransaction, signedDate: Date = Date()) throws -> String {
+    package func signedTransaction(_ transaction: SimulatedTransaction, signedDate: Date = Date()) throws -> String {
         try authority.sign(transaction.payload(bundleID: bundleID, environment: environment, signedDate: signedDate))
     }
 
-    public func signedRenewal(_ renewal: SimulatedRenewal, signedDate: Date = Date()) throws -> String {
+    package func signedRenewal(_ renewal: SimulatedRenewal, signedDate: Date = Date()) throws -> String {
         try authority.sign(renewal.payload(environment: environment, signedDate: signedDate))
     }
 
     /// A V2 notification body, `{"signedPayload": …}`, with the transaction and renewal nested.
-    public func notificationV2(_ type: String, subtype: String? = nil, transaction: SimulatedTransaction? = nil,
+    package func notificationV2(_ type: String, subtype: String? = nil, transaction: SimulatedTransaction? = nil,
                                renewal: SimulatedRenewal? = nil, uuid: UUID = UUID(), signedDate: Date = Date()) throws -> Data {
         var data: [String: Any] = ["bundleId": bundleID, "appAppleId": appAppleID, "environment": environment, "bundleVersion": "1.0"]
         if let transaction { data["signedTransactionInfo"] = try signedTransaction(transaction, signedDate: signedDate) }
@@ -36,7 +36,7 @@ public struct SimulatedApp: Sendable {
     }
 
     /// A verifyReceipt answer for these transactions (what `VerifyReceiptServer` returns).
-    public func receiptAnswer(_ transactions: [SimulatedTransaction], renewals: [SimulatedRenewal] = [], status: Int = 0,
+    package func receiptAnswer(_ transactions: [SimulatedTransaction], renewals: [SimulatedRenewal] = [], status: Int = 0,
                               requestDate: Date = Date()) -> [String: Any] {
         [
             "status": status,
@@ -53,7 +53,7 @@ public struct SimulatedApp: Sendable {
     }
 
     /// A V1 notification body: the shared secret as `password`, "PROD"/"Sandbox", a unified receipt.
-    public func notificationV1(_ type: String, password: String, transactions: [SimulatedTransaction],
+    package func notificationV1(_ type: String, password: String, transactions: [SimulatedTransaction],
                                renewals: [SimulatedRenewal] = [], autoRenewStatus: Bool = true) throws -> Data {
         var unified = receiptAnswer(transactions, renewals: renewals)
         unified["receipt"] = nil

@@ -3,29 +3,29 @@ import Foundation
 /// One StoreKit 2 transaction, with Apple's field names, for any scenario: a purchase, a renewal
 /// (same original id, later dates), an upgrade (`isUpgraded` on the old one), a refund or family
 /// revocation (`revocationDate`), a family-shared copy (`ownership`).
-public struct SimulatedTransaction: Sendable {
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var productID: String
+package struct SimulatedTransaction: Sendable {
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var productID: String
     /// "Auto-Renewable Subscription", "Non-Consumable", "Consumable", "Non-Renewing Subscription".
-    public var type: String
-    public var purchaseDate: Date
-    public var originalPurchaseDate: Date?
-    public var expiresDate: Date?
-    public var quantity = 1
-    public var ownership = "PURCHASED"
-    public var price: Int64? = 9_990
-    public var currency: String? = "USD"
-    public var storefront: String? = "USA"
-    public var appAccountToken: UUID?
-    public var transactionReason: String?
-    public var isUpgraded = false
-    public var revocationDate: Date?
-    public var revocationReason: Int?
-    public var revocationType: String?
-    public var revocationPercentage: Int?
+    package var type: String
+    package var purchaseDate: Date
+    package var originalPurchaseDate: Date?
+    package var expiresDate: Date?
+    package var quantity = 1
+    package var ownership = "PURCHASED"
+    package var price: Int64? = 9_990
+    package var currency: String? = "USD"
+    package var storefront: String? = "USA"
+    package var appAccountToken: UUID?
+    package var transactionReason: String?
+    package var isUpgraded = false
+    package var revocationDate: Date?
+    package var revocationReason: Int?
+    package var revocationType: String?
+    package var revocationPercentage: Int?
 
-    public init(transactionID: String, originalTransactionID: String? = nil, productID: String,
+    package init(transactionID: String, originalTransactionID: String? = nil, productID: String,
                 type: String = "Auto-Renewable Subscription", purchaseDate: Date, expiresDate: Date? = nil) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID ?? transactionID
@@ -38,7 +38,7 @@ public struct SimulatedTransaction: Sendable {
     }
 
     /// The next period of this subscription: a new transaction id, same original, `period` later.
-    public func renewed(transactionID: String, period: TimeInterval) -> SimulatedTransaction {
+    package func renewed(transactionID: String, period: TimeInterval) -> SimulatedTransaction {
         var next = self
         next.transactionID = transactionID
         next.transactionReason = "RENEWAL"
@@ -48,7 +48,7 @@ public struct SimulatedTransaction: Sendable {
     }
 
     /// This transaction refunded (or, with `type` FAMILY_REVOKE, revoked) at `date`.
-    public func revoked(at date: Date, type: String = "REFUND_FULL", reason: Int = 0, percentage: Int? = nil) -> SimulatedTransaction {
+    package func revoked(at date: Date, type: String = "REFUND_FULL", reason: Int = 0, percentage: Int? = nil) -> SimulatedTransaction {
         var copy = self
         copy.revocationDate = date
         copy.revocationReason = reason
@@ -106,16 +106,16 @@ public struct SimulatedTransaction: Sendable {
 }
 
 /// A subscription's renewal info.
-public struct SimulatedRenewal: Sendable {
-    public var originalTransactionID: String
-    public var productID: String
-    public var autoRenewProductID: String
-    public var autoRenewStatus = true
-    public var expirationIntent: Int?
-    public var isInBillingRetryPeriod = false
-    public var gracePeriodExpiresDate: Date?
+package struct SimulatedRenewal: Sendable {
+    package var originalTransactionID: String
+    package var productID: String
+    package var autoRenewProductID: String
+    package var autoRenewStatus = true
+    package var expirationIntent: Int?
+    package var isInBillingRetryPeriod = false
+    package var gracePeriodExpiresDate: Date?
 
-    public init(originalTransactionID: String, productID: String, autoRenewProductID: String? = nil, autoRenewStatus: Bool = true) {
+    package init(originalTransactionID: String, productID: String, autoRenewProductID: String? = nil, autoRenewStatus: Bool = true) {
         self.originalTransactionID = originalTransactionID
         self.productID = productID
         self.autoRenewProductID = autoRenewProductID ?? productID

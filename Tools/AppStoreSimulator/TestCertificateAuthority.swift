@@ -7,10 +7,10 @@ import X509
 /// intermediate carrying the WWDR marker extension, a leaf carrying the receipt-signing marker —
 /// generated fresh, so tests and demos sign StoreKit 2 evidence the ledger verifies for real.
 /// Point the ledger at `rootDER` (LEDGER_APPLE_ROOT_CERTIFICATES); never use it in production.
-public struct TestCertificateAuthority: Sendable {
-    public let root: Certificate
-    public let intermediate: Certificate
-    public let leaf: Certificate
+package struct TestCertificateAuthority: Sendable {
+    package let root: Certificate
+    package let intermediate: Certificate
+    package let leaf: Certificate
     let leafKey: P256.Signing.PrivateKey
     /// The ES256 header with its x5c, made once: three certificates in base64 per signature were
     /// the simulator's largest cost in the backfill benchmark (Apple signs on its own machines,
@@ -22,7 +22,7 @@ public struct TestCertificateAuthority: Sendable {
 
     /// Valid from `yearsBack` before `now` (so evidence signed in the past verifies) to `years`
     /// after it; markers can be left out to test their absence.
-    public init(now: Date = Date(), yearsBack: Int = 5, years: Int = 10, intermediateMarker: Bool = true, leafMarker: Bool = true) throws {
+    package init(now: Date = Date(), yearsBack: Int = 5, years: Int = 10, intermediateMarker: Bool = true, leafMarker: Bool = true) throws {
         let notBefore = now.addingTimeInterval(-Double(yearsBack) * 365 * 86_400)
         let notAfter = now.addingTimeInterval(Double(years) * 365 * 86_400)
         let rootKey = P256.Signing.PrivateKey()
@@ -71,7 +71,7 @@ public struct TestCertificateAuthority: Sendable {
 
     /// Loads the chain saved by `save(to:)` from `folder`, or makes one and saves it there, so a
     /// simulator restarted against the same ledger keeps signing with the root it trusts.
-    public static func persistent(in folder: URL) throws -> TestCertificateAuthority {
+    package static func persistent(in folder: URL) throws -> TestCertificateAuthority {
         let names = ["root.pem", "intermediate.pem", "leaf.pem", "leaf-key.pem"].map { folder.appendingPathComponent($0) }
         if names.allSatisfy({ FileManager.default.fileExists(atPath: $0.path) }) {
             let texts = try names.map { try String(contentsOf: $0, encoding: .utf8) }
@@ -93,10 +93,10 @@ public struct TestCertificateAuthority: Sendable {
         Certificate.Extension(oid: oid, critical: false, value: [0x05, 0x00])
     }
 
-    public var rootDER: Data { Self.der(root) }
+    package var rootDER: Data { Self.der(root) }
 
     /// Writes the root as DER to `path`, where LEDGER_APPLE_ROOT_CERTIFICATES can name it.
-    public func writeRoot(to path: String) throws {
+    package func writeRoot(to path: String) throws {
         try rootDER.write(to: URL(fileURLWithPath: path))
     }
 
@@ -107,7 +107,7 @@ public struct TestCertificateAuthority: Sendable {
     }
 
     /// Signs `payload` as a compact JWS with Apple's header: ES256 and x5c [leaf, intermediate, root].
-    public func sign(_ payload: [String: Any], alg: String = "ES256") throws -> String {
+    package func sign(_ payload: [String: Any], alg: String = "ES256") throws -> String {
         let input = (alg == "ES256" && !es256Header.isEmpty ? es256Header : try header(alg: alg)) + "."
             + Self.base64URL(try JSONSerialization.data(withJSONObject: payload))
         let signature = try leafKey.signature(for: Data(input.utf8))

@@ -7,9 +7,9 @@ import Synchronization
 /// test answer as Apple would (21007 for a sandbox receipt sent to production, 21008 the other
 /// way, 21004 for a wrong shared secret, 21002 for unknown data), and scripted outcomes (any
 /// status, an HTTP error, a delay) are served first, in order, to exercise retries and fallbacks.
-public final class VerifyReceiptServer: Sendable {
-    public enum Endpoint: String, Sendable { case production, sandbox }
-    public enum Scripted: Sendable {
+package final class VerifyReceiptServer: Sendable {
+    package enum Endpoint: String, Sendable { case production, sandbox }
+    package enum Scripted: Sendable {
         case status(Int)
         /// A status with Apple's `is-retryable: true`.
         case retryable(Int)
@@ -32,10 +32,10 @@ public final class VerifyReceiptServer: Sendable {
     private let state = Mutex(State())
     private let running = Mutex<Task<Void, any Error>?>(nil)
 
-    public init() {}
+    package init() {}
 
     /// Registers an answer (see `SimulatedApp.receiptAnswer`) and returns its `receipt-data`.
-    public func register(_ answer: [String: Any], environment: Endpoint, sharedSecret: String? = nil) throws -> String {
+    package func register(_ answer: [String: Any], environment: Endpoint, sharedSecret: String? = nil) throws -> String {
         let token = "simulated-receipt:" + UUID().uuidString
         let data = try JSONSerialization.data(withJSONObject: answer)
         state.withLock { $0.receipts[token] = Registered(answer: data, environment: environment, sharedSecret: sharedSecret) }
@@ -43,15 +43,15 @@ public final class VerifyReceiptServer: Sendable {
     }
 
     /// Outcomes served, in order, before any receipt is looked at.
-    public func script(_ endpoint: Endpoint, _ outcomes: [Scripted]) {
+    package func script(_ endpoint: Endpoint, _ outcomes: [Scripted]) {
         state.withLock { $0.scripts[endpoint, default: []] += outcomes }
     }
 
-    public func calls(_ endpoint: Endpoint) -> Int { state.withLock { $0.calls[endpoint] ?? 0 } }
+    package func calls(_ endpoint: Endpoint) -> Int { state.withLock { $0.calls[endpoint] ?? 0 } }
 
     /// Starts listening on 127.0.0.1 (port 0: any free one); returns the two verifyReceipt URLs.
     /// `routes` may add more routes on the same listener (the simulator command's control API).
-    public func start(port: Int = 0, host: String = "127.0.0.1", routes: (Router<BasicRequestContext>) -> Void = { _ in }) async throws -> (production: String, sandbox: String) {
+    package func start(port: Int = 0, host: String = "127.0.0.1", routes: (Router<BasicRequestContext>) -> Void = { _ in }) async throws -> (production: String, sandbox: String) {
         let router = Router()
         routes(router)
         router.post("/:endpoint/verifyReceipt") { [self] request, context in
@@ -71,7 +71,7 @@ public final class VerifyReceiptServer: Sendable {
         return (base + "/production/verifyReceipt", base + "/sandbox/verifyReceipt")
     }
 
-    public func stop() {
+    package func stop() {
         running.withLock { $0?.cancel() }
     }
 

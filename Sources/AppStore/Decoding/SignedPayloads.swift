@@ -4,15 +4,15 @@ import LedgerCore
 /// A StoreKit 2 transaction (`JWSTransactionDecodedPayload`) as the domain's facts, plus the
 /// fields that decide which event it becomes. Unknown enum values stay raw strings: Apple adds
 /// values every year (DESIGN-NOTES §2).
-public struct DecodedTransaction: Sendable, Equatable {
-    public var facts: TransactionFacts
+package struct DecodedTransaction: Sendable, Equatable {
+    package var facts: TransactionFacts
     /// "Auto-Renewable Subscription", "Non-Consumable", "Consumable", "Non-Renewing Subscription".
-    public var type: String?
+    package var type: String?
     /// "PURCHASE" or "RENEWAL".
-    public var transactionReason: String?
+    package var transactionReason: String?
     /// "REFUND_FULL", "REFUND_PRORATED", "FAMILY_REVOKE".
-    public var revocationType: String?
-    public var revocationPercentage: Int?
+    package var revocationType: String?
+    package var revocationPercentage: Int?
 
     init(_ payload: Data, environment: AppleEnvironment, signedDate: Date) throws {
         guard let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
@@ -42,7 +42,7 @@ public struct DecodedTransaction: Sendable, Equatable {
     }
 
     /// The revocation this transaction carries, if Apple already revoked it.
-    public var revocation: RevocationFacts? {
+    package var revocation: RevocationFacts? {
         guard let date = facts.revocationDate else { return nil }
         let kind: RevocationFacts.Kind = switch revocationType {
         case "FAMILY_REVOKE": .familyRevoke
@@ -57,8 +57,8 @@ public struct DecodedTransaction: Sendable, Equatable {
 }
 
 /// Renewal info (`JWSRenewalInfoDecodedPayload`) as the domain's facts.
-public struct DecodedRenewal: Sendable, Equatable {
-    public var facts: RenewalFacts
+package struct DecodedRenewal: Sendable, Equatable {
+    package var facts: RenewalFacts
 
     init(_ payload: Data, environment: AppleEnvironment, signedDate: Date) throws {
         guard let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
@@ -99,13 +99,13 @@ struct SignedFields {
 
 extension SignedDataVerifier {
     /// Verifies a StoreKit 2 signed transaction for one app and decodes it.
-    public func verifyTransaction(_ jws: String, expecting expectation: Expectation) async throws -> DecodedTransaction {
+    package func verifyTransaction(_ jws: String, expecting expectation: Expectation) async throws -> DecodedTransaction {
         let verified = try await verify(jws, as: .transaction, expecting: expectation)
         return try DecodedTransaction(verified.payload, environment: verified.environment, signedDate: verified.signedDate)
     }
 
     /// Verifies a StoreKit 2 signed renewal info for one app and decodes it.
-    public func verifyRenewal(_ jws: String, expecting expectation: Expectation) async throws -> DecodedRenewal {
+    package func verifyRenewal(_ jws: String, expecting expectation: Expectation) async throws -> DecodedRenewal {
         let verified = try await verify(jws, as: .renewalInfo, expecting: expectation)
         return try DecodedRenewal(verified.payload, environment: verified.environment, signedDate: verified.signedDate)
     }

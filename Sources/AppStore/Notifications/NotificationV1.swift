@@ -3,20 +3,20 @@ import Foundation
 import LedgerCore
 
 /// A legacy (V1) App Store Server Notification, authenticated by the app's shared secret.
-public struct VerifiedNotificationV1: Sendable {
-    public var notification: AppleNotification
-    public var environment: AppleEnvironment
+package struct VerifiedNotificationV1: Sendable {
+    package var notification: AppleNotification
+    package var environment: AppleEnvironment
     /// The `unified_receipt`, shaped like a verifyReceipt answer (absent in the oldest ones).
-    public var receipt: ReceiptResponse?
+    package var receipt: ReceiptResponse?
     /// Apple's own time for what the notification states: the change's date when it names one,
     /// else when it arrived (V1 bodies are not signed and carry no signing date).
-    public var statedAt: Date
+    package var statedAt: Date
 
     /// Legacy notification types this ledger knows are V1 (V2 bodies carry `signedPayload`).
-    public static func looksLikeV1(_ object: [String: Any]) -> Bool { object["notification_type"] != nil }
+    package static func looksLikeV1(_ object: [String: Any]) -> Bool { object["notification_type"] != nil }
 
     /// Checks the password in constant time, then the environment and app; parses the rest.
-    public init(body: Data, sharedSecret: String?, expecting expectation: Expectation, receivedAt: Date) throws {
+    package init(body: Data, sharedSecret: String?, expecting expectation: Expectation, receivedAt: Date) throws {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
             throw AppStoreError(.malformed, "the notification is not a JSON object")
         }

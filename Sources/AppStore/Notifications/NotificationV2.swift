@@ -3,15 +3,15 @@ import LedgerCore
 
 /// An App Store Server Notification V2 whose signature, and whose nested signed transaction and
 /// renewal info, were verified for one app.
-public struct VerifiedNotificationV2: Sendable {
-    public var notification: AppleNotification
-    public var transaction: DecodedTransaction?
-    public var renewal: DecodedRenewal?
+package struct VerifiedNotificationV2: Sendable {
+    package var notification: AppleNotification
+    package var transaction: DecodedTransaction?
+    package var renewal: DecodedRenewal?
 }
 
 extension SignedDataVerifier {
     /// Verifies a V2 body (`{"signedPayload": "<JWS>"}`) and the JWS nested in its `data`.
-    public func verifyNotification(body: Data, expecting expectation: Expectation) async throws -> VerifiedNotificationV2 {
+    package func verifyNotification(body: Data, expecting expectation: Expectation) async throws -> VerifiedNotificationV2 {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
               let signedPayload = object["signedPayload"] as? String else {
             throw AppStoreError(.malformed, "a V2 notification is a JSON object with a signedPayload string")

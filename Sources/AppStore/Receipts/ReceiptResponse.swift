@@ -3,22 +3,22 @@ import LedgerCore
 
 /// A verifyReceipt answer (or a V1 notification's `unified_receipt`), with every field the ledger
 /// uses. Built only from Apple's JSON; parsing never fails on a missing optional field.
-public struct ReceiptResponse: Sendable, Equatable {
-    public var status: Int
-    public var isRetryable: Bool
-    public var environment: AppleEnvironment?
-    public var bundleID: String?
+package struct ReceiptResponse: Sendable, Equatable {
+    package var status: Int
+    package var isRetryable: Bool
+    package var environment: AppleEnvironment?
+    package var bundleID: String?
     /// When Apple answered (`receipt.request_date_ms`): the instant the whole answer is true at.
-    public var requestDate: Date?
-    public var inApp: [ReceiptLine]
+    package var requestDate: Date?
+    package var inApp: [ReceiptLine]
     /// Authoritative for subscriptions: every transaction of every subscription, newest included.
-    public var latestReceiptInfo: [ReceiptLine]
-    public var pendingRenewalInfo: [PendingRenewal]
+    package var latestReceiptInfo: [ReceiptLine]
+    package var pendingRenewalInfo: [PendingRenewal]
     /// The base64 receipt Apple returns for the next call (never stored in events).
-    public var latestReceipt: String?
+    package var latestReceipt: String?
 
     /// Parses a verifyReceipt response body. Throws only when it is not a JSON object with a status.
-    public init(json: Data) throws {
+    package init(json: Data) throws {
         guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else {
             throw AppStoreError(.appleUnavailable, "verifyReceipt answered something that is not a JSON object")
         }
@@ -52,7 +52,7 @@ public struct ReceiptResponse: Sendable, Equatable {
 
     /// Every transaction named anywhere in the answer, once per transaction id (the
     /// `latest_receipt_info` copy wins: it is the one that carries cancellations).
-    public var transactions: [ReceiptLine] {
+    package var transactions: [ReceiptLine] {
         var byID: [String: ReceiptLine] = [:]
         for line in inApp { byID[line.transactionID] = line }
         for line in latestReceiptInfo { byID[line.transactionID] = line }
@@ -61,25 +61,25 @@ public struct ReceiptResponse: Sendable, Equatable {
 }
 
 /// One transaction line (`in_app`, `latest_receipt_info`).
-public struct ReceiptLine: Sendable, Equatable {
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var productID: String
-    public var quantity: Int
-    public var purchaseDate: Date
-    public var originalPurchaseDate: Date?
-    public var expiresDate: Date?
-    public var cancellationDate: Date?
-    public var cancellationReason: Int?
-    public var webOrderLineItemID: String?
-    public var isTrialPeriod: Bool
-    public var isInIntroOfferPeriod: Bool
-    public var isUpgraded: Bool
-    public var ownership: OwnershipType
-    public var subscriptionGroupIdentifier: String?
-    public var promotionalOfferID: String?
-    public var offerCodeRefName: String?
-    public var appAccountToken: UUID?
+package struct ReceiptLine: Sendable, Equatable {
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var productID: String
+    package var quantity: Int
+    package var purchaseDate: Date
+    package var originalPurchaseDate: Date?
+    package var expiresDate: Date?
+    package var cancellationDate: Date?
+    package var cancellationReason: Int?
+    package var webOrderLineItemID: String?
+    package var isTrialPeriod: Bool
+    package var isInIntroOfferPeriod: Bool
+    package var isUpgraded: Bool
+    package var ownership: OwnershipType
+    package var subscriptionGroupIdentifier: String?
+    package var promotionalOfferID: String?
+    package var offerCodeRefName: String?
+    package var appAccountToken: UUID?
 
     init?(_ fields: LegacyFields) {
         guard let transactionID = fields.string("transaction_id"), let productID = fields.string("product_id"),
@@ -105,7 +105,7 @@ public struct ReceiptLine: Sendable, Equatable {
     }
 
     /// The line as the domain's transaction facts, stated by Apple at `statedAt`.
-    public func facts(environment: AppleEnvironment, statedAt: Date) -> TransactionFacts {
+    package func facts(environment: AppleEnvironment, statedAt: Date) -> TransactionFacts {
         TransactionFacts(environment: environment, transactionID: transactionID, originalTransactionID: originalTransactionID,
                          productID: productID, purchaseDate: purchaseDate, originalPurchaseDate: originalPurchaseDate,
                          expiresDate: expiresDate, quantity: quantity, ownership: ownership, isUpgraded: isUpgraded,
@@ -117,15 +117,15 @@ public struct ReceiptLine: Sendable, Equatable {
 }
 
 /// One subscription's renewal state (`pending_renewal_info`).
-public struct PendingRenewal: Sendable, Equatable {
-    public var originalTransactionID: String
-    public var productID: String
-    public var autoRenewProductID: String
-    public var willAutoRenew: Bool
-    public var expirationIntent: Int?
-    public var isInBillingRetryPeriod: Bool
-    public var gracePeriodExpiresDate: Date?
-    public var priceConsentStatus: Int?
+package struct PendingRenewal: Sendable, Equatable {
+    package var originalTransactionID: String
+    package var productID: String
+    package var autoRenewProductID: String
+    package var willAutoRenew: Bool
+    package var expirationIntent: Int?
+    package var isInBillingRetryPeriod: Bool
+    package var gracePeriodExpiresDate: Date?
+    package var priceConsentStatus: Int?
 
     init?(_ fields: LegacyFields) {
         guard let original = fields.string("original_transaction_id") else { return nil }
@@ -144,7 +144,7 @@ public struct PendingRenewal: Sendable, Equatable {
         self.priceConsentStatus = fields.int("price_consent_status")
     }
 
-    public func facts(environment: AppleEnvironment, statedAt: Date) -> RenewalFacts {
+    package func facts(environment: AppleEnvironment, statedAt: Date) -> RenewalFacts {
         RenewalFacts(environment: environment, originalTransactionID: originalTransactionID, productID: productID,
                      autoRenewProductID: autoRenewProductID, willAutoRenew: willAutoRenew, expirationIntent: expirationIntent,
                      isInBillingRetry: isInBillingRetryPeriod, gracePeriodExpiresDate: gracePeriodExpiresDate, signedDate: statedAt)
@@ -153,7 +153,7 @@ public struct PendingRenewal: Sendable, Equatable {
 
 extension AppleEnvironment {
     /// Legacy spellings: verifyReceipt says "Production"/"Sandbox", V1 notifications "PROD"/"Sandbox".
-    public init?(legacy: String) {
+    package init?(legacy: String) {
         switch legacy.lowercased() {
         case "production", "prod": self = .production
         case "sandbox": self = .sandbox

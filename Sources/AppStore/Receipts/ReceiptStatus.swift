@@ -1,5 +1,5 @@
 /// What a verifyReceipt `status` means for the caller (DESIGN-NOTES §2).
-public enum ReceiptStatus: Sendable, Equatable {
+package enum ReceiptStatus: Sendable, Equatable {
     /// 0, or 21006 (valid, but the subscription expired: iOS 6-style receipts still carry it).
     case valid
     /// 21007: a sandbox receipt sent to production (App Review does this): ask sandbox.
@@ -11,7 +11,7 @@ public enum ReceiptStatus: Sendable, Equatable {
     /// Anything else: the receipt (or our configuration) is wrong, and asking again will not help.
     case rejected(AppStoreError)
 
-    public init(code: Int, isRetryable: Bool = false) {
+    package init(code: Int, isRetryable: Bool = false) {
         switch code {
         case 0, 21006: self = .valid
         case 21007: self = .retryInSandbox

@@ -6,24 +6,24 @@ import NIOCore
 import NIOHTTP1
 
 /// Where and how patiently to ask Apple's legacy `verifyReceipt`.
-public struct VerifyReceiptConfiguration: Sendable {
-    public static let appleProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
-    public static let appleSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
+package struct VerifyReceiptConfiguration: Sendable {
+    package static let appleProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
+    package static let appleSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
 
-    public var productionURL: String
-    public var sandboxURL: String
+    package var productionURL: String
+    package var sandboxURL: String
     /// Asks Apple to leave out old renewals of each subscription (smaller answers).
-    public var excludeOldTransactions: Bool
+    package var excludeOldTransactions: Bool
     /// Attempts per URL for retryable failures, the first included.
-    public var maxAttempts: Int
+    package var maxAttempts: Int
     /// Backoff before retry n is a random duration in [0, min(cap, base · 2ⁿ)] ("full jitter").
-    public var backoffBase: Duration
-    public var backoffCap: Duration
+    package var backoffBase: Duration
+    package var backoffCap: Duration
     /// No retry starts after this much time has passed since the first request.
-    public var totalBudget: Duration
-    public var requestTimeout: Duration
+    package var totalBudget: Duration
+    package var requestTimeout: Duration
 
-    public init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
+    package init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
                 excludeOldTransactions: Bool = false, maxAttempts: Int = 4, backoffBase: Duration = .milliseconds(200),
                 backoffCap: Duration = .seconds(2), totalBudget: Duration = .seconds(15), requestTimeout: Duration = .seconds(10)) {
         self.productionURL = productionURL
@@ -38,7 +38,7 @@ public struct VerifyReceiptConfiguration: Sendable {
 
     /// `LEDGER_APPLE_VERIFY_RECEIPT_URL`, `LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL`,
     /// `LEDGER_APPLE_EXCLUDE_OLD_TRANSACTIONS` (true/false); Apple's URLs by default.
-    public static func fromEnvironment(_ environment: [String: String]) -> Self {
+    package static func fromEnvironment(_ environment: [String: String]) -> Self {
         var configuration = Self()
         if let url = environment["LEDGER_APPLE_VERIFY_RECEIPT_URL"], !url.isEmpty { configuration.productionURL = url }
         if let url = environment["LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL"], !url.isEmpty { configuration.sandboxURL = url }
@@ -52,28 +52,28 @@ public struct VerifyReceiptConfiguration: Sendable {
 }
 
 /// A receipt Apple accepted for the expected app, and where it was valid.
-public struct VerifiedReceipt: Sendable {
-    public var response: ReceiptResponse
-    public var environment: AppleEnvironment
+package struct VerifiedReceipt: Sendable {
+    package var response: ReceiptResponse
+    package var environment: AppleEnvironment
 }
 
 /// What happened on one call to Apple, for metrics.
-public enum AppleCallOutcome: String, Sendable, CaseIterable {
+package enum AppleCallOutcome: String, Sendable, CaseIterable {
     case valid, rejected, retried, unavailable, sandboxFallback = "sandbox_fallback", productionFallback = "production_fallback"
 }
 
 /// Apple's legacy `verifyReceipt`: production first, 21007 → sandbox (21008 → production),
 /// bounded retries with backoff and jitter for Apple's transient failures, and a typed error for
 /// everything else. The answer must be for the expected app and an accepted environment.
-public struct VerifyReceiptClient: Sendable {
-    public let configuration: VerifyReceiptConfiguration
+package struct VerifyReceiptClient: Sendable {
+    package let configuration: VerifyReceiptConfiguration
     let http: HTTPClient
     let logger: Logger
     let observe: @Sendable (AppleCallOutcome) -> Void
     /// Apple's answers stay well under this; anything larger is not a verifyReceipt answer.
     static let maximumAnswer = 16 * 1024 * 1024
 
-    public init(configuration: VerifyReceiptConfiguration, http: HTTPClient = .shared, logger: Logger,
+    package init(configuration: VerifyReceiptConfiguration, http: HTTPClient = .shared, logger: Logger,
                 observe: @escaping @Sendable (AppleCallOutcome) -> Void = { _ in }) {
         self.configuration = configuration
         self.http = http
@@ -81,7 +81,7 @@ public struct VerifyReceiptClient: Sendable {
         self.observe = observe
     }
 
-    public func verify(receiptData: String, sharedSecret: String?, expecting expectation: Expectation) async throws -> VerifiedReceipt {
+    package func verify(receiptData: String, sharedSecret: String?, expecting expectation: Expectation) async throws -> VerifiedReceipt {
         guard !receiptData.isEmpty, Data(base64Encoded: receiptData, options: .ignoreUnknownCharacters) != nil else {
             throw AppStoreError(.malformed, "receipt_data is not base64")
         }

@@ -2,11 +2,11 @@ import Foundation
 
 /// An ISO 8601 duration such as `P30D`, `P1M`, `P1Y2M`, `PT12H` or `P1W`, added in UTC calendar
 /// arithmetic (so `P1M` from 31 January is the end of February, as Apple's own periods behave).
-public struct ISODuration: Codable, Sendable, Hashable, CustomStringConvertible {
-    public var years = 0, months = 0, weeks = 0, days = 0, hours = 0, minutes = 0, seconds = 0
-    public let description: String
+package struct ISODuration: Codable, Sendable, Hashable, CustomStringConvertible {
+    package var years = 0, months = 0, weeks = 0, days = 0, hours = 0, minutes = 0, seconds = 0
+    package let description: String
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         description = text
         var rest = Substring(text)
         guard rest.first == "P", rest.count > 1 else { return nil }
@@ -34,7 +34,7 @@ public struct ISODuration: Codable, Sendable, Hashable, CustomStringConvertible 
         guard number.isEmpty, sawComponent else { return nil }
     }
 
-    public func added(to date: Date) -> Date {
+    package func added(to date: Date) -> Date {
         var components = DateComponents()
         components.year = years
         components.month = months
@@ -51,7 +51,7 @@ public struct ISODuration: Codable, Sendable, Hashable, CustomStringConvertible 
         return calendar
     }()
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let parsed = ISODuration(text) else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an ISO 8601 duration: \(text)"))
@@ -59,7 +59,7 @@ public struct ISODuration: Codable, Sendable, Hashable, CustomStringConvertible 
         self = parsed
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
     }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The five kinds of in-app product, as the app's configuration names them.
-public enum ProductType: String, Codable, Sendable, CaseIterable {
+package enum ProductType: String, Codable, Sendable, CaseIterable {
     case consumable
     case nonConsumable = "non_consumable"
     case autoRenewable = "auto_renewable"
@@ -10,7 +10,7 @@ public enum ProductType: String, Codable, Sendable, CaseIterable {
 
     /// Apple's `type` strings in StoreKit 2 transactions. Unknown values stay unknown (nil):
     /// Apple adds values, and the catalogue is the authority on what a product is.
-    public init?(appleType: String) {
+    package init?(appleType: String) {
         switch appleType {
         case "Consumable": self = .consumable
         case "Non-Consumable": self = .nonConsumable
@@ -22,17 +22,17 @@ public enum ProductType: String, Codable, Sendable, CaseIterable {
 }
 
 /// What one product id means to the app: what it unlocks and what it grants.
-public struct ProductDefinition: Codable, Sendable, Equatable {
-    public var productID: String
-    public var type: ProductType
+package struct ProductDefinition: Codable, Sendable, Equatable {
+    package var productID: String
+    package var type: ProductType
     /// Entitlement names it unlocks; several products may unlock the same one ("pro").
-    public var entitlements: [String]
+    package var entitlements: [String]
     /// Consumable currencies granted per unit bought, e.g. `["coins": 100]`.
-    public var grants: [String: Int64]
+    package var grants: [String: Int64]
     /// For non-renewing subscriptions: how long one purchase lasts.
-    public var duration: ISODuration?
+    package var duration: ISODuration?
 
-    public init(productID: String, type: ProductType, entitlements: [String] = [], grants: [String: Int64] = [:], duration: ISODuration? = nil) {
+    package init(productID: String, type: ProductType, entitlements: [String] = [], grants: [String: Int64] = [:], duration: ISODuration? = nil) {
         self.productID = productID
         self.type = type
         self.entitlements = entitlements
@@ -47,12 +47,12 @@ public struct ProductDefinition: Codable, Sendable, Equatable {
 
 /// An app's catalogue *as it was* at any instant. Definitions are effective-dated because they
 /// arrive as events: changing "coins per pack" tomorrow must not change yesterday's balances.
-public struct Catalogue: Sendable, Equatable {
+package struct Catalogue: Sendable, Equatable {
     private var history: [String: [(from: Date, definition: ProductDefinition)]] = [:]
 
-    public init() {}
+    package init() {}
 
-    public mutating func define(_ definition: ProductDefinition, from date: Date) {
+    package mutating func define(_ definition: ProductDefinition, from date: Date) {
         var entries = history[definition.productID] ?? []
         entries.append((date, definition))
         entries.sort { $0.from < $1.from }
@@ -61,17 +61,17 @@ public struct Catalogue: Sendable, Equatable {
 
     /// The definition in force at `date`. A purchase made before the product was first configured
     /// uses the first definition: apps often configure products after their first sale.
-    public func definition(of productID: String, at date: Date) -> ProductDefinition? {
+    package func definition(of productID: String, at date: Date) -> ProductDefinition? {
         guard let entries = history[productID], let first = entries.first else { return nil }
         return entries.last { $0.from <= date }?.definition ?? first.definition
     }
 
     /// The latest definition of every product, for `GET …/products`.
-    public var current: [ProductDefinition] {
+    package var current: [ProductDefinition] {
         history.values.compactMap { $0.last?.definition }.sorted { $0.productID < $1.productID }
     }
 
-    public static func == (a: Catalogue, b: Catalogue) -> Bool {
+    package static func == (a: Catalogue, b: Catalogue) -> Bool {
         a.history.mapValues { $0.map(\.definition) } == b.history.mapValues { $0.map(\.definition) }
             && a.history.mapValues { $0.map(\.from) } == b.history.mapValues { $0.map(\.from) }
     }

@@ -5,16 +5,16 @@ import LedgerFormats
 /// dates as milliseconds since 1970 — from a `JSONTree`, several times faster. Types are
 /// decoded through their ordinary `Decodable` conformances, so there is one definition of each
 /// stored shape; a property test checks this decoder against `JSONDecoder` on random histories.
-public enum StorageDecoder {
-    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+package enum StorageDecoder {
+    package static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try decode(type, from: try JSONTree.parse(data))
     }
 
-    public static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
         try decode(type, from: try JSONTree.parse(text))
     }
 
-    public static func decode<T: Decodable>(_ type: T.Type, from tree: JSONTree) throws -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, from tree: JSONTree) throws -> T {
         try TreeDecoder(tree).unbox(type)
     }
 }

@@ -6,14 +6,14 @@ import LedgerFormats
 /// Encoder protocol cost four times what computing the timeline did (`ledger-bench rebuild`:
 /// 4.1 CPU-seconds for 26,489 timelines). Tests hold it to the Codable shape: a timeline written
 /// here decodes equal with `JSONDecoder`, and every stored property of each type is written.
-public enum TimelineJSON {
-    public static func bytes(_ timeline: UserTimeline) -> [UInt8] {
+package enum TimelineJSON {
+    package static func bytes(_ timeline: UserTimeline) -> [UInt8] {
         var out: [UInt8] = []
         write(timeline, into: &out)
         return out
     }
 
-    public static func write(_ timeline: UserTimeline, into out: inout [UInt8]) {
+    package static func write(_ timeline: UserTimeline, into out: inout [UInt8]) {
         var json = JSONWriter(bytes: out)
         out = []  // the writer holds the only reference: appending never copies the buffer
         json.object { json in

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Apple's environments. Sandbox is kept apart from Production everywhere money is counted.
-public enum AppleEnvironment: String, Codable, Sendable, CaseIterable {
+package enum AppleEnvironment: String, Codable, Sendable, CaseIterable {
     case production = "Production"
     case sandbox = "Sandbox"
     case xcode = "Xcode"
@@ -9,38 +9,38 @@ public enum AppleEnvironment: String, Codable, Sendable, CaseIterable {
 }
 
 /// Whether the user bought it or a family member shares it (`inAppOwnershipType`).
-public enum OwnershipType: String, Codable, Sendable {
+package enum OwnershipType: String, Codable, Sendable {
     case purchased = "PURCHASED"
     case familyShared = "FAMILY_SHARED"
 }
 
 /// One transaction as Apple signed it (a StoreKit 2 transaction, or a legacy receipt line).
 /// Every field Apple gives is kept; the reducers use a few of them.
-public struct TransactionFacts: Codable, Sendable, Equatable {
-    public var environment: AppleEnvironment
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var productID: String
-    public var purchaseDate: Date
-    public var originalPurchaseDate: Date?
-    public var expiresDate: Date?
-    public var quantity: Int
-    public var ownership: OwnershipType
+package struct TransactionFacts: Codable, Sendable, Equatable {
+    package var environment: AppleEnvironment
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var productID: String
+    package var purchaseDate: Date
+    package var originalPurchaseDate: Date?
+    package var expiresDate: Date?
+    package var quantity: Int
+    package var ownership: OwnershipType
     /// True on the old transaction when the user upgraded mid-period (access ends at the upgrade).
-    public var isUpgraded: Bool
-    public var price: Int64?          // milliunits, as Apple gives it
-    public var currency: String?
-    public var storefront: String?
-    public var webOrderLineItemID: String?
-    public var appAccountToken: UUID?
-    public var offerType: Int?
-    public var offerIdentifier: String?
+    package var isUpgraded: Bool
+    package var price: Int64?          // milliunits, as Apple gives it
+    package var currency: String?
+    package var storefront: String?
+    package var webOrderLineItemID: String?
+    package var appAccountToken: UUID?
+    package var offerType: Int?
+    package var offerIdentifier: String?
     /// Set when Apple already revoked it (a refunded transaction re-presented later).
-    public var revocationDate: Date?
-    public var revocationReason: Int?
-    public var signedDate: Date
+    package var revocationDate: Date?
+    package var revocationReason: Int?
+    package var signedDate: Date
 
-    public init(environment: AppleEnvironment, transactionID: String, originalTransactionID: String, productID: String,
+    package init(environment: AppleEnvironment, transactionID: String, originalTransactionID: String, productID: String,
                 purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil, quantity: Int = 1,
                 ownership: OwnershipType = .purchased, isUpgraded: Bool = false, price: Int64? = nil, currency: String? = nil,
                 storefront: String? = nil, webOrderLineItemID: String? = nil, appAccountToken: UUID? = nil,
@@ -70,20 +70,20 @@ public struct TransactionFacts: Codable, Sendable, Equatable {
 }
 
 /// The state of a subscription's renewal, as Apple's renewal info states it at `signedDate`.
-public struct RenewalFacts: Codable, Sendable, Equatable {
-    public var environment: AppleEnvironment
-    public var originalTransactionID: String
-    public var productID: String
+package struct RenewalFacts: Codable, Sendable, Equatable {
+    package var environment: AppleEnvironment
+    package var originalTransactionID: String
+    package var productID: String
     /// The product the next renewal will be (differs from `productID` after a downgrade or crossgrade).
-    public var autoRenewProductID: String
-    public var willAutoRenew: Bool
+    package var autoRenewProductID: String
+    package var willAutoRenew: Bool
     /// 1 cancelled, 2 billing error, 3 price increase declined, 4 product unavailable, 5 other.
-    public var expirationIntent: Int?
-    public var isInBillingRetry: Bool
-    public var gracePeriodExpiresDate: Date?
-    public var signedDate: Date
+    package var expirationIntent: Int?
+    package var isInBillingRetry: Bool
+    package var gracePeriodExpiresDate: Date?
+    package var signedDate: Date
 
-    public init(environment: AppleEnvironment, originalTransactionID: String, productID: String, autoRenewProductID: String? = nil,
+    package init(environment: AppleEnvironment, originalTransactionID: String, productID: String, autoRenewProductID: String? = nil,
                 willAutoRenew: Bool, expirationIntent: Int? = nil, isInBillingRetry: Bool = false,
                 gracePeriodExpiresDate: Date? = nil, signedDate: Date) {
         self.environment = environment
@@ -99,24 +99,24 @@ public struct RenewalFacts: Codable, Sendable, Equatable {
 }
 
 /// A refund or a family-sharing revocation of one transaction.
-public struct RevocationFacts: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable {
+package struct RevocationFacts: Codable, Sendable, Equatable {
+    package enum Kind: String, Codable, Sendable {
         case refundFull = "REFUND_FULL"
         case refundProrated = "REFUND_PRORATED"
         case familyRevoke = "FAMILY_REVOKE"
     }
-    public var environment: AppleEnvironment
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var revocationDate: Date
+    package var environment: AppleEnvironment
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var revocationDate: Date
     /// Apple's revocationReason: 0 other, 1 an issue in the app.
-    public var reason: Int?
-    public var kind: Kind
+    package var reason: Int?
+    package var kind: Kind
     /// Prorated share refunded, in thousandths (Apple's revocationPercentage); nil means all.
-    public var percentage: Int?
-    public var signedDate: Date
+    package var percentage: Int?
+    package var signedDate: Date
 
-    public init(environment: AppleEnvironment, transactionID: String, originalTransactionID: String, revocationDate: Date,
+    package init(environment: AppleEnvironment, transactionID: String, originalTransactionID: String, revocationDate: Date,
                 reason: Int? = nil, kind: Kind = .refundFull, percentage: Int? = nil, signedDate: Date) {
         self.environment = environment
         self.transactionID = transactionID

@@ -4,28 +4,28 @@ import LedgerFormats
 /// Events travel as (type name, JSON data). Dates are milliseconds since the epoch, like Apple's,
 /// so a round trip is exact; keys are sorted so the same event always has the same bytes.
 extension LedgerEvent {
-    public static let encoder: JSONEncoder = {
+    package static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .millisecondsSince1970
         encoder.outputFormatting = [.sortedKeys]
         return encoder
     }()
 
-    public static let decoder: JSONDecoder = makeDecoder()
+    package static let decoder: JSONDecoder = makeDecoder()
 
     /// A decoder with the events' date strategy (one per thread when decoding in parallel).
-    public static func makeDecoder() -> JSONDecoder {
+    package static func makeDecoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
         return decoder
     }
 
-    public struct UnknownType: Error, CustomStringConvertible {
-        public let typeName: String
-        public var description: String { "unknown event type \(typeName)" }
+    package struct UnknownType: Error, CustomStringConvertible {
+        package let typeName: String
+        package var description: String { "unknown event type \(typeName)" }
     }
 
-    public func encodedData() throws -> Data {
+    package func encodedData() throws -> Data {
         switch self {
         case .appConfigured(let value): try Self.encoder.encode(value)
         case .productConfigured(let value): try Self.encoder.encode(value)
@@ -45,12 +45,12 @@ extension LedgerEvent {
     }
 
     /// Decodes a stored event with `StorageDecoder` (the fast path every reader takes).
-    public init(typeName: String, data: Data) throws {
+    package init(typeName: String, data: Data) throws {
         try self.init(typeName: typeName, tree: try JSONTree.parse(data))
     }
 
     /// Decodes a stored event already parsed.
-    public init(typeName: String, tree: JSONTree) throws {
+    package init(typeName: String, tree: JSONTree) throws {
         switch LedgerEventType(rawValue: typeName) {
         case .purchased: self = .purchased(try TransactionFacts(stored: tree))
         case .restored: self = .restored(try TransactionFacts(stored: tree))
@@ -62,7 +62,7 @@ extension LedgerEvent {
 
     /// Decodes a stored event with Foundation's `JSONDecoder` — the reference the fast path is
     /// tested against.
-    public init(typeName: String, data: Data, decoder: JSONDecoder) throws {
+    package init(typeName: String, data: Data, decoder: JSONDecoder) throws {
         try self.init(typeName: typeName, payload: FoundationPayload(data: data, decoder: decoder))
     }
 
@@ -111,16 +111,16 @@ private struct FoundationPayload: PayloadDecoding {
 
 /// A domain event as recorded: the fact, its business time, its place in the log, and the
 /// content hash of the raw evidence it came from (receipt, JWS, notification), if any.
-public struct RecordedFact: Sendable, Equatable {
-    public var event: LedgerEvent
+package struct RecordedFact: Sendable, Equatable {
+    package var event: LedgerEvent
     /// Apple's signed date, or when the app or support acted: what "as of T" orders by.
-    public var occurredAt: Date
-    public var recordedAt: Date
+    package var occurredAt: Date
+    package var recordedAt: Date
     /// Global order (from the event store) — the tiebreak between equal business times.
-    public var sequence: Int64
-    public var evidence: String?
+    package var sequence: Int64
+    package var evidence: String?
 
-    public init(event: LedgerEvent, occurredAt: Date, recordedAt: Date? = nil, sequence: Int64, evidence: String? = nil) {
+    package init(event: LedgerEvent, occurredAt: Date, recordedAt: Date? = nil, sequence: Int64, evidence: String? = nil) {
         self.event = event
         self.occurredAt = occurredAt
         self.recordedAt = recordedAt ?? occurredAt
@@ -130,7 +130,7 @@ public struct RecordedFact: Sendable, Equatable {
 
     /// Apple's time decides order: a renewal signed before a refund but delivered after it is
     /// still applied before it.
-    public static func businessOrder(_ a: RecordedFact, _ b: RecordedFact) -> Bool {
+    package static func businessOrder(_ a: RecordedFact, _ b: RecordedFact) -> Bool {
         (a.occurredAt, a.sequence) < (b.occurredAt, b.sequence)
     }
 }

@@ -8,7 +8,7 @@ import Foundation
 /// auto-renew turned off and then on again is two changes, not a repeat.
 extension LedgerEvent {
     /// The slot this fact fills; nil for facts that are never restated (decisions, configuration).
-    public var restatementSlot: String? {
+    package var restatementSlot: String? {
         switch self {
         case .purchased(let facts), .restored(let facts), .renewed(let facts), .recovered(let facts):
             "transaction:" + facts.transactionID
@@ -21,7 +21,7 @@ extension LedgerEvent {
     }
 
     /// True when `self` says what `earlier` said, whenever Apple said each.
-    public func restates(_ earlier: LedgerEvent) -> Bool {
+    package func restates(_ earlier: LedgerEvent) -> Bool {
         restatementSlot != nil && stated(at: .distantPast) == earlier.stated(at: .distantPast)
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 
 /// How an app treats a transaction presented by a second user (DESIGN-NOTES §3, "replay across accounts").
-public enum RestorePolicy: String, Codable, Sendable {
+package enum RestorePolicy: String, Codable, Sendable {
     /// Ownership moves to the newcomer, recorded as `ownershipTransferred` (RevenueCat's default).
     case transfer
     /// The first owner keeps it; the newcomer's request is refused.
@@ -14,7 +14,7 @@ public enum RestorePolicy: String, Codable, Sendable {
 /// Indirect: a payload lives in one box, so copying a fact (projections sort, filter and gather
 /// them constantly) is one retain instead of one per string field — a rebuild's profile showed
 /// those copies above the reducers themselves.
-public indirect enum LedgerEvent: Sendable, Equatable {
+package indirect enum LedgerEvent: Sendable, Equatable {
     // App configuration (stream app:<bundle>)
     case appConfigured(AppSettings)
     case productConfigured(ProductDefinition)
@@ -49,9 +49,9 @@ public indirect enum LedgerEvent: Sendable, Equatable {
     case consumptionInformationSent(ConsumptionAnswer)
 
     /// The stored event type's name.
-    public var typeName: String { type.rawValue }
+    package var typeName: String { type.rawValue }
 
-    public var type: LedgerEventType {
+    package var type: LedgerEventType {
         switch self {
         case .appConfigured: .appConfigured
         case .productConfigured: .productConfigured
@@ -79,7 +79,7 @@ public indirect enum LedgerEvent: Sendable, Equatable {
 
 /// The names events are stored under (`ledger.events.event_type`), one per case of `LedgerEvent`:
 /// the one place they are spelled. Stable forever — stored events carry them.
-public enum LedgerEventType: String, Sendable, CaseIterable {
+package enum LedgerEventType: String, Sendable, CaseIterable {
     case appConfigured = "AppConfigured"
     case productConfigured = "ProductConfigured"
     case purchased = "Purchased"
@@ -102,17 +102,17 @@ public enum LedgerEventType: String, Sendable, CaseIterable {
     case consumptionInformationSent = "ConsumptionInformationSent"
 
     /// Decisions about who owns an original transaction.
-    public static let ownership: Set<LedgerEventType> = [.transactionClaimed, .ownershipTransferred]
+    package static let ownership: Set<LedgerEventType> = [.transactionClaimed, .ownershipTransferred]
 }
 
-public struct AppSettings: Codable, Sendable, Equatable {
-    public var environments: [AppleEnvironment]
-    public var appleAppID: Int64?
-    public var restorePolicy: RestorePolicy
+package struct AppSettings: Codable, Sendable, Equatable {
+    package var environments: [AppleEnvironment]
+    package var appleAppID: Int64?
+    package var restorePolicy: RestorePolicy
     /// How Apple's CONSUMPTION_REQUESTs are answered; none: they are kept, never answered.
-    public var consumptionPolicy: ConsumptionPolicy?
+    package var consumptionPolicy: ConsumptionPolicy?
 
-    public init(environments: [AppleEnvironment] = [.production, .sandbox], appleAppID: Int64? = nil, restorePolicy: RestorePolicy = .transfer,
+    package init(environments: [AppleEnvironment] = [.production, .sandbox], appleAppID: Int64? = nil, restorePolicy: RestorePolicy = .transfer,
                 consumptionPolicy: ConsumptionPolicy? = nil) {
         self.environments = environments
         self.appleAppID = appleAppID
@@ -124,59 +124,59 @@ public struct AppSettings: Codable, Sendable, Equatable {
 /// What the app declares for Apple's refund questions (CONSUMPTION_REQUEST). Apple accepts
 /// consumption information only with the customer's consent, which the app collects: without
 /// `customerConsented` nothing is sent.
-public struct ConsumptionPolicy: Codable, Sendable, Equatable {
-    public var customerConsented: Bool
+package struct ConsumptionPolicy: Codable, Sendable, Equatable {
+    package var customerConsented: Bool
     /// Apple's `refundPreference`: DECLINE, GRANT_FULL, GRANT_PRORATED; nil: no preference.
-    public var refundPreference: String?
+    package var refundPreference: String?
     /// Whether the app offered a free sample, trial or description of the content before purchase.
-    public var sampleContentProvided: Bool
+    package var sampleContentProvided: Bool
 
-    public static let refundPreferences: Set<String> = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
+    package static let refundPreferences: Set<String> = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
 
-    public init(customerConsented: Bool, refundPreference: String? = nil, sampleContentProvided: Bool = false) {
+    package init(customerConsented: Bool, refundPreference: String? = nil, sampleContentProvided: Bool = false) {
         self.customerConsented = customerConsented
         self.refundPreference = refundPreference
         self.sampleContentProvided = sampleContentProvided
     }
 }
 
-public struct RefundReversal: Codable, Sendable, Equatable {
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var signedDate: Date
-    public init(transactionID: String, originalTransactionID: String, signedDate: Date) {
+package struct RefundReversal: Codable, Sendable, Equatable {
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var signedDate: Date
+    package init(transactionID: String, originalTransactionID: String, signedDate: Date) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.signedDate = signedDate
     }
 }
 
-public struct Claim: Codable, Sendable, Equatable {
-    public var originalTransactionID: String
-    public var userID: String
-    public init(originalTransactionID: String, userID: String) {
+package struct Claim: Codable, Sendable, Equatable {
+    package var originalTransactionID: String
+    package var userID: String
+    package init(originalTransactionID: String, userID: String) {
         self.originalTransactionID = originalTransactionID
         self.userID = userID
     }
 }
 
-public struct Transfer: Codable, Sendable, Equatable {
-    public var originalTransactionID: String
-    public var fromUserID: String
-    public var toUserID: String
-    public init(originalTransactionID: String, fromUserID: String, toUserID: String) {
+package struct Transfer: Codable, Sendable, Equatable {
+    package var originalTransactionID: String
+    package var fromUserID: String
+    package var toUserID: String
+    package init(originalTransactionID: String, fromUserID: String, toUserID: String) {
         self.originalTransactionID = originalTransactionID
         self.fromUserID = fromUserID
         self.toUserID = toUserID
     }
 }
 
-public struct Consumption: Codable, Sendable, Equatable {
-    public var userID: String
-    public var currency: String
-    public var amount: Int64
-    public var idempotencyKey: String
-    public init(userID: String, currency: String, amount: Int64, idempotencyKey: String) {
+package struct Consumption: Codable, Sendable, Equatable {
+    package var userID: String
+    package var currency: String
+    package var amount: Int64
+    package var idempotencyKey: String
+    package init(userID: String, currency: String, amount: Int64, idempotencyKey: String) {
         self.userID = userID
         self.currency = currency
         self.amount = amount
@@ -184,15 +184,15 @@ public struct Consumption: Codable, Sendable, Equatable {
     }
 }
 
-public struct PromotionalGrant: Codable, Sendable, Equatable {
-    public var grantID: String
-    public var userID: String
-    public var entitlement: String
-    public var startsAt: Date
+package struct PromotionalGrant: Codable, Sendable, Equatable {
+    package var grantID: String
+    package var userID: String
+    package var entitlement: String
+    package var startsAt: Date
     /// Nil: until revoked.
-    public var expiresAt: Date?
-    public var reason: String
-    public init(grantID: String, userID: String, entitlement: String, startsAt: Date, expiresAt: Date?, reason: String) {
+    package var expiresAt: Date?
+    package var reason: String
+    package init(grantID: String, userID: String, entitlement: String, startsAt: Date, expiresAt: Date?, reason: String) {
         self.grantID = grantID
         self.userID = userID
         self.entitlement = entitlement
@@ -202,27 +202,27 @@ public struct PromotionalGrant: Codable, Sendable, Equatable {
     }
 }
 
-public struct PromotionalRevocation: Codable, Sendable, Equatable {
-    public var grantID: String
-    public var userID: String
-    public var reason: String
-    public init(grantID: String, userID: String, reason: String) {
+package struct PromotionalRevocation: Codable, Sendable, Equatable {
+    package var grantID: String
+    package var userID: String
+    package var reason: String
+    package init(grantID: String, userID: String, reason: String) {
         self.grantID = grantID
         self.userID = userID
         self.reason = reason
     }
 }
 
-public struct AppleNotification: Codable, Sendable, Equatable {
+package struct AppleNotification: Codable, Sendable, Equatable {
     /// "1" (legacy server notifications) or "2".
-    public var version: String
-    public var notificationType: String
-    public var subtype: String?
-    public var notificationUUID: String?
-    public var environment: AppleEnvironment?
-    public var originalTransactionID: String?
-    public var signedDate: Date?
-    public init(version: String, notificationType: String, subtype: String? = nil, notificationUUID: String? = nil,
+    package var version: String
+    package var notificationType: String
+    package var subtype: String?
+    package var notificationUUID: String?
+    package var environment: AppleEnvironment?
+    package var originalTransactionID: String?
+    package var signedDate: Date?
+    package init(version: String, notificationType: String, subtype: String? = nil, notificationUUID: String? = nil,
                 environment: AppleEnvironment? = nil, originalTransactionID: String? = nil, signedDate: Date? = nil) {
         self.version = version
         self.notificationType = notificationType
@@ -235,22 +235,22 @@ public struct AppleNotification: Codable, Sendable, Equatable {
 }
 
 /// The consumption information sent to Apple for one CONSUMPTION_REQUEST, as Apple received it.
-public struct ConsumptionAnswer: Codable, Sendable, Equatable {
-    public var transactionID: String
-    public var originalTransactionID: String
+package struct ConsumptionAnswer: Codable, Sendable, Equatable {
+    package var transactionID: String
+    package var originalTransactionID: String
     /// The request answered (Apple's notificationUUID).
-    public var notificationUUID: String
-    public var environment: AppleEnvironment
-    public var customerConsented: Bool
+    package var notificationUUID: String
+    package var environment: AppleEnvironment
+    package var customerConsented: Bool
     /// Thousandths of a percent consumed (0…100,000); nil: not stated.
-    public var consumptionPercentage: Int?
+    package var consumptionPercentage: Int?
     /// DELIVERED or UNDELIVERED_OTHER (nobody in this ledger owns the purchase).
-    public var deliveryStatus: String
-    public var refundPreference: String?
-    public var sampleContentProvided: Bool
-    public var sentAt: Date
+    package var deliveryStatus: String
+    package var refundPreference: String?
+    package var sampleContentProvided: Bool
+    package var sentAt: Date
 
-    public init(transactionID: String, originalTransactionID: String, notificationUUID: String, environment: AppleEnvironment,
+    package init(transactionID: String, originalTransactionID: String, notificationUUID: String, environment: AppleEnvironment,
                 customerConsented: Bool, consumptionPercentage: Int?, deliveryStatus: String, refundPreference: String?,
                 sampleContentProvided: Bool, sentAt: Date) {
         self.transactionID = transactionID

@@ -1,24 +1,24 @@
 import Foundation
 
 /// One stretch of access to a set of entitlements, from one source.
-public struct AccessPeriod: Codable, Sendable, Equatable {
-    public enum Source: String, Sendable, Codable {
+package struct AccessPeriod: Codable, Sendable, Equatable {
+    package enum Source: String, Sendable, Codable {
         case purchased
         case familyShared = "family_shared"
         case promotional
     }
-    public var entitlements: [String]
-    public var productID: String
-    public var originalTransactionID: String?
-    public var transactionID: String?
-    public var start: Date
+    package var entitlements: [String]
+    package var productID: String
+    package var originalTransactionID: String?
+    package var transactionID: String?
+    package var start: Date
     /// Nil: lifetime (non-consumables, free subscriptions, open-ended grants) until revoked.
-    public var end: Date?
-    public var source: Source
+    package var end: Date?
+    package var source: Source
     /// Subscriptions only: the latest renewal state.
-    public var willRenew: Bool?
-    public var billingRetry = false
-    public var gracePeriodEnd: Date?
+    package var willRenew: Bool?
+    package var billingRetry = false
+    package var gracePeriodEnd: Date?
 
     func isActive(at instant: Date) -> Bool {
         guard start <= instant else { return false }

@@ -7,8 +7,8 @@ import Foundation
 /// instant asked about. So a rebuild from zero equals the incremental state, a late notification
 /// cannot re-grant what a later-signed refund took away, and "as of T" is the same computation
 /// with a cut-off — there is no second code path to disagree with the first.
-public struct AppLedger: Sendable {
-    public let bundleID: String
+package struct AppLedger: Sendable {
+    package let bundleID: String
     private var facts: [RecordedFact] = []
     private var appFacts: [Int] = []
     private var transactionFacts: [String: [Int]] = [:]
@@ -16,14 +16,14 @@ public struct AppLedger: Sendable {
     /// Every original transaction a user has ever claimed or received.
     private var everOwned: [String: Set<String>] = [:]
 
-    public init(bundleID: String) { self.bundleID = bundleID }
+    package init(bundleID: String) { self.bundleID = bundleID }
 
-    public init(bundleID: String, facts: some Sequence<RecordedFact>) {
+    package init(bundleID: String, facts: some Sequence<RecordedFact>) {
         self.init(bundleID: bundleID)
         for fact in facts { apply(fact) }
     }
 
-    public mutating func apply(_ fact: RecordedFact) {
+    package mutating func apply(_ fact: RecordedFact) {
         let index = facts.count
         facts.append(fact)
         switch fact.event {
@@ -43,11 +43,11 @@ public struct AppLedger: Sendable {
         }
     }
 
-    public var factCount: Int { facts.count }
+    package var factCount: Int { facts.count }
 
     /// Every original transaction `userID` ever claimed or received (the projection's owner index).
-    public func transactions(everOwnedBy userID: String) -> [String] { (everOwned[userID] ?? []).sorted() }
-    public var users: [String] { Array(Set(everOwned.keys).union(userFacts.keys)).sorted() }
+    package func transactions(everOwnedBy userID: String) -> [String] { (everOwned[userID] ?? []).sorted() }
+    package var users: [String] { Array(Set(everOwned.keys).union(userFacts.keys)).sorted() }
 
     // MARK: Views at an instant
 
@@ -55,7 +55,7 @@ public struct AppLedger: Sendable {
         indices.map { facts[$0] }.filter { $0.occurredAt <= instant }.sorted(by: RecordedFact.businessOrder)
     }
 
-    public func settings(at instant: Date) -> AppSettings {
+    package func settings(at instant: Date) -> AppSettings {
         var settings = AppSettings()
         for fact in relevant(appFacts, at: instant) {
             if case .appConfigured(let configured) = fact.event { settings = configured }
@@ -63,7 +63,7 @@ public struct AppLedger: Sendable {
         return settings
     }
 
-    public func catalogue(at instant: Date) -> Catalogue {
+    package func catalogue(at instant: Date) -> Catalogue {
         var catalogue = Catalogue()
         for fact in relevant(appFacts, at: instant) {
             if case .productConfigured(let definition) = fact.event { catalogue.define(definition, from: fact.occurredAt) }
@@ -77,18 +77,18 @@ public struct AppLedger: Sendable {
     }
 
     /// Who owns an original transaction at `instant` (nil: nobody has claimed it yet).
-    public func owner(of originalTransactionID: String, at instant: Date = .distantFuture) -> String? {
+    package func owner(of originalTransactionID: String, at instant: Date = .distantFuture) -> String? {
         history(of: originalTransactionID, at: instant).owner
     }
 
     /// What `userID` owns at `instant`, from the facts known by then.
-    public func userState(_ userID: String, at instant: Date) -> UserState {
+    package func userState(_ userID: String, at instant: Date) -> UserState {
         timeline(of: userID, knownAt: instant).state(at: instant)
     }
 
     /// The user's periods of access and balance entries from the facts with `occurredAt ≤ knownAt`.
     /// The stored projection keeps `timeline(of:)` with everything known, and evaluates it at "now".
-    public func timeline(of userID: String, knownAt instant: Date = .distantFuture) -> UserTimeline {
+    package func timeline(of userID: String, knownAt instant: Date = .distantFuture) -> UserTimeline {
         let histories = (everOwned[userID] ?? []).sorted()
             .map { history(of: $0, at: instant) }
             .filter { $0.owner == userID }
@@ -101,7 +101,7 @@ public struct AppLedger: Sendable {
     /// Every fact that touched `userID`, in recording order, with its evidence reference: the user's
     /// own actions, and each transaction's facts while the user owned it — including those recorded
     /// before anyone claimed it, which belong to its first owner.
-    public func auditTrail(_ userID: String) -> [RecordedFact] {
+    package func auditTrail(_ userID: String) -> [RecordedFact] {
         var indices = Set(userFacts[userID] ?? [])
         for original in everOwned[userID] ?? [] {
             let all = (transactionFacts[original] ?? []).sorted { facts[$0].sequence < facts[$1].sequence }
@@ -124,7 +124,7 @@ public struct AppLedger: Sendable {
     }
 
     /// One row per money-moving fact, for finance: purchases, renewals, refunds, reversed refunds.
-    public func financeRows(environment: AppleEnvironment = .production) -> [FinanceRow] {
+    package func financeRows(environment: AppleEnvironment = .production) -> [FinanceRow] {
         var owners: [String: String?] = [:]
         return FinanceView.rows(of: facts, environment: environment) { original in
             if let known = owners[original] { return known }
@@ -136,7 +136,7 @@ public struct AppLedger: Sendable {
 
     /// The finance rows of one original transaction, every environment (what the projection stores
     /// per transaction).
-    public func financeRows(ofTransaction originalTransactionID: String) -> [FinanceRow] {
+    package func financeRows(ofTransaction originalTransactionID: String) -> [FinanceRow] {
         // Sorted once and reduced once (a rebuild asks this for every transaction), and only the
         // environments the transaction was bought in: a row needs its purchase's environment.
         let own = relevant(transactionFacts[originalTransactionID] ?? [], at: .distantFuture)
@@ -148,5 +148,5 @@ public struct AppLedger: Sendable {
     }
 
     /// Every original transaction with facts in this ledger.
-    public var originalTransactions: [String] { transactionFacts.keys.sorted() }
+    package var originalTransactions: [String] { transactionFacts.keys.sorted() }
 }

@@ -1,22 +1,22 @@
 import Foundation
 
 /// One money-moving event, as finance reconciles it.
-public struct FinanceRow: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable { case purchase, renewal, refund, refundReversed = "refund_reversed" }
-    public var kind: Kind
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var userID: String?
-    public var productID: String
-    public var quantity: Int
+package struct FinanceRow: Codable, Sendable, Equatable {
+    package enum Kind: String, Codable, Sendable { case purchase, renewal, refund, refundReversed = "refund_reversed" }
+    package var kind: Kind
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var userID: String?
+    package var productID: String
+    package var quantity: Int
     /// Milliunits, signed: refunds are negative (the prorated share when Apple gives one).
-    public var price: Int64?
-    public var currency: String?
-    public var occurredAt: Date
-    public var environment: AppleEnvironment
-    public var storefront: String?
+    package var price: Int64?
+    package var currency: String?
+    package var occurredAt: Date
+    package var environment: AppleEnvironment
+    package var storefront: String?
 
-    public init(kind: Kind, transactionID: String, originalTransactionID: String, userID: String?, productID: String, quantity: Int,
+    package init(kind: Kind, transactionID: String, originalTransactionID: String, userID: String?, productID: String, quantity: Int,
                 price: Int64?, currency: String?, occurredAt: Date, environment: AppleEnvironment, storefront: String?) {
         self.kind = kind
         self.transactionID = transactionID

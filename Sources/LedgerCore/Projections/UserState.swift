@@ -2,62 +2,62 @@ import Foundation
 
 /// What one user owns at one instant, and why: the answer a game server, a content server and a
 /// support agent all ask for.
-public struct UserState: Sendable, Equatable {
-    public var userID: String
-    public var asOf: Date
-    public var entitlements: [String: Entitlement]
+package struct UserState: Sendable, Equatable {
+    package var userID: String
+    package var asOf: Date
+    package var entitlements: [String: Entitlement]
     /// Currency → balance. May be negative: a refund of spent currency is a debt, shown, not hidden.
-    public var balances: [String: Int64]
-    public var subscriptions: [SubscriptionSummary]
-    public var purchases: [PurchaseSummary]
+    package var balances: [String: Int64]
+    package var subscriptions: [SubscriptionSummary]
+    package var purchases: [PurchaseSummary]
     /// Every credit, debit and reversal behind `balances`.
-    public var balanceEntries: [BalanceEntry]
+    package var balanceEntries: [BalanceEntry]
 }
 
-public struct Entitlement: Sendable, Equatable {
-    public var active: Bool
-    public var productID: String
-    public var expiresAt: Date?
-    public var willRenew: Bool?
-    public var gracePeriodExpiresAt: Date?
-    public var billingRetry: Bool
-    public var ownership: AccessPeriod.Source
-    public var originalTransactionID: String?
+package struct Entitlement: Sendable, Equatable {
+    package var active: Bool
+    package var productID: String
+    package var expiresAt: Date?
+    package var willRenew: Bool?
+    package var gracePeriodExpiresAt: Date?
+    package var billingRetry: Bool
+    package var ownership: AccessPeriod.Source
+    package var originalTransactionID: String?
     /// Start of the unbroken run of access this entitlement is in (or was in, when inactive).
-    public var since: Date
+    package var since: Date
 }
 
-public struct SubscriptionSummary: Sendable, Equatable {
-    public enum Status: String, Sendable { case active, gracePeriod = "grace_period", billingRetry = "billing_retry", expired, revoked }
-    public var originalTransactionID: String
-    public var productID: String
-    public var status: Status
-    public var expiresAt: Date?
-    public var willRenew: Bool?
+package struct SubscriptionSummary: Sendable, Equatable {
+    package enum Status: String, Sendable { case active, gracePeriod = "grace_period", billingRetry = "billing_retry", expired, revoked }
+    package var originalTransactionID: String
+    package var productID: String
+    package var status: Status
+    package var expiresAt: Date?
+    package var willRenew: Bool?
     /// The product the next renewal switches to (a pending downgrade or crossgrade).
-    public var pendingProductID: String?
-    public var expirationIntent: Int?
+    package var pendingProductID: String?
+    package var expirationIntent: Int?
 }
 
-public struct PurchaseSummary: Codable, Sendable, Equatable {
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var productID: String
-    public var type: ProductType?
-    public var purchaseDate: Date
-    public var quantity: Int
-    public var revokedAt: Date?
+package struct PurchaseSummary: Codable, Sendable, Equatable {
+    package var transactionID: String
+    package var originalTransactionID: String
+    package var productID: String
+    package var type: ProductType?
+    package var purchaseDate: Date
+    package var quantity: Int
+    package var revokedAt: Date?
 }
 
-public struct BalanceEntry: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable { case credit, debit, reversal }
-    public var kind: Kind
-    public var currency: String
+package struct BalanceEntry: Codable, Sendable, Equatable {
+    package enum Kind: String, Codable, Sendable { case credit, debit, reversal }
+    package var kind: Kind
+    package var currency: String
     /// Always positive; `kind` says which way it moves the balance.
-    public var amount: Int64
-    public var at: Date
+    package var amount: Int64
+    package var at: Date
     /// The purchase (credit, reversal) or the idempotency key (debit).
-    public var reference: String
+    package var reference: String
 }
 
 extension UserState {

@@ -3,14 +3,14 @@ import Foundation
 /// A user's access and money over time, independent of the instant asked about: what the stored
 /// projection keeps. "Active" is never stored — it goes stale as time passes without any event —
 /// it is evaluated from the timeline at the instant of the question.
-public struct UserTimeline: Codable, Sendable, Equatable {
-    public var userID: String
-    public var periods: [AccessPeriod]
-    public var subscriptions: [SubscriptionTimeline]
-    public var purchases: [PurchaseSummary]
-    public var balanceEntries: [BalanceEntry]
+package struct UserTimeline: Codable, Sendable, Equatable {
+    package var userID: String
+    package var periods: [AccessPeriod]
+    package var subscriptions: [SubscriptionTimeline]
+    package var purchases: [PurchaseSummary]
+    package var balanceEntries: [BalanceEntry]
 
-    public init(userID: String, periods: [AccessPeriod] = [], subscriptions: [SubscriptionTimeline] = [],
+    package init(userID: String, periods: [AccessPeriod] = [], subscriptions: [SubscriptionTimeline] = [],
                 purchases: [PurchaseSummary] = [], balanceEntries: [BalanceEntry] = []) {
         self.userID = userID
         self.periods = periods
@@ -19,7 +19,7 @@ public struct UserTimeline: Codable, Sendable, Equatable {
         self.balanceEntries = balanceEntries
     }
 
-    public func state(at instant: Date) -> UserState {
+    package func state(at instant: Date) -> UserState {
         let entries = balanceEntries.filter { $0.at <= instant }
         return UserState(
             userID: userID, asOf: instant,
@@ -32,16 +32,16 @@ public struct UserTimeline: Codable, Sendable, Equatable {
 }
 
 /// One auto-renewable subscription's latest period and renewal state.
-public struct SubscriptionTimeline: Codable, Sendable, Equatable {
-    public var originalTransactionID: String
-    public var productID: String
-    public var accessEnd: Date?
-    public var revokedAt: Date?
-    public var gracePeriodEnd: Date?
-    public var billingRetry: Bool
-    public var willRenew: Bool?
-    public var pendingProductID: String?
-    public var expirationIntent: Int?
+package struct SubscriptionTimeline: Codable, Sendable, Equatable {
+    package var originalTransactionID: String
+    package var productID: String
+    package var accessEnd: Date?
+    package var revokedAt: Date?
+    package var gracePeriodEnd: Date?
+    package var billingRetry: Bool
+    package var willRenew: Bool?
+    package var pendingProductID: String?
+    package var expirationIntent: Int?
 
     func summary(at instant: Date) -> SubscriptionSummary {
         let status: SubscriptionSummary.Status

@@ -40,8 +40,8 @@ struct OperationsController {
 }
 
 /// The OpenAPI 3.1 document, shipped inside the binary.
-public enum OpenAPIDocument {
-    public static let data: Data = {
+package enum OpenAPIDocument {
+    package static let data: Data = {
         guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"), let data = try? Data(contentsOf: url) else {
             return Data(#"{"openapi":"3.1.0","info":{"title":"missing","version":"0"},"paths":{}}"#.utf8)
         }

@@ -7,14 +7,14 @@ import Logging
 
 /// The one error shape every route answers with:
 /// `{"error": {"code": "snake_case", "message": "human sentence"}}`.
-public struct APIError: Error, Sendable {
-    public var status: HTTPResponse.Status
-    public var code: String
-    public var message: String
+package struct APIError: Error, Sendable {
+    package var status: HTTPResponse.Status
+    package var code: String
+    package var message: String
     /// Seconds, for 503s.
-    public var retryAfter: Int?
+    package var retryAfter: Int?
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfter: Int? = nil) {
+    package init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message

@@ -4,17 +4,17 @@ import LedgerAccess
 import Logging
 
 /// Per-request state: the authenticated key, once the auth middleware has found one.
-public struct LedgerRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
-    public var key: APIKey?
+package struct LedgerRequestContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
+    package var key: APIKey?
 
-    public init(source: ApplicationRequestContextSource) {
+    package init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
     }
 
     /// Bodies over this are refused with 413; set for every request by `LimitsMiddleware` from
     /// the configuration (`LEDGER_MAX_BODY_BYTES`, default 1 MiB).
-    public var maxUploadSize: Int = RequestLimits.defaultMaximumBody
+    package var maxUploadSize: Int = RequestLimits.defaultMaximumBody
 
     /// The route's app (`bundle_id`), once the key may act on it with `scope`: every app route's preamble.
     func app(_ scope: Scope) throws -> String {
@@ -41,11 +41,11 @@ public struct LedgerRequestContext: RequestContext {
 }
 
 /// Limits on what a request may send, from the configuration `ledger serve` reads.
-public struct RequestLimits: Sendable {
-    public static let defaultMaximumBody = 1 << 20
-    public var maximumBody: Int
+package struct RequestLimits: Sendable {
+    package static let defaultMaximumBody = 1 << 20
+    package var maximumBody: Int
 
-    public init(maximumBody: Int = RequestLimits.defaultMaximumBody) { self.maximumBody = maximumBody }
+    package init(maximumBody: Int = RequestLimits.defaultMaximumBody) { self.maximumBody = maximumBody }
 }
 
 /// Puts the configured limits on every request's context (a context is made per request, from

@@ -5,7 +5,7 @@ import Synchronization
 
 /// Prometheus counters and histograms kept in memory, written out in the text format on
 /// `/metrics`. Small on purpose: a handful of series, no dependency.
-public final class Metrics: Sendable {
+package final class Metrics: Sendable {
     static let buckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
     struct Histogram {
@@ -22,7 +22,7 @@ public final class Metrics: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     func observeRequest(route: String, method: String, status: Int, seconds: Double) {
         state.withLock { state in
@@ -36,7 +36,7 @@ public final class Metrics: Sendable {
     }
 
     /// Increments a labelled counter, e.g. `ledger_apple_calls_total{outcome="valid"}`.
-    public func increment(_ name: String, _ labels: [String: String]) {
+    package func increment(_ name: String, _ labels: [String: String]) {
         let flat = labels.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
         state.withLock { $0.counters[name, default: [:]][flat, default: 0] += 1 }
     }

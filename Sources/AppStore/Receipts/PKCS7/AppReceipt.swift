@@ -6,29 +6,29 @@ import SwiftASN1
 /// of (type, version, value) attributes, the in-app purchases nested the same way. Only the
 /// fields the ledger uses are kept; the ids lead to Apple's history (Apple's migration path from
 /// receipts to the App Store Server API).
-public struct AppReceipt: Sendable, Equatable {
-    public var bundleID: String
-    public var appVersion: String?
-    public var originalAppVersion: String?
+package struct AppReceipt: Sendable, Equatable {
+    package var bundleID: String
+    package var appVersion: String?
+    package var originalAppVersion: String?
     /// When the App Store made the receipt: the instant its chain must have been valid.
-    public var creationDate: Date
-    public var expirationDate: Date?
-    public var inAppPurchases: [InAppPurchase]
+    package var creationDate: Date
+    package var expirationDate: Date?
+    package var inAppPurchases: [InAppPurchase]
 
-    public struct InAppPurchase: Sendable, Equatable {
-        public var productID: String
-        public var transactionID: String
-        public var originalTransactionID: String
-        public var purchaseDate: Date?
-        public var originalPurchaseDate: Date?
-        public var expiresDate: Date?
-        public var cancellationDate: Date?
-        public var quantity: Int64
-        public var webOrderLineItemID: Int64?
+    package struct InAppPurchase: Sendable, Equatable {
+        package var productID: String
+        package var transactionID: String
+        package var originalTransactionID: String
+        package var purchaseDate: Date?
+        package var originalPurchaseDate: Date?
+        package var expiresDate: Date?
+        package var cancellationDate: Date?
+        package var quantity: Int64
+        package var webOrderLineItemID: Int64?
     }
 
     /// The original transaction ids, each once, in receipt order: the families to ask Apple about.
-    public var originalTransactionIDs: [String] {
+    package var originalTransactionIDs: [String] {
         var seen = Set<String>()
         return inAppPurchases.map(\.originalTransactionID).filter { seen.insert($0).inserted }
     }

@@ -4,7 +4,7 @@ import Foundation
 extension SignedDataVerifier {
     /// A base64 receipt larger than this is refused before decoding (Apple's receipts of the
     /// busiest subscribers are a few hundred kilobytes).
-    public static let maximumReceiptSize = 4 * 1024 * 1024
+    package static let maximumReceiptSize = 4 * 1024 * 1024
 
     /// Reads a legacy app receipt locally, as Apple's migration guide says to instead of
     /// `verifyReceipt`: the PKCS#7 container parsed (indefinite-length BER too), the signer's
@@ -13,7 +13,7 @@ extension SignedDataVerifier {
     /// receipts) as of the receipt's creation date (the chain's certificates have since expired;
     /// what matters is that they were valid when the receipt was made), and the receipt's bundle
     /// id that of the app. The ids it returns are leads to ask Apple about, not facts to record.
-    public func verifyAppReceipt(_ base64: String, expecting expectation: Expectation) async throws -> AppReceipt {
+    package func verifyAppReceipt(_ base64: String, expecting expectation: Expectation) async throws -> AppReceipt {
         guard base64.utf8.count <= Self.maximumReceiptSize,
               let bytes = Data(base64Encoded: base64, options: .ignoreUnknownCharacters), !bytes.isEmpty else {
             throw AppStoreError(.malformed, "the receipt is not base64, or is larger than \(Self.maximumReceiptSize) bytes")
