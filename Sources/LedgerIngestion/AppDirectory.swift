@@ -98,7 +98,7 @@ package final class AppDirectory: Sendable {
                 try? ServerAPICredentials(issuerID: try row["issuer_id"].string(), keyID: try row["key_id"].string(),
                                           privateKeyPEM: try row["private_key"].string(), bundleID: bundleID)
             } ?? nil
-        return AppConfiguration(bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(at: .distantFuture),
+        return AppConfiguration(bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(),
                                 products: products.values.sorted { $0.productID < $1.productID },
                                 sharedSecret: secret, serverAPI: key, version: recorded.last?.version ?? 0)
     }

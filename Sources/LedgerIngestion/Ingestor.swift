@@ -217,7 +217,7 @@ package struct Ingestor: Sendable {
         if let position = outcome.lastPosition {
             try await freshness.wait(for: position, logger: logger)
         }
-        return try await users.state(bundleID: bundleID, userID: userID, atLeast: outcome.lastPosition)
+        return try await users.currentState(bundleID: bundleID, userID: userID, atLeast: outcome.lastPosition)
     }
 
     /// Returns once the live projection shows everything up to `position` (bounded, as every

@@ -5,7 +5,7 @@ import LedgerPostgres
 struct FinanceColumns {
     var bundleIDs: [String] = [], originals: [String] = [], seqs: [String] = [], kinds: [String] = [], transactionIDs: [String] = []
     var userIDs: [String?] = [], productIDs: [String] = [], quantities: [String] = [], prices: [String?] = [], currencies: [String?] = []
-    var storefronts: [String?] = [], environments: [String] = [], times: [String] = []
+    var storefronts: [String?] = [], environments: [String] = [], times: [String] = [], recorded: [String] = []
 
     mutating func append(_ transaction: TransactionKey, seq: Int, _ row: FinanceRow) {
         bundleIDs.append(transaction.bundleID); originals.append(transaction.originalTransactionID); seqs.append(String(seq))
@@ -13,12 +13,13 @@ struct FinanceColumns {
         productIDs.append(row.productID); quantities.append(String(row.quantity)); prices.append(row.price.map { String($0) })
         currencies.append(row.currency); storefronts.append(row.storefront); environments.append(row.environment.rawValue)
         times.append(row.occurredAt.postgresText)
+        recorded.append(row.recordedAt.postgresText)
     }
 
     var parameters: [(any PostgresBindable)?] {
         [PostgresTextArray(bundleIDs), PostgresTextArray(originals), PostgresTextArray(seqs), PostgresTextArray(kinds),
          PostgresTextArray(transactionIDs), PostgresNullableTextArray(userIDs), PostgresTextArray(productIDs), PostgresTextArray(quantities),
          PostgresNullableTextArray(prices), PostgresNullableTextArray(currencies), PostgresNullableTextArray(storefronts),
-         PostgresTextArray(environments), PostgresTextArray(times)]
+         PostgresTextArray(environments), PostgresTextArray(times), PostgresTextArray(recorded)]
     }
 }

@@ -106,7 +106,7 @@ package struct ProjectionRebuilder: Sendable {
         let finance = try Self.financeCopyRows(ledgers)
         let financeLoad = Parallel.start([{
             try load("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
-                     + "product_id, quantity, price, currency, storefront, environment, occurred_at) FROM STDIN", finance)
+                     + "product_id, quantity, price, currency, storefront, environment, occurred_at, recorded_at) FROM STDIN", finance)
             try index("finance", "finance_time")
         }])
         progress(RebuildProgress(phase: .computing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
@@ -175,6 +175,7 @@ package struct ProjectionRebuilder: Sendable {
                         $0.field(bundleID); $0.field(original); $0.field(Int64(seq)); $0.field(row.kind.rawValue); $0.field(row.transactionID)
                         $0.field(row.userID); $0.field(row.productID); $0.field(Int64(row.quantity)); $0.field(row.price); $0.field(row.currency)
                         $0.field(row.storefront); $0.field(row.environment.rawValue); $0.field(PostgresTimestamp.format(row.occurredAt))
+                        $0.field(PostgresTimestamp.format(row.recordedAt))
                     }
                 }
             }

@@ -4,8 +4,9 @@ import LedgerEventStore
 import LedgerPostgres
 import Logging
 
-/// Answers "what does user X own" — now from the live projection (one indexed row), or as of a
-/// past instant by replaying the user's facts known at that instant. Reads go to a replica when
+/// Answers "what does user X own" — now from the live projection (one indexed row), or on both
+/// axes of time (`at`: valid time, `knownAt`: what was recorded by then) by replaying the user's
+/// facts from the log (`AppLedger.userState`). Reads go to a replica when
 /// there are replicas (`ReadReplicas`), once it has replayed the user's last change; decisions
 /// (`ledger(…)`) always read the primary.
 package struct UserStateReader: Sendable {
@@ -36,8 +37,10 @@ package struct UserStateReader: Sendable {
         return timeline
     }
 
-    /// The live answer: the projected timeline — every fact known now — evaluated at `instant`.
-    package func state(bundleID: String, userID: String, at instant: Date = Date(), atLeast written: LogPosition? = nil) async throws -> UserState {
+    /// The live answer: the projected timeline — every fact known now, for what the user owns now —
+    /// evaluated at `instant` (now; a later instant tells what will have lapsed by then). Equal to
+    /// `state(…, at: now, knownAt: now)`, from one indexed row instead of the log.
+    package func currentState(bundleID: String, userID: String, at instant: Date = Date(), atLeast written: LogPosition? = nil) async throws -> UserState {
         try await timeline(bundleID: bundleID, userID: userID, atLeast: written).state(at: instant)
     }
 
@@ -49,25 +52,25 @@ package struct UserStateReader: Sendable {
 
     /// The same read on a connection the caller holds (a decision made inside its transaction).
     package static func ledger(bundleID: String, userID: String, on connection: PostgresConnection) throws -> AppLedger {
-        try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: nil, on: connection)
+        try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: nil, on: connection)
     }
 
     /// Every fact that touched the user, in recording order, Apple's notifications included:
     /// what a support agent reads to answer "why can't I access premium?".
-    package func auditTrail(bundleID: String, userID: String, atLeast written: LogPosition? = nil) async throws -> [RecordedFact] {
+    /// `knownAt`: only the facts recorded by then (what the trail showed at that instant).
+    package func auditTrail(bundleID: String, userID: String, knownAt: Date? = nil, atLeast written: LogPosition? = nil) async throws -> [RecordedFact] {
         try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
-            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: nil,
+            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: knownAt,
                                            withEvidence: true, on: connection).auditTrail(userID)
         }
     }
 
-    /// The user's facts with business time ≤ `instant` replayed, and evaluated at `instant`: what
-    /// `?at=` answers today. Not the same question as `state(at:)`, which evaluates the timeline
-    /// built from every fact known now; the time-travel issue separates the two axes as `at`
-    /// (valid time) and `known_at` (what was recorded by then).
-    package func state(bundleID: String, userID: String, replayingFactsUpTo instant: Date, atLeast written: LogPosition? = nil) async throws -> UserState {
+    /// Time travel: what the user was entitled to at `instant` (valid time) by the facts recorded
+    /// by `knownAt` (nil: every fact known now), replayed from the log — the same computation the
+    /// projection's timelines come from.
+    package func state(bundleID: String, userID: String, at instant: Date, knownAt: Date?, atLeast written: LogPosition? = nil) async throws -> UserState {
         let ledger = try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
-            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", knownAt: instant, on: connection)
+            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: knownAt, on: connection)
         }
         return ledger.userState(userID, at: instant)
     }

@@ -205,18 +205,18 @@ package struct UsersProjection: Sendable {
         guard !columns.bundleIDs.isEmpty else { return writes }
         writes.append(PipelinedStatement("""
             INSERT INTO \(finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity, price,
-                                    currency, storefront, environment, occurred_at)
+                                    currency, storefront, environment, occurred_at, recorded_at)
             SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[],
-                                 $10::text[], $11::text[], $12::text[], $13::timestamptz[])
+                                 $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[])
             """, columns.parameters))
         return writes
     }
 
     /// Every fact that can concern one user — the app's, the user's own, and each transaction the
-    /// user ever owned according to `owners` — optionally only those with business time ≤ `knownAt`.
+    /// user ever owned according to `owners` — optionally only those recorded by `recordedBy`.
     /// Evidence-only events are left out unless asked for (the audit trail shows them): they change
     /// no one's state.
-    static func userLedger(bundleID: String, userID: String, owners: String, knownAt: Date?, withEvidence: Bool = false,
+    static func userLedger(bundleID: String, userID: String, owners: String, recordedBy: Date?, withEvidence: Bool = false,
                            on connection: PostgresConnection) throws -> AppLedger {
         // One round trip: the user's own streams, and the purchase streams of everything the user
         // ever owned, found through the owners table inside the same statement.
@@ -227,9 +227,9 @@ package struct UsersProjection: Sendable {
               JOIN (SELECT unnest($1::text[]) AS stream
                     UNION SELECT 'purchase:' || o.bundle_id || ':' || o.original_transaction_id FROM \(owners) o
                      WHERE o.bundle_id = $4 AND o.user_id = $5) AS s ON e.stream = s.stream
-             WHERE e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.occurred_at <= $3)
+             WHERE e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.recorded_at <= $3)
              ORDER BY e.position
-            """, [PostgresTextArray(streams), PostgresTextArray(withEvidence ? [] : Array(ignoredTypes)), knownAt, bundleID, userID])
+            """, [PostgresTextArray(streams), PostgresTextArray(withEvidence ? [] : Array(ignoredTypes)), recordedBy, bundleID, userID])
         var ledger = AppLedger(bundleID: bundleID)
         for row in rows {
             if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }

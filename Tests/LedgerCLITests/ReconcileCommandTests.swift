@@ -59,7 +59,10 @@ import Testing
 
             var environment = ProcessInfo.processInfo.environment
             environment["LEDGER_DATABASE_URL"] = owner.connectionString
-            environment["LEDGER_APPLE_ROOT_CERTIFICATES"] = folder.appendingPathComponent("root.der").path
+            // The JWS root and, as an operator lists Apple Inc. Root beside G3, the receipts' root.
+            try ReceiptAuthority.shared.rootDER.write(to: folder.appendingPathComponent("receipt-root.der"))
+            let roots = [folder.appendingPathComponent("root.der").path, folder.appendingPathComponent("receipt-root.der").path]
+            environment["LEDGER_APPLE_ROOT_CERTIFICATES"] = roots.joined(separator: ",")
             environment["LEDGER_APPLE_SERVER_API_URL"] = base + "/production"
             environment["LEDGER_APPLE_SERVER_API_SANDBOX_URL"] = base + "/sandbox"
             self.environment = environment
@@ -77,22 +80,24 @@ import Testing
         let fixture = try await Fixture()
         defer { fixture.listener.stop() }
         let start = Date(timeIntervalSinceNow: -2 * 30 * 86_400 - 3600)
-        var csv = "user_id,original_transaction_id\n"
-        for n in 0..<3 {
+        var csv = "user_id,original_transaction_id,receipt_data\n"
+        for n in 0..<4 {
             let first = SimulatedTransaction(transactionID: "a\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(30 * 86_400))
             fixture.simulator.add([first, first.renewed(transactionID: "a\(n)-1", period: 30 * 86_400),
                                    first.renewed(transactionID: "a\(n)-1", period: 30 * 86_400).renewed(transactionID: "a\(n)-2", period: 30 * 86_400)],
                                   customer: "c\(n)", to: fixture.app)
-            csv += "user-\(n),a\(n)\n"
+            // The last customer's line gives the app receipt they kept, which knows only the first period.
+            csv += n < 3 ? "user-\(n),a\(n),\n"
+                : "user-\(n),,\(try ReceiptAuthority.shared.receipt(bundleID: Self.bundle, purchases: [first], created: start.addingTimeInterval(60)))\n"
         }
         let file = fixture.folder.appendingPathComponent("users.csv").path
         try csv.write(toFile: file, atomically: true, encoding: .utf8)
 
         let first = fixture.run(["backfill", "--app", Self.bundle, "--file", file])
         #expect(first.status == 0, "\(first.output)")
-        #expect(first.output.contains("3 lines: 3 imported (9 transactions), 0 done before, 0 failed"), "\(first.output)")
+        #expect(first.output.contains("4 lines: 4 imported (12 transactions), 0 done before, 0 failed"), "\(first.output)")
         let second = fixture.run(["backfill", "--app", Self.bundle, "--file", file])
-        #expect(second.status == 0 && second.output.contains("3 lines: 0 imported (0 transactions), 3 done before, 0 failed"), "\(second.output)")
+        #expect(second.status == 0 && second.output.contains("4 lines: 0 imported (0 transactions), 4 done before, 0 failed"), "\(second.output)")
 
         // Two notifications Apple could not deliver (no URL answered): one run of reconcile records them.
         let renewal = SimulatedTransaction(transactionID: "a0-3", originalTransactionID: "a0", productID: "pro.monthly",

@@ -19,12 +19,13 @@ struct Scenario {
         for definition in catalogue { record(.productConfigured(definition), at: day(-100)) }
     }
 
-    mutating func record(_ event: LedgerEvent, at date: Date) {
+    /// `recorded`: when it reached the ledger, if later than it happened (a late delivery).
+    mutating func record(_ event: LedgerEvent, at date: Date, recorded: Date? = nil) {
         sequence += 1
-        ledger.apply(RecordedFact(event: event, occurredAt: date, sequence: sequence, evidence: "sha256:\(sequence)"))
+        ledger.apply(RecordedFact(event: event, occurredAt: date, recordedAt: recorded, sequence: sequence, evidence: "sha256:\(sequence)"))
     }
 
-    func state(_ user: String = "alice", at date: Date) -> UserState { ledger.userState(user, at: date) }
+    func state(_ user: String = "alice", at date: Date, knownAt: Date? = nil) -> UserState { ledger.userState(user, at: date, knownAt: knownAt) }
 
     static func transaction(_ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
                             quantity: Int = 1, ownership: OwnershipType = .purchased, upgraded: Bool = false,

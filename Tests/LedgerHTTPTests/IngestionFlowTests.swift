@@ -111,6 +111,7 @@ import Testing
         let redelivered = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: renew)
         #expect(redelivered.json["status"] as? String == "already_recorded")
 
+        let beforeClaim = Date()
         let claimed = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
                                             json: ["user_id": "dave", "signed_transaction": try server.app.signedTransaction(purchase, signedDate: Date(timeIntervalSinceNow: -40 * 86_400))])
         let pro = (claimed.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable]
@@ -124,9 +125,14 @@ import Testing
         let proAfter = (after.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable]
         #expect(proAfter?["active"] as? Bool == false, "Apple's signed order decides, not arrival: \(after.text)")
 
+        // Valid time: a day ago Dave owned it (a first claim counts from the purchase) and the
+        // renewal ran until the refund of a minute ago. Knowledge time: before the claim, the
+        // ledger knew no owner.
         let past = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/dave?at=\(RFC3339Text.string(Date(timeIntervalSinceNow: -86_400)))", key: key)
-        let proPast = (past.json["entitlements"] as? [String: any Sendable])?["pro"]
-        #expect(proPast == nil, "a day ago nobody had claimed it yet: \(past.text)")
+        let proPast = (past.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable]
+        #expect(proPast?["active"] as? Bool == true, "\(past.text)")
+        let known = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/dave?known_at=\(RFC3339Text.string(beforeClaim))", key: key)
+        #expect((known.json["entitlements"] as? [String: any Sendable])?["pro"] == nil, "before the claim nobody owned it: \(known.text)")
     }
 
     @Test func autoRenewTurnedOffAndOnAgainIsTwoChangesNotARepeat() async throws {

@@ -133,7 +133,7 @@ struct ReplicaBenchmark: AsyncParsableCommand {
                 tasks.addTask {
                     var done = 0
                     while ContinuousClock.now < deadline {
-                        _ = try await reader.state(bundleID: bundle, userID: "u\(Int.random(in: 0..<users))")
+                        _ = try await reader.currentState(bundleID: bundle, userID: "u\(Int.random(in: 0..<users))")
                         done += 1
                     }
                     return done

@@ -3,10 +3,17 @@ import Foundation
 /// Everything recorded for one app, and the answers derived from it.
 ///
 /// State is a function of the *set* of facts: they may be applied in any order, and every question
-/// is answered by replaying the relevant facts in business order (Apple's signed time) up to the
-/// instant asked about. So a rebuild from zero equals the incremental state, a late notification
-/// cannot re-grant what a later-signed refund took away, and "as of T" is the same computation
-/// with a cut-off — there is no second code path to disagree with the first.
+/// is answered by replaying the facts in business order (Apple's signed time). So a rebuild from
+/// zero equals the incremental state, and a late notification cannot re-grant what a later-signed
+/// refund took away.
+///
+/// Time has two axes. **Valid time** (`at`): what the user was entitled to at an instant, by
+/// everything the ledger knows — access runs by the dates inside the facts (purchase, expiry,
+/// revocation, grants and consumptions when made), and ownership by `TransactionHistory`'s rule
+/// (the first claim from the original purchase, transfers from when recorded). **Knowledge time**
+/// (`knownAt`): only the facts recorded by then (`known(at:)`), so an answer given live at K is
+/// given again by asking with `knownAt: K`. Both are one computation: there is no second code path
+/// to disagree with the first.
 package struct AppLedger: Sendable {
     package let bundleID: String
     private var facts: [RecordedFact] = []
@@ -49,52 +56,65 @@ package struct AppLedger: Sendable {
     package func transactions(everOwnedBy userID: String) -> [String] { (everOwned[userID] ?? []).sorted() }
     package var users: [String] { Array(Set(everOwned.keys).union(userFacts.keys)).sorted() }
 
-    // MARK: Views at an instant
+    // MARK: Knowledge time
 
-    private func relevant(_ indices: [Int], at instant: Date) -> [RecordedFact] {
-        indices.map { facts[$0] }.filter { $0.occurredAt <= instant }.sorted(by: RecordedFact.businessOrder)
+    /// The ledger as it stood at `instant`: the facts recorded by then.
+    package func known(at instant: Date) -> AppLedger {
+        AppLedger(bundleID: bundleID, facts: facts.filter { $0.recordedAt <= instant })
     }
 
+    // MARK: Valid time
+
+    private func businessOrdered(_ indices: [Int]) -> [RecordedFact] {
+        indices.map { facts[$0] }.sorted(by: RecordedFact.businessOrder)
+    }
+
+    /// The app's configuration in force at `instant` (configuration takes effect when made).
     package func settings(at instant: Date) -> AppSettings {
         var settings = AppSettings()
-        for fact in relevant(appFacts, at: instant) {
+        for fact in businessOrdered(appFacts) where fact.occurredAt <= instant {
             if case .appConfigured(let configured) = fact.event { settings = configured }
         }
         return settings
     }
 
-    package func catalogue(at instant: Date) -> Catalogue {
+    /// Every product definition known, each effective from when it was configured (a purchase made
+    /// before its product was first configured uses the first definition).
+    package func catalogue() -> Catalogue {
         var catalogue = Catalogue()
-        for fact in relevant(appFacts, at: instant) {
+        for fact in businessOrdered(appFacts) {
             if case .productConfigured(let definition) = fact.event { catalogue.define(definition, from: fact.occurredAt) }
         }
         return catalogue
     }
 
-    func history(of originalTransactionID: String, at instant: Date) -> TransactionHistory {
-        TransactionHistory(originalTransactionID: originalTransactionID,
-                           facts: relevant(transactionFacts[originalTransactionID] ?? [], at: instant))
+    func history(of originalTransactionID: String) -> TransactionHistory {
+        TransactionHistory(originalTransactionID: originalTransactionID, facts: businessOrdered(transactionFacts[originalTransactionID] ?? []))
     }
 
-    /// Who owns an original transaction at `instant` (nil: nobody has claimed it yet).
+    /// Who owns an original transaction at `instant` in valid time (nil: nobody yet); by default,
+    /// now and from now on.
     package func owner(of originalTransactionID: String, at instant: Date = .distantFuture) -> String? {
-        history(of: originalTransactionID, at: instant).owner
+        history(of: originalTransactionID).owner(at: instant)
     }
 
-    /// What `userID` owns at `instant`, from the facts known by then.
-    package func userState(_ userID: String, at instant: Date) -> UserState {
-        timeline(of: userID, knownAt: instant).state(at: instant)
+    /// What `userID` owned at `instant` (valid time), by the facts recorded by `knownAt` (default:
+    /// every fact known).
+    package func userState(_ userID: String, at instant: Date, knownAt: Date? = nil) -> UserState {
+        let ledger = knownAt.map { known(at: $0) } ?? self
+        return ledger.timeline(of: userID, ownedAt: instant).state(at: instant)
     }
 
-    /// The user's periods of access and balance entries from the facts with `occurredAt ≤ knownAt`.
-    /// The stored projection keeps `timeline(of:)` with everything known, and evaluates it at "now".
-    package func timeline(of userID: String, knownAt instant: Date = .distantFuture) -> UserTimeline {
+    /// The user's periods of access and balance entries, from every fact known, for the original
+    /// transactions the user owns at `instant` (by default: owns now — what the projection stores,
+    /// evaluated at "now" when asked).
+    package func timeline(of userID: String, ownedAt instant: Date = .distantFuture) -> UserTimeline {
         let histories = (everOwned[userID] ?? []).sorted()
-            .map { history(of: $0, at: instant) }
-            .filter { $0.owner == userID }
-        var builder = UserTimelineBuilder(userID: userID, catalogue: catalogue(at: instant))
+            .map { history(of: $0) }
+            .filter { $0.owner(at: instant) == userID }
+        var builder = UserTimelineBuilder(userID: userID, catalogue: catalogue())
         for history in histories { builder.add(history) }
-        builder.add(userFacts: relevant(userFacts[userID] ?? [], at: instant))
+        builder.add(userFacts: businessOrdered(userFacts[userID] ?? []))
         return builder.build()
     }
 
@@ -105,7 +125,7 @@ package struct AppLedger: Sendable {
         var indices = Set(userFacts[userID] ?? [])
         for original in everOwned[userID] ?? [] {
             let all = (transactionFacts[original] ?? []).sorted { facts[$0].sequence < facts[$1].sequence }
-            let firstOwner = history(of: original, at: .distantFuture).owners.first?.user
+            let firstOwner = history(of: original).owners.first?.user
             var owner: String?
             for index in all {
                 switch facts[index].event {
@@ -139,7 +159,7 @@ package struct AppLedger: Sendable {
     package func financeRows(ofTransaction originalTransactionID: String) -> [FinanceRow] {
         // Sorted once and reduced once (a rebuild asks this for every transaction), and only the
         // environments the transaction was bought in: a row needs its purchase's environment.
-        let own = relevant(transactionFacts[originalTransactionID] ?? [], at: .distantFuture)
+        let own = businessOrdered(transactionFacts[originalTransactionID] ?? [])
         let currentOwner = TransactionHistory(originalTransactionID: originalTransactionID, facts: own).owner
         let environments = Set(own.compactMap { $0.event.transactionFacts?.environment })
         return AppleEnvironment.allCases.filter(environments.contains).flatMap { environment in

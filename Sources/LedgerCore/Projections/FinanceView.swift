@@ -15,9 +15,13 @@ package struct FinanceRow: Codable, Sendable, Equatable {
     package var occurredAt: Date
     package var environment: AppleEnvironment
     package var storefront: String?
+    /// When the ledger learnt it: the first recording of the transaction (a purchase or renewal
+    /// delivered again keeps its first), or of the refund. A report closed at K has the rows
+    /// recorded by K.
+    package var recordedAt: Date
 
     package init(kind: Kind, transactionID: String, originalTransactionID: String, userID: String?, productID: String, quantity: Int,
-                price: Int64?, currency: String?, occurredAt: Date, environment: AppleEnvironment, storefront: String?) {
+                price: Int64?, currency: String?, occurredAt: Date, environment: AppleEnvironment, storefront: String?, recordedAt: Date) {
         self.kind = kind
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -29,6 +33,7 @@ package struct FinanceRow: Codable, Sendable, Equatable {
         self.occurredAt = occurredAt
         self.environment = environment
         self.storefront = storefront
+        self.recordedAt = recordedAt
     }
 }
 
@@ -38,6 +43,11 @@ enum FinanceView {
     /// `owner` names the current owner of an original transaction: the user finance attributes it to.
     static func rows(of facts: [RecordedFact], environment: AppleEnvironment, owner: (String) -> String?) -> [FinanceRow] {
         var transactions: [String: TransactionFacts] = [:]
+        var firstRecorded: [String: Date] = [:]
+        for fact in facts {
+            guard let t = fact.event.transactionFacts, t.environment == environment else { continue }
+            firstRecorded[t.transactionID] = min(firstRecorded[t.transactionID] ?? fact.recordedAt, fact.recordedAt)
+        }
         var rows: [FinanceRow] = []
         for fact in facts.sorted(by: RecordedFact.businessOrder) {
             switch fact.event {
@@ -45,25 +55,27 @@ enum FinanceView {
                 guard t.environment == environment else { continue }
                 if transactions[t.transactionID] == nil {
                     rows.append(row(t, kind: t.transactionID == t.originalTransactionID ? .purchase : .renewal,
-                                    price: t.price, at: t.purchaseDate, owner: owner))
+                                    price: t.price, at: t.purchaseDate, recorded: firstRecorded[t.transactionID] ?? fact.recordedAt, owner: owner))
                 }
                 transactions[t.transactionID] = t
             case .refunded(let r):
                 guard r.environment == environment, let t = transactions[r.transactionID] else { continue }
                 let share = Int64(r.percentage ?? 100_000)
-                rows.append(row(t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, owner: owner))
+                rows.append(row(t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, recorded: fact.recordedAt, owner: owner))
             case .refundReversed(let reversal):
                 guard let t = transactions[reversal.transactionID], t.environment == environment else { continue }
-                rows.append(row(t, kind: .refundReversed, price: t.price, at: reversal.signedDate, owner: owner))
+                rows.append(row(t, kind: .refundReversed, price: t.price, at: reversal.signedDate, recorded: fact.recordedAt, owner: owner))
             default: continue
             }
         }
         return rows.sorted { ($0.occurredAt, $0.transactionID, $0.kind.rawValue) < ($1.occurredAt, $1.transactionID, $1.kind.rawValue) }
     }
 
-    private static func row(_ t: TransactionFacts, kind: FinanceRow.Kind, price: Int64?, at: Date, owner: (String) -> String?) -> FinanceRow {
+    private static func row(_ t: TransactionFacts, kind: FinanceRow.Kind, price: Int64?, at: Date, recorded: Date,
+                            owner: (String) -> String?) -> FinanceRow {
         FinanceRow(kind: kind, transactionID: t.transactionID, originalTransactionID: t.originalTransactionID,
                    userID: owner(t.originalTransactionID), productID: t.productID, quantity: t.quantity,
-                   price: price, currency: t.currency, occurredAt: at, environment: t.environment, storefront: t.storefront)
+                   price: price, currency: t.currency, occurredAt: at, environment: t.environment, storefront: t.storefront,
+                   recordedAt: recorded)
     }
 }

@@ -25,7 +25,11 @@ package struct UserTimeline: Codable, Sendable, Equatable {
             userID: userID, asOf: instant,
             entitlements: UserState.entitlements(from: periods, at: instant),
             balances: UserState.balances(of: entries),
-            subscriptions: subscriptions.map { $0.summary(at: instant) },
+            // A subscription is listed from its first period on (asked about the past, one bought
+            // later is not there yet).
+            subscriptions: subscriptions.filter { subscription in
+                periods.contains { $0.originalTransactionID == subscription.originalTransactionID && $0.start <= instant }
+            }.map { $0.summary(at: instant) },
             purchases: purchases.filter { $0.purchaseDate <= instant },
             balanceEntries: entries)
     }

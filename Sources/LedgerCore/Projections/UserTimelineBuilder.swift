@@ -20,6 +20,7 @@ struct UserTimelineBuilder {
 
     mutating func add(_ history: TransactionHistory) {
         for transaction in history.ordered {
+            let first = periods.count
             let definition = catalogue.definition(of: transaction.productID, at: transaction.purchaseDate)
             let revokedAt = history.revocationDate(of: transaction)
             switch definition?.type {
@@ -29,16 +30,49 @@ struct UserTimelineBuilder {
                 nonRenewing[transaction.productID, default: []].append((transaction, revokedAt, definition!))
                 addPurchase(transaction, definition, revokedAt)
             case .consumable?:
-                addCredits(transaction, definition!, revokedAt)
+                addCredits(transaction, definition!, history.gaps(of: transaction))
                 addPurchase(transaction, definition, revokedAt)
             case .nonConsumable?, .freeSubscription?:
-                periods.append(period(transaction, definition!.entitlements, start: transaction.purchaseDate, end: revokedAt))
+                periods.append(period(transaction, definition!.entitlements, start: transaction.purchaseDate, end: nil))
                 addPurchase(transaction, definition, revokedAt)
             case nil:
                 addPurchase(transaction, nil, revokedAt)  // unknown product: listed, grants nothing
             }
+            Self.open(&periods, from: first, gaps: history.gaps(of: transaction))
         }
         summarizeSubscription(history)
+    }
+
+    /// Takes the stretches without access (a refund until its reversal) out of the periods added
+    /// for one transaction, splitting a period a reversed refund interrupted.
+    static func open(_ periods: inout [AccessPeriod], from first: Int, gaps: [(from: Date, until: Date?)]) {
+        guard !gaps.isEmpty, first < periods.count else { return }
+        var pieces: [AccessPeriod] = []
+        for period in periods[first...] {
+            var remaining = [period]
+            for gap in gaps {
+                remaining = remaining.flatMap { piece -> [AccessPeriod] in
+                    var result: [AccessPeriod] = []
+                    // A refund that stands ends the period at its date (even one dated before the
+                    // purchase: the period is then empty, as it always was); a reversed one only
+                    // cuts what it overlaps.
+                    if piece.start < gap.from || gap.until == nil {
+                        var before = piece
+                        before.end = min(piece.end ?? gap.from, gap.from)
+                        if before.end! < (piece.end ?? .distantFuture) { before.gracePeriodEnd = nil }
+                        result.append(before)
+                    }
+                    if let until = gap.until, piece.end.map({ until < $0 }) ?? true {
+                        var after = piece
+                        after.start = max(piece.start, until)
+                        result.append(after)
+                    }
+                    return result
+                }
+            }
+            pieces += remaining
+        }
+        periods.replaceSubrange(first..., with: pieces)
     }
 
     mutating func add(userFacts: [RecordedFact]) {
@@ -84,7 +118,6 @@ struct UserTimelineBuilder {
     /// the latest period may run on inside a grace period. Billing retry without grace grants nothing.
     private mutating func addSubscriptionPeriod(_ transaction: TransactionFacts, definition: ProductDefinition?, history: TransactionHistory) {
         var end = transaction.expiresDate ?? transaction.purchaseDate
-        if let revoked = history.revocationDate(of: transaction) { end = min(end, revoked) }
         if let upgraded = history.upgradeEnd(of: transaction) { end = min(end, upgraded) }
         var access = period(transaction, definition?.entitlements ?? [], start: transaction.purchaseDate, end: end)
         let isLatest = history.ordered.last?.transactionID == transaction.transactionID
@@ -111,13 +144,17 @@ struct UserTimelineBuilder {
     }
 
     /// Consumables: credit quantity × amount per unit (catalogue as at the purchase); a refund
-    /// reverses the whole credit, even if it was spent — the debt is recorded, never hidden.
-    private mutating func addCredits(_ transaction: TransactionFacts, _ definition: ProductDefinition, _ revokedAt: Date?) {
+    /// reverses the whole credit, even if it was spent — the debt is recorded, never hidden — and
+    /// Apple's reversal of the refund credits it again.
+    private mutating func addCredits(_ transaction: TransactionFacts, _ definition: ProductDefinition, _ gaps: [(from: Date, until: Date?)]) {
         for (currency, perUnit) in definition.grants.sorted(by: { $0.key < $1.key }) {
             let amount = perUnit * Int64(transaction.quantity)
             entries.append(BalanceEntry(kind: .credit, currency: currency, amount: amount, at: transaction.purchaseDate, reference: transaction.transactionID))
-            if let revokedAt {
-                entries.append(BalanceEntry(kind: .reversal, currency: currency, amount: amount, at: revokedAt, reference: transaction.transactionID))
+            for gap in gaps {
+                entries.append(BalanceEntry(kind: .reversal, currency: currency, amount: amount, at: gap.from, reference: transaction.transactionID))
+                if let until = gap.until {
+                    entries.append(BalanceEntry(kind: .credit, currency: currency, amount: amount, at: until, reference: transaction.transactionID))
+                }
             }
         }
     }

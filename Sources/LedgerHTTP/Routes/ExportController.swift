@@ -62,6 +62,6 @@ struct ExportController {
         }
         let from = try time("from"), to = try time("to")
         if let from, let to, from >= to { throw APIError.invalid("invalid_time", "from must be before to") }
-        return FinanceExport(bundleID: bundleID, environment: environment, from: from, to: to)
+        return FinanceExport(bundleID: bundleID, environment: environment, from: from, to: to, knownAt: try time("known_at"))
     }
 }

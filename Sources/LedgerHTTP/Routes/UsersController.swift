@@ -16,16 +16,16 @@ struct UsersController {
         group.get("/apps/:bundle_id/users/:user_id") { request, context in
             let (bundleID, userID) = try context.appAndUser(.read)
             _ = try await directory.app(bundleID)
-            let state: UserState
-            if let at = request.uri.queryParameters["at"] {
-                guard let instant = RFC3339.parseInstant(String(at)) else {
-                    throw APIError.invalid("invalid_time", "at must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31")
-                }
-                state = try await reader.state(bundleID: bundleID, userID: userID, replayingFactsUpTo: instant, atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request))
-            } else {
-                state = try await reader.state(bundleID: bundleID, userID: userID, atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request))
+            let written = try PositionMiddleware<LedgerRequestContext>.readAfter(request)
+            let (at, knownAt) = try UsersController.instants(request)
+            if at == nil && knownAt == nil {
+                return JSONBody.response(bytes: Wire.userState(try await reader.currentState(bundleID: bundleID, userID: userID, atLeast: written)))
             }
-            return JSONBody.response(bytes: Wire.userState(state))
+            // A past knowledge time alone asks what the live answer was then: `at` defaults to it.
+            let now = Date()
+            let instant = at ?? knownAt ?? now
+            let state = try await reader.state(bundleID: bundleID, userID: userID, at: instant, knownAt: knownAt, atLeast: written)
+            return JSONBody.response(bytes: Wire.userState(state, knownAt: knownAt ?? now))
         }
         group.get("/apps/:bundle_id/users/:user_id/events") { request, context in
             let (bundleID, userID) = try context.appAndUser(.read)
@@ -39,7 +39,7 @@ struct UsersController {
                 guard let value = Int(String(text)), (1...1000).contains(value) else { throw APIError.invalid("invalid_limit", "limit is 1–1000") }
                 return value
             } ?? 100
-            let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID,
+            let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID, knownAt: try Self.instants(request).knownAt,
                                                     atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request)).filter { $0.sequence > after }
             let page = try trail.prefix(limit).map { fact in
                 Wire.AuditEvent(position: fact.sequence, type: fact.event.typeName, occurred_at: RFC3339.string(fact.occurredAt),
@@ -84,5 +84,23 @@ struct UsersController {
             struct Answer: Encodable { var grant_id: String; var status: String }
             return try JSONBody.response(Answer(grant_id: grantID, status: "revoked"))
         }
+    }
+
+    /// `at` (valid time) and `known_at` (knowledge time) of a read, each RFC 3339 or a date; a
+    /// knowledge time in the future is "now" (nothing more is known yet), so it is refused as a typo.
+    static func instants(_ request: Request) throws -> (at: Date?, knownAt: Date?) {
+        let parameters = request.uri.queryParameters
+        func instant(_ name: String) throws -> Date? {
+            guard let text = parameters[Substring(name)] else { return nil }
+            guard let date = RFC3339.parseInstant(String(text)) else {
+                throw APIError.invalid("invalid_time", "\(name) must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31")
+            }
+            return date
+        }
+        let knownAt = try instant("known_at")
+        if let knownAt, knownAt > Date().addingTimeInterval(1) {
+            throw APIError.invalid("invalid_time", "known_at is in the future: the ledger cannot know yet what will be recorded")
+        }
+        return (try instant("at"), knownAt)
     }
 }

@@ -8,11 +8,14 @@ import LedgerIngestion
 enum Wire {
     /// A user's state as the API answers it (`UserState` in openapi.json), written by hand: it is
     /// the hottest answer. Absent optionals are written as null, so clients read a fixed shape.
-    static func userState(_ state: UserState) -> [UInt8] {
+    /// `as_of` is the valid time asked about, `known_at` what the ledger knew (default: when it
+    /// answered), to the microsecond, so `?known_at=` with it answers again exactly this.
+    static func userState(_ state: UserState, knownAt: Date? = nil) -> [UInt8] {
         var json = JSONWriter(reservingCapacity: 1024)
         json.object { json in
             json.key("user_id"); json.value(state.userID)
             json.key("as_of"); json.value(RFC3339.string(state.asOf))
+            json.key("known_at"); json.value(RFC3339.microseconds(knownAt ?? state.asOf))
             json.key("entitlements")
             json.object { json in
                 for (name, e) in state.entitlements.sorted(by: { $0.key < $1.key }) {
