@@ -290,7 +290,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerProjectionsTests",
-            dependencies: ["LedgerProjections", "LedgerFacts", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerTestSupport", "LedgerDomainTestSupport"],
+            dependencies: ["LedgerProjections", "LedgerFacts", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport", "LedgerDomainTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

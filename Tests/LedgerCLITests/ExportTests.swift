@@ -42,9 +42,9 @@ import FoundationNetworking
         let owner = try PostgresConnection.connect(configuration)
         try owner.query("""
             INSERT INTO ledger.finance_rows_v1 (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity,
-                                                price, currency, storefront, environment, occurred_at)
+                                                price, currency, storefront, environment, occurred_at, recorded_at)
             SELECT $1, 'o' || g, 0, 'purchase', 't' || g, 'user-' || (g % 977), 'coins.100', 1, 990, 'USD', 'USA', 'Production',
-                   timestamptz '2026-10-01' + g * interval '20 second'
+                   timestamptz '2026-10-01' + g * interval '20 second', now()
               FROM generate_series(1, 100000) g
             """, [Self.bundle])
         var environment = ProcessInfo.processInfo.environment

@@ -28,9 +28,9 @@ import Testing
         let owner = try PostgresConnection.connect(server.configuration)
         try owner.query("""
             INSERT INTO ledger.finance_rows_v1 (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity,
-                                                price, currency, storefront, environment, occurred_at)
+                                                price, currency, storefront, environment, occurred_at, recorded_at)
             SELECT $1, 'o' || g, 0, 'purchase', 't' || g, 'user, "quoted" ' || (g % 977), 'coins.100', 1, 990, 'USD', 'USA',
-                   CASE WHEN g % 10 = 0 THEN 'Sandbox' ELSE 'Production' END, timestamptz '2026-10-01' + g * interval '20 second'
+                   CASE WHEN g % 10 = 0 THEN 'Sandbox' ELSE 'Production' END, timestamptz '2026-10-01' + g * interval '20 second', now()
               FROM generate_series(1, 111111) g
             """, [Self.bundle])
         let key = try await server.key([.finance])

@@ -4,6 +4,7 @@ import LedgerDomainTestSupport
 import LedgerEventStore
 import LedgerPostgres
 import LedgerProjections
+import LedgerSchema
 import LedgerTestSupport
 import Testing
 
@@ -54,6 +55,42 @@ import Testing
                 #expect(try await reader.state(bundleID: bundleID, userID: user, at: instant, knownAt: lastRecorded)
                         == reader.state(bundleID: bundleID, userID: user, at: instant, knownAt: nil), "seed \(seed), \(user)")
             }
+        }
+        await pool.close()
+    }
+}
+
+/// Migration 0010 on a database projected before it: the finance rows gain `recorded_at` from the
+/// log, as a rebuild would compute it.
+@Suite struct FinanceRecordedAtMigrationTests {
+    @Test func rowsProjectedBeforeTheMigrationGainWhenTheyWereRecorded() async throws {
+        let configuration = try TestCluster.database()
+        let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
+        let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
+        try await append(RandomHistory(seed: 31, steps: 60).facts, to: store)
+        try await drainLive(pool)
+        let select = "SELECT original_transaction_id, seq, kind, recorded_at FROM ledger.finance_rows ORDER BY 1, 2"
+        func rows() async throws -> [(String, Int, String, Date)] {
+            try await pool.query(select).map { (try $0["original_transaction_id"].string(), try $0["seq"].int(), try $0["kind"].string(), try $0["recorded_at"].date()) }
+        }
+        let expected = try await rows()
+        #expect(expected.count > 10)
+        // The projection as 0009 left it: no column, the migration not applied.
+        let owner = try PostgresConnection.connect(configuration)
+        try owner.execute(script: """
+            DROP VIEW ledger.finance_rows;
+            ALTER TABLE ledger.finance_rows_v1 DROP COLUMN recorded_at;
+            CREATE VIEW ledger.finance_rows AS SELECT * FROM ledger.finance_rows_v1;
+            DELETE FROM ledger.schema_migrations WHERE version = 10;
+            """)
+        let report = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(owner)
+        #expect(report.applied.map(\.version) == [10])
+        let migrated = try await rows()
+        #expect(migrated.count == expected.count)
+        for (after, before) in zip(migrated, expected) {
+            #expect(after.0 == before.0 && after.1 == before.1)
+            // A transaction refunded (or reversed) twice: both rows get the first one's instant.
+            if after.2 != "purchase" && after.2 != "renewal" { #expect(after.3 <= before.3) } else { #expect(after.3 == before.3, "\(after.0) \(after.2) \(after.3.timeIntervalSince1970) vs \(before.3.timeIntervalSince1970)") }
         }
         await pool.close()
     }
