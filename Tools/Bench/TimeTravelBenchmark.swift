@@ -96,7 +96,7 @@ struct TimeTravelBenchmark: AsyncParsableCommand {
         let baseline = median(rows[names[0]]!.map(\.0))
         for name in names {
             let p50 = median(rows[name]!.map(\.0)), p99 = median(rows[name]!.map(\.1))
-            print(String(format: "  %-32@ p50 %6.3f ms   p99 %6.3f ms   (p50 %5.1f× SELECT 1)", name as NSString, p50, p99, p50 / baseline))
+            print("  " + name.padding(toLength: 32, withPad: " ", startingAt: 0) + String(format: " p50 %6.3f ms   p99 %6.3f ms   (p50 %5.1f× SELECT 1)", p50, p99, p50 / baseline))
         }
         print("  goal: p99 < 5 ms for ?at= and ?known_at=")
     }
