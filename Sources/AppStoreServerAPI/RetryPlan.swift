@@ -28,12 +28,12 @@ struct RetryPlan: Sendable {
     /// `attempts`: made so far, this one included; `elapsed`: since the first began.
     func decide(after outcome: Outcome, attempts: Int, elapsed: Duration, now: Date,
                 random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }) -> Decision {
-        guard Self.mayPass(outcome), attempts < configuration.maxAttempts else { return .stop }
+        guard Self.mayPass(outcome), attempts < configuration.patience.maxAttempts else { return .stop }
         var wait = backoff(beforeRetry: attempts - 1, random: random)
         if case .answered(429, let header?, _) = outcome, let asked = Self.retryAfter(header, now: now) {
             wait = asked
         }
-        return elapsed + wait < configuration.totalBudget ? .retry(after: wait) : .stop
+        return elapsed + wait < configuration.patience.totalBudget ? .retry(after: wait) : .stop
     }
 
     static func mayPass(_ outcome: Outcome) -> Bool {
@@ -55,6 +55,6 @@ struct RetryPlan: Sendable {
     }
 
     func backoff(beforeRetry retry: Int, random: (ClosedRange<Int>) -> Int) -> Duration {
-        FullJitter.delay(beforeRetry: retry, base: configuration.backoffBase, cap: configuration.backoffCap, random: random)
+        configuration.patience.delay(beforeRetry: retry, random: random)
     }
 }

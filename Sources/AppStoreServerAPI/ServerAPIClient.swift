@@ -59,7 +59,7 @@ package struct AppStoreServerAPIClient: Sendable {
             let outcome: RetryPlan.Outcome
             var answer = Data()
             do {
-                let response = try await http.execute(request, timeout: Self.timeAmount(configuration.requestTimeout))
+                let response = try await http.execute(request, timeout: Self.timeAmount(configuration.patience.requestTimeout))
                 answer = Data(try await response.body.collect(upTo: Self.maximumAnswer).readableBytesView)
                 let status = Int(response.status.code)
                 if expected.contains(status) {

@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import LedgerCore
 
@@ -9,26 +10,17 @@ package struct ServerAPIConfiguration: Sendable {
 
     package var productionURL: String
     package var sandboxURL: String
-    /// Attempts per request for what may pass (429, 5xx, Apple's retryable codes, timeouts).
-    package var maxAttempts: Int
-    /// Backoff before retry n is a random duration in [0, min(cap, base · 2ⁿ)] ("full jitter").
-    package var backoffBase: Duration
-    package var backoffCap: Duration
-    /// No retry starts after this much time has passed since the first attempt; a `Retry-After`
-    /// reaching past it ends the call at once, as unavailable.
-    package var totalBudget: Duration
-    package var requestTimeout: Duration
+    /// Attempts for what may pass (429, 5xx, Apple's retryable codes, timeouts); a `Retry-After`
+    /// reaching past the budget ends the call at once, as unavailable.
+    package var patience: ApplePatience
 
     package init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
                 maxAttempts: Int = 5, backoffBase: Duration = .milliseconds(500), backoffCap: Duration = .seconds(8),
                 totalBudget: Duration = .seconds(60), requestTimeout: Duration = .seconds(30)) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
-        self.maxAttempts = maxAttempts
-        self.backoffBase = backoffBase
-        self.backoffCap = backoffCap
-        self.totalBudget = totalBudget
-        self.requestTimeout = requestTimeout
+        self.patience = ApplePatience(maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
+                                      totalBudget: totalBudget, requestTimeout: requestTimeout)
     }
 
     /// `LEDGER_APPLE_SERVER_API_URL` and `LEDGER_APPLE_SERVER_API_SANDBOX_URL`; Apple's hosts by

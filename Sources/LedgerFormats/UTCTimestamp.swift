@@ -41,6 +41,63 @@ package enum UTCTimestamp {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Reads `YYYY-MM-DD` `T` (or a space) `HH:MM:SS`, an optional fraction (digits past the sixth
+    /// dropped), then `Z`, `±HH[:MM]`, or — unless `requiringZone` — nothing (UTC), as microseconds
+    /// since 1970. Nil for any other shape and for dates that do not exist (2026-02-30). The one
+    /// reader of both RFC 3339 in requests and PostgreSQL's `timestamptz` text.
+    package static func microseconds(parsing bytes: UnsafeBufferPointer<UInt8>, requiringZone: Bool = false) -> Int64? {
+        guard bytes.count >= 19 else { return nil }
+        func number(_ range: Range<Int>) -> Int64? {
+            guard range.upperBound <= bytes.count else { return nil }
+            var value: Int64 = 0
+            for index in range {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value * 10 + Int64(digit)
+            }
+            return value
+        }
+        guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+              bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: " ") || bytes[10] == UInt8(ascii: "t"),
+              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60 else { return nil }
+        var index = 19
+        var micros: Int64 = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale: Int64 = 100_000
+            let start = index
+            while index < bytes.count, let digit = number(index..<(index + 1)) {
+                micros += digit * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        var offsetSeconds: Int64 = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: "Z") || bytes[index] == UInt8(ascii: "z") {
+            index += 1
+        } else if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            let sign: Int64 = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            guard let hours = number((index + 1)..<(index + 3)) else { return nil }
+            index += 3
+            var minutes: Int64 = 0
+            if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
+                guard let value = number((index + 1)..<(index + 3)) else { return nil }
+                minutes = value
+                index += 3
+            }
+            offsetSeconds = sign * (hours * 3600 + minutes * 60)
+        } else if requiringZone {
+            return nil
+        }
+        guard index == bytes.count else { return nil }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        guard civil(fromDays: days) == (year, month, day) else { return nil }
+        return (days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds) * 1_000_000 + micros
+    }
+
     /// Howard Hinnant's days-from-civil: proleptic Gregorian, no `Calendar` allocated per row.
     package static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year

@@ -24,39 +24,11 @@ package struct ReceiptAuthority: Sendable {
     package init(now: Date = Date(), yearsBack: Int = 10, years: Int = 10, leafValidity: ClosedRange<Date>? = nil) throws {
         let notBefore = now.addingTimeInterval(-Double(yearsBack) * 365 * 86_400)
         let notAfter = now.addingTimeInterval(Double(years) * 365 * 86_400)
-        let rootKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let intermediateKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         leafKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let rootName = try DistinguishedName { CommonName("Ledger Simulator Receipt Root"); OrganizationName("App Store Simulator") }
-        let intermediateName = try DistinguishedName { CommonName("Ledger Simulator Receipt WWDR"); OrganizationName("App Store Simulator") }
-        let leafName = try DistinguishedName { CommonName("Ledger Simulator Receipt Signing"); OrganizationName("App Store Simulator") }
-        root = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(rootKey.publicKey), notValidBefore: notBefore, notValidAfter: notAfter,
-            issuer: rootName, subject: rootName, signatureAlgorithm: .sha256WithRSAEncryption,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-            },
-            issuerPrivateKey: .init(rootKey))
-        intermediate = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(intermediateKey.publicKey), notValidBefore: notBefore, notValidAfter: notAfter,
-            issuer: rootName, subject: intermediateName, signatureAlgorithm: .sha256WithRSAEncryption,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-                TestCertificateAuthority.marker(TestCertificateAuthority.intermediateMarker)
-            },
-            issuerPrivateKey: .init(rootKey))
-        leaf = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey),
-            notValidBefore: leafValidity?.lowerBound ?? notBefore, notValidAfter: leafValidity?.upperBound ?? notAfter,
-            issuer: intermediateName, subject: leafName, signatureAlgorithm: .sha256WithRSAEncryption,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                TestCertificateAuthority.marker(TestCertificateAuthority.leafMarker)
-            },
-            issuerPrivateKey: .init(intermediateKey))
+        (root, intermediate, leaf) = try TestCertificateAuthority.chain(
+            names: ("Ledger Simulator Receipt Root", "Ledger Simulator Receipt WWDR", "Ledger Simulator Receipt Signing"),
+            keys: (.init(try _RSA.Signing.PrivateKey(keySize: .bits2048)), .init(try _RSA.Signing.PrivateKey(keySize: .bits2048)), .init(leafKey)),
+            algorithm: .sha256WithRSAEncryption, validity: notBefore...notAfter, leafValidity: leafValidity)
     }
 
     /// The shapes a container can take.

@@ -25,39 +25,11 @@ package struct TestCertificateAuthority: Sendable {
     package init(now: Date = Date(), yearsBack: Int = 5, years: Int = 10, intermediateMarker: Bool = true, leafMarker: Bool = true) throws {
         let notBefore = now.addingTimeInterval(-Double(yearsBack) * 365 * 86_400)
         let notAfter = now.addingTimeInterval(Double(years) * 365 * 86_400)
-        let rootKey = P256.Signing.PrivateKey()
-        let intermediateKey = P256.Signing.PrivateKey()
         leafKey = P256.Signing.PrivateKey()
-        let rootName = try DistinguishedName { CommonName("Ledger Simulator Root CA"); OrganizationName("App Store Simulator") }
-        let intermediateName = try DistinguishedName { CommonName("Ledger Simulator WWDR"); OrganizationName("App Store Simulator") }
-        let leafName = try DistinguishedName { CommonName("Ledger Simulator StoreKit Signing"); OrganizationName("App Store Simulator") }
-
-        root = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(rootKey.publicKey), notValidBefore: notBefore, notValidAfter: notAfter,
-            issuer: rootName, subject: rootName, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-            },
-            issuerPrivateKey: .init(rootKey))
-        intermediate = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(intermediateKey.publicKey), notValidBefore: notBefore, notValidAfter: notAfter,
-            issuer: rootName, subject: intermediateName, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-                if intermediateMarker { Self.marker(Self.intermediateMarker) }
-            },
-            issuerPrivateKey: .init(rootKey))
-        leaf = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey), notValidBefore: notBefore, notValidAfter: notAfter,
-            issuer: intermediateName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                if leafMarker { Self.marker(Self.leafMarker) }
-            },
-            issuerPrivateKey: .init(intermediateKey))
+        (root, intermediate, leaf) = try Self.chain(
+            names: ("Ledger Simulator Root CA", "Ledger Simulator WWDR", "Ledger Simulator StoreKit Signing"),
+            keys: (.init(P256.Signing.PrivateKey()), .init(P256.Signing.PrivateKey()), .init(leafKey)), algorithm: .ecdsaWithSHA256,
+            validity: notBefore...notAfter, intermediateMarker: intermediateMarker, leafMarker: leafMarker)
         es256Header = try header(alg: "ES256")
     }
 
@@ -86,6 +58,48 @@ package struct TestCertificateAuthority: Sendable {
         try authority.leafKey.pemRepresentation.write(to: names[3], atomically: true, encoding: .utf8)
         try authority.writeRoot(to: folder.appendingPathComponent("root.der").path)
         return authority
+    }
+
+    /// Root → intermediate → leaf shaped like Apple's chains: the intermediate carries the WWDR
+    /// marker, the leaf the receipt-signing marker (either can be left out to test its absence).
+    /// Shared by the StoreKit 2 chain (P-256) and the legacy receipt chain (RSA).
+    static func chain(names: (root: String, intermediate: String, leaf: String),
+                      keys: (root: Certificate.PrivateKey, intermediate: Certificate.PrivateKey, leaf: Certificate.PrivateKey),
+                      algorithm: Certificate.SignatureAlgorithm, validity: ClosedRange<Date>, leafValidity: ClosedRange<Date>? = nil,
+                      intermediateMarker: Bool = true, leafMarker: Bool = true) throws -> (Certificate, Certificate, Certificate) {
+        let rootName = try DistinguishedName { CommonName(names.root); OrganizationName("App Store Simulator") }
+        let intermediateName = try DistinguishedName { CommonName(names.intermediate); OrganizationName("App Store Simulator") }
+        let leafName = try DistinguishedName { CommonName(names.leaf); OrganizationName("App Store Simulator") }
+        let root = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: keys.root.publicKey,
+            notValidBefore: validity.lowerBound, notValidAfter: validity.upperBound,
+            issuer: rootName, subject: rootName, signatureAlgorithm: algorithm,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+            },
+            issuerPrivateKey: keys.root)
+        let intermediate = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: keys.intermediate.publicKey,
+            notValidBefore: validity.lowerBound, notValidAfter: validity.upperBound,
+            issuer: rootName, subject: intermediateName, signatureAlgorithm: algorithm,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+                if intermediateMarker { Self.marker(Self.intermediateMarker) }
+            },
+            issuerPrivateKey: keys.root)
+        let leaf = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: keys.leaf.publicKey,
+            notValidBefore: (leafValidity ?? validity).lowerBound, notValidAfter: (leafValidity ?? validity).upperBound,
+            issuer: intermediateName, subject: leafName, signatureAlgorithm: algorithm,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                if leafMarker { Self.marker(Self.leafMarker) }
+            },
+            issuerPrivateKey: keys.intermediate)
+        return (root, intermediate, leaf)
     }
 
     /// Apple's marker extensions hold an ASN.1 NULL.

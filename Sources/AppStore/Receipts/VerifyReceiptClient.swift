@@ -14,14 +14,8 @@ package struct VerifyReceiptConfiguration: Sendable {
     package var sandboxURL: String
     /// Asks Apple to leave out old renewals of each subscription (smaller answers).
     package var excludeOldTransactions: Bool
-    /// Attempts per URL for retryable failures, the first included.
-    package var maxAttempts: Int
-    /// Backoff before retry n is a random duration in [0, min(cap, base · 2ⁿ)] ("full jitter").
-    package var backoffBase: Duration
-    package var backoffCap: Duration
-    /// No retry starts after this much time has passed since the first request.
-    package var totalBudget: Duration
-    package var requestTimeout: Duration
+    /// Attempts per URL for retryable failures, and how long to wait between them.
+    package var patience: ApplePatience
 
     package init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
                 excludeOldTransactions: Bool = false, maxAttempts: Int = 4, backoffBase: Duration = .milliseconds(200),
@@ -29,11 +23,8 @@ package struct VerifyReceiptConfiguration: Sendable {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.excludeOldTransactions = excludeOldTransactions
-        self.maxAttempts = maxAttempts
-        self.backoffBase = backoffBase
-        self.backoffCap = backoffCap
-        self.totalBudget = totalBudget
-        self.requestTimeout = requestTimeout
+        self.patience = ApplePatience(maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
+                                      totalBudget: totalBudget, requestTimeout: requestTimeout)
     }
 
     /// `LEDGER_APPLE_VERIFY_RECEIPT_URL`, `LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL`,
@@ -44,10 +35,6 @@ package struct VerifyReceiptConfiguration: Sendable {
         if let url = environment["LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL"], !url.isEmpty { configuration.sandboxURL = url }
         configuration.excludeOldTransactions = environment["LEDGER_APPLE_EXCLUDE_OLD_TRANSACTIONS"] == "true"
         return configuration
-    }
-
-    func backoff(beforeRetry retry: Int) -> Duration {
-        FullJitter.delay(beforeRetry: retry, base: backoffBase, cap: backoffCap)
     }
 }
 
@@ -123,8 +110,8 @@ package struct VerifyReceiptClient: Sendable {
                 throw AppStoreError(.receiptInvalid, "Apple sent the receipt back and forth between production and sandbox")
             case .temporarilyUnavailable:
                 retries += 1
-                let delay = configuration.backoff(beforeRetry: retries - 1)
-                guard retries < configuration.maxAttempts, clock.now - started + delay < configuration.totalBudget else {
+                let delay = configuration.patience.delay(beforeRetry: retries - 1)
+                guard retries < configuration.patience.maxAttempts, clock.now - started + delay < configuration.patience.totalBudget else {
                     observe(.unavailable)
                     throw AppStoreError(.appleUnavailable, "Apple's verifyReceipt did not answer usefully after \(retries) attempts")
                 }
@@ -143,7 +130,7 @@ package struct VerifyReceiptClient: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(bytes: payload))
-        let timeout = TimeAmount.milliseconds(configuration.requestTimeout.components.seconds * 1000)
+        let timeout = TimeAmount.milliseconds(configuration.patience.requestTimeout.components.seconds * 1000)
         let answer = try await http.execute(request, timeout: timeout)
         let body = try await answer.body.collect(upTo: Self.maximumAnswer)
         guard (200..<300).contains(answer.status.code) else {

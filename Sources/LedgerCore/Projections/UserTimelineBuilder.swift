@@ -44,35 +44,39 @@ struct UserTimelineBuilder {
     }
 
     /// Takes the stretches without access (a refund until its reversal) out of the periods added
-    /// for one transaction, splitting a period a reversed refund interrupted.
+    /// for one transaction — grace periods included — splitting a period a reversed refund
+    /// interrupted.
     static func open(_ periods: inout [AccessPeriod], from first: Int, gaps: [(from: Date, until: Date?)]) {
         guard !gaps.isEmpty, first < periods.count else { return }
         var pieces: [AccessPeriod] = []
         for period in periods[first...] {
             var remaining = [period]
             for gap in gaps {
-                remaining = remaining.flatMap { piece -> [AccessPeriod] in
-                    var result: [AccessPeriod] = []
-                    // A refund that stands ends the period at its date (even one dated before the
-                    // purchase: the period is then empty, as it always was); a reversed one only
-                    // cuts what it overlaps.
-                    if piece.start < gap.from || gap.until == nil {
-                        var before = piece
-                        before.end = min(piece.end ?? gap.from, gap.from)
-                        if before.end! < (piece.end ?? .distantFuture) { before.gracePeriodEnd = nil }
-                        result.append(before)
-                    }
-                    if let until = gap.until, piece.end.map({ until < $0 }) ?? true {
-                        var after = piece
-                        after.start = max(piece.start, until)
-                        result.append(after)
-                    }
-                    return result
-                }
+                remaining = remaining.flatMap { piece in cut(piece, by: gap) }
             }
             pieces += remaining
         }
         periods.replaceSubrange(first..., with: pieces)
+    }
+
+    /// What is left of `piece` around `gap`: the part before it and the part after it.
+    private static func cut(_ piece: AccessPeriod, by gap: (from: Date, until: Date?)) -> [AccessPeriod] {
+        var result: [AccessPeriod] = []
+        // A refund that stands ends the period at its date (even one dated before the purchase:
+        // the period is then empty, as it always was); a reversed one only cuts what it overlaps.
+        if piece.start < gap.from || gap.until == nil {
+            var before = piece
+            before.end = min(piece.end ?? gap.from, gap.from)
+            before.gracePeriodEnd = piece.gracePeriodEnd.flatMap { grace in min(grace, gap.from) > before.end! ? min(grace, gap.from) : nil }
+            result.append(before)
+        }
+        if let until = gap.until, piece.effectiveEnd.map({ until < $0 }) ?? true {
+            // Access resumes at the reversal, in what is left of the period or of its grace.
+            var after = piece
+            after.start = max(piece.start, until)
+            result.append(after)
+        }
+        return result
     }
 
     mutating func add(userFacts: [RecordedFact]) {

@@ -46,13 +46,6 @@ struct ExportController {
 
     static func export(bundleID: String, _ request: Request) throws -> FinanceExport {
         let parameters = request.uri.queryParameters
-        func time(_ name: String) throws -> Date? {
-            guard let text = parameters[Substring(name)] else { return nil }
-            guard let date = RFC3339.parseInstant(String(text)) else {
-                throw APIError.invalid("invalid_time", "\(name) must be an RFC 3339 time or a date (2026-10-01 is midnight UTC)")
-            }
-            return date
-        }
         let environment: AppleEnvironment
         let requested: String? = parameters["environment"].map { String($0) }
         switch requested {
@@ -60,8 +53,8 @@ struct ExportController {
         case "Sandbox": environment = .sandbox
         default: throw APIError.invalid("invalid_environment", "environment is Production (the default) or Sandbox")
         }
-        let from = try time("from"), to = try time("to")
+        let from = try request.instant("from"), to = try request.instant("to")
         if let from, let to, from >= to { throw APIError.invalid("invalid_time", "from must be before to") }
-        return FinanceExport(bundleID: bundleID, environment: environment, from: from, to: to, knownAt: try time("known_at"))
+        return FinanceExport(bundleID: bundleID, environment: environment, from: from, to: to, knownAt: try request.instant("known_at"))
     }
 }

@@ -89,18 +89,10 @@ struct UsersController {
     /// `at` (valid time) and `known_at` (knowledge time) of a read, each RFC 3339 or a date; a
     /// knowledge time in the future is "now" (nothing more is known yet), so it is refused as a typo.
     static func instants(_ request: Request) throws -> (at: Date?, knownAt: Date?) {
-        let parameters = request.uri.queryParameters
-        func instant(_ name: String) throws -> Date? {
-            guard let text = parameters[Substring(name)] else { return nil }
-            guard let date = RFC3339.parseInstant(String(text)) else {
-                throw APIError.invalid("invalid_time", "\(name) must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31")
-            }
-            return date
-        }
-        let knownAt = try instant("known_at")
+        let knownAt = try request.instant("known_at")
         if let knownAt, knownAt > Date().addingTimeInterval(1) {
             throw APIError.invalid("invalid_time", "known_at is in the future: the ledger cannot know yet what will be recorded")
         }
-        return (try instant("at"), knownAt)
+        return (try request.instant("at"), knownAt)
     }
 }

@@ -1,0 +1,26 @@
+/// How patiently a client asks Apple: attempts, the full-jitter backoff between them
+/// (`FullJitter`), the whole call's budget and each request's timeout. One shape for every
+/// client of Apple's (verifyReceipt, the App Store Server API), each with its own defaults.
+package struct ApplePatience: Sendable {
+    /// Attempts per request for what may pass, the first included.
+    package var maxAttempts: Int
+    /// Backoff before retry n is a random duration in [0, min(cap, base · 2ⁿ)].
+    package var backoffBase: Duration
+    package var backoffCap: Duration
+    /// No retry starts after this much time has passed since the first attempt.
+    package var totalBudget: Duration
+    package var requestTimeout: Duration
+
+    package init(maxAttempts: Int, backoffBase: Duration, backoffCap: Duration, totalBudget: Duration, requestTimeout: Duration) {
+        self.maxAttempts = maxAttempts
+        self.backoffBase = backoffBase
+        self.backoffCap = backoffCap
+        self.totalBudget = totalBudget
+        self.requestTimeout = requestTimeout
+    }
+
+    /// The wait before retry n of this client.
+    package func delay(beforeRetry retry: Int, random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }) -> Duration {
+        FullJitter.delay(beforeRetry: retry, base: backoffBase, cap: backoffCap, random: random)
+    }
+}

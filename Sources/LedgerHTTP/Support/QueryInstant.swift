@@ -1,0 +1,16 @@
+import Foundation
+import Hummingbird
+import LedgerCore
+
+extension Request {
+    /// The instant a query parameter names — RFC 3339, or a plain date meaning that day's midnight
+    /// UTC — or nil when it is absent; `invalid_time` (400) when it is no instant. One reading for
+    /// `at`, `known_at`, and an export's `from` and `to`.
+    func instant(_ name: String) throws -> Date? {
+        guard let text = uri.queryParameters[Substring(name)] else { return nil }
+        guard let date = RFC3339.parseInstant(String(text)) else {
+            throw APIError.invalid("invalid_time", "\(name) must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31 (midnight UTC)")
+        }
+        return date
+    }
+}
