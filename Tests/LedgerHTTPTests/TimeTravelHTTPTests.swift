@@ -81,5 +81,8 @@ import Testing
             let answer = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/dave?\(query)", key: key)
             #expect(answer.status == 400 && answer.errorCode == "invalid_time", "\(query): \(answer.text)")
         }
+        let finance = try await server.key([.finance])
+        let future = try await server.send("GET", "/v1/apps/\(Self.bundle)/exports/transactions?known_at=\(RFC3339Text.string(Date(timeIntervalSinceNow: 3_600)))", key: finance)
+        #expect(future.status == 400 && future.errorCode == "invalid_time", "\(future.text)")
     }
 }

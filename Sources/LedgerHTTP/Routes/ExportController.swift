@@ -55,6 +55,6 @@ struct ExportController {
         }
         let from = try request.instant("from"), to = try request.instant("to")
         if let from, let to, from >= to { throw APIError.invalid("invalid_time", "from must be before to") }
-        return FinanceExport(bundleID: bundleID, environment: environment, from: from, to: to, knownAt: try request.instant("known_at"))
+        return FinanceExport(bundleID: bundleID, environment: environment, from: from, to: to, knownAt: try request.knownAt())
     }
 }

@@ -89,10 +89,6 @@ struct UsersController {
     /// `at` (valid time) and `known_at` (knowledge time) of a read, each RFC 3339 or a date; a
     /// knowledge time in the future is "now" (nothing more is known yet), so it is refused as a typo.
     static func instants(_ request: Request) throws -> (at: Date?, knownAt: Date?) {
-        let knownAt = try request.instant("known_at")
-        if let knownAt, knownAt > Date().addingTimeInterval(1) {
-            throw APIError.invalid("invalid_time", "known_at is in the future: the ledger cannot know yet what will be recorded")
-        }
-        return (try request.instant("at"), knownAt)
+        (try request.instant("at"), try request.knownAt())
     }
 }

@@ -13,4 +13,14 @@ extension Request {
         }
         return date
     }
+
+    /// `known_at`: an instant not in the future (nothing recorded later can be known yet, so a
+    /// future one is a typo, not a question), a second's leeway for clocks.
+    func knownAt() throws -> Date? {
+        let knownAt = try instant("known_at")
+        if let knownAt, knownAt > Date().addingTimeInterval(1) {
+            throw APIError.invalid("invalid_time", "known_at is in the future: the ledger cannot know yet what will be recorded")
+        }
+        return knownAt
+    }
 }
