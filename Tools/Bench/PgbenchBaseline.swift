@@ -1,0 +1,43 @@
+import Foundation
+import LedgerPostgres
+
+/// PostgreSQL's own rate for the simplest durable write — pgbench running a one-row INSERT, one
+/// transaction each, on the cluster the server uses, in the same run: the baseline issue 16
+/// measures ingestion against ("≥ 25 % of pgbench's one-row INSERT at 4 clients").
+struct PgbenchBaseline {
+    let pgbench: String
+    let configuration: PostgresConfiguration
+    let folder: URL
+
+    /// pgbench from PATH, or beside Debian's PostgreSQL 15 binaries.
+    static func find() -> String? {
+        HTTPBenchmark.which("pgbench") ?? ["/usr/lib/postgresql/15/bin/pgbench"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// The table and the script, once.
+    func prepare(owner: PostgresConnection) throws -> URL {
+        try owner.execute(script: "CREATE TABLE IF NOT EXISTS public.pgbench_one_row (id bigserial PRIMARY KEY, v integer NOT NULL, at timestamptz NOT NULL DEFAULT now())")
+        let script = folder.appendingPathComponent("one-row-insert.sql")
+        try "\\set v random(1, 1000000)\nINSERT INTO public.pgbench_one_row (v) VALUES (:v);\n".write(to: script, atomically: true, encoding: .utf8)
+        return script
+    }
+
+    /// Transactions per second with `clients` connections over about `seconds`, or nil if pgbench
+    /// failed. A count of transactions (`-t`), not a duration: `-T` ends on SIGALRM, which a child
+    /// of this process inherits blocked (the concurrency runtime's signal mask), so it never ends.
+    func run(script: URL, clients: Int, seconds: Int) throws -> Double? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: pgbench)
+        let perClient = max(200, 6_000 * seconds / clients)   // ~6,000 commits/s on this machine's durable cluster
+        process.arguments = ["-n", "-c", "\(clients)", "-j", "\(min(clients, 2))", "-t", "\(perClient)", "-f", script.path, configuration.connectionString]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        // "tps = 6123.456789 (without initial connection time)"
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }) else { return nil }
+        return Double(line.dropFirst("tps = ".count).prefix { $0 != " " })
+    }
+}
