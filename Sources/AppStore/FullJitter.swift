@@ -1,3 +1,5 @@
+import LedgerCore
+
 /// The wait before a retry of a call to Apple: a random duration in [0, min(cap, base · 2ⁿ)]
 /// before retry n ("full jitter"), so that many clients failing together do not retry together.
 /// Shared by every client of Apple's (verifyReceipt, the App Store Server API).
@@ -5,7 +7,7 @@ package enum FullJitter {
     package static func delay(beforeRetry retry: Int, base: Duration, cap: Duration,
                              random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }) -> Duration {
         let ceiling = min(cap, base * (1 << min(retry, 20)))
-        let ceilingMs = max(1, Int(ceiling.components.seconds * 1000 + ceiling.components.attoseconds / 1_000_000_000_000_000))
+        let ceilingMs = max(1, Int(ceiling.milliseconds))
         return .milliseconds(random(0...ceilingMs))
     }
 }

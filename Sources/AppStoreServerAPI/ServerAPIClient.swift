@@ -137,6 +137,6 @@ package struct AppStoreServerAPIClient: Sendable {
     }
 
     static func timeAmount(_ duration: Duration) -> TimeAmount {
-        .milliseconds(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+        .milliseconds(duration.milliseconds)
     }
 }

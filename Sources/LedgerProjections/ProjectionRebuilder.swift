@@ -214,7 +214,3 @@ package struct ProjectionRebuilder: Sendable {
         }
     }
 }
-
-extension Duration {
-    package var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

@@ -86,7 +86,7 @@ package struct Backfill: Sendable {
         // Done means every user's state shows what was imported.
         if let furthest { try await ingestor.waitUntilProjected(furthest) }
         summary.failed.sort { $0.line < $1.line }
-        summary.seconds = ReconciliationCoverage.seconds(ContinuousClock.now - started)
+        summary.seconds = (ContinuousClock.now - started).seconds
         logger.info("backfill finished", metadata: ["app.bundle_id": "\(bundleID)", "backfill.imported": "\(summary.imported)",
                                                     "backfill.failed": "\(summary.failed.count)", "backfill.transactions": "\(summary.transactions)"])
         return summary

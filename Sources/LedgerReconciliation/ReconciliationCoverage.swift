@@ -30,7 +30,7 @@ struct ReconciliationCoverage: Sendable {
                      WHERE bundle_id = $1 AND environment = $2
                        AND (leased_until IS NULL OR leased_until < now() OR leased_by = $3)
                     RETURNING covered_until
-                    """, [bundleID, environment.rawValue, holder, Self.seconds(duration)])
+                    """, [bundleID, environment.rawValue, holder, duration.seconds])
                 guard let row = rows.first else { return nil }
                 return Lease(bundleID: bundleID, environment: environment, holder: holder, coveredUntil: row["covered_until"].isNull ? nil : try row["covered_until"].date())
             }
@@ -45,7 +45,7 @@ struct ReconciliationCoverage: Sendable {
                 UPDATE ledger.apple_reconciliation SET leased_until = now() + make_interval(secs => $4)
                  WHERE bundle_id = $1 AND environment = $2 AND leased_by = $3
                 RETURNING 1 AS renewed
-                """, [lease.bundleID, lease.environment.rawValue, lease.holder, Self.seconds(duration)]).isEmpty
+                """, [lease.bundleID, lease.environment.rawValue, lease.holder, duration.seconds]).isEmpty
         }
     }
 
@@ -60,9 +60,5 @@ struct ReconciliationCoverage: Sendable {
                  WHERE bundle_id = $1 AND environment = $2 AND leased_by = $3
                 """, [lease.bundleID, lease.environment.rawValue, lease.holder, coveredUntil, String(result.prefix(500))])
         }
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

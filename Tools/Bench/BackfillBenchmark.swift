@@ -66,7 +66,7 @@ struct BackfillBenchmark: AsyncParsableCommand {
             let clock = ContinuousClock()
             let started = clock.now
             let summary = try await backfill.run(bundleID: bundle, lines: lines)
-            let seconds = Self.seconds(clock.now - started)
+            let seconds = (clock.now - started).seconds
             guard summary.failed.isEmpty else { throw ValidationError("backfill failed: \(summary)") }
             backfillRates.append(Double(summary.transactions) / seconds)
             // The baseline: the same events (same data, new ids and streams) through append(batch:).
@@ -76,7 +76,7 @@ struct BackfillBenchmark: AsyncParsableCommand {
                 _ = try await store.append(batch: Array(appends[chunk..<min(chunk + 500, appends.count)]))
             }
             // Transactions' worth of events per second: the same events the backfill wrote for them.
-            batchRates.append(Double(summary.transactions) / Self.seconds(clock.now - batchStarted))
+            batchRates.append(Double(summary.transactions) / (clock.now - batchStarted).seconds)
             FileHandle.standardError.write(Data(String(format: "round %d: backfill %.0f tx/s (%d events), append(batch:) of the same events %.0f tx/s\n",
                                                        round, backfillRates.last!, appends.reduce(0) { $0 + $1.events.count }, batchRates.last!).utf8))
         }
@@ -118,9 +118,5 @@ struct BackfillBenchmark: AsyncParsableCommand {
             byStream["copy:" + (try row["stream"].string()), default: []].append(event)
         }
         return byStream.map { StreamAppend(stream: $0.key, events: $0.value, expectedVersion: .noStream) }
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
 import LedgerProjections

@@ -141,15 +141,11 @@ struct ReplicaBenchmark: AsyncParsableCommand {
             }
             return try await tasks.reduce(0, +)
         }
-        return Double(count) / secondsOf(ContinuousClock.now - started)
+        return Double(count) / (ContinuousClock.now - started).seconds
     }
 }
 
-private func milliseconds(_ duration: Duration) -> Double { secondsOf(duration) * 1000 }
-
-private func secondsOf(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
+private func milliseconds(_ duration: Duration) -> Double { duration.seconds * 1000 }
 
 private func percentile(_ values: [Double], _ fraction: Double) -> Double {
     let sorted = values.sorted()

@@ -130,7 +130,7 @@ package struct VerifyReceiptClient: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(bytes: payload))
-        let timeout = TimeAmount.milliseconds(configuration.patience.requestTimeout.components.seconds * 1000)
+        let timeout = TimeAmount.milliseconds(configuration.patience.requestTimeout.milliseconds)
         let answer = try await http.execute(request, timeout: timeout)
         let body = try await answer.body.collect(upTo: Self.maximumAnswer)
         guard (200..<300).contains(answer.status.code) else {

@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import LedgerProjections
+import LedgerCore
 import Synchronization
 
 /// Prometheus counters and histograms kept in memory, written out in the text format on
