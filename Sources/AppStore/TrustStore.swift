@@ -23,6 +23,8 @@ package struct TrustStore: Sendable {
         package var fingerprint: String
         package var isAppleRootCAG3: Bool { fingerprint == TrustStore.appleRootCAG3Fingerprint }
         package var isAppleIncRoot: Bool { fingerprint == TrustStore.appleIncRootFingerprint }
+        /// One of Apple's roots (either), as opposed to a test or simulator root.
+        package var isApples: Bool { isAppleRootCAG3 || isAppleIncRoot }
     }
 
     package var roots: [Root]
@@ -71,7 +73,7 @@ package struct TrustStore: Sendable {
         }
     }
 
-    package var hasNonAppleRoot: Bool { roots.contains { !$0.isAppleRootCAG3 && !$0.isAppleIncRoot } }
+    package var hasNonAppleRoot: Bool { roots.contains { !$0.isApples } }
 
     package func verifier() -> SignedDataVerifier { SignedDataVerifier(roots: roots.map(\.certificate)) }
 }

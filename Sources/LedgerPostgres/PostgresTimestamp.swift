@@ -21,10 +21,6 @@ package enum PostgresTimestamp {
 
     package static func parseMicroseconds(_ text: String) -> Int64? {
         var text = text
-        return text.withUTF8 { parseMicroseconds(bytes: $0) }
-    }
-
-    static func parseMicroseconds(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
-        UTCTimestamp.microseconds(parsing: bytes)
+        return text.withUTF8 { UTCTimestamp.microseconds(parsing: $0) }
     }
 }

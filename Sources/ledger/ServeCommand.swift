@@ -106,7 +106,7 @@ enum AppleTrust {
         }
         let trust = try TrustStore.load(paths: paths)
         for (root, line) in zip(trust.roots, trust.summary) {
-            if root.isAppleRootCAG3 || root.isAppleIncRoot { logger.info("\(line)") } else { logger.warning("\(line)") }
+            if root.isApples { logger.info("\(line)") } else { logger.warning("\(line)") }
         }
         return trust
     }

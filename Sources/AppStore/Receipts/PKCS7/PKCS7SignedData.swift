@@ -102,20 +102,23 @@ extension PKCS7SignedData.Signer {
     /// The digest algorithm and the signature algorithm as one X.509 algorithm: `rsaEncryption`
     /// takes its hash from the digest algorithm; the combined identifiers name their own.
     static func signatureAlgorithm(digest: ASN1ObjectIdentifier, signature: ASN1ObjectIdentifier) throws -> Certificate.SignatureAlgorithm {
-        let rsaEncryption: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 1, 1]
-        let digests: [ASN1ObjectIdentifier: Certificate.SignatureAlgorithm] = [
-            [1, 3, 14, 3, 2, 26]: .sha1WithRSAEncryption, [2, 16, 840, 1, 101, 3, 4, 2, 1]: .sha256WithRSAEncryption,
-            [2, 16, 840, 1, 101, 3, 4, 2, 2]: .sha384WithRSAEncryption, [2, 16, 840, 1, 101, 3, 4, 2, 3]: .sha512WithRSAEncryption,
-        ]
-        let combined: [ASN1ObjectIdentifier: Certificate.SignatureAlgorithm] = [
-            [1, 2, 840, 113549, 1, 1, 5]: .sha1WithRSAEncryption, [1, 2, 840, 113549, 1, 1, 11]: .sha256WithRSAEncryption,
-            [1, 2, 840, 113549, 1, 1, 12]: .sha384WithRSAEncryption, [1, 2, 840, 113549, 1, 1, 13]: .sha512WithRSAEncryption,
-            [1, 2, 840, 10045, 4, 3, 2]: .ecdsaWithSHA256, [1, 2, 840, 10045, 4, 3, 3]: .ecdsaWithSHA384,
-        ]
         if signature == rsaEncryption, let algorithm = digests[digest] { return algorithm }
         if let algorithm = combined[signature] { return algorithm }
         throw AppStoreError(.unsupportedAlgorithm, "the receipt is signed with \(signature) over \(digest), which the ledger does not verify")
     }
+
+    private static let rsaEncryption: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 1, 1]
+    /// Digest algorithm → RSA signature with it (for `rsaEncryption`).
+    private static let digests: [ASN1ObjectIdentifier: Certificate.SignatureAlgorithm] = [
+        [1, 3, 14, 3, 2, 26]: .sha1WithRSAEncryption, [2, 16, 840, 1, 101, 3, 4, 2, 1]: .sha256WithRSAEncryption,
+        [2, 16, 840, 1, 101, 3, 4, 2, 2]: .sha384WithRSAEncryption, [2, 16, 840, 1, 101, 3, 4, 2, 3]: .sha512WithRSAEncryption,
+    ]
+    /// Signature algorithms that name their hash.
+    private static let combined: [ASN1ObjectIdentifier: Certificate.SignatureAlgorithm] = [
+        [1, 2, 840, 113549, 1, 1, 5]: .sha1WithRSAEncryption, [1, 2, 840, 113549, 1, 1, 11]: .sha256WithRSAEncryption,
+        [1, 2, 840, 113549, 1, 1, 12]: .sha384WithRSAEncryption, [1, 2, 840, 113549, 1, 1, 13]: .sha512WithRSAEncryption,
+        [1, 2, 840, 10045, 4, 3, 2]: .ecdsaWithSHA256, [1, 2, 840, 10045, 4, 3, 3]: .ecdsaWithSHA384,
+    ]
 
     /// The bytes the signature covers, after checking the attributes' digest of `content`.
     func signedBytes(content: [UInt8]) throws -> [UInt8] {
