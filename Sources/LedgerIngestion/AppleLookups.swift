@@ -31,12 +31,19 @@ package struct AppleLookups: Sendable {
     /// the app's restore policy; answers the user's state with them.
     package func sync(bundleID: String, userID: String, transactionID: String) async throws -> UserState {
         try await LedgerError.mapping {
-            try Identifier.userID.check(userID)
-            let app = try await ingestor.directory.app(bundleID)
-            let outcome = try await ingestor.record(try await customer(of: transactionID, app), bundleID: bundleID,
-                                                    claimant: .presenter(userID, policy: app.settings.restorePolicy))
+            let (_, outcome) = try await recordCustomer(of: transactionID, for: userID, bundleID: bundleID)
             return try await ingestor.answer(outcome, bundleID: bundleID, userID: userID)
         }
+    }
+
+    /// The customer `transactionID` belongs to, asked of Apple and recorded for `userID` under the
+    /// app's restore policy: what sync and backfill share.
+    private func recordCustomer(of transactionID: String, for userID: String, bundleID: String) async throws
+        -> (pieces: [VerifiedPiece], outcome: FactRecorder.Outcome) {
+        try Identifier.userID.check(userID)
+        let app = try await ingestor.directory.app(bundleID)
+        let pieces = try await customer(of: transactionID, app)
+        return (pieces, try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy)))
     }
 
     /// What one backfilled customer added: their transactions, and how far the log must be
@@ -58,10 +65,7 @@ package struct AppleLookups: Sendable {
     /// waits once, for the furthest position, when it has imported everything).
     package func backfill(bundleID: String, userID: String, transactionID: String) async throws -> Imported {
         try await LedgerError.mapping {
-            try Identifier.userID.check(userID)
-            let app = try await ingestor.directory.app(bundleID)
-            let pieces = try await customer(of: transactionID, app)
-            let outcome = try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy))
+            let (pieces, outcome) = try await recordCustomer(of: transactionID, for: userID, bundleID: bundleID)
             try Ingestor.refuseKept(outcome)
             return Imported(transactionIDs: Set(pieces.flatMap(\.events).compactMap(\.transactionFacts?.transactionID)),
                             position: outcome.lastPosition)
