@@ -6,6 +6,8 @@ import LedgerDomainTestSupport
 struct Scenario {
     var ledger = AppLedger(bundleID: "com.example.app")
     private var sequence: Int64 = 0
+    /// Everything recorded, in recording order.
+    private(set) var facts: [RecordedFact] = []
 
     static let monthly = SampleCatalogue.monthly
     static let yearly = SampleCatalogue.yearly
@@ -22,7 +24,9 @@ struct Scenario {
     /// `recorded`: when it reached the ledger, if later than it happened (a late delivery).
     mutating func record(_ event: LedgerEvent, at date: Date, recorded: Date? = nil) {
         sequence += 1
-        ledger.apply(RecordedFact(event: event, occurredAt: date, recordedAt: recorded, sequence: sequence, evidence: "sha256:\(sequence)"))
+        let fact = RecordedFact(event: event, occurredAt: date, recordedAt: recorded, sequence: sequence, evidence: "sha256:\(sequence)")
+        facts.append(fact)
+        ledger.apply(fact)
     }
 
     func state(_ user: String = "alice", at date: Date, knownAt: Date? = nil) -> UserState { ledger.userState(user, at: date, knownAt: knownAt) }

@@ -1,0 +1,166 @@
+import Foundation
+
+/// What one fact changed for one user: the user's timeline just before and just after it, both
+/// evaluated at the same instant, compared entitlement by entitlement, subscription by
+/// subscription, purchase by purchase and balance entry by balance entry.
+struct ChangeDiff {
+    let userID: String
+    let fact: RecordedFact
+    let instant: Date
+    let before: UserTimeline
+    let after: UserTimeline
+    let stateBefore: UserState
+    let stateAfter: UserState
+
+    init(userID: String, fact: RecordedFact, at instant: Date, before: UserTimeline, after: UserTimeline) {
+        self.userID = userID
+        self.fact = fact
+        self.instant = instant
+        self.before = before
+        self.after = after
+        self.stateBefore = before.state(at: instant)
+        self.stateAfter = after.state(at: instant)
+    }
+
+    /// In a fixed order — ownership, purchases, entitlements, subscriptions, balances — so a
+    /// receiver reads the cause before its effects.
+    func changes() -> [Change] {
+        ownership() + purchases() + entitlements() + subscriptions() + balances()
+    }
+
+    private func change(_ kind: Change.Kind, _ key: String, _ subject: Change.Subject) -> Change {
+        Change(kind: kind, userID: userID, occurredAt: fact.occurredAt, recordedAt: instant,
+               identity: "\(key)#\(fact.sequence)", subject: subject, state: stateAfter)
+    }
+
+    private func ownership() -> [Change] {
+        guard case .ownershipTransferred(let transfer) = fact.event, transfer.fromUserID == userID || transfer.toUserID == userID else { return [] }
+        return [change(.ownershipTransferred, transfer.originalTransactionID,
+                       .init(originalTransactionID: transfer.originalTransactionID, from: .text(transfer.fromUserID), to: .text(transfer.toUserID)))]
+    }
+
+    /// Refunds and their reversals of a transaction the user owns (subscriptions' included, which
+    /// the purchase list leaves out).
+    private func purchases() -> [Change] {
+        let transactionID: String, original: String, kind: Change.Kind, from: Date?, to: Date?
+        switch fact.event {
+        case .refunded(let refund):
+            (transactionID, original, kind, from, to) = (refund.transactionID, refund.originalTransactionID, .purchaseRefunded, nil, refund.revocationDate)
+        case .refundReversed(let reversal):
+            (transactionID, original, kind, from, to) = (reversal.transactionID, reversal.originalTransactionID, .refundReversed, nil, nil)
+        default: return []
+        }
+        let owned = after.purchases.contains { $0.originalTransactionID == original }
+            || after.subscriptions.contains { $0.originalTransactionID == original }
+            || after.periods.contains { $0.originalTransactionID == original }
+        guard owned else { return [] }
+        let product = after.purchases.first { $0.transactionID == transactionID }?.productID
+            ?? after.subscriptions.first { $0.originalTransactionID == original }?.productID
+        return [change(kind, transactionID, .init(productID: product, originalTransactionID: original, transactionID: transactionID,
+                                                  from: .date(from), to: .date(to)))]
+    }
+
+    private func entitlements() -> [Change] {
+        let names = Set(stateBefore.entitlements.keys).union(stateAfter.entitlements.keys).sorted()
+        var changes: [Change] = []
+        for name in names {
+            let old = stateBefore.entitlements[name], new = stateAfter.entitlements[name]
+            // Access that ran exactly up to this instant counts as held: a renewal or a billing
+            // retry recorded as the period ends continues it.
+            let held = old.flatMap { $0.active || ChangeLog.accessEnd($0) == instant ? $0 : nil }
+            switch (held, new?.active == true ? new : nil) {
+            case (nil, let granted?):
+                changes.append(change(.entitlementGranted, name, .init(entitlement: name, productID: granted.productID,
+                                                                        originalTransactionID: granted.originalTransactionID,
+                                                                        from: .absent, to: .date(granted.expiresAt))))
+            case (let lost?, nil):
+                let subject = Change.Subject(entitlement: name, productID: lost.productID, originalTransactionID: lost.originalTransactionID,
+                                             reason: revocationReason, from: .date(lost.expiresAt), to: .date(new?.expiresAt))
+                changes.append(change(revocationReason == nil ? .entitlementExpired : .entitlementRevoked, name, subject))
+            case (let old?, let new?) where Self.extends(old.expiresAt, to: new.expiresAt):
+                changes.append(change(.entitlementRenewed, name, .init(entitlement: name, productID: new.productID,
+                                                                        originalTransactionID: new.originalTransactionID,
+                                                                        from: .date(old.expiresAt), to: .date(new.expiresAt))))
+            default: break
+            }
+        }
+        return changes
+    }
+
+    /// Later, or lifetime where it had an end.
+    static func extends(_ old: Date?, to new: Date?) -> Bool {
+        switch (old, new) {
+        case (let old?, let new?): new > old
+        case (_?, nil): true
+        default: false
+        }
+    }
+
+    /// Why access this fact took away was taken away (nil: it simply ended — an expiry, an upgrade).
+    private var revocationReason: String? {
+        switch fact.event {
+        case .refunded: "refund"
+        case .revoked: "family_revocation"
+        case .promotionalRevoked: "support"
+        case .ownershipTransferred, .transactionClaimed: "transferred"
+        default: nil
+        }
+    }
+
+    private func subscriptions() -> [Change] {
+        let old = Dictionary(before.subscriptions.map { ($0.originalTransactionID, $0) }, uniquingKeysWith: { a, _ in a })
+        var changes: [Change] = []
+        for new in after.subscriptions {
+            guard let previous = old[new.originalTransactionID] else { continue }
+            let key = new.originalTransactionID
+            func subject(_ from: Change.Value, _ to: Change.Value) -> Change.Subject {
+                .init(productID: new.productID, originalTransactionID: key, from: from, to: to)
+            }
+            // Unknown is taken as renewing (a new subscription renews): switching it off is the news.
+            if let will = new.willRenew, will != (previous.willRenew ?? true) {
+                changes.append(change(.autoRenewChanged, key, subject(.flag(previous.willRenew), .flag(will))))
+            }
+            if !previous.billingRetry && new.billingRetry {
+                changes.append(change(.billingIssue, key, subject(.flag(false), .flag(true))))
+            }
+            if let grace = new.gracePeriodEnd, grace != previous.gracePeriodEnd, grace > instant {
+                changes.append(change(.gracePeriod, key, subject(.date(previous.gracePeriodEnd), .date(grace))))
+            }
+            let was = previous.pendingProductID ?? previous.productID, will = new.pendingProductID ?? new.productID
+            if was != will {
+                changes.append(change(.productChanged, key, subject(.text(was), .text(will))))
+            }
+        }
+        return changes
+    }
+
+    /// Entries the fact added (and, for a reversed refund, took away), each with the balance
+    /// before and after it.
+    private func balances() -> [Change] {
+        var remaining = stateBefore.balanceEntries
+        var added: [BalanceEntry] = []
+        for entry in stateAfter.balanceEntries {
+            if let index = remaining.firstIndex(of: entry) { remaining.remove(at: index) } else { added.append(entry) }
+        }
+        var balance = stateBefore.balances
+        var changes: [Change] = []
+        // What is left in `remaining` was taken away: its opposite moved the balance.
+        let moves = added.map { ($0, false) } + remaining.map { ($0, true) }
+        for (index, (entry, undone)) in moves.enumerated() {
+            let kind: Change.Kind
+            switch (entry.kind, undone) {
+            case (.credit, false), (.debit, true), (.reversal, true): kind = .balanceCredited
+            case (.debit, false): kind = .balanceDebited
+            case (.reversal, false), (.credit, true): kind = .balanceReversed
+            }
+            let credit = kind == .balanceCredited
+            let from = balance[entry.currency] ?? 0
+            let to = from + (credit ? entry.amount : -entry.amount)
+            balance[entry.currency] = to
+            changes.append(change(kind, "\(entry.currency):\(entry.reference):\(index)",
+                                  .init(currency: entry.currency, amount: entry.amount, reason: undone ? "refund_reversed" : nil,
+                                        from: .number(from), to: .number(to))))
+        }
+        return changes
+    }
+}

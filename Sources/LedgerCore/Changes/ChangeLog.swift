@@ -1,0 +1,110 @@
+import Foundation
+
+/// Derives one user's changes as the facts arrive, in log order: each fact is compared with the
+/// ledger just before it, both evaluated at the instant the fact was recorded, so a change is what
+/// that fact did and nothing that time did meanwhile. Time's own effect — access running out — is
+/// found separately (`expiries(until:)`) between one fact and the next, and by the clock sweep
+/// after the last.
+///
+/// A pure function of the facts: the live projection (facts before its batch `prime`d, the batch
+/// `apply`d) derives exactly what one pass over the whole history derives (`derive`), which is
+/// what makes a change's identity stable across restarts and re-derivations.
+package struct ChangeLog: Sendable {
+    package let bundleID: String
+    package let userID: String
+    private var ledger: AppLedger
+    private var cached: UserTimeline?
+    /// Expiries up to here have been derived (the last fact's recording, or the last sweep).
+    package private(set) var checkedUntil: Date?
+
+    package init(bundleID: String, userID: String) {
+        self.bundleID = bundleID
+        self.userID = userID
+        self.ledger = AppLedger(bundleID: bundleID)
+    }
+
+    /// The user's timeline by every fact applied or primed so far.
+    package var timeline: UserTimeline {
+        mutating get {
+            if let cached { return cached }
+            let built = ledger.timeline(of: userID)
+            cached = built
+            return built
+        }
+    }
+
+    /// A fact whose changes were derived before (the live projection's earlier batches).
+    package mutating func prime(_ fact: RecordedFact) {
+        ledger.apply(fact)
+        cached = nil
+        checkedUntil = max(checkedUntil ?? fact.recordedAt, fact.recordedAt)
+    }
+
+    /// The changes `fact` makes, after the expiries that time made since the previous fact.
+    package mutating func apply(_ fact: RecordedFact) -> [Change] {
+        // Recording times may interleave with log order by a transaction's length: never go back.
+        let instant = max(checkedUntil ?? fact.recordedAt, fact.recordedAt)
+        var changes = expiries(until: instant)
+        let before = timeline
+        ledger.apply(fact)
+        cached = nil
+        let after = timeline
+        changes += ChangeDiff(userID: userID, fact: fact, at: instant, before: before, after: after).changes()
+        checkedUntil = instant
+        return changes
+    }
+
+    /// Entitlements that ran out after `checkedUntil` and before `instant`, each at the end of its
+    /// unbroken run of access (grace period included). Before, not at: a renewal recorded at the
+    /// very instant the period ends continues the access, it does not follow an expiry.
+    package mutating func expiries(until instant: Date) -> [Change] {
+        guard let from = checkedUntil, from < instant else {
+            checkedUntil = max(checkedUntil ?? instant, instant)
+            return []
+        }
+        checkedUntil = instant
+        let timeline = self.timeline
+        var changes: [Change] = []
+        for (name, entitlement) in timeline.state(at: from).entitlements.sorted(by: { $0.key < $1.key }) where entitlement.active {
+            var end = Self.accessEnd(entitlement)
+            // A run can end and start again inside one gap (a pass stacked after a pause): follow it.
+            for _ in 0..<8 {
+                guard let ending = end, ending < instant else { break }
+                let then = timeline.state(at: ending)
+                guard let next = then.entitlements[name], next.active else {
+                    changes.append(Change(kind: .entitlementExpired, userID: userID, occurredAt: ending, recordedAt: instant,
+                                          identity: "\(name)@\(Self.micros(ending))",
+                                          subject: .init(entitlement: name, productID: entitlement.productID,
+                                                         originalTransactionID: entitlement.originalTransactionID,
+                                                         from: .date(entitlement.expiresAt), to: .absent),
+                                          state: then))
+                    break
+                }
+                end = Self.accessEnd(next).flatMap { $0 > ending ? $0 : nil }
+            }
+        }
+        return changes.sorted { $0.occurredAt < $1.occurredAt }
+    }
+
+    /// When the next active entitlement runs out after `checkedUntil` (what the clock sweep waits for).
+    package mutating func nextExpiry() -> Date? {
+        guard let from = checkedUntil else { return nil }
+        return timeline.state(at: from).entitlements.values.filter(\.active).compactMap(Self.accessEnd).filter { $0 > from }.min()
+    }
+
+    /// Every change of one user's whole history, and the expiries up to `instant`: the reference
+    /// the live projection is checked against.
+    package static func derive(bundleID: String, userID: String, facts: [RecordedFact], until instant: Date) -> [Change] {
+        var log = ChangeLog(bundleID: bundleID, userID: userID)
+        var changes = facts.flatMap { log.apply($0) }
+        changes += log.expiries(until: instant)
+        return changes
+    }
+
+    static func accessEnd(_ entitlement: Entitlement) -> Date? {
+        guard let end = entitlement.expiresAt else { return nil }
+        return max(end, entitlement.gracePeriodExpiresAt ?? end)
+    }
+
+    static func micros(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1_000_000).rounded()) }
+}
