@@ -154,11 +154,33 @@ let package = Package(
             dependencies: ["LedgerPostgres", "LedgerEventStore", "LedgerProjections", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
+        // Changes: what each fact meant for each user, derived from the log; the change feed.
+        .target(
+            name: "LedgerChanges",
+            dependencies: ["LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerPostgres", "LedgerProjections",
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        // Webhooks: signed deliveries of changes, at least once, in order per user.
+        .target(
+            name: "LedgerWebhooks",
+            dependencies: [
+                "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP edge (Hummingbird 2).
         .target(
             name: "LedgerHTTP",
             dependencies: [
                 "LedgerAccess",
+                "LedgerChanges",
+                "LedgerWebhooks",
                 "LedgerReconciliation",
                 "AppStoreServerAPI",
                 "LedgerPostgres",
@@ -190,6 +212,7 @@ let package = Package(
                 "EmbeddedPostgres",
                 "LedgerEventStore",
                 "LedgerHTTP",
+                "LedgerWebhooks",
                 "LedgerProjections",
                 "LedgerIngestion",
                 "LedgerCore",
@@ -220,6 +243,9 @@ let package = Package(
                 "LedgerHTTP",
                 "LedgerIngestion",
                 "LedgerReconciliation",
+                "LedgerChanges",
+                "LedgerWebhooks",
+                "WebhookReceiver",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -248,6 +274,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/AppStoreSimulator",
+            swiftSettings: swiftSettings
+        ),
+        // A game server's webhook endpoint for tests and benchmarks: verifies signatures, misbehaves on demand.
+        .target(
+            name: "WebhookReceiver",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tools/WebhookReceiver",
             swiftSettings: swiftSettings
         ),
         // `appstore-simulator serve`: the simulator as a process, for demos (see docs/simulator.md).
@@ -315,6 +352,7 @@ let package = Package(
                 "LedgerAccess", "LedgerReconciliation", "AppStoreServerAPI",
                 "LedgerHTTP", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
                 "LedgerTestSupport", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
+                "LedgerChanges", "LedgerWebhooks", "WebhookReceiver",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -330,6 +368,7 @@ let package = Package(
             name: "LedgerCLITests",
             dependencies: ["ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
                            "LedgerIngestion", "LedgerProjections", "LedgerCore", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
+                           "WebhookReceiver",
                            .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),

@@ -1,8 +1,10 @@
+import LedgerChanges
 import LedgerEventStore
 import LedgerPostgres
 import Logging
 import LedgerProjections
 import LedgerReconciliation
+import LedgerWebhooks
 import ServiceLifecycle
 
 /// A loop that lives as long as the server, stopped by a graceful shutdown: every background part
@@ -28,12 +30,14 @@ extension LedgerServices {
     /// projection worker still runs):
     /// - cross-process wake-ups for subscriptions (LISTEN) and for others (coalesced NOTIFY);
     /// - this server's cached timelines kept true to what any process's projection batches change;
-    /// - the live projection (unless `projecting` is false);
+    /// - the live projection and the change projection behind it (unless `projecting` is false),
+    ///   with changes announced by other servers heard through LISTEN;
+    /// - webhook deliveries (unless `delivering` is false);
     /// - with `reconcileInterval`: Apple's notification history read on start-up and every interval
     ///   (`LEDGER_APPLE_RECONCILE_INTERVAL`), and CONSUMPTION_REQUESTs answered every 15 s (nil:
     ///   neither, as in tests that run them themselves).
-    package func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, reconcileInterval: Duration? = nil,
-                                   logger: Logger) -> [any Service] {
+    package func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, delivering: Bool = true,
+                                   reconcileInterval: Duration? = nil, logger: Logger) -> [any Service] {
         let (store, timelines, pool, recovery, directory, consumption) = (store, timelines, pool, recovery, directory, consumption)
         let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
                                       durable: !reads.replicas.isEmpty, logger: logger)
@@ -41,7 +45,17 @@ extension LedgerServices {
             BackgroundLoop("notifications") { await store.runNotifications() },
             BackgroundLoop("timeline cache") { await timelines.runInvalidations(configuration: pool.configuration, logger: logger) },
         ]
-        if projecting { loops.append(BackgroundLoop("projection worker") { await worker.run() }) }
+        let changes = self.changes
+        loops.append(BackgroundLoop("change notifications") { await changes.run(configuration: pool.configuration, logger: logger) })
+        if projecting {
+            let changeWorker = ChangeWorker(pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval, logger: logger)
+            loops.append(BackgroundLoop("projection worker") { await worker.run() })
+            loops.append(BackgroundLoop("change projection") { await changeWorker.run() })
+        }
+        if delivering {
+            let dispatcher = WebhookDispatcher(pool: pool, notifications: changes, policy: webhookPolicy, logger: logger)
+            loops.append(BackgroundLoop("webhook deliveries") { await dispatcher.run() })
+        }
         if let reconcileInterval {
             let reconciler = Reconciler(recovery: recovery, directory: directory, interval: reconcileInterval, logger: logger)
             loops.append(BackgroundLoop("reconciliation with Apple") { await reconciler.run() })

@@ -1,5 +1,6 @@
 import AppStore
 import Hummingbird
+import LedgerChanges
 import LedgerEventStore
 import LedgerIngestion
 import LedgerPostgres
@@ -28,6 +29,8 @@ package func buildApplication(
     UsersController(directory: directory, reader: UserStateReader(pool: services.pool, cache: services.timelines, replicas: services.reads),
                     actions: services.actions).register(on: v1)
     ExportController(directory: directory, reads: services.reads).register(on: v1)
+    ChangesController(directory: directory, feed: ChangeFeed(pool: services.pool, notifications: services.changes)).register(on: v1)
+    WebhooksController(directory: directory, registry: services.webhooks).register(on: v1)
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: port), serverName: "ledger"),

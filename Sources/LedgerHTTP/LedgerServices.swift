@@ -2,11 +2,13 @@ import AppStore
 import AppStoreServerAPI
 import Hummingbird
 import LedgerAccess
+import LedgerChanges
 import LedgerEventStore
 import LedgerIngestion
 import LedgerPostgres
 import LedgerProjections
 import LedgerReconciliation
+import LedgerWebhooks
 import Logging
 
 /// What the HTTP routes need from the rest of the ledger. Built once by `ledger serve` (and by
@@ -34,11 +36,16 @@ package struct LedgerServices: Sendable {
     package var recovery: NotificationRecovery
     /// Apple's CONSUMPTION_REQUESTs answered.
     package var consumption: ConsumptionResponder
+    /// Changes announced, by this server's change projection or any other's (LISTEN).
+    package var changes: ChangeNotifications
+    /// Each app's webhooks, and how their deliveries are paced.
+    package var webhooks: WebhookRegistry
+    package var webhookPolicy: WebhookPolicy
 
     /// `replicas`: pools on PostgreSQL streaming replicas of `pool`'s database (may be none).
     package init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
                 receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [], replicaWait: Duration = .milliseconds(250),
-                keyCacheTTL: Duration = .seconds(2), logger: Logger) {
+                keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), logger: Logger) {
         let metrics = Metrics()
         self.pool = pool
         self.store = store
@@ -71,5 +78,8 @@ package struct LedgerServices: Sendable {
         }
         self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
         self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
+        self.changes = ChangeNotifications()
+        self.webhooks = WebhookRegistry(pool: pool)
+        self.webhookPolicy = webhookPolicy
     }
 }

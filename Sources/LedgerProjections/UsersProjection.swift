@@ -16,8 +16,8 @@ package struct UsersProjection: Sendable {
 
     package init(version: Int) { self.version = version }
 
-    var owners: String { "ledger.transaction_owners_v\(version)" }
-    var timelines: String { "ledger.user_timelines_v\(version)" }
+    package var owners: String { "ledger.transaction_owners_v\(version)" }
+    package var timelines: String { "ledger.user_timelines_v\(version)" }
     var finance: String { "ledger.finance_rows_v\(version)" }
 
     /// Records ownership from the batch, then recomputes every user the batch touched from that
@@ -141,7 +141,7 @@ package struct UsersProjection: Sendable {
     /// that concerns any of them (their app's, their own, their purchases' — found through the
     /// owners table inside the statement, as `userLedger` does for one user) or is in `alsoStreams`.
     /// Evidence-only events are left out, as a rebuild leaves them out.
-    func reads(_ users: [UserKey], alsoStreams: [String]) -> [PipelinedStatement] {
+    package func reads(_ users: [UserKey], alsoStreams: [String]) -> [PipelinedStatement] {
         var streams = Set(alsoStreams)
         for user in users {
             streams.insert(LedgerStream.app(user.bundleID))
@@ -238,9 +238,13 @@ package struct UsersProjection: Sendable {
     }
 }
 
-struct UserKey: Hashable, Sendable {
-    var bundleID: String
-    var userID: String
+package struct UserKey: Hashable, Sendable {
+    package var bundleID: String
+    package var userID: String
+    package init(bundleID: String, userID: String) {
+        self.bundleID = bundleID
+        self.userID = userID
+    }
 }
 
 struct TransactionKey: Hashable, Sendable {

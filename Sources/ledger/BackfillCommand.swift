@@ -43,7 +43,7 @@ struct BackfillCommand: AsyncParsableCommand {
         let summary = try await database.withDatabase(logger: logger) { opened, migrator in
             let (services, replicas) = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
             // The projection follows along, as under a server.
-            let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger), logger: logger))
+            let group = ServiceGroup(configuration: .init(services: services.backgroundServices(delivering: false, logger: logger), logger: logger))
             let background = Task { try await group.run() }
             let backfill = Backfill(lookups: services.lookups, ingestor: services.ingestor, pool: services.pool, concurrency: concurrency, logger: logger)
             let result = await Result(catching: { try await backfill.run(bundleID: app, lines: lines, progress: display.show) })

@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import LedgerHTTP
 import LedgerPostgres
+import LedgerWebhooks
 import Logging
 
 /// Everything the ledger can be set by, read from the environment here and nowhere else, then
@@ -29,6 +30,8 @@ struct Configuration: Sendable {
     /// How often the server reads Apple's notification history; nil: never (`off`).
     var reconcileInterval: Duration? = .seconds(3600)
     var logLevel = Logger.Level.info
+    // Webhooks.
+    var webhooks = WebhookPolicy()
 
     /// What this process was started with.
     static let environment = Configuration(environment: ProcessInfo.processInfo.environment)
@@ -51,6 +54,12 @@ struct Configuration: Sendable {
         serverAPI = .fromEnvironment(environment)
         if let text = text("LEDGER_APPLE_RECONCILE_INTERVAL") { reconcileInterval = Self.interval(text) ?? reconcileInterval }
         logLevel = text("LEDGER_LOG_LEVEL").flatMap(Logger.Level.init(rawValue:)) ?? logLevel
+        if let timeout = text("LEDGER_WEBHOOK_TIMEOUT").flatMap(Self.interval) ?? nil { webhooks.attemptTimeout = timeout }
+        if let window = text("LEDGER_WEBHOOK_RETRY_WINDOW").flatMap(Self.interval) ?? nil { webhooks.retryWindow = window }
+        if let longest = text("LEDGER_WEBHOOK_LONGEST_RETRY").flatMap(Self.interval) ?? nil { webhooks.longestRetry = longest }
+        if let first = number("LEDGER_WEBHOOK_FIRST_RETRY_MS"), first > 0 { webhooks.firstRetry = .milliseconds(first) }
+        if let concurrency = number("LEDGER_WEBHOOK_CONCURRENCY"), concurrency > 0 { webhooks.concurrency = concurrency }
+        if let poll = number("LEDGER_WEBHOOK_POLL_MS"), poll > 0 { webhooks.pollInterval = .milliseconds(poll) }
     }
 
     /// Comma-separated values, blanks dropped.

@@ -36,7 +36,7 @@ struct ReconcileCommand: AsyncParsableCommand {
         let reports = try await database.withDatabase(logger: logger) { opened, migrator in
             let (services, replicas) = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
             // What is recorded is projected here too, so each notification is answered as the server would.
-            let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger), logger: logger))
+            let group = ServiceGroup(configuration: .init(services: services.backgroundServices(delivering: false, logger: logger), logger: logger))
             let background = Task { try await group.run() }
             defer { background.cancel() }
             let result = await Result(catching: { try await services.recovery.reconcile(bundleID: app, since: since.flatMap(RFC3339.parseInstant)) })

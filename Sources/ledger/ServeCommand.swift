@@ -91,7 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
         let store = EventStore(pool: pool, logger: logger)
         let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: trust.verifier(),
                                       receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, replicas: replicas,
-                                      replicaWait: settings.readReplicaWait, logger: logger)
+                                      replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks, logger: logger)
         return (services, replicas)
     }
 }

@@ -13,6 +13,7 @@ import LedgerPostgres
 import LedgerProjections
 import LedgerSchema
 import LedgerTestSupport
+import LedgerWebhooks
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -51,6 +52,15 @@ final class TestServer: Sendable {
     static let apiKey = P256.Signing.PrivateKey()
     static let issuerID = "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11"
     static let keyID = "SIMKEY01"
+    /// Webhook deliveries paced for tests: retries within half a second, a 2 s timeout.
+    static let quickWebhooks: WebhookPolicy = {
+        var policy = WebhookPolicy()
+        policy.attemptTimeout = .seconds(2)
+        policy.firstRetry = .milliseconds(50)
+        policy.longestRetry = .milliseconds(500)
+        policy.pollInterval = .milliseconds(100)
+        return policy
+    }()
 
     /// `sharing`: a second server on the first one's database (as a multi-server deployment);
     /// `projecting: false` runs it without a projection worker.
@@ -59,7 +69,7 @@ final class TestServer: Sendable {
     /// what Apple kept while that server was down is there to reconcile.
     static func start(poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
                       projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250),
-                      appleOf: TestServer? = nil) async throws -> TestServer {
+                      appleOf: TestServer? = nil, webhooks: WebhookPolicy = TestServer.quickWebhooks) async throws -> TestServer {
         let owner: PostgresConfiguration
         if let sharing {
             owner = sharing.configuration
@@ -72,13 +82,13 @@ final class TestServer: Sendable {
         let database = PostgresConfiguration.parse(owner.connectionString)["dbname"] ?? ""
         let readers = replicas.map { TestCluster.applicationRole($0.configuration(database: database)) }
         let server = try await TestServer(owner: owner, migrator: migrator, poolSize: poolSize, projecting: projecting,
-                                          replicas: readers, replicaWait: replicaWait, appleOf: appleOf)
+                                          replicas: readers, replicaWait: replicaWait, appleOf: appleOf, webhooks: webhooks)
         if configure { try await server.configureDefaultApp() }
         return server
     }
 
     private init(owner: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool,
-                 replicas: [PostgresConfiguration], replicaWait: Duration, appleOf: TestServer?) async throws {
+                 replicas: [PostgresConfiguration], replicaWait: Duration, appleOf: TestServer?, webhooks: WebhookPolicy) async throws {
         let logger = TestCluster.quietLogger
         configuration = owner
         pool = PostgresPool(configuration: TestCluster.applicationRole(owner), size: poolSize, logger: logger)
@@ -101,7 +111,8 @@ final class TestServer: Sendable {
                                          backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20), requestTimeout: .seconds(5))
         readPools = replicas.map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
         services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root, ReceiptAuthority.shared.root]),
-                                  receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero, logger: logger)
+                                  receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero,
+                                  webhookPolicy: webhooks, logger: logger)
         keys = services.keys
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var serverLogger = logger

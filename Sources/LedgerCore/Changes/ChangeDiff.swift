@@ -11,9 +11,13 @@ struct ChangeDiff {
     let after: UserTimeline
     let stateBefore: UserState
     let stateAfter: UserState
+    /// The transaction the fact can refund or reinstate, with its revocation before and after.
+    let refund: (transaction: String, original: String, before: Date?, after: Date?)?
 
-    init(userID: String, fact: RecordedFact, at instant: Date, before: UserTimeline, after: UserTimeline) {
+    init(userID: String, fact: RecordedFact, at instant: Date, before: UserTimeline, after: UserTimeline,
+         refund: (transaction: String, original: String, before: Date?, after: Date?)? = nil) {
         self.userID = userID
+        self.refund = refund
         self.fact = fact
         self.instant = instant
         self.before = before
@@ -40,24 +44,24 @@ struct ChangeDiff {
     }
 
     /// Refunds and their reversals of a transaction the user owns (subscriptions' included, which
-    /// the purchase list leaves out).
+    /// the purchase list leaves out). A family-sharing revocation is no refund: the access it
+    /// takes is announced as revoked.
     private func purchases() -> [Change] {
-        let transactionID: String, original: String, kind: Change.Kind, from: Date?, to: Date?
-        switch fact.event {
-        case .refunded(let refund):
-            (transactionID, original, kind, from, to) = (refund.transactionID, refund.originalTransactionID, .purchaseRefunded, nil, refund.revocationDate)
-        case .refundReversed(let reversal):
-            (transactionID, original, kind, from, to) = (reversal.transactionID, reversal.originalTransactionID, .refundReversed, nil, nil)
-        default: return []
-        }
+        guard let refund, refund.before != refund.after else { return [] }
+        if case .revoked = fact.event { return [] }
+        let original = refund.original
         let owned = after.purchases.contains { $0.originalTransactionID == original }
             || after.subscriptions.contains { $0.originalTransactionID == original }
             || after.periods.contains { $0.originalTransactionID == original }
-        guard owned else { return [] }
-        let product = after.purchases.first { $0.transactionID == transactionID }?.productID
+        guard owned, let date = refund.after ?? refund.before else { return [] }
+        let product = after.purchases.first { $0.transactionID == refund.transaction }?.productID
             ?? after.subscriptions.first { $0.originalTransactionID == original }?.productID
-        return [change(kind, transactionID, .init(productID: product, originalTransactionID: original, transactionID: transactionID,
-                                                  from: .date(from), to: .date(to)))]
+        // Keyed by the refund itself, not the fact: saying it again is the same change.
+        return [Change(kind: refund.after == nil ? .refundReversed : .purchaseRefunded, userID: userID, occurredAt: fact.occurredAt,
+                       recordedAt: instant, identity: "\(refund.transaction)@\(ChangeLog.micros(date))",
+                       subject: .init(productID: product, originalTransactionID: original, transactionID: refund.transaction,
+                                      from: .date(refund.before), to: .date(refund.after)),
+                       state: stateAfter)]
     }
 
     private func entitlements() -> [Change] {
@@ -100,6 +104,7 @@ struct ChangeDiff {
     private var revocationReason: String? {
         switch fact.event {
         case .refunded: "refund"
+        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.revocationDate == nil ? nil : "refund"
         case .revoked: "family_revocation"
         case .promotionalRevoked: "support"
         case .ownershipTransferred, .transactionClaimed: "transferred"

@@ -37,21 +37,42 @@ package struct ChangeLog: Sendable {
     package mutating func prime(_ fact: RecordedFact) {
         ledger.apply(fact)
         cached = nil
-        checkedUntil = max(checkedUntil ?? fact.recordedAt, fact.recordedAt)
+        checkedUntil = max(checkedUntil ?? fact.recordedAt, fact.recordedAt, fact.occurredAt)
     }
 
     /// The changes `fact` makes, after the expiries that time made since the previous fact.
     package mutating func apply(_ fact: RecordedFact) -> [Change] {
         // Recording times may interleave with log order by a transaction's length: never go back.
-        let instant = max(checkedUntil ?? fact.recordedAt, fact.recordedAt)
+        // A fact dated after its recording (Apple's clock a little ahead of ours, an app's action
+        // stamped before its transaction began) is looked at from its own date, or its effect
+        // would be missed here and found later by the clock as a plain expiry.
+        let instant = max(checkedUntil ?? fact.recordedAt, fact.recordedAt, fact.occurredAt)
         var changes = expiries(until: instant)
         let before = timeline
+        let refundedBefore = revocation(concernedBy: fact)
         ledger.apply(fact)
         cached = nil
         let after = timeline
-        changes += ChangeDiff(userID: userID, fact: fact, at: instant, before: before, after: after).changes()
+        let refund = refundedBefore.map { ($0.transaction, $0.original, $0.date, revocation(concernedBy: fact)?.date) }
+        changes += ChangeDiff(userID: userID, fact: fact, at: instant, before: before, after: after, refund: refund).changes()
         checkedUntil = instant
         return changes
+    }
+
+    /// The transaction a fact can refund or reinstate, and when it stands revoked (nil: it does not)
+    /// by the facts so far. Asked before and after the fact: a refund is announced by whichever
+    /// fact first says it — Apple's refund notification restates the transaction with its
+    /// revocation date before the refund itself — and only once.
+    private func revocation(concernedBy fact: RecordedFact) -> (transaction: String, original: String, date: Date?)? {
+        let transactionID: String, original: String
+        switch fact.event {
+        case .refunded(let r): (transactionID, original) = (r.transactionID, r.originalTransactionID)
+        case .refundReversed(let r): (transactionID, original) = (r.transactionID, r.originalTransactionID)
+        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): (transactionID, original) = (t.transactionID, t.originalTransactionID)
+        default: return nil
+        }
+        let history = ledger.history(of: original)
+        return (transactionID, original, history.transactions[transactionID].flatMap(history.revocationDate(of:)))
     }
 
     /// Entitlements that ran out after `checkedUntil` and before `instant`, each at the end of its
@@ -63,24 +84,28 @@ package struct ChangeLog: Sendable {
             return []
         }
         checkedUntil = instant
-        let timeline = self.timeline
+        return Self.expiries(userID: userID, timeline: timeline, from: from, until: instant)
+    }
+
+    /// The same for a stored timeline (the clock sweep reads the projection's).
+    package static func expiries(userID: String, timeline: UserTimeline, from: Date, until instant: Date) -> [Change] {
         var changes: [Change] = []
         for (name, entitlement) in timeline.state(at: from).entitlements.sorted(by: { $0.key < $1.key }) where entitlement.active {
-            var end = Self.accessEnd(entitlement)
+            var end = accessEnd(entitlement)
             // A run can end and start again inside one gap (a pass stacked after a pause): follow it.
             for _ in 0..<8 {
                 guard let ending = end, ending < instant else { break }
                 let then = timeline.state(at: ending)
                 guard let next = then.entitlements[name], next.active else {
                     changes.append(Change(kind: .entitlementExpired, userID: userID, occurredAt: ending, recordedAt: instant,
-                                          identity: "\(name)@\(Self.micros(ending))",
+                                          identity: "\(name)@\(micros(ending))",
                                           subject: .init(entitlement: name, productID: entitlement.productID,
                                                          originalTransactionID: entitlement.originalTransactionID,
                                                          from: .date(entitlement.expiresAt), to: .absent),
                                           state: then))
                     break
                 }
-                end = Self.accessEnd(next).flatMap { $0 > ending ? $0 : nil }
+                end = accessEnd(next).flatMap { $0 > ending ? $0 : nil }
             }
         }
         return changes.sorted { $0.occurredAt < $1.occurredAt }
@@ -88,8 +113,11 @@ package struct ChangeLog: Sendable {
 
     /// When the next active entitlement runs out after `checkedUntil` (what the clock sweep waits for).
     package mutating func nextExpiry() -> Date? {
-        guard let from = checkedUntil else { return nil }
-        return timeline.state(at: from).entitlements.values.filter(\.active).compactMap(Self.accessEnd).filter { $0 > from }.min()
+        checkedUntil.flatMap { Self.nextExpiry(of: timeline, after: $0) }
+    }
+
+    package static func nextExpiry(of timeline: UserTimeline, after instant: Date) -> Date? {
+        timeline.state(at: instant).entitlements.values.filter(\.active).compactMap(accessEnd).filter { $0 >= instant }.min()
     }
 
     /// Every change of one user's whole history, and the expiries up to `instant`: the reference

@@ -30,15 +30,7 @@ struct UsersController {
         group.get("/apps/:bundle_id/users/:user_id/events") { request, context in
             let (bundleID, userID) = try context.appAndUser(.read)
             _ = try await directory.app(bundleID)
-            let parameters = request.uri.queryParameters
-            let after: Int64 = try parameters["after"].map { text -> Int64 in
-                guard let value = Int64(String(text)), value >= 0 else { throw APIError.invalid("invalid_cursor", "after is a cursor from a previous page") }
-                return value
-            } ?? 0
-            let limit: Int = try parameters["limit"].map { text -> Int in
-                guard let value = Int(String(text)), (1...1000).contains(value) else { throw APIError.invalid("invalid_limit", "limit is 1–1000") }
-                return value
-            } ?? 100
+            let after = try request.cursor(), limit = try request.pageLimit()
             let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID, knownAt: try Self.instants(request).knownAt,
                                                     atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request)).filter { $0.sequence > after }
             let page = try trail.prefix(limit).map { fact in

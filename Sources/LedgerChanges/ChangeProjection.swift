@@ -1,0 +1,283 @@
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerFacts
+import LedgerPostgres
+import LedgerProjections
+
+/// Derives changes from the log a batch at a time and announces them: rows in `ledger.changes`,
+/// each user's webhook queue told there is more, a NOTIFY for every server's feed and dispatcher.
+///
+/// A projection of its own, with its own checkpoint (the `changes` row of the checkpoints), that
+/// follows the `users` projection: it reads the log only up to where `users` has applied it, so
+/// the owners it looks users up by are known. Ingestion never waits for it, and a rebuild of
+/// `users` leaves it alone — which is why a rebuild announces nothing.
+///
+/// One writer at a time across servers: a batch (and a clock sweep) holds the checkpoint row, and
+/// hands out positions under it, so positions appear in commit order and a cursor never skips one.
+/// A server that finds the row held leaves the work to the holder.
+package struct ChangeProjection: Sendable {
+    package static let name = "changes"
+    static let checkpoint = "SELECT tx_id, position FROM ledger.projection_checkpoints WHERE name = 'changes' AND version = 1"
+    static let users = """
+        ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = 'users'
+        """
+    package let batchSize: Int
+
+    package init(batchSize: Int = 500) { self.batchSize = batchSize }
+
+    package struct Outcome: Sendable {
+        /// Events of the log this batch covered (0: nothing new, or another server is at it).
+        package var events = 0
+        /// Changes written (a change derived again is not written twice).
+        package var announced = 0
+        /// The highest position handed out, if any.
+        package var position: Int64?
+    }
+
+    /// One batch of the log after the checkpoint, in one transaction.
+    package func step(on connection: PostgresConnection, now: Date = Date()) throws -> Outcome {
+        do {
+            guard let opened = try open(on: connection, readingEvents: true) else { return Outcome() }
+            let batch = try opened.events.map(RecordedEvent.init(row:))
+            guard let last = batch.last?.position else {
+                try connection.query("COMMIT")
+                return Outcome()
+            }
+            let facts = try batch.compactMap { event -> (LogPosition, String, String, RecordedFact)? in
+                guard !UsersProjection.ignoredTypes.contains(event.type), let (bundleID, fact) = try StoredFacts.fact(from: event) else { return nil }
+                return (event.position, event.stream, bundleID, fact)
+            }
+            let users = try affectedUsers(facts.map { ($0.2, $0.3) }, version: opened.version, on: connection)
+            var derived: [(bundleID: String, change: Change)] = []
+            var clocks: [(UserKey, ChangeLog)] = []
+            for (user, history) in try histories(of: users, version: opened.version, on: connection) {
+                var log = ChangeLog(bundleID: user.bundleID, userID: user.userID)
+                for (position, fact) in history where position <= last {
+                    if position <= opened.after { log.prime(fact) } else { derived += log.apply(fact).map { (user.bundleID, $0) } }
+                }
+                clocks.append((user, log))
+            }
+            var closing = writes(derived, after: opened.maxPosition)
+            closing.append(clockStatement(clocks))
+            closing.append(PipelinedStatement("""
+                UPDATE ledger.projection_checkpoints SET tx_id = $1::text::xid8, position = $2, updated_at = now() WHERE name = 'changes' AND version = 1
+                """, [last.transactionID, last.position]))
+            return try close(closing, derived: derived.count, after: opened.maxPosition, events: batch.count, on: connection)
+        } catch {
+            connection.rollbackIfNeeded()
+            throw error
+        }
+    }
+
+    /// Announces entitlements that ran out since their users were last looked at, for users whose
+    /// next expiry is before `now`: an expiry has no event behind it, so only the clock finds it.
+    package func sweep(on connection: PostgresConnection, now: Date = Date(), limit: Int = 500) throws -> Outcome {
+        do {
+            guard let opened = try open(on: connection, readingEvents: false) else { return Outcome() }
+            let due = try connection.query("""
+                SELECT k.bundle_id, k.user_id, k.checked_until, t.timeline FROM ledger.change_clock k
+                  LEFT JOIN ledger.user_timelines_v\(opened.version) t ON t.bundle_id = k.bundle_id AND t.user_id = k.user_id
+                 WHERE k.next_expiry < $1 ORDER BY k.next_expiry LIMIT $2
+                """, [now, limit])
+            guard due.count > 0 else {
+                try connection.query("COMMIT")
+                return Outcome()
+            }
+            var derived: [(bundleID: String, change: Change)] = []
+            var keys: [UserKey] = [], checked: [Date] = [], next: [Date?] = []
+            for row in due {
+                let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
+                let timeline = try row["timeline"].optionalString().map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
+                    ?? UserTimeline(userID: user.userID)
+                derived += ChangeLog.expiries(userID: user.userID, timeline: timeline, from: try row["checked_until"].date(), until: now)
+                    .map { (user.bundleID, $0) }
+                keys.append(user)
+                checked.append(now)
+                next.append(ChangeLog.nextExpiry(of: timeline, after: now))
+            }
+            var closing = writes(derived, after: opened.maxPosition)
+            closing.append(clockStatement(keys, checked: checked, next: next))
+            return try close(closing, derived: derived.count, after: opened.maxPosition, events: 0, on: connection)
+        } catch {
+            connection.rollbackIfNeeded()
+            throw error
+        }
+    }
+
+    // MARK: The transaction
+
+    struct Opened {
+        var after: LogPosition
+        var version: Int
+        var maxPosition: Int64
+        var events: PostgresRows
+    }
+
+    /// Begins, takes the checkpoint row (nil, committed: another server holds it), reads the active
+    /// `users` version, the last position handed out and, when asked, the batch.
+    private func open(on connection: PostgresConnection, readingEvents: Bool) throws -> Opened? {
+        var statements = [
+            PipelinedStatement("BEGIN"),
+            // Derived and re-derivable: no waiting for the disk.
+            PipelinedStatement("SET LOCAL synchronous_commit = off"),
+            PipelinedStatement(Self.checkpoint.replacingOccurrences(of: "tx_id,", with: "tx_id::text AS tx_id,") + " FOR UPDATE SKIP LOCKED"),
+            // The registry row FOR SHARE: a rebuild's switch waits, so the version read stays.
+            PipelinedStatement("SELECT p.active_version FROM \(Self.users) FOR SHARE OF p"),
+            PipelinedStatement("SELECT coalesce(max(position), 0) AS position FROM ledger.changes"),
+        ]
+        if readingEvents {
+            statements.append(PipelinedStatement(EventStore.selectEventsSQL + """
+                 WHERE (e.tx_id, e.position) > (\(Self.checkpoint))
+                   AND (e.tx_id, e.position) <= (SELECT c.tx_id, c.position FROM \(Self.users))
+                 ORDER BY e.tx_id, e.position LIMIT $1
+                """, [batchSize]))
+        }
+        let results = try connection.pipeline(statements, transaction: false)
+        guard let row = results[2].first else {
+            try connection.query("COMMIT")
+            return nil
+        }
+        guard let version = try results[3].first?["active_version"].int() else {
+            throw PostgresError(code: .decoding, message: "projection users has no active version")
+        }
+        return Opened(after: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64()),
+                      version: version, maxPosition: try results[4][0]["position"].int64(),
+                      events: readingEvents ? results[5] : PostgresRows())
+    }
+
+    private func close(_ statements: [PipelinedStatement], derived: Int, after: Int64, events: Int, on connection: PostgresConnection) throws -> Outcome {
+        var statements = statements
+        if derived > 0 { statements.append(PipelinedStatement("SELECT pg_notify('\(ChangeNotifications.channel)', $1)", [String(after + Int64(derived))])) }
+        let results = try connection.pipeline(statements + [PipelinedStatement("COMMIT")], transaction: false)
+        let announced = derived > 0 ? try results[0][0]["inserted"].int() : 0
+        return Outcome(events: events, announced: announced, position: derived > 0 ? after + Int64(derived) : nil)
+    }
+
+    // MARK: Reading
+
+    /// Who the batch's facts concern: claimants, both sides of a transfer, a user's own facts, the
+    /// owners of a transaction Apple said something about, every user of an app whose catalogue changed.
+    private func affectedUsers(_ facts: [(String, RecordedFact)], version: Int, on connection: PostgresConnection) throws -> [UserKey] {
+        var users: Set<UserKey> = []
+        var transactions: [(String, String)] = []
+        var apps: Set<String> = []
+        for (bundleID, fact) in facts {
+            switch fact.event {
+            case .transactionClaimed(let claim): users.insert(UserKey(bundleID: bundleID, userID: claim.userID))
+            case .ownershipTransferred(let transfer):
+                users.formUnion([transfer.fromUserID, transfer.toUserID].map { UserKey(bundleID: bundleID, userID: $0) })
+            case .appConfigured, .productConfigured: apps.insert(bundleID)
+            default:
+                if let userID = fact.event.userID {
+                    users.insert(UserKey(bundleID: bundleID, userID: userID))
+                } else if let original = fact.event.originalTransactionID {
+                    transactions.append((bundleID, original))
+                }
+            }
+        }
+        let projection = UsersProjection(version: version)
+        var lookups: [PipelinedStatement] = []
+        if !transactions.isEmpty {
+            lookups.append(PipelinedStatement("""
+                SELECT o.bundle_id, o.user_id FROM \(projection.owners) o
+                  JOIN unnest($1::text[], $2::text[]) AS t(bundle_id, original) ON o.bundle_id = t.bundle_id AND o.original_transaction_id = t.original
+                """, [PostgresTextArray(transactions.map(\.0)), PostgresTextArray(transactions.map(\.1))]))
+        }
+        if !apps.isEmpty {
+            lookups.append(PipelinedStatement("""
+                SELECT bundle_id, user_id FROM \(projection.owners) WHERE bundle_id = ANY($1::text[])
+                 UNION SELECT bundle_id, user_id FROM \(projection.timelines) WHERE bundle_id = ANY($1::text[])
+                """, [PostgresTextArray(Array(apps))]))
+        }
+        if !lookups.isEmpty {
+            for rows in try connection.pipeline(lookups, transaction: false) {
+                for row in rows { users.insert(UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())) }
+            }
+        }
+        return users.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
+    }
+
+    /// Every fact that can concern each user (the `users` projection's own read), in log order.
+    private func histories(of users: [UserKey], version: Int, on connection: PostgresConnection) throws -> [(UserKey, [(LogPosition, RecordedFact)])] {
+        guard !users.isEmpty else { return [] }
+        let results = try connection.pipeline(UsersProjection(version: version).reads(users, alsoStreams: []), transaction: false)
+        var concerned: [String: [UserKey]] = [:]
+        for user in users {
+            concerned[LedgerStream.app(user.bundleID), default: []].append(user)
+            concerned[LedgerStream.user(user.bundleID, userID: user.userID), default: []].append(user)
+        }
+        for row in results[0] {
+            let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
+            concerned[LedgerStream.purchase(user.bundleID, originalTransactionID: try row["original_transaction_id"].string()), default: []].append(user)
+        }
+        var histories: [UserKey: [(LogPosition, RecordedFact)]] = [:]
+        for row in results[1] {
+            let event = try RecordedEvent(row: row)
+            guard let (_, fact) = try StoredFacts.fact(from: event) else { continue }
+            for user in concerned[event.stream] ?? [] { histories[user, default: []].append((event.position, fact)) }
+        }
+        return users.map { user in (user, (histories[user] ?? []).sorted { $0.0 < $1.0 }) }
+    }
+
+    // MARK: Writing
+
+    /// The changes, numbered after `position` in derivation order, and each webhook of their app
+    /// told that the user has more (a new webhook starts after the position it was created at).
+    private func writes(_ derived: [(bundleID: String, change: Change)], after position: Int64) -> [PipelinedStatement] {
+        guard !derived.isEmpty else { return [PipelinedStatement("SELECT 0 AS inserted")] }
+        var columns = (positions: [String](), ids: [String](), apps: [String](), users: [String](), types: [String](),
+                       occurred: [String](), recorded: [String](), bodies: [String]())
+        for (index, (bundleID, change)) in derived.enumerated() {
+            let number = position + Int64(index) + 1
+            let id = StableID.make(bundleID, change.userID, change.kind.rawValue, change.identity).uuidString.lowercased()
+            columns.positions.append(String(number))
+            columns.ids.append(id)
+            columns.apps.append(bundleID)
+            columns.users.append(change.userID)
+            columns.types.append(change.kind.rawValue)
+            columns.occurred.append(PostgresTimestamp.format(change.occurredAt))
+            columns.recorded.append(PostgresTimestamp.format(change.recordedAt))
+            columns.bodies.append(String(decoding: ChangeJSON.bytes(change, id: id, app: bundleID, position: number), as: UTF8.self))
+        }
+        return [PipelinedStatement("""
+            WITH inserted AS (
+                INSERT INTO ledger.changes (position, id, bundle_id, user_id, type, occurred_at, recorded_at, body)
+                SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[])
+                ON CONFLICT (id) DO NOTHING
+                RETURNING bundle_id, user_id, position),
+            queued AS (
+                INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
+                SELECT w.bundle_id, w.name, i.user_id, w.starts_after, max(i.position)
+                  FROM inserted i JOIN ledger.webhooks w ON w.bundle_id = i.bundle_id
+                 GROUP BY w.bundle_id, w.name, i.user_id, w.starts_after
+                ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE SET wanted = greatest(q.wanted, EXCLUDED.wanted))
+            SELECT count(*) AS inserted FROM inserted
+            """, [PostgresTextArray(columns.positions), PostgresTextArray(columns.ids), PostgresTextArray(columns.apps),
+                  PostgresTextArray(columns.users), PostgresTextArray(columns.types), PostgresTextArray(columns.occurred),
+                  PostgresTextArray(columns.recorded), PostgresTextArray(columns.bodies)])]
+    }
+
+    private func clockStatement(_ logs: [(UserKey, ChangeLog)]) -> PipelinedStatement {
+        var keys: [UserKey] = [], checked: [Date] = [], next: [Date?] = []
+        for (user, log) in logs {
+            guard let until = log.checkedUntil else { continue }
+            var log = log
+            keys.append(user)
+            checked.append(until)
+            next.append(log.nextExpiry())
+        }
+        return clockStatement(keys, checked: checked, next: next)
+    }
+
+    /// Where each user's expiries have been derived up to, and when the next one is due.
+    private func clockStatement(_ keys: [UserKey], checked: [Date], next: [Date?]) -> PipelinedStatement {
+        PipelinedStatement("""
+            INSERT INTO ledger.change_clock AS k (bundle_id, user_id, checked_until, next_expiry)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
+            ON CONFLICT (bundle_id, user_id) DO UPDATE
+               SET checked_until = greatest(k.checked_until, EXCLUDED.checked_until), next_expiry = EXCLUDED.next_expiry
+            """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.userID)),
+                  PostgresTextArray(checked.map(PostgresTimestamp.format)), PostgresNullableTextArray(next.map { $0.map(PostgresTimestamp.format) })])
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import LedgerEventStore
+import LedgerPostgres
+import LedgerProjections
+import Logging
+
+/// Keeps the change projection up with the `users` projection for as long as it runs: a batch as
+/// soon as this server's projection worker has applied something (or a poll interval, for other
+/// servers' batches), and a clock sweep for expiries every `sweepInterval`.
+package struct ChangeWorker: Sendable {
+    let pool: PostgresPool
+    let projection: ChangeProjection
+    let progress: ProjectionProgress?
+    let notifications: ChangeNotifications
+    let pollInterval: Duration
+    let sweepInterval: Duration
+    let logger: Logger
+
+    package init(pool: PostgresPool, progress: ProjectionProgress?, notifications: ChangeNotifications, batchSize: Int = 500,
+                 pollInterval: Duration = .milliseconds(250), sweepInterval: Duration = .seconds(1), logger: Logger) {
+        self.pool = pool
+        self.projection = ChangeProjection(batchSize: batchSize)
+        self.progress = progress
+        self.notifications = notifications
+        self.pollInterval = pollInterval
+        self.sweepInterval = sweepInterval
+        self.logger = logger
+    }
+
+    /// Runs until cancelled. A failed batch is logged and tried again: its checkpoint did not move.
+    package func run() async {
+        let clock = ContinuousClock()
+        var lastSweep = clock.now - sweepInterval
+        let projection = self.projection
+        while !Task.isCancelled {
+            let seen = progress?.position ?? .start
+            do {
+                let outcome = try await pool.withConnection { try projection.step(on: $0) }
+                if let position = outcome.position { notifications.announce(position) }
+                if outcome.events == projection.batchSize { continue }
+                if clock.now - lastSweep >= sweepInterval {
+                    lastSweep = clock.now
+                    let swept = try await pool.withConnection { try projection.sweep(on: $0) }
+                    if let position = swept.position { notifications.announce(position) }
+                }
+            } catch {
+                logger.warning("change projection batch failed; retrying", metadata: ["error": "\(error)"])
+            }
+            if let progress {
+                _ = await progress.wait(for: LogPosition(transactionID: seen.transactionID, position: seen.position + 1), timeout: pollInterval)
+            } else {
+                try? await Task.sleep(for: pollInterval)
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+
+/// A webhook as listed: never its secret.
+package struct Webhook: Sendable, Equatable {
+    package var name: String
+    package var url: String
+    /// Change types delivered; nil: all.
+    package var types: [String]?
+    package var startsAfter: Int64
+    package var createdAt: Date
+    package var updatedAt: Date
+    /// Users with changes waiting, and the oldest failure still being retried (support's first question).
+    package var backlog: Int
+    package var failing: Int
+}
+
+/// A change that failed for the whole retry window and was set aside.
+package struct ParkedChange: Sendable, Equatable {
+    package var position: Int64
+    package var changeID: String
+    package var userID: String
+    package var attempts: Int
+    package var lastError: String?
+    package var parkedAt: Date
+}
+
+/// Why a webhook definition was refused, in the words the API answers with.
+package struct WebhookDefinitionError: Error, Equatable {
+    package var field: String
+    package var message: String
+}
+
+/// Each app's webhooks and what they have set aside, in PostgreSQL.
+package struct WebhookRegistry: Sendable {
+    let pool: PostgresPool
+
+    package init(pool: PostgresPool) { self.pool = pool }
+
+    /// Checks a definition before it is stored: an absolute http(s) URL, a secret long enough to
+    /// sign with, known change types.
+    package static func validate(name: String, url: String, secret: String, types: [String]?) throws(WebhookDefinitionError) {
+        guard name.range(of: "^[A-Za-z0-9._-]{1,64}$", options: .regularExpression) != nil else {
+            throw WebhookDefinitionError(field: "name", message: "1 to 64 letters, digits, '.', '_' or '-'")
+        }
+        guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host?.isEmpty == false,
+              url.utf8.count <= 2048 else {
+            throw WebhookDefinitionError(field: "url", message: "an absolute http:// or https:// URL of at most 2048 characters")
+        }
+        guard (16...256).contains(secret.utf8.count) else {
+            throw WebhookDefinitionError(field: "secret", message: "16 to 256 characters (32 random bytes, hex-encoded, is a good secret)")
+        }
+        let known = Set(Change.Kind.allCases.map(\.rawValue))
+        if let unknown = types?.first(where: { !known.contains($0) }) {
+            throw WebhookDefinitionError(field: "types", message: "unknown change type '\(unknown)'; known: \(known.sorted().joined(separator: ", "))")
+        }
+        if types?.isEmpty == true { throw WebhookDefinitionError(field: "types", message: "omit it for every type, or name at least one") }
+    }
+
+    /// Creates or replaces a webhook (true: created). A new one delivers the changes announced
+    /// from now on; a replaced one keeps its place.
+    package func put(bundleID: String, name: String, url: String, secret: String, types: [String]?) async throws -> Bool {
+        let rows = try await pool.query("""
+            INSERT INTO ledger.webhooks (bundle_id, name, url, secret, types, starts_after)
+            VALUES ($1, $2, $3, $4, $5::text[], (SELECT coalesce(max(position), 0) FROM ledger.changes))
+            ON CONFLICT (bundle_id, name) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, types = EXCLUDED.types, updated_at = now()
+            RETURNING (xmax = 0) AS created
+            """, [bundleID, name, url, secret, types.map(PostgresTextArray.init)])
+        return try rows[0]["created"].bool()
+    }
+
+    package func list(bundleID: String) async throws -> [Webhook] {
+        try await pool.query("""
+            SELECT w.name, w.url, w.types::text AS types, w.starts_after, w.created_at, w.updated_at,
+                   count(q.user_id) FILTER (WHERE q.wanted > q.delivered) AS backlog,
+                   count(q.user_id) FILTER (WHERE q.attempts > 0) AS failing
+              FROM ledger.webhooks w LEFT JOIN ledger.webhook_queue q ON q.bundle_id = w.bundle_id AND q.webhook = w.name
+             WHERE w.bundle_id = $1 GROUP BY w.bundle_id, w.name ORDER BY w.name
+            """, [bundleID]).map { row in
+            Webhook(name: try row["name"].string(), url: try row["url"].string(), types: try row["types"].optionalString().map(Self.textArray),
+                    startsAfter: try row["starts_after"].int64(), createdAt: try row["created_at"].date(), updatedAt: try row["updated_at"].date(),
+                    backlog: try row["backlog"].int(), failing: try row["failing"].int())
+        }
+    }
+
+    /// True if it existed. Its delivery state and parked changes go with it.
+    package func delete(bundleID: String, name: String) async throws -> Bool {
+        try await pool.query("DELETE FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2 RETURNING name", [bundleID, name]).count > 0
+    }
+
+    /// Nil: no such webhook.
+    package func failures(bundleID: String, name: String, limit: Int) async throws -> [ParkedChange]? {
+        let results = try await pool.withConnection { connection in
+            try connection.pipeline([
+                PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2", [bundleID, name]),
+                PipelinedStatement("""
+                    SELECT position, change_id::text AS change_id, user_id, attempts, last_error, parked_at FROM ledger.webhook_failures
+                     WHERE bundle_id = $1 AND webhook = $2 ORDER BY position LIMIT $3
+                    """, [bundleID, name, limit]),
+            ], transaction: false)
+        }
+        guard results[0].count > 0 else { return nil }
+        return try results[1].map { row in
+            ParkedChange(position: try row["position"].int64(), changeID: try row["change_id"].string(), userID: try row["user_id"].string(),
+                         attempts: try row["attempts"].int(), lastError: try row["last_error"].optionalString(), parkedAt: try row["parked_at"].date())
+        }
+    }
+
+    /// Sends again every change of the app from `position` on (parked ones included), each user's
+    /// in order, after what is in flight. Returns the users queued, or nil: no such webhook.
+    package func replay(bundleID: String, name: String, from position: Int64) async throws -> Int? {
+        let results = try await pool.withConnection { connection in
+            try connection.pipeline([
+                PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2 FOR UPDATE", [bundleID, name]),
+                PipelinedStatement("DELETE FROM ledger.webhook_failures WHERE bundle_id = $1 AND webhook = $2 AND position >= $3", [bundleID, name, position]),
+                PipelinedStatement("""
+                    INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
+                    SELECT c.bundle_id, w.name, c.user_id, $3 - 1, max(c.position)
+                      FROM ledger.changes c JOIN ledger.webhooks w ON w.bundle_id = c.bundle_id AND w.name = $2
+                     WHERE c.bundle_id = $1 AND c.position >= $3 GROUP BY c.bundle_id, w.name, c.user_id
+                    ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE
+                       SET delivered = least(q.delivered, EXCLUDED.delivered), wanted = greatest(q.wanted, EXCLUDED.wanted),
+                           attempts = 0, first_failed_at = NULL, next_attempt_at = now()
+                    RETURNING user_id
+                    """, [bundleID, name, position]),
+            ], transaction: true)
+        }
+        return results[0].count > 0 ? results[2].count : nil
+    }
+
+    /// `{a,b}` as PostgreSQL prints a text[] of plain words (change types are).
+    static func textArray(_ text: String) -> [String] {
+        text.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+    }
+}
