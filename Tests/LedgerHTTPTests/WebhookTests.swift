@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import LedgerAccess
+import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport
@@ -144,4 +145,28 @@ import WebhookReceiver
         let after = try await server.send("GET", failures, key: server.adminKey)
         #expect((after.json["failures"] as? [Any])?.isEmpty == true, "a replayed change is no longer parked")
     }
+
+    /// Nothing is recorded when access runs out: the clock finds it, and says when it ended.
+    @Test func anExpiryWithNoEventBehindItIsFoundByTheClock() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let receiver = WebhookReceiver(secret: Self.secret)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        #expect(try await subscribe(server, receiver).status == 201)
+        let key = try await server.key([.ingest, .read])
+        let ends = Date(timeIntervalSinceNow: 1.5)
+        let short = SimulatedTransaction(transactionID: "e-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: ends)
+        let posted = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                                           json: ["user_id": "dave", "signed_transaction": try server.app.signedTransaction(short)])
+        #expect(posted.status == 200, "\(posted.text)")
+        try await waitUntil { receiver.accepted.count >= 2 }
+        #expect(receiver.accepted.map(\.type) == ["entitlement.granted", "entitlement.expired"])
+        let expired = try #require(receiver.accepted.last)
+        let fields = try JSONSerialization.jsonObject(with: Data(expired.body.utf8)) as? [String: Any] ?? [:]
+        let occurred = try #require((fields["occurred_at"] as? String).flatMap(RFC3339.parseInstant))
+        #expect(abs(occurred.timeIntervalSince(ends)) < 0.002, "occurred_at is when access ended, not when it was noticed")
+        #expect(expired.body.contains(#""active":false"#))
+    }
 }
+
