@@ -1,6 +1,4 @@
 import LedgerEventStore
-import LedgerPostgres
-import Logging
 
 /// The highest change position this server knows to be announced, raised by its own change
 /// projection and, through LISTEN, by any other server's. Long polls and the webhook dispatcher
@@ -20,15 +18,8 @@ package final class ChangeNotifications: Sendable {
         await announced.wait(reaching: position + 1, timeout: timeout)
     }
 
-    /// Listens for other servers' announcements until cancelled.
-    package func run(configuration: PostgresConfiguration, logger: Logger) async {
-        let listener = PostgresListener(configuration: configuration, channels: [Self.channel], logger: logger) { [announced] notification in
-            // After a reconnection nothing says what was missed; waiters look again when their
-            // timeout runs out, as they do anyway.
-            if case .notify(_, let payload) = notification { announced.raise(to: Int64(payload) ?? 0) }
-        }
-        listener.start()
-        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
-        await listener.stop()
-    }
+    /// Another server's announcement (`EventStore.runNotifications` hears the channel). After a
+    /// reconnection nothing says what was missed; waiters look again when their timeout runs out,
+    /// as they do anyway.
+    package func heard(_ payload: String) { announced.raise(to: Int64(payload) ?? 0) }
 }

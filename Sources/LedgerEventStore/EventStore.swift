@@ -207,11 +207,16 @@ package final class EventStore: Sendable {
     /// Connects this store to other processes: a LISTEN connection wakes this store's subscriptions
     /// when anyone appends, and a publisher NOTIFYs others after this store's appends. The server
     /// runs it for its lifetime; without it, subscriptions still see everything by polling.
-    package func runNotifications() async {
+    /// `also`: other channels heard on the same connection (each server holds one, not one per
+    /// listener: a database hands out only so many), with what to do with each payload.
+    package func runNotifications(also channels: [String: @Sendable (String) -> Void] = [:]) async {
         let wakeup = self.wakeup
         let listener = PostgresListener(
-            configuration: pool.configuration, channels: [Self.notificationChannel], logger: logger
-        ) { _ in wakeup.signal() }
+            configuration: pool.configuration, channels: [Self.notificationChannel] + channels.keys.sorted(), logger: logger
+        ) { notification in
+            guard case .notify(let channel, let payload) = notification, channel != Self.notificationChannel else { return wakeup.signal() }
+            channels[channel]?(payload)
+        }
         listener.start()
         await publisher.run()  // until cancelled
         await listener.stop()

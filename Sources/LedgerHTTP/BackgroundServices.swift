@@ -38,15 +38,13 @@ extension LedgerServices {
     ///   neither, as in tests that run them themselves).
     package func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, delivering: Bool = true,
                                    reconcileInterval: Duration? = nil, logger: Logger) -> [any Service] {
-        let (store, timelines, pool, recovery, directory, consumption) = (store, timelines, pool, recovery, directory, consumption)
+        let (store, timelines, pool, recovery, directory, consumption, changes) = (store, timelines, pool, recovery, directory, consumption, changes)
         let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
                                       durable: !reads.replicas.isEmpty, logger: logger)
         var loops = [
-            BackgroundLoop("notifications") { await store.runNotifications() },
+            BackgroundLoop("notifications") { [changes] in await store.runNotifications(also: [ChangeNotifications.channel: changes.heard]) },
             BackgroundLoop("timeline cache") { await timelines.runInvalidations(configuration: pool.configuration, logger: logger) },
         ]
-        let changes = self.changes
-        loops.append(BackgroundLoop("change notifications") { await changes.run(configuration: pool.configuration, logger: logger) })
         if projecting {
             let changeWorker = ChangeWorker(pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval, logger: logger)
             loops.append(BackgroundLoop("projection worker") { await worker.run() })
