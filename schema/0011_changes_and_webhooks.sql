@@ -5,8 +5,8 @@
 -- (its checkpoint is the 'changes' row of projection_checkpoints), but never rebuilt away: a
 -- change once announced keeps its id and position, and deriving it again (a re-derivation from
 -- zero, a clock sweep meeting a batch) adds nothing, because the id is a digest of what makes it
--- this change. Positions are handed out by the one writer that holds the projection's checkpoint
--- row, so they appear in commit order and a reader's cursor never skips one.
+-- this change. Positions are handed out by the one writer that holds the projection's advisory
+-- lock until it commits, so they appear in commit order and a reader's cursor never skips one.
 CREATE TABLE ledger.changes (
     position    bigint PRIMARY KEY,
     id          uuid NOT NULL UNIQUE,

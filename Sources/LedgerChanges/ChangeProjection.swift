@@ -13,15 +13,17 @@ import LedgerProjections
 /// the owners it looks users up by are known. Ingestion never waits for it, and a rebuild of
 /// `users` leaves it alone — which is why a rebuild announces nothing.
 ///
-/// One writer at a time across servers: a batch (and a clock sweep) holds the checkpoint row, and
-/// hands out positions under it, so positions appear in commit order and a cursor never skips one.
-/// A server that finds the row held leaves the work to the holder.
+/// One writer at a time across servers: a batch (and a clock sweep) holds an advisory lock until it
+/// commits, and hands out positions under it, so positions appear in commit order and a cursor
+/// never skips one. A server that finds the lock held leaves the work to the holder.
 package struct ChangeProjection: Sendable {
     package static let name = "changes"
     static let checkpoint = "SELECT tx_id, position FROM ledger.projection_checkpoints WHERE name = 'changes' AND version = 1"
     static let users = """
         ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = 'users'
         """
+    /// The advisory lock (transaction-scoped) a batch or sweep holds: hashtext('ledger.changes').
+    static let lockKey = "hashtext('ledger.changes')"
     package let batchSize: Int
 
     package init(batchSize: Int = 500) { self.batchSize = batchSize }
@@ -121,7 +123,13 @@ package struct ChangeProjection: Sendable {
             PipelinedStatement("BEGIN"),
             // Derived and re-derivable: no waiting for the disk.
             PipelinedStatement("SET LOCAL synchronous_commit = off"),
-            PipelinedStatement(Self.checkpoint.replacingOccurrences(of: "tx_id,", with: "tx_id::text AS tx_id,") + " FOR UPDATE SKIP LOCKED"),
+            // One writer at a time: a transaction-scoped advisory lock, not FOR UPDATE on the
+            // checkpoint row. A row lock takes a transaction id at once, and an open transaction
+            // with an id holds back every reader behind the snapshot fence — the live projection
+            // stalled behind each batch. The id now comes with the first write, one round trip
+            // before the commit.
+            PipelinedStatement("SELECT pg_try_advisory_xact_lock(\(Self.lockKey)) AS mine"),
+            PipelinedStatement(Self.checkpoint.replacingOccurrences(of: "tx_id,", with: "tx_id::text AS tx_id,")),
             // The registry row FOR SHARE: a rebuild's switch waits, so the version read stays.
             PipelinedStatement("SELECT p.active_version FROM \(Self.users) FOR SHARE OF p"),
             PipelinedStatement("SELECT coalesce(max(position), 0) AS position FROM ledger.changes"),
@@ -134,16 +142,16 @@ package struct ChangeProjection: Sendable {
                 """, [batchSize]))
         }
         let results = try connection.pipeline(statements, transaction: false)
-        guard let row = results[2].first else {
+        guard try results[2][0]["mine"].bool(), let row = results[3].first else {
             try connection.query("COMMIT")
             return nil
         }
-        guard let version = try results[3].first?["active_version"].int() else {
+        guard let version = try results[4].first?["active_version"].int() else {
             throw PostgresError(code: .decoding, message: "projection users has no active version")
         }
         return Opened(after: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64()),
-                      version: version, maxPosition: try results[4][0]["position"].int64(),
-                      events: readingEvents ? results[5] : PostgresRows())
+                      version: version, maxPosition: try results[5][0]["position"].int64(),
+                      events: readingEvents ? results[6] : PostgresRows())
     }
 
     private func close(_ statements: [PipelinedStatement], derived: Int, after: Int64, events: Int, on connection: PostgresConnection) throws -> Outcome {

@@ -195,6 +195,15 @@ package final class EventStore: Sendable {
             """
     }
 
+    /// `held`: whether committed events after `bound` wait behind the fence (a transaction older
+    /// than theirs is still open), so a reader that found nothing should look again shortly.
+    package static func heldBackSQL(after bound: String) -> String {
+        """
+        SELECT EXISTS (SELECT 1 FROM ledger.events e
+                        WHERE (e.tx_id, e.position) > \(bound) AND e.tx_id >= pg_snapshot_xmin(pg_current_snapshot())) AS held
+        """
+    }
+
     /// `SELECT … FROM ledger.events e`, the columns `RecordedEvent(row:)` reads; append a WHERE clause.
     package static let selectEventsSQL = """
         SELECT e.event_id, e.stream, e.version, e.event_type, e.data::text AS data, e.metadata::text AS metadata,

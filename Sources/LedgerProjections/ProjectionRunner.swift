@@ -22,6 +22,8 @@ package enum ProjectionRunner {
         package var timelines: [UserTimeline] = []
         /// The checkpoint after this batch: what the version has applied, whoever applied it.
         package var checkpoint: LogPosition
+        /// Committed events were left for later behind the snapshot fence (live batches only).
+        package var heldBack = false
     }
 
     /// `liveStep`, also telling the last position applied and the users it changed, whom it
@@ -50,6 +52,10 @@ package enum ProjectionRunner {
                                    [UsersProjection.name]),
                 PipelinedStatement(EventStore.readAllSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))", limit: "$2"),
                                    [UsersProjection.name, batchSize]),
+                // Committed events the fence still holds back (an older transaction is open):
+                // their appenders' wake-ups have come and gone, so the worker must look again soon
+                // rather than sleep until the next append.
+                PipelinedStatement(EventStore.heldBackSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))"), [UsersProjection.name]),
             ], transaction: false)
             guard let row = opening[2].first else {
                 throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
@@ -57,15 +63,17 @@ package enum ProjectionRunner {
             let version = try row["active_version"].int()
             let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
             let batch = try opening[3].map(RecordedEvent.init(row:))
+            let heldBack = try opening[4][0]["held"].bool()
             guard let last = batch.last else {
                 try connection.query("COMMIT")
-                return Applied(count: 0, last: nil, users: [], checkpoint: after)
+                return Applied(count: 0, last: nil, users: [], checkpoint: after, heldBack: heldBack)
             }
             let changes = try UsersProjection(version: version).changes(for: batch, on: connection)
             var closing = changes.writes + [advanceStatement(version: version, to: last.position)]
             if !changes.users.isEmpty { closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(changes.users, origin: origin, position: last.position)])) }
             _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
-            return Applied(count: batch.count, last: last.position, users: changes.users, timelines: changes.timelines, checkpoint: last.position)
+            return Applied(count: batch.count, last: last.position, users: changes.users, timelines: changes.timelines, checkpoint: last.position,
+                           heldBack: heldBack)
         } catch {
             connection.rollbackIfNeeded()
             throw error

@@ -49,6 +49,13 @@ package struct ProjectionWorker: Sendable {
                 // their commit, other processes' through NOTIFY): the wait returns at once then.
                 // Looping straight back after every batch mostly read nothing, two round trips each.
                 if applied.count == batchSize { continue }
+                // Events committed behind an open transaction: look again in a moment (their
+                // appenders' wake-ups are spent; waiting for the next append stalled every writer
+                // for the poll interval).
+                if applied.heldBack {
+                    try? await Task.sleep(for: .milliseconds(1))
+                    continue
+                }
             } catch {
                 logger.warning("projection batch failed; retrying", metadata: ["error": "\(error)"])
             }

@@ -116,10 +116,10 @@ package final class WebhookDispatcher: Sendable {
         let results = try await pool.withConnection { try $0.pipeline(batch, transaction: false) }
         guard capacity > 0, let rows = results.last else { return [] }
         return try rows.map { row in
-            let position = try row["position"].optionalString().flatMap { Int64($0) }
+            let position = row["position"].optionalString().flatMap { Int64($0) }
             return Lease(bundleID: try row["bundle_id"].string(), webhook: try row["webhook"].string(), userID: try row["user_id"].string(),
                          delivered: try row["delivered"].int64(), wanted: try row["wanted"].int64(), attempts: try row["attempts"].int(),
-                         firstFailedAt: try row["first_failed_at"].optionalString() == nil ? nil : try row["first_failed_at"].date(),
+                         firstFailedAt: row["first_failed_at"].optionalString() == nil ? nil : try row["first_failed_at"].date(),
                          url: try row["url"].string(), secret: try row["secret"].string(),
                          change: try position.map { ($0, try row["id"].string(), try row["body"].string()) })
         }

@@ -78,7 +78,7 @@ package struct WebhookRegistry: Sendable {
               FROM ledger.webhooks w LEFT JOIN ledger.webhook_queue q ON q.bundle_id = w.bundle_id AND q.webhook = w.name
              WHERE w.bundle_id = $1 GROUP BY w.bundle_id, w.name ORDER BY w.name
             """, [bundleID]).map { row in
-            Webhook(name: try row["name"].string(), url: try row["url"].string(), types: try row["types"].optionalString().map(Self.textArray),
+            Webhook(name: try row["name"].string(), url: try row["url"].string(), types: row["types"].optionalString().map(Self.textArray),
                     startsAfter: try row["starts_after"].int64(), createdAt: try row["created_at"].date(), updatedAt: try row["updated_at"].date(),
                     backlog: try row["backlog"].int(), failing: try row["failing"].int())
         }
@@ -103,7 +103,7 @@ package struct WebhookRegistry: Sendable {
         guard results[0].count > 0 else { return nil }
         return try results[1].map { row in
             ParkedChange(position: try row["position"].int64(), changeID: try row["change_id"].string(), userID: try row["user_id"].string(),
-                         attempts: try row["attempts"].int(), lastError: try row["last_error"].optionalString(), parkedAt: try row["parked_at"].date())
+                         attempts: try row["attempts"].int(), lastError: row["last_error"].optionalString(), parkedAt: try row["parked_at"].date())
         }
     }
 
