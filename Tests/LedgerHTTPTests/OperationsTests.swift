@@ -44,6 +44,9 @@ import Testing
             ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants"), ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants/{grant_id}/revoke"),
             ("GET", "/v1/apps/{bundle_id}/exports/transactions"),
             ("PUT", "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}"), ("GET", "/v1/apps/{bundle_id}/app-account-tokens/{token}"), ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.json"),
+            ("GET", "/v1/apps/{bundle_id}/changes"), ("GET", "/v1/apps/{bundle_id}/webhooks"), ("PUT", "/v1/apps/{bundle_id}/webhooks/{name}"),
+            ("GET", "/v1/apps/{bundle_id}/webhooks/{name}"), ("DELETE", "/v1/apps/{bundle_id}/webhooks/{name}"),
+            ("GET", "/v1/apps/{bundle_id}/webhooks/{name}/failures"), ("POST", "/v1/apps/{bundle_id}/webhooks/{name}/replay"),
         ]
         for (method, path) in routes {
             #expect((paths[path] as? [String: Any])?[method.lowercased()] != nil, "\(method) \(path) is documented")
@@ -83,6 +86,15 @@ import Testing
             ("GET", "/v1/apps/\(b)/orders/MQ1", "/v1/apps/{bundle_id}/orders/{order_id}", nil, nil),
             ("GET", "/v1/apps/\(b)/orders/MQ2", "/v1/apps/{bundle_id}/orders/{order_id}", nil, nil),
             ("GET", "/v1/apps/com.none/users/v", "/v1/apps/{bundle_id}/users/{user_id}", nil, nil),
+            ("PUT", "/v1/apps/\(b)/webhooks/h", "/v1/apps/{bundle_id}/webhooks/{name}", ["url": "http://127.0.0.1:9/h", "secret": "0123456789abcdef0"], nil),
+            ("PUT", "/v1/apps/\(b)/webhooks/h", "/v1/apps/{bundle_id}/webhooks/{name}", ["url": "http://127.0.0.1:9/h", "secret": "short"], nil),
+            ("GET", "/v1/apps/\(b)/webhooks", "/v1/apps/{bundle_id}/webhooks", nil, nil),
+            ("GET", "/v1/apps/\(b)/webhooks/h", "/v1/apps/{bundle_id}/webhooks/{name}", nil, nil),
+            ("GET", "/v1/apps/\(b)/webhooks/h/failures", "/v1/apps/{bundle_id}/webhooks/{name}/failures", nil, nil),
+            ("POST", "/v1/apps/\(b)/webhooks/h/replay", "/v1/apps/{bundle_id}/webhooks/{name}/replay", ["from_position": 1], nil),
+            ("POST", "/v1/apps/\(b)/webhooks/nope/replay", "/v1/apps/{bundle_id}/webhooks/{name}/replay", ["from_position": 1], nil),
+            ("GET", "/v1/apps/\(b)/changes?limit=5", "/v1/apps/{bundle_id}/changes", nil, nil),
+            ("GET", "/v1/apps/\(b)/changes?wait=99", "/v1/apps/{bundle_id}/changes", nil, nil),
             ("GET", "/healthz", "/healthz", nil, nil), ("GET", "/readyz", "/readyz", nil, nil),
         ]
         for (method, url, template, json, body) in checks {

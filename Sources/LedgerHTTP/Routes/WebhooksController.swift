@@ -32,6 +32,21 @@ struct WebhooksController {
             (created_at, updated_at) = (RFC3339.string(webhook.createdAt), RFC3339.string(webhook.updatedAt))
             (users_waiting, users_failing) = (webhook.backlog, webhook.failing)
         }
+
+        enum CodingKeys: CodingKey { case name, url, types, starts_after, created_at, updated_at, users_waiting, users_failing }
+
+        /// `types` written as null when absent: clients read a fixed shape.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(url, forKey: .url)
+            try container.encode(types, forKey: .types)
+            try container.encode(starts_after, forKey: .starts_after)
+            try container.encode(created_at, forKey: .created_at)
+            try container.encode(updated_at, forKey: .updated_at)
+            try container.encode(users_waiting, forKey: .users_waiting)
+            try container.encode(users_failing, forKey: .users_failing)
+        }
     }
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
