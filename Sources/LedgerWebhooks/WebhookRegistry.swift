@@ -61,13 +61,20 @@ package struct WebhookRegistry: Sendable {
     /// Creates or replaces a webhook (true: created). A new one delivers the changes announced
     /// from now on; a replaced one keeps its place.
     package func put(bundleID: String, name: String, url: String, secret: String, types: [String]?) async throws -> Bool {
-        let rows = try await pool.query("""
-            INSERT INTO ledger.webhooks (bundle_id, name, url, secret, types, starts_after)
-            VALUES ($1, $2, $3, $4, $5::text[], (SELECT coalesce(max(position), 0) FROM ledger.changes))
-            ON CONFLICT (bundle_id, name) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, types = EXCLUDED.types, updated_at = now()
-            RETURNING (xmax = 0) AS created
-            """, [bundleID, name, url, secret, types.map(PostgresTextArray.init)])
-        return try rows[0]["created"].bool()
+        let results = try await pool.withConnection { connection in
+            try connection.pipeline([
+                // Under the change projection's lock: a batch committing meanwhile has either
+                // queued its users for this webhook or numbered its changes after `starts_after`.
+                PipelinedStatement("SELECT pg_advisory_xact_lock(hashtext('ledger.changes'))"),
+                PipelinedStatement("""
+                    INSERT INTO ledger.webhooks (bundle_id, name, url, secret, types, starts_after)
+                    VALUES ($1, $2, $3, $4, $5::text[], (SELECT coalesce(max(position), 0) FROM ledger.changes))
+                    ON CONFLICT (bundle_id, name) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, types = EXCLUDED.types, updated_at = now()
+                    RETURNING (xmax = 0) AS created
+                    """, [bundleID, name, url, secret, types.map(PostgresTextArray.init)]),
+            ], transaction: true)
+        }
+        return try results[1][0]["created"].bool()
     }
 
     package func list(bundleID: String) async throws -> [Webhook] {

@@ -57,6 +57,10 @@ struct WebhookBenchmark: AsyncParsableCommand {
         let simulated = SimulatedApp(authority: authority, bundleID: bundle, environment: "Sandbox")
         let receiver = WebhookReceiver(secret: Self.secret)
         try await receiver.start()
+        // The load's own client, with as many connections as it sends at once (the shared one keeps 8).
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
 
         /// A new user's purchase of coins: one change (balance.credited) for `user`.
         func body(_ user: String) throws -> [UInt8] {
@@ -68,7 +72,7 @@ struct WebhookBenchmark: AsyncParsableCommand {
             request.method = method
             request.headers.add(name: "Authorization", value: "Bearer \(key)")
             request.body = .bytes(ByteBuffer(bytes: bytes))
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let response = try await client.execute(request, timeout: .seconds(30))
             _ = try await response.body.collect(upTo: 1 << 20)
             return Int(response.status.code)
         }
@@ -138,6 +142,7 @@ struct WebhookBenchmark: AsyncParsableCommand {
         print("    delivered \(format(median(deliveryRates)))   (rounds: \(deliveryRates.map { String(format: "%.0f", $0) }.joined(separator: " / ")); goal ≥ 2,000/s)")
         print("    ingested  \(format(median(ingestRates)))   the same purchases, 32 connections (rounds: \(ingestRates.map { String(format: "%.0f", $0) }.joined(separator: " / ")))")
         await receiver.stop()
+        try await client.shutdown()
         await group.triggerGracefulShutdown()
         _ = await server.result
         await pool.close()
