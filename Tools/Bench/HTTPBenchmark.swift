@@ -34,19 +34,8 @@ struct HTTPBenchmark: AsyncParsableCommand {
         guard let wrk = Self.which("wrk") else { throw ValidationError("wrk is not installed (apt-get install wrk)") }
         let (database, owner, logger) = try BenchDatabase.openMigrated()
         defer { database.close() }
-        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
-        let pool = PostgresPool(configuration: { var c = database.configuration; c.role = "ledger_app"; return c }(), size: 8, logger: logger)
-        let store = EventStore(pool: pool, logger: logger)
-        let authority = try TestCertificateAuthority()
-        let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [authority.root]),
-                                      receipts: VerifyReceiptConfiguration(), logger: logger)
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
-        let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger) + [app],
-                                                      logger: logger))
-        let server = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        let base = "http://127.0.0.1:\(await iterator.next()!)"
+        let server = try await BenchServer.start(on: database, logger: logger)
+        let (services, pool, authority, base) = (server.services, server.pool, server.authority, server.base)
 
         let bundle = "com.example.bench"
         _ = try await services.directory.configure(bundle, settings: .init(), sharedSecret: nil)
@@ -123,8 +112,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
         if ingestionOnly {
             print("ingestion of signed transactions beside pgbench's one-row INSERT with as many clients (issue 16: ≥ 25 % at 4, ≥ 3,000/s at 32)")
             ingestionLines().forEach { print($0) }
-            await group.triggerGracefulShutdown()
-            _ = await server.result
+            await server.stop()
             return
         }
 
@@ -170,9 +158,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
         if let chosen = half.last { print(String(format: "  p99 at ~half of peak load: %.2f ms (goal < 10 ms)", chosen.run.p99)) }
         print("  ingestion of signed transactions, one run per concurrency, beside pgbench's one-row INSERT (issue 16: ≥ 25 % at 4, ≥ 3,000/s at 32):")
         ingestionLines().forEach { print($0) }
-        await group.triggerGracefulShutdown()
-        _ = await server.result
-        await pool.close()
+        await server.stop()
     }
 
     struct WrkRun {

@@ -38,18 +38,8 @@ struct WebhookBenchmark: AsyncParsableCommand {
     func run() async throws {
         let (database, _, logger) = try BenchDatabase.openMigrated()
         defer { database.close() }
-        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
-        let pool = PostgresPool(configuration: { var c = database.configuration; c.role = "ledger_app"; return c }(), size: 8, logger: logger)
-        let store = EventStore(pool: pool, logger: logger)
-        let authority = try TestCertificateAuthority()
-        let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [authority.root]),
-                                      receipts: VerifyReceiptConfiguration(), logger: logger)
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
-        let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger) + [app], logger: logger))
-        let server = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        let base = "http://127.0.0.1:\(await iterator.next()!)"
+        let server = try await BenchServer.start(on: database, logger: logger)
+        let (services, pool, authority, base) = (server.services, server.pool, server.authority, server.base)
         let bundle = "com.example.webhooks-\(UInt32.random(in: 0...UInt32.max))"
         _ = try await services.directory.configure(bundle, settings: .init(), sharedSecret: nil)
         _ = try await services.directory.define(.init(productID: "coins.100", type: .consumable, grants: ["coins": 100]), in: bundle)
@@ -143,9 +133,7 @@ struct WebhookBenchmark: AsyncParsableCommand {
         print("    ingested  \(format(median(ingestRates)))   the same purchases, 32 connections (rounds: \(ingestRates.map { String(format: "%.0f", $0) }.joined(separator: " / ")))")
         await receiver.stop()
         try await client.shutdown()
-        await group.triggerGracefulShutdown()
-        _ = await server.result
-        await pool.close()
+        await server.stop()
     }
 
     /// When each purchase was answered.

@@ -1,0 +1,42 @@
+import AppStore
+import AppStoreSimulator
+import Foundation
+import Hummingbird
+import LedgerEventStore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerSchema
+import Logging
+import ServiceLifecycle
+
+/// The real server as `ledger serve` runs it (background services and HTTP in one service group),
+/// on a benchmark database, trusting a fresh test authority's root: what the HTTP benchmarks load.
+struct BenchServer {
+    let services: LedgerServices
+    let pool: PostgresPool
+    let authority: TestCertificateAuthority
+    let base: String
+    let group: ServiceGroup
+    let task: Task<Void, any Error>
+
+    static func start(on database: BenchDatabase, logger: Logger) async throws -> BenchServer {
+        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
+        let pool = PostgresPool(configuration: { var c = database.configuration; c.role = "ledger_app"; return c }(), size: 8, logger: logger)
+        let authority = try TestCertificateAuthority()
+        let services = LedgerServices(pool: pool, store: EventStore(pool: pool, logger: logger), migrator: migrator,
+                                      verifier: SignedDataVerifier(roots: [authority.root]), receipts: VerifyReceiptConfiguration(), logger: logger)
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
+        let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger) + [app], logger: logger))
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        let base = "http://127.0.0.1:\(await iterator.next()!)"
+        return BenchServer(services: services, pool: pool, authority: authority, base: base, group: group, task: task)
+    }
+
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+        await pool.close()
+    }
+}
