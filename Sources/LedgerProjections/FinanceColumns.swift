@@ -23,3 +23,19 @@ struct FinanceColumns {
          PostgresTextArray(environments), PostgresTextArray(times), PostgresTextArray(recorded)]
     }
 }
+
+/// Metric contributions as unnest() columns, for one insert of a batch's rows.
+struct MetricColumns {
+    private var columns: [[String?]] = Array(repeating: [], count: 8)
+
+    var isEmpty: Bool { columns[0].isEmpty }
+
+    mutating func append(_ transaction: TransactionKey, _ c: MetricContribution) {
+        let row: [String?] = [transaction.bundleID, transaction.originalTransactionID, c.kind.rawValue, c.environment.rawValue, c.dimension,
+                              PostgresTimestamp.format(c.from), c.until.map(PostgresTimestamp.format), String(c.value)]
+        for (index, value) in row.enumerated() { columns[index].append(value) }
+    }
+
+    var parameters: [(any PostgresBindable)?] { columns.map { PostgresNullableTextArray($0) } }
+}
+

@@ -104,10 +104,14 @@ package struct ProjectionRebuilder: Sendable {
         }
         progress(RebuildProgress(phase: .computingFinance, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         let finance = try Self.financeCopyRows(ledgers)
+        let metrics = try Self.metricCopyRows(ledgers)
         let financeLoad = Parallel.start([{
             try load("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
                      + "product_id, quantity, price, currency, storefront, environment, occurred_at, recorded_at) FROM STDIN", finance)
             try index("finance", "finance_time")
+            try load("COPY \(projection.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value) FROM STDIN",
+                     metrics)
+            try index("metrics")
         }])
         progress(RebuildProgress(phase: .computing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         let (owners, timelines, users) = try Self.copyRows(ledgers)
@@ -183,6 +187,24 @@ package struct ProjectionRebuilder: Sendable {
         }
     }
 
+    /// COPY text for the metric contributions, per original transaction as the live worker writes
+    /// them, one part per core.
+    static func metricCopyRows(_ ledgers: [String: AppLedger]) throws -> [[UInt8]] {
+        let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.originalTransactions.map { (bundleID, ledger, $0) } }
+        return try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
+            var out = CopyTextWriter()
+            for (bundleID, ledger, original) in work[range] {
+                for c in SubscriptionMetrics.contributions(of: ledger.facts(ofTransaction: original), originalTransactionID: original) {
+                    out.row {
+                        $0.field(bundleID); $0.field(original); $0.field(c.kind.rawValue); $0.field(c.environment.rawValue); $0.field(c.dimension)
+                        $0.field(PostgresTimestamp.format(c.from)); $0.field(c.until.map(PostgresTimestamp.format)); $0.field(c.value)
+                    }
+                }
+            }
+            return out.bytes
+        }
+    }
+
     static let decodingThreads = max(1, min(4, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 
     /// Decodes a batch on every core, in log order (one part per core, in order); also the
@@ -209,7 +231,7 @@ package struct ProjectionRebuilder: Sendable {
                                [UsersProjection.name, version]).map { try $0[0].int() }
         for stale in old {
             let projection = UsersProjection(version: stale)
-            try db.execute(script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines), \(projection.finance)")
+            try db.execute(script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines), \(projection.finance), \(projection.metrics)")
             try db.query("DELETE FROM ledger.projection_checkpoints WHERE name = $1 AND version = $2", [UsersProjection.name, stale])
         }
     }

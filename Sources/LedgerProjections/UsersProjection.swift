@@ -19,6 +19,7 @@ package struct UsersProjection: Sendable {
     package var owners: String { "ledger.transaction_owners_v\(version)" }
     package var timelines: String { "ledger.user_timelines_v\(version)" }
     var finance: String { "ledger.finance_rows_v\(version)" }
+    var metrics: String { "ledger.metric_contributions_v\(version)" }
 
     /// Records ownership from the batch, then recomputes every user the batch touched from that
     /// user's facts in the log. Recomputing (rather than patching) keeps the stored timeline
@@ -183,18 +184,35 @@ package struct UsersProjection: Sendable {
         return ledgers
     }
 
-    /// Replaces the finance rows of each original transaction with what its stream now says
-    /// (`facts` hold every fact of those streams): one delete and one insert for them all.
+    /// Replaces the finance rows and metric contributions of each original transaction with what
+    /// its stream now says (`facts` hold every fact of those streams): a delete and an insert each
+    /// for them all.
     func financeWrites(_ transactions: [TransactionKey], streams: [String], facts: [StreamFact]) -> [PipelinedStatement] {
         let wanted = Set(streams)
         var ledgers: [String: AppLedger] = [:]
+        var own: [String: [RecordedFact]] = [:]
         for (stream, bundleID, fact) in facts where wanted.contains(stream) {
             ledgers[stream, default: AppLedger(bundleID: bundleID)].apply(fact)
+            own[stream, default: []].append(fact)
         }
-        var writes = [PipelinedStatement("""
+        let keys: [(any PostgresBindable)?] = [PostgresTextArray(transactions.map(\.bundleID)), PostgresTextArray(transactions.map(\.originalTransactionID))]
+        var metrics = MetricColumns()
+        for (transaction, stream) in zip(transactions, streams) {
+            for contribution in SubscriptionMetrics.contributions(of: own[stream] ?? [], originalTransactionID: transaction.originalTransactionID) {
+                metrics.append(transaction, contribution)
+            }
+        }
+        let metricWrites = [PipelinedStatement("""
+            DELETE FROM \(self.metrics) m USING unnest($1::text[], $2::text[]) AS t(bundle_id, original)
+             WHERE m.bundle_id = t.bundle_id AND m.original_transaction_id = t.original
+            """, keys)] + (metrics.isEmpty ? [] : [PipelinedStatement("""
+            INSERT INTO \(self.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[])
+            """, metrics.parameters)])
+        var writes = metricWrites + [PipelinedStatement("""
             DELETE FROM \(finance) f USING unnest($1::text[], $2::text[]) AS t(bundle_id, original)
              WHERE f.bundle_id = t.bundle_id AND f.original_transaction_id = t.original
-            """, [PostgresTextArray(transactions.map(\.bundleID)), PostgresTextArray(transactions.map(\.originalTransactionID))])]
+            """, keys)]
         var columns = FinanceColumns()
         for (transaction, stream) in zip(transactions, streams) {
             guard let ledger = ledgers[stream] else { continue }
@@ -253,10 +271,11 @@ struct TransactionKey: Hashable, Sendable {
 }
 
 extension LedgerEvent {
-    /// Facts that add, remove or re-attribute a finance row (ownership decides its user column).
+    /// Facts that add, remove or re-attribute a finance row (ownership decides its user column), or
+    /// change a transaction's metrics (a family-sharing revocation ends its access).
     var changesFinance: Bool {
         switch self {
-        case .purchased, .restored, .renewed, .recovered, .refunded, .refundReversed, .transactionClaimed, .ownershipTransferred: true
+        case .purchased, .restored, .renewed, .recovered, .refunded, .revoked, .refundReversed, .transactionClaimed, .ownershipTransferred: true
         default: false
         }
     }

@@ -167,6 +167,12 @@ package struct AppLedger: Sendable {
         }
     }
 
+    /// The facts of one original transaction's stream, in recording order (what its finance rows
+    /// and metric contributions are computed from).
+    package func facts(ofTransaction originalTransactionID: String) -> [RecordedFact] {
+        (transactionFacts[originalTransactionID] ?? []).map { facts[$0] }
+    }
+
     /// Every original transaction with facts in this ledger.
     package var originalTransactions: [String] { transactionFacts.keys.sorted() }
 }

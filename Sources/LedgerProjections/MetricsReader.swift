@@ -1,0 +1,72 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+
+/// The finance metrics' daily series, summed from the stored contributions (the active version of
+/// the `users` projection): `SubscriptionMetrics.daily`'s contract, in two statements whatever the
+/// range. Points are summed per day; spans by a running sum of their starts and ends — a span counts
+/// on the days from its start's to the day before its end's, so each adds +value on the first and
+/// −value after the last — rather than by joining every day with every span.
+package struct MetricsReader: Sendable {
+    let reads: ReadReplicas
+
+    package init(reads: ReadReplicas) { self.reads = reads }
+
+    /// Every non-zero value for the UTC days from `first` through `last` (midnights), one environment.
+    package func daily(bundleID: String, environment: AppleEnvironment, from first: Date, through last: Date) async throws -> [MetricPoint] {
+        let end = last.addingTimeInterval(86_400)
+        let results = try await reads.read(atLeast: await reads.requiredForAll()) { connection in
+            try connection.pipeline([
+                PipelinedStatement("""
+                    SELECT kind, dimension, date_trunc('day', from_at) AS day, sum(value)::bigint AS value FROM ledger.metric_contributions
+                     WHERE bundle_id = $1 AND environment = $2 AND until_at IS NULL AND from_at >= $3 AND from_at < $4
+                     GROUP BY 1, 2, 3
+                    """, [bundleID, environment.rawValue, first, end]),
+                PipelinedStatement("""
+                    SELECT kind, dimension, day, sum(value)::bigint AS value FROM (
+                        SELECT kind, dimension, date_trunc('day', from_at) AS day, value FROM ledger.metric_contributions
+                         WHERE bundle_id = $1 AND environment = $2 AND until_at IS NOT NULL AND from_at < $3
+                        UNION ALL
+                        SELECT kind, dimension, date_trunc('day', until_at - interval '1 day') + interval '1 day', -value FROM ledger.metric_contributions
+                         WHERE bundle_id = $1 AND environment = $2 AND until_at IS NOT NULL AND from_at < $3 AND until_at < $3 + interval '1 day'
+                    ) deltas GROUP BY 1, 2, 3 ORDER BY 3
+                    """, [bundleID, environment.rawValue, end]),
+            ], transaction: false)
+        }
+        var points: [MetricPoint] = []
+        for row in results[0] {
+            guard let kind = MetricContribution.Kind(rawValue: try row["kind"].string()) else { continue }
+            let value = try row["value"].int64()
+            if value != 0 {
+                points.append(MetricPoint(day: try row["day"].date(), kind: kind, environment: environment, dimension: try row["dimension"].string(), value: value))
+            }
+        }
+        // Spans: walk the days, applying each day's deltas to the running totals.
+        var deltas: [(day: Date, series: SeriesKey, value: Int64)] = []
+        for row in results[1] {
+            guard let kind = MetricContribution.Kind(rawValue: try row["kind"].string()) else { continue }
+            deltas.append((try row["day"].date(), SeriesKey(kind: kind, dimension: try row["dimension"].string()), try row["value"].int64()))
+        }
+        var running: [SeriesKey: Int64] = [:]
+        var next = 0
+        var day = deltas.first.map { min($0.day, first) } ?? first
+        while day <= last {
+            while next < deltas.count, deltas[next].day <= day {
+                running[deltas[next].series, default: 0] += deltas[next].value
+                next += 1
+            }
+            if day >= first {
+                for (series, value) in running where value != 0 {
+                    points.append(MetricPoint(day: day, kind: series.kind, environment: environment, dimension: series.dimension, value: value))
+                }
+            }
+            day = day.addingTimeInterval(86_400)
+        }
+        return points.sorted { ($0.day, $0.kind.rawValue, $0.environment.rawValue, $0.dimension) < ($1.day, $1.kind.rawValue, $1.environment.rawValue, $1.dimension) }
+    }
+
+    struct SeriesKey: Hashable {
+        var kind: MetricContribution.Kind
+        var dimension: String
+    }
+}
