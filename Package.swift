@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.100.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.0.0"),
         // Traits named explicitly: with the defaults SwiftPM orders -D flags differently between
         // `swift build` and `swift test` and recompiles ~100 files on every switch.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0", traits: []),
@@ -174,6 +175,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The console: pages for support and finance (server-rendered Mustache, SVG charts, sessions).
+        .target(
+            name: "LedgerConsole",
+            dependencies: [
+                "AppStoreServerAPI", "LedgerAccess", "LedgerCore", "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: [.copy("Templates")],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP edge (Hummingbird 2).
         .target(
             name: "LedgerHTTP",
@@ -181,6 +195,7 @@ let package = Package(
                 "LedgerAccess",
                 "LedgerChanges",
                 "LedgerWebhooks",
+                "LedgerConsole",
                 "LedgerReconciliation",
                 "AppStoreServerAPI",
                 "LedgerPostgres",

@@ -1,6 +1,7 @@
 import AppStore
 import Hummingbird
 import LedgerChanges
+import LedgerConsole
 import LedgerEventStore
 import LedgerIngestion
 import LedgerPostgres
@@ -31,6 +32,15 @@ package func buildApplication(
     ExportController(directory: directory, reads: services.reads).register(on: v1)
     ChangesController(directory: directory, feed: ChangeFeed(pool: services.pool, notifications: services.changes)).register(on: v1)
     WebhooksController(directory: directory, registry: services.webhooks).register(on: v1)
+    let metrics = services.metrics
+    let console = ConsoleContext(
+        sessions: ConsoleSessions(pool: services.pool, keys: services.keys), directory: directory,
+        reader: UserStateReader(pool: services.pool, cache: services.timelines, replicas: services.reads), metrics: MetricsReader(reads: services.reads),
+        actions: services.actions, evidence: EvidenceStore(pool: services.pool), tokens: AppAccountTokens(store: services.store), lookups: services.lookups,
+        pool: services.pool,
+        refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
+    // The templates are part of the binary: a missing one is a build fault, found by every test.
+    try! ConsoleController<LedgerRequestContext>(console: console).register(on: router)
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: port), serverName: "ledger"),

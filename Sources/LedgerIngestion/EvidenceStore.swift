@@ -73,6 +73,16 @@ package struct EvidenceStore: Sendable {
 
     /// The raw bytes behind a digest, for audits.
     package func body(of digest: String) async throws -> Data? {
-        try await pool.query("SELECT body FROM ledger.evidence WHERE digest = $1", [digest]).first.map { Data(try $0["body"].bytes()) }
+        try await bodies(of: [digest])[digest]
+    }
+
+    /// The raw bytes behind several digests, in one statement (a user page shows a whole timeline).
+    package func bodies(of digests: [String]) async throws -> [String: Data] {
+        guard !digests.isEmpty else { return [:] }
+        var found: [String: Data] = [:]
+        for row in try await pool.query("SELECT digest, body FROM ledger.evidence WHERE digest = ANY($1::text[])", [PostgresTextArray(digests)]) {
+            found[try row["digest"].string()] = Data(try row["body"].bytes())
+        }
+        return found
     }
 }

@@ -70,7 +70,9 @@ package struct UserActions: Sendable {
     }
 
     /// A promotional entitlement from support, from now until `expiresAt` (nil: until revoked).
-    package func grant(bundleID: String, userID: String, entitlement: String, expiresAt: Date?, reason: String, grantID: String?) async throws -> PromotionalGrant {
+    /// `actor`: the API key's name, recorded with the grant.
+    package func grant(bundleID: String, userID: String, entitlement: String, expiresAt: Date?, reason: String, grantID: String?,
+                       actor: String? = nil) async throws -> PromotionalGrant {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             if let grantID { try Identifier.grantID.check(grantID) }
@@ -82,7 +84,7 @@ package struct UserActions: Sendable {
             try Identifier.entitlement.check(entitlement)
             if let expiresAt, expiresAt <= now { throw LedgerError(.invalid, "invalid_grant", "the grant would already have ended") }
             let grant = PromotionalGrant(grantID: grantID ?? UUID().uuidString.lowercased(), userID: userID, entitlement: entitlement,
-                                         startsAt: now, expiresAt: expiresAt, reason: reason)
+                                         startsAt: now, expiresAt: expiresAt, reason: reason, actor: actor)
             let stream = LedgerStream.user(bundleID, userID: userID)
             let id = StableID.make(stream, LedgerEventType.promotionalGranted.rawValue, grant.grantID)
             let (recorded, appended) = try await store.serialized(on: stream) { locked -> (PromotionalGrant, AppendResult?) in
@@ -99,7 +101,7 @@ package struct UserActions: Sendable {
     }
 
     /// Ends a promotional grant now.
-    package func revokeGrant(bundleID: String, userID: String, grantID: String, reason: String) async throws {
+    package func revokeGrant(bundleID: String, userID: String, grantID: String, reason: String, actor: String? = nil) async throws {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             try Identifier.grantID.check(grantID)
@@ -111,7 +113,7 @@ package struct UserActions: Sendable {
                 guard grants.contains(where: { if case .promotionalGranted(let g) = $0 { g.grantID == grantID } else { false } }) else {
                     throw LedgerError(.notFound, "unknown_grant", "user \(userID) has no grant \(grantID)")
                 }
-                let revocation = PromotionalRevocation(grantID: grantID, userID: userID, reason: reason.isEmpty ? "revoked" : reason)
+                let revocation = PromotionalRevocation(grantID: grantID, userID: userID, reason: reason.isEmpty ? "revoked" : reason, actor: actor)
                 let id = StableID.make(stream, LedgerEventType.promotionalRevoked.rawValue, grantID)
                 guard !existing.contains(where: { $0.id == id }) else { return nil }
                 let (_, event) = try StoredFacts.newEvent(.promotionalRevoked(revocation), bundleID: bundleID, id: id, occurredAt: Date())

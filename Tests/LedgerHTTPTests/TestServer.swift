@@ -172,15 +172,18 @@ final class TestServer: Sendable {
         var errorCode: String? { (json["error"] as? [String: any Sendable])?["code"] as? String }
     }
 
+    /// A client that hands redirects back (the console answers forms with 303s).
+    static let withoutRedirects = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+
     func send(_ method: String, _ path: String, key: String? = nil, json: [String: Any]? = nil, body: Data? = nil,
-              headers: [(String, String)] = [], timeout: Int64 = 60) async throws -> Answer {
+              headers: [(String, String)] = [], timeout: Int64 = 60, followingRedirects: Bool = true) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = HTTPMethod(rawValue: method)
         if let key { request.headers.add(name: "Authorization", value: "Bearer \(key)") }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let json { request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeout))
+        let response = try await (followingRedirects ? HTTPClient.shared : Self.withoutRedirects).execute(request, timeout: .seconds(timeout))
         let data = try await response.body.collect(upTo: 512 * 1024 * 1024)
         return Answer(status: Int(response.status.code), headers: response.headers, body: Data(data.readableBytesView))
     }

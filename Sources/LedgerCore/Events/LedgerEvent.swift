@@ -192,13 +192,16 @@ package struct PromotionalGrant: Codable, Sendable, Equatable {
     /// Nil: until revoked.
     package var expiresAt: Date?
     package var reason: String
-    package init(grantID: String, userID: String, entitlement: String, startsAt: Date, expiresAt: Date?, reason: String) {
+    /// Who granted it: the API key's name (console or API). Absent in grants recorded before it was kept.
+    package var actor: String?
+    package init(grantID: String, userID: String, entitlement: String, startsAt: Date, expiresAt: Date?, reason: String, actor: String? = nil) {
         self.grantID = grantID
         self.userID = userID
         self.entitlement = entitlement
         self.startsAt = startsAt
         self.expiresAt = expiresAt
         self.reason = reason
+        self.actor = actor
     }
 }
 
@@ -206,10 +209,13 @@ package struct PromotionalRevocation: Codable, Sendable, Equatable {
     package var grantID: String
     package var userID: String
     package var reason: String
-    package init(grantID: String, userID: String, reason: String) {
+    /// Who revoked it: the API key's name.
+    package var actor: String?
+    package init(grantID: String, userID: String, reason: String, actor: String? = nil) {
         self.grantID = grantID
         self.userID = userID
         self.reason = reason
+        self.actor = actor
     }
 }
 

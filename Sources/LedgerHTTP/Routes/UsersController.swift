@@ -63,7 +63,7 @@ struct UsersController {
             default: throw APIError.invalid("invalid_grant", "give duration or until, not both")
             }
             let grant = try await actions.grant(bundleID: bundleID, userID: userID, entitlement: body.entitlement, expiresAt: expiresAt,
-                                                reason: body.reason, grantID: body.grant_id)
+                                                reason: body.reason, grantID: body.grant_id, actor: context.key?.name)
             return try JSONBody.response(Wire.GrantBody(grant_id: grant.grantID, user_id: grant.userID, entitlement: grant.entitlement,
                                                         starts_at: RFC3339.string(grant.startsAt), expires_at: grant.expiresAt.map(RFC3339.string),
                                                         reason: grant.reason), status: .created)
@@ -72,7 +72,8 @@ struct UsersController {
             let (bundleID, userID) = try context.appAndUser(.admin)
             let grantID = try context.parameters.require("grant_id")
             let body = try await JSONBody.decode(Wire.RevokeRequest.self, from: request, context: context)
-            try await actions.revokeGrant(bundleID: bundleID, userID: userID, grantID: grantID, reason: body.reason ?? "revoked by support")
+            try await actions.revokeGrant(bundleID: bundleID, userID: userID, grantID: grantID, reason: body.reason ?? "revoked by support",
+                                          actor: context.key?.name)
             struct Answer: Encodable { var grant_id: String; var status: String }
             return try JSONBody.response(Answer(grant_id: grantID, status: "revoked"))
         }

@@ -41,6 +41,18 @@ package final class Metrics: Sendable {
         state.withLock { $0.counters[name, default: [:]][flat, default: 0] += 1 }
     }
 
+    /// A counter's values by label value (`label`), e.g. evidence refused by code.
+    package func counts(_ name: String, by label: String, where filter: (String, String) -> Bool = { _, _ in true }) -> [(String, Int)] {
+        let series = state.withLock { $0.counters[name] ?? [:] }
+        var totals: [String: Int] = [:]
+        for (flat, value) in series {
+            let labels = Dictionary(stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0], flat[$0 + 1]) }, uniquingKeysWith: { a, _ in a })
+            guard let key = labels[label], labels.allSatisfy({ filter($0.key, $0.value) }) else { continue }
+            totals[key, default: 0] += value
+        }
+        return totals.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+    }
+
     /// The exposition text; `gauges` are sampled by the caller at scrape time.
     func render(gauges: [(name: String, help: String, value: Double)]) -> String {
         let snapshot = state.withLock { $0 }

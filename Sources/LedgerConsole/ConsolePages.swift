@@ -1,0 +1,197 @@
+import AppStoreServerAPI
+import Foundation
+import Hummingbird
+import LedgerCore
+import LedgerIngestion
+import LedgerPostgres
+import LedgerProjections
+import Mustache
+
+extension ConsoleController {
+    func appsPage(_ session: ConsoleSessions.Session) async throws -> Response {
+        let apps = try await console.pool.query("SELECT substr(stream, 5) AS bundle FROM ledger.streams WHERE stream LIKE 'app:%' ORDER BY 1")
+            .map { try $0["bundle"].string() }.filter(session.covers)
+        return render("apps", Merged(frame("Apps", app: nil, session), ["apps": apps]), session: session)
+    }
+
+    func appPage(_ bundleID: String, _ session: ConsoleSessions.Session) async throws -> Response {
+        guard let app = try await console.directory.find(bundleID) else { throw ConsolePageError(status: .notFound, message: "No app \(bundleID) is configured.") }
+        let products = app.products.sorted { $0.productID < $1.productID }.map { product -> [String: String] in
+            ["id": product.productID, "type": product.type.rawValue, "entitlements": product.entitlements.joined(separator: ", "),
+             "grants": product.grants.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")]
+        }
+        let values: [String: Any] = [
+            "environments": app.settings.environments.map(\.rawValue).joined(separator: ", "),
+            "appleAppID": app.settings.appleAppID.map(String.init) ?? "not set",
+            "restorePolicy": app.settings.restorePolicy.rawValue,
+            "sharedSecret": app.sharedSecret == nil ? "not configured" : "configured (never shown)",
+            "serverAPI": app.serverAPI.map { "configured: key \($0.keyID) (never shown)" } ?? "not configured",
+            "products": products, "query": "",
+            "refusals": console.refusals().map { ["code": $0.code, "count": String($0.count)] },
+        ]
+        return render("app", Merged(frame(bundleID, app: bundleID, session), values), session: session)
+    }
+
+    /// One box for a user id, a transaction or original transaction id, an appAccountToken, or an
+    /// order id (asked of Apple when the app has an App Store Server API key).
+    func findPage(_ bundleID: String, query raw: String, _ session: ConsoleSessions.Session) async throws -> Response {
+        let query = raw.trimmingCharacters(in: .whitespaces)
+        var results: [[String: String]] = [], notes: [String] = []
+        func user(_ id: String, _ why: String) {
+            results.append(["label": id, "link": "/console/apps/\(Self.path(bundleID))/users/\(Self.path(id))", "why": why])
+        }
+        if !query.isEmpty, query.utf8.count <= 255 {
+            let found = try await console.pool.withConnection { connection in
+                try connection.pipeline([
+                    PipelinedStatement("SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundleID, query]),
+                    PipelinedStatement("""
+                        SELECT DISTINCT o.user_id, f.original_transaction_id FROM ledger.finance_rows f
+                          JOIN ledger.transaction_owners o ON o.bundle_id = f.bundle_id AND o.original_transaction_id = f.original_transaction_id
+                         WHERE f.bundle_id = $1 AND (f.transaction_id = $2 OR f.original_transaction_id = $2)
+                        UNION SELECT o.user_id, o.original_transaction_id FROM ledger.transaction_owners o
+                         WHERE o.bundle_id = $1 AND o.original_transaction_id = $2
+                        """, [bundleID, query]),
+                ], transaction: false)
+            }
+            if found[0].count > 0 { user(query, "a user") }
+            for row in found[1] {
+                user(try row["user_id"].string(), "owns or owned original transaction \(try row["original_transaction_id"].string())")
+            }
+            if let token = UUID(uuidString: query), let owner = try await console.tokens.user(of: token, bundleID: bundleID) {
+                user(owner, "appAccountToken \(token.uuidString.lowercased())")
+            }
+            if results.isEmpty, query.range(of: "^[A-Z0-9]{6,20}$", options: .regularExpression) != nil {
+                do {
+                    let order = try await console.lookups.order(bundleID: bundleID, orderID: query)
+                    for line in order.lines {
+                        if let owner = line.owner { user(owner, "order \(order.orderID): \(line.transaction.productID), transaction \(line.transaction.transactionID)") }
+                        else { notes.append("Order \(order.orderID): transaction \(line.transaction.transactionID) (\(line.transaction.productID)) is owned by nobody yet.") }
+                    }
+                } catch let error as LedgerError {
+                    notes.append("Apple's order lookup: \(error.message)")
+                }
+            }
+        }
+        return render("find", Merged(frame("Find", app: bundleID, session), ["query": query, "results": results, "notes": notes]), session: session)
+    }
+
+    func userPage(_ bundleID: String, user userID: String, request: Request, _ session: ConsoleSessions.Session) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        let at = parameters["at"].flatMap { Self.instant(String($0)) }, knownAt = parameters["known_at"].flatMap { Self.instant(String($0)) }
+        _ = try await console.directory.app(bundleID)
+        let state = at == nil && knownAt == nil
+            ? try await console.reader.currentState(bundleID: bundleID, userID: userID)
+            : try await console.reader.state(bundleID: bundleID, userID: userID, at: at ?? knownAt!, knownAt: knownAt)
+        let trail = try await console.reader.auditTrail(bundleID: bundleID, userID: userID, knownAt: knownAt)
+        let bodies = try await console.evidence.bodies(of: Array(Set(trail.compactMap(\.evidence))))
+        let page = try UserPage.build(state: state, trail: trail, userID: userID, evidence: bodies.mapValues(UserPage.readable))
+        let note = (at == nil && knownAt == nil ? "Now" : "As of \(RFC3339.string(state.asOf))")
+            + (knownAt.map { ", by what the ledger knew at \(RFC3339.string($0))" } ?? ", by everything the ledger knows") + "."
+        let values: [String: Any] = [
+            "userID": userID, "userPath": Self.path(userID), "page": page, "hasTransferred": !page.transferred.isEmpty,
+            "atInput": at.map(Self.inputValue) ?? "", "knownAtInput": knownAt.map(Self.inputValue) ?? "", "asOfNote": note,
+            "message": parameters["message"].map { String($0).removingPercentEncoding ?? String($0) } as Any,
+        ]
+        return render("user", Merged(frame("User \(userID)", app: bundleID, session), values), session: session)
+    }
+
+    /// An instant from a date picker (`2026-11-24T10:00[:00]`, taken as UTC) or RFC 3339.
+    static func instant(_ text: String) -> Date? {
+        if text.isEmpty { return nil }
+        if let exact = RFC3339.parseInstant(text) { return exact }
+        return RFC3339.parseInstant(text + (text.count == 16 ? ":00Z" : "Z"))
+    }
+
+    static func inputValue(_ date: Date) -> String { String(RFC3339.string(date).prefix(19)) }
+
+    // MARK: Metrics
+
+    struct Chart { var kind: String; var svg: String }
+
+    func range(_ request: Request) -> (from: Date, to: Date, environment: AppleEnvironment) {
+        let parameters = request.uri.queryParameters
+        let today = SubscriptionMetrics.dayStart(Date())
+        let to = parameters["to"].flatMap { RFC3339.parseInstant(String($0)) }.map(SubscriptionMetrics.dayStart) ?? today
+        var from = parameters["from"].flatMap { RFC3339.parseInstant(String($0)) }.map(SubscriptionMetrics.dayStart) ?? to.addingTimeInterval(-89 * 86_400)
+        if from > to || to.timeIntervalSince(from) > 3 * 366 * 86_400 { from = to.addingTimeInterval(-89 * 86_400) }
+        let environment = parameters["environment"].flatMap { AppleEnvironment(rawValue: String($0)) } ?? .production
+        return (from, to, environment)
+    }
+
+    func metricsPage(_ bundleID: String, request: Request, _ session: ConsoleSessions.Session) async throws -> Response {
+        let (from, to, environment) = range(request)
+        let points = try await console.metrics.daily(bundleID: bundleID, environment: environment, from: from, through: to)
+        var days: [Date] = []
+        var day = from
+        while day <= to { days.append(day); day = day.addingTimeInterval(86_400) }
+        let index = Dictionary(uniqueKeysWithValues: days.enumerated().map { ($1, $0) })
+        let charts = MetricCharts.all.map { chart -> Chart in
+            var series: [String: [Double]] = [:]
+            for point in points where chart.kinds.contains(point.kind) {
+                let name = chart.byDimension ? point.dimension : point.kind.rawValue
+                guard let position = index[point.day] else { continue }
+                series[name, default: Array(repeating: 0, count: days.count)][position] += Double(point.value) / chart.scale
+            }
+            let ordered = chart.byDimension ? series.keys.sorted() : chart.kinds.map(\.rawValue).filter { series[$0] != nil }
+            return Chart(kind: chart.kinds.map(\.rawValue).joined(separator: ","),
+                         svg: SVGChart.lines(title: chart.title, days: days, series: ordered.map { SVGChart.Series(name: $0, values: series[$0]!) }, unit: chart.unit))
+        }
+        let values: [String: Any] = [
+            "from": String(RFC3339.string(from).prefix(10)), "to": String(RFC3339.string(to).prefix(10)), "environment": environment.rawValue,
+            "environments": [AppleEnvironment.production, .sandbox].map { ["name": $0.rawValue, "selected": $0 == environment] },
+            "charts": charts,
+        ]
+        return render("metrics", Merged(frame("Metrics", app: bundleID, session), values), session: session)
+    }
+
+    func metricsCSV(_ bundleID: String, request: Request) async throws -> Response {
+        let (from, to, environment) = range(request)
+        let kinds = Set((request.uri.queryParameters["kind"].map(String.init) ?? "").split(separator: ",").compactMap { MetricContribution.Kind(rawValue: String($0)) })
+        var csv = "day,environment,metric,dimension,value\n"
+        for point in try await console.metrics.daily(bundleID: bundleID, environment: environment, from: from, through: to)
+        where kinds.isEmpty || kinds.contains(point.kind) {
+            csv += "\(RFC3339.string(point.day).prefix(10)),\(environment.rawValue),\(point.kind.rawValue),\(Self.csvField(point.dimension)),\(point.value)\n"
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = "text/csv; charset=utf-8"
+        headers[.contentDisposition] = "attachment; filename=\"metrics-\(Self.path(bundleID)).csv\""
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: csv)))
+    }
+
+    /// A CSV field: quoted when it holds a comma, a quote or a line break; a leading = + - @ made
+    /// inert for spreadsheets.
+    static func csvField(_ text: String) -> String {
+        var value = text
+        if let first = value.first, "=+-@".contains(first) { value = "'" + value }
+        guard value.contains(where: { ",\"\n\r".contains($0) }) else { return value }
+        return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+/// A page's frame and its own values, as one object for a template.
+struct Merged: MustacheParent {
+    var frame: Any
+    var values: [String: Any]
+    init(_ frame: Any, _ values: [String: Any]) {
+        self.frame = frame
+        self.values = values
+    }
+
+    func child(named name: String) -> Any? {
+        values[name] ?? Mirror(reflecting: frame).children.first { $0.label == name }?.value
+    }
+}
+
+/// The metrics page's charts: which kinds each draws, and how its values read.
+enum MetricCharts {
+    static let all: [(title: String, kinds: [MetricContribution.Kind], byDimension: Bool, scale: Double, unit: String)] = [
+        ("Active subscriptions by product", [.active], true, 1, ""),
+        ("New, renewed and churned subscriptions", [.new, .renewed, .churned], false, 1, ""),
+        ("Trials converted", [.trialsConverted], true, 1, ""),
+        ("Refunds (count) by currency", [.refunds], true, 1, ""),
+        ("Refunded amount by currency", [.refundedAmount], true, 1000, ""),
+        ("Gross revenue by currency", [.revenue], true, 1000, ""),
+        ("MRR by currency", [.mrr], true, 1000, ""),
+    ]
+}
+

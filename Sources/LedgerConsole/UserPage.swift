@@ -1,0 +1,93 @@
+import Foundation
+import LedgerCore
+import LedgerIngestion
+import LedgerProjections
+
+/// The user page's content: every entitlement with the sentence that explains it, balances (debt
+/// as such), subscriptions, purchases, what was transferred away, the promotional grants, and the
+/// timeline newest first with its decoded evidence.
+struct UserPage {
+    struct Row: Sendable { var name: String; var sentence: String; var active: Bool; var product: String; var source: String }
+    struct Balance: Sendable { var currency: String; var amount: Int64; var debt: Bool }
+    struct Subscription: Sendable { var original: String; var product: String; var status: String; var expires: String; var renews: String }
+    struct Purchase: Sendable { var transaction: String; var product: String; var date: String; var revoked: String }
+    struct Grant: Sendable { var grantID: String; var entitlement: String; var until: String; var reason: String }
+    struct Event: Sendable { var position: Int64; var type: String; var occurred: String; var recorded: String; var data: String; var evidence: String; var evidenceDigest: String }
+
+    var entitlements: [Row] = []
+    var balances: [Balance] = []
+    var subscriptions: [Subscription] = []
+    var purchases: [Purchase] = []
+    var transferred: [String] = []
+    var grants: [Grant] = []
+    var events: [Event] = []
+
+    static func build(state: UserState, trail: [RecordedFact], userID: String, evidence: [String: String]) throws -> UserPage {
+        var page = UserPage()
+        var revocations: [String: (at: Date, refund: Bool)] = [:]   // original transaction → why it was taken back
+        var grants: [String: PromotionalGrant] = [:]
+        for fact in trail where fact.occurredAt <= state.asOf {
+            switch fact.event {
+            case .refunded(let r): revocations[r.originalTransactionID] = (r.revocationDate, true)
+            case .revoked(let r): revocations[r.originalTransactionID] = (r.revocationDate, false)
+            case .refundReversed(let r): revocations[r.originalTransactionID] = nil
+            case .promotionalGranted(let g): grants[g.grantID] = g
+            case .promotionalRevoked(let r): grants[r.grantID] = nil
+            case .ownershipTransferred(let t) where t.fromUserID == userID:
+                page.transferred.append("\(t.originalTransactionID): " + Explanation.transferred(to: t.toUserID, at: fact.recordedAt))
+            default: break
+            }
+        }
+        for (name, entitlement) in state.entitlements.sorted(by: { $0.key < $1.key }) {
+            let subscription = state.subscriptions.first { $0.originalTransactionID == entitlement.originalTransactionID }
+            let revoked = entitlement.active ? nil : entitlement.originalTransactionID.flatMap { revocations[$0] }
+            page.entitlements.append(Row(name: name, sentence: Explanation.sentence(for: entitlement, at: state.asOf, subscription: subscription, revoked: revoked),
+                                         active: entitlement.active, product: entitlement.productID, source: entitlement.ownership.rawValue))
+        }
+        page.balances = state.balances.sorted { $0.key < $1.key }.map { Balance(currency: $0.key, amount: $0.value, debt: $0.value < 0) }
+        page.subscriptions = state.subscriptions.map {
+            Subscription(original: $0.originalTransactionID, product: $0.productID, status: $0.status.rawValue.replacingOccurrences(of: "_", with: " "),
+                         expires: $0.expiresAt.map(Explanation.day) ?? "—", renews: $0.willRenew.map { $0 ? "yes" : "no" } ?? "—")
+        }
+        page.purchases = state.purchases.map {
+            Purchase(transaction: $0.transactionID, product: $0.productID, date: Explanation.day($0.purchaseDate), revoked: $0.revokedAt.map(Explanation.day) ?? "")
+        }
+        page.grants = grants.values.sorted { $0.grantID < $1.grantID }.map {
+            Grant(grantID: $0.grantID, entitlement: $0.entitlement, until: $0.expiresAt.map(Explanation.day) ?? "until revoked", reason: $0.reason)
+        }
+        page.events = try trail.reversed().map { fact in
+            Event(position: fact.sequence, type: fact.event.typeName, occurred: RFC3339.string(fact.occurredAt), recorded: RFC3339.string(fact.recordedAt),
+                  data: String(decoding: try fact.event.encodedData(), as: UTF8.self), evidence: fact.evidence.flatMap { evidence[$0] } ?? "",
+                  evidenceDigest: fact.evidence ?? "")
+        }
+        return page
+    }
+
+    /// Evidence as people read it: a JWS's payload decoded (and the notification's signed parts
+    /// inside it), JSON indented; anything else as stored.
+    static func readable(_ body: Data) -> String {
+        let text = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if let payload = jwsPayload(text) { return "JWS (verified when recorded), payload:\n" + pretty(payload) }
+        if let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any], let signed = object["signedPayload"] as? String,
+           let payload = jwsPayload(signed) {
+            return "App Store Server Notification V2 (verified when recorded), payload:\n" + pretty(payload)
+        }
+        return pretty(body)
+    }
+
+    static func jwsPayload(_ text: String) -> Data? {
+        let parts = text.split(separator: ".")
+        guard parts.count == 3, !text.contains(" "), !text.hasPrefix("{") else { return nil }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
+    }
+
+    static func pretty(_ data: Data) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: data),
+              let again = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
+            return String(decoding: data, as: UTF8.self)
+        }
+        return String(decoding: again, as: UTF8.self)
+    }
+}

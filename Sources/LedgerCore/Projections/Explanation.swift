@@ -1,0 +1,53 @@
+import Foundation
+
+/// One sentence that says why an entitlement is what it is, for support staff: "active until
+/// 3 Dec 2026, renews", "in grace period until …, billing problem", "ended 12 Nov 2026: refunded".
+package enum Explanation {
+    /// `subscription`: the subscription behind the entitlement, if any; `revocation`: why its
+    /// transaction was taken back, if it was (refund or family sharing).
+    package static func sentence(for entitlement: Entitlement, at instant: Date, subscription: SubscriptionSummary?,
+                                 revoked: (at: Date, refund: Bool)?) -> String {
+        let end = entitlement.expiresAt.map(day)
+        if entitlement.active {
+            if let grace = entitlement.gracePeriodExpiresAt, grace > instant, (entitlement.expiresAt.map { $0 <= instant } ?? false) {
+                return "in grace period until \(day(grace)), billing problem: Apple is retrying the charge"
+            }
+            let source: String
+            switch entitlement.ownership {
+            case .promotional: source = ", a promotional grant"
+            case .familyShared: source = ", shared by a family member"
+            case .purchased: source = ""
+            }
+            guard let end else { return "active, lifetime\(source)" }
+            switch entitlement.willRenew {
+            case true?: return "active until \(end), renews\(source)"
+            case false?: return "active until \(end), will not renew (auto-renew is off)\(source)"
+            case nil: return "active until \(end)\(source)"
+            }
+        }
+        if let revoked {
+            return "ended \(day(revoked.at)): " + (revoked.refund ? "refunded" : "family sharing revoked")
+        }
+        if subscription?.status == .billingRetry {
+            return "ended \(end ?? "?"): billing problem, Apple is still retrying the charge"
+        }
+        if entitlement.ownership == .promotional { return "ended \(end ?? "?"): the promotional grant ran out or was revoked" }
+        if subscription?.willRenew == false || subscription?.expirationIntent == 1 {
+            return "ended \(end ?? "?"): expired, auto-renew was off"
+        }
+        return "ended \(end ?? "?"): expired"
+    }
+
+    /// "owned by another user since …: transferred on restore", for a purchase the user gave up.
+    package static func transferred(to user: String, at instant: Date) -> String {
+        "owned by another user (\(user)) since \(day(instant)): transferred on restore"
+    }
+
+    /// "3 Dec 2026" in UTC.
+    package static func day(_ date: Date) -> String {
+        let parts = RFC3339.string(date).prefix(10).split(separator: "-")
+        guard parts.count == 3, let month = Int(parts[1]), let dayOfMonth = Int(parts[2]) else { return String(RFC3339.string(date).prefix(10)) }
+        let names = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        return "\(dayOfMonth) \(names[month - 1]) \(parts[0])"
+    }
+}
