@@ -87,11 +87,11 @@ extension ConsoleController {
         let page = try UserPage.build(state: state, trail: trail, userID: userID, evidence: bodies.mapValues(UserPage.readable))
         let note = (at == nil && knownAt == nil ? "Now" : "As of \(RFC3339.string(state.asOf))")
             + (knownAt.map { ", by what the ledger knew at \(RFC3339.string($0))" } ?? ", by everything the ledger knows") + "."
-        let values: [String: Any] = [
+        var values: [String: Any] = [
             "userID": userID, "userPath": Self.path(userID), "page": page, "hasTransferred": !page.transferred.isEmpty,
             "atInput": at.map(Self.inputValue) ?? "", "knownAtInput": knownAt.map(Self.inputValue) ?? "", "asOfNote": note,
-            "message": parameters["message"].map { String($0).removingPercentEncoding ?? String($0) } as Any,
         ]
+        if let message = parameters["message"].map(String.init), !message.isEmpty { values["message"] = message.removingPercentEncoding ?? message }
         return render("user", Merged(frame("User \(userID)", app: bundleID, session), values), session: session)
     }
 

@@ -10,7 +10,7 @@ enum SVGChart {
         var values: [Double]
     }
 
-    static let palette = ["##2563eb", "##dc2626", "##16a34a", "##9333ea", "##ea580c", "##0891b2", "##4d7c0f", "##be185d"]
+    static let palette = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"]
 
     static func lines(title: String, days: [Date], series: [Series], unit: String = "") -> String {
         let width = 720.0, height = 240.0, left = 64.0, right = 16.0, top = 28.0, bottom = 36.0

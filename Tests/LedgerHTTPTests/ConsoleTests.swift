@@ -98,6 +98,7 @@ import Testing
         #expect(page.text.contains("REFUND") || page.text.contains("Refunded"), "the timeline shows the refund")
         #expect(page.text.contains("App Store Server Notification V2"), "its evidence decoded")
         #expect(!page.text.contains(#"id="grant-form""#), "a read key sees no action")
+        #expect(!page.text.contains(#"<p class="error">"#), "no message unless there is one")
         let form = "csrf=\(Self.csrf(page.text))&entitlement=vip&days=7&reason=goodwill"
         let forged = try await server.send("POST", path + "/grants", body: Data(form.utf8),
                                            headers: [("Cookie", reader.cookie), ("Content-Type", "application/x-www-form-urlencoded")], followingRedirects: false)
