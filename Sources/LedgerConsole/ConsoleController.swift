@@ -19,7 +19,7 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
     package init(console: ConsoleContext) throws {
         self.console = console
         var library = MustacheLibrary()
-        for name in ["header", "footer", "findbox", "signin", "apps", "app", "find", "user", "metrics"] {
+        for name in ["header", "footer", "findbox", "signin", "apps", "app", "find", "user", "metrics", "evidence"] {
             guard let url = Bundle.module.url(forResource: name, withExtension: "mustache", subdirectory: "Templates") else {
                 throw ConsoleError.missingTemplate(name)
             }
@@ -54,6 +54,9 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
             try await page(request) { session in
                 try await userPage(try app(context, session), user: try Self.parameter("user_id", context), request: request, session)
             }
+        }
+        group.get("apps/:bundle_id/evidence/:digest") { request, context in
+            try await page(request) { session in try await evidencePage(try app(context, session), digest: try Self.parameter("digest", context), session) }
         }
         group.post("apps/:bundle_id/users/:user_id/grants") { request, context in
             try await act(request, context) { session, form, bundleID, userID in

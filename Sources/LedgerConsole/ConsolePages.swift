@@ -83,8 +83,7 @@ extension ConsoleController {
             ? try await console.reader.currentState(bundleID: bundleID, userID: userID)
             : try await console.reader.state(bundleID: bundleID, userID: userID, at: at ?? knownAt!, knownAt: knownAt)
         let trail = try await console.reader.auditTrail(bundleID: bundleID, userID: userID, knownAt: knownAt)
-        let bodies = try await console.evidence.bodies(of: Array(Set(trail.compactMap(\.evidence))))
-        let page = try UserPage.build(state: state, trail: trail, userID: userID, evidence: bodies.mapValues(UserPage.readable))
+        let page = try UserPage.build(state: state, trail: trail, userID: userID)
         let note = (at == nil && knownAt == nil ? "Now" : "As of \(RFC3339.string(state.asOf))")
             + (knownAt.map { ", by what the ledger knew at \(RFC3339.string($0))" } ?? ", by everything the ledger knows") + "."
         var values: [String: Any] = [
@@ -93,6 +92,14 @@ extension ConsoleController {
         ]
         if let message = parameters["message"].map(String.init), !message.isEmpty { values["message"] = message.removingPercentEncoding ?? message }
         return render("user", Merged(frame("User \(userID)", app: bundleID, session), values), session: session)
+    }
+
+    /// One piece of evidence, decoded: a JWS's payload, a notification's, a receipt's answer.
+    func evidencePage(_ bundleID: String, digest: String, _ session: ConsoleSessions.Session) async throws -> Response {
+        guard digest.hasPrefix("sha256:"), digest.utf8.count == 71, let body = try await console.evidence.body(of: digest) else {
+            throw ConsolePageError(status: .notFound, message: "No evidence \(digest).")
+        }
+        return render("evidence", Merged(frame("Evidence", app: bundleID, session), ["digest": digest, "body": UserPage.readable(body)]), session: session)
     }
 
     /// An instant from a date picker (`2026-11-24T10:00[:00]`, taken as UTC) or RFC 3339.

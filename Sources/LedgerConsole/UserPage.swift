@@ -5,14 +5,15 @@ import LedgerProjections
 
 /// The user page's content: every entitlement with the sentence that explains it, balances (debt
 /// as such), subscriptions, purchases, what was transferred away, the promotional grants, and the
-/// timeline newest first with its decoded evidence.
+/// timeline newest first, each fact linking to its evidence (decoded on a page of its own, so a
+/// user with a thousand events is not a page of megabytes).
 struct UserPage {
     struct Row: Sendable { var name: String; var sentence: String; var active: Bool; var product: String; var source: String }
     struct Balance: Sendable { var currency: String; var amount: Int64; var debt: Bool }
     struct Subscription: Sendable { var original: String; var product: String; var status: String; var expires: String; var renews: String }
     struct Purchase: Sendable { var transaction: String; var product: String; var date: String; var revoked: String }
     struct Grant: Sendable { var grantID: String; var entitlement: String; var until: String; var reason: String }
-    struct Event: Sendable { var position: Int64; var type: String; var occurred: String; var recorded: String; var data: String; var evidence: String; var evidenceDigest: String }
+    struct Event: Sendable { var position: Int64; var type: String; var occurred: String; var recorded: String; var data: String; var evidence: String? }
 
     var entitlements: [Row] = []
     var balances: [Balance] = []
@@ -22,7 +23,7 @@ struct UserPage {
     var grants: [Grant] = []
     var events: [Event] = []
 
-    static func build(state: UserState, trail: [RecordedFact], userID: String, evidence: [String: String]) throws -> UserPage {
+    static func build(state: UserState, trail: [RecordedFact], userID: String) throws -> UserPage {
         var page = UserPage()
         var revocations: [String: (at: Date, refund: Bool)] = [:]   // original transaction → why it was taken back
         var grants: [String: PromotionalGrant] = [:]
@@ -57,8 +58,7 @@ struct UserPage {
         }
         page.events = try trail.reversed().map { fact in
             Event(position: fact.sequence, type: fact.event.typeName, occurred: RFC3339.string(fact.occurredAt), recorded: RFC3339.string(fact.recordedAt),
-                  data: String(decoding: try fact.event.encodedData(), as: UTF8.self), evidence: fact.evidence.flatMap { evidence[$0] } ?? "",
-                  evidenceDigest: fact.evidence ?? "")
+                  data: String(decoding: try fact.event.encodedData(), as: UTF8.self), evidence: fact.evidence)
         }
         return page
     }

@@ -96,7 +96,10 @@ import Testing
         #expect(page.text.contains("ended ") && page.text.contains(": refunded"), "the refunded subscription is explained")
         #expect(!page.text.contains("<script>alert(1)</script>") && page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "outside text is escaped")
         #expect(page.text.contains("REFUND") || page.text.contains("Refunded"), "the timeline shows the refund")
-        #expect(page.text.contains("App Store Server Notification V2"), "its evidence decoded")
+        let link = try #require(page.text.range(of: #"/evidence/sha256:[0-9a-f]{64}"#, options: .regularExpression).map { String(page.text[$0]) })
+        let evidence = try await server.send("GET", "/console/apps/\(Self.bundle)" + link, headers: [("Cookie", reader.cookie)])
+        #expect(evidence.status == 200 && (evidence.text.contains("App Store Server Notification V2") || evidence.text.contains("JWS")), "its evidence decoded")
+        #expect(try await server.send("GET", "/console/apps/\(Self.bundle)/evidence/sha256:00", headers: [("Cookie", reader.cookie)]).status == 404)
         #expect(!page.text.contains(#"id="grant-form""#), "a read key sees no action")
         #expect(!page.text.contains(#"<p class="error">"#), "no message unless there is one")
         let form = "csrf=\(Self.csrf(page.text))&entitlement=vip&days=7&reason=goodwill"
