@@ -83,7 +83,7 @@ extension ConsoleController {
             ? try await console.reader.currentState(bundleID: bundleID, userID: userID)
             : try await console.reader.state(bundleID: bundleID, userID: userID, at: at ?? knownAt!, knownAt: knownAt)
         let trail = try await console.reader.auditTrail(bundleID: bundleID, userID: userID, knownAt: knownAt)
-        let page = try UserPage.build(state: state, trail: trail, userID: userID)
+        let page = UserPage.build(state: state, trail: trail, userID: userID, evidenceLink: "/console/apps/\(Self.path(bundleID))/evidence/")
         let note = (at == nil && knownAt == nil ? "Now" : "As of \(RFC3339.string(state.asOf))")
             + (knownAt.map { ", by what the ledger knew at \(RFC3339.string($0))" } ?? ", by everything the ledger knows") + "."
         var values: [String: Any] = [
@@ -175,18 +175,20 @@ extension ConsoleController {
     }
 }
 
-/// A page's frame and its own values, as one object for a template.
+/// A page's frame and its own values, as one object for a template: one dictionary, read
+/// without reflection (a row's lookup that misses walks up to it, a thousand times on a long page).
 struct Merged: MustacheParent {
-    var frame: Any
-    var values: [String: Any]
+    private let fields: [String: Any]
+
     init(_ frame: Any, _ values: [String: Any]) {
-        self.frame = frame
-        self.values = values
+        var fields: [String: Any] = [:]
+        for child in Mirror(reflecting: frame).children {
+            if let label = child.label { fields[label] = child.value }
+        }
+        self.fields = fields.merging(values) { _, value in value }
     }
 
-    func child(named name: String) -> Any? {
-        values[name] ?? Mirror(reflecting: frame).children.first { $0.label == name }?.value
-    }
+    func child(named name: String) -> Any? { fields[name] }
 }
 
 /// The metrics page's charts: which kinds each draws, and how its values read.
@@ -201,4 +203,3 @@ enum MetricCharts {
         ("MRR by currency", [.mrr], true, 1000, ""),
     ]
 }
-

@@ -13,17 +13,17 @@ struct UserPage {
     struct Subscription: Sendable { var original: String; var product: String; var status: String; var expires: String; var renews: String }
     struct Purchase: Sendable { var transaction: String; var product: String; var date: String; var revoked: String }
     struct Grant: Sendable { var grantID: String; var entitlement: String; var until: String; var reason: String }
-    struct Event: Sendable { var position: Int64; var type: String; var occurred: String; var recorded: String; var data: String; var evidence: String? }
-
+    
     var entitlements: [Row] = []
     var balances: [Balance] = []
     var subscriptions: [Subscription] = []
     var purchases: [Purchase] = []
     var transferred: [String] = []
     var grants: [Grant] = []
-    var events: [Event] = []
+    /// The timeline's rows, as dictionaries: a template reads them without reflection (a thousand rows).
+    var events: [[String: String]] = []
 
-    static func build(state: UserState, trail: [RecordedFact], userID: String) throws -> UserPage {
+    static func build(state: UserState, trail: [RecordedFact], userID: String, evidenceLink: String) -> UserPage {
         var page = UserPage()
         var revocations: [String: (at: Date, refund: Bool)] = [:]   // original transaction → why it was taken back
         var grants: [String: PromotionalGrant] = [:]
@@ -56,11 +56,37 @@ struct UserPage {
         page.grants = grants.values.sorted { $0.grantID < $1.grantID }.map {
             Grant(grantID: $0.grantID, entitlement: $0.entitlement, until: $0.expiresAt.map(Explanation.day) ?? "until revoked", reason: $0.reason)
         }
-        page.events = try trail.reversed().map { fact in
-            Event(position: fact.sequence, type: fact.event.typeName, occurred: RFC3339.string(fact.occurredAt), recorded: RFC3339.string(fact.recordedAt),
-                  data: String(decoding: try fact.event.encodedData(), as: UTF8.self), evidence: fact.evidence)
+        page.events = trail.reversed().map { fact in
+            var row = ["position": String(fact.sequence), "type": fact.event.typeName, "occurred": RFC3339.string(fact.occurredAt),
+                       "recorded": RFC3339.string(fact.recordedAt), "summary": summary(fact.event)]
+            if let evidence = fact.evidence { row["evidence"] = evidenceLink + evidence }
+            return row
         }
         return page
+    }
+
+    /// What a fact says, in a line.
+    static func summary(_ event: LedgerEvent) -> String {
+        switch event {
+        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t):
+            return "\(t.productID), transaction \(t.transactionID)" + (t.expiresDate.map { ", until \(RFC3339.string($0))" } ?? "")
+                + (t.price.map { ", \(Double($0) / 1000) \(t.currency ?? "")" } ?? "")
+        case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r):
+            return "\(r.originalTransactionID): will renew \(r.willAutoRenew ? "yes" : "no"), next \(r.autoRenewProductID)"
+                + (r.isInBillingRetry ? ", billing retry" : "") + (r.gracePeriodExpiresDate.map { ", grace until \(RFC3339.string($0))" } ?? "")
+        case .refunded(let r), .revoked(let r):
+            return "transaction \(r.transactionID) (\(r.kind.rawValue)) at \(RFC3339.string(r.revocationDate))"
+        case .refundReversed(let r): return "transaction \(r.transactionID): the refund reversed"
+        case .transactionClaimed(let c): return "\(c.originalTransactionID) claimed by \(c.userID)"
+        case .ownershipTransferred(let t): return "\(t.originalTransactionID) from \(t.fromUserID) to \(t.toUserID)"
+        case .consumed(let c): return "spent \(c.amount) \(c.currency) (\(c.idempotencyKey))"
+        case .promotionalGranted(let g):
+            return "\(g.entitlement) granted \(g.expiresAt.map { "until \(RFC3339.string($0))" } ?? "until revoked"): \(g.reason)" + (g.actor.map { ", by \($0)" } ?? "")
+        case .promotionalRevoked(let r): return "grant \(r.grantID) revoked: \(r.reason)" + (r.actor.map { ", by \($0)" } ?? "")
+        case .appleNotificationReceived(let n): return "\(n.notificationType) from Apple"
+        case .consumptionInformationSent: return "consumption information sent to Apple"
+        case .appConfigured, .productConfigured: return "app configuration"
+        }
     }
 
     /// Evidence as people read it: a JWS's payload decoded (and the notification's signed parts

@@ -2,9 +2,9 @@ import Foundation
 import LedgerCore
 import LedgerPostgres
 
-/// The finance metrics' daily series, summed from the stored contributions (the active version of
-/// the `users` projection): `SubscriptionMetrics.daily`'s contract, in two statements whatever the
-/// range. Points are summed per day; spans by a running sum of their starts and ends — a span counts
+/// The finance metrics' daily series, summed from the stored contributions and the finance rows
+/// (the active version of the `users` projection): `SubscriptionMetrics.daily`'s contract over
+/// every contribution, in three statements whatever the range. Points are summed per day; spans by a running sum of their starts and ends — a span counts
 /// on the days from its start's to the day before its end's, so each adds +value on the first and
 /// −value after the last — rather than by joining every day with every span.
 package struct MetricsReader: Sendable {
@@ -31,10 +31,31 @@ package struct MetricsReader: Sendable {
                          WHERE bundle_id = $1 AND environment = $2 AND until_at IS NOT NULL AND from_at < $3 AND until_at < $3 + interval '1 day'
                     ) deltas GROUP BY 1, 2, 3 ORDER BY 3
                     """, [bundleID, environment.rawValue, end]),
+                // Renewals, revenue and refunds: from the finance rows, one per transaction already.
+                PipelinedStatement("""
+                    SELECT kind, dimension, day, sum(value)::bigint AS value FROM (
+                        SELECT CASE WHEN f.kind = 'renewal' AND m.kind = 'renewed' THEN 'renewed'
+                                    WHEN f.kind IN ('purchase', 'renewal') THEN 'revenue'
+                                    WHEN m.kind = 'refunds' THEN 'refunds' ELSE 'refunded_amount' END AS kind,
+                               CASE WHEN m.kind = 'renewed' THEN f.product_id ELSE f.currency END AS dimension,
+                               date_trunc('day', f.occurred_at) AS day,
+                               CASE WHEN m.kind = 'renewed' THEN 1
+                                    WHEN f.kind IN ('purchase', 'renewal') THEN f.price
+                                    WHEN m.kind = 'refunds' THEN CASE f.kind WHEN 'refund' THEN 1 ELSE -1 END
+                                    ELSE -coalesce(f.price, 0) END AS value
+                          FROM ledger.finance_rows f
+                          JOIN (VALUES ('renewed'), ('money'), ('refunds')) AS m(kind)
+                            ON (m.kind = 'renewed' AND f.kind = 'renewal')
+                            OR (m.kind = 'money' AND (f.kind IN ('refund', 'refund_reversed') OR f.price IS NOT NULL))
+                            OR (m.kind = 'refunds' AND f.kind IN ('refund', 'refund_reversed'))
+                         WHERE f.bundle_id = $1 AND f.environment = $2 AND f.occurred_at >= $3 AND f.occurred_at < $4
+                           AND (m.kind = 'renewed' OR f.currency IS NOT NULL)
+                    ) rows GROUP BY 1, 2, 3
+                    """, [bundleID, environment.rawValue, first, end]),
             ], transaction: false)
         }
         var points: [MetricPoint] = []
-        for row in results[0] {
+        for row in Array(results[0]) + Array(results[2]) {
             guard let kind = MetricContribution.Kind(rawValue: try row["kind"].string()) else { continue }
             let value = try row["value"].int64()
             if value != 0 {

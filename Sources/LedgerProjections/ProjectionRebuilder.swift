@@ -43,11 +43,15 @@ package struct ProjectionRebuilder: Sendable {
     let connection: @Sendable () throws -> PostgresConnection
     let batchSize: Int
     let logger: Logger
+    /// False only to measure what the metrics cost a rebuild (`ledger-bench rebuild`): the version
+    /// is then built without them.
+    let computingMetrics: Bool
 
     /// - Parameter connection: opens a connection as the schema owner (the rebuild creates tables).
-    package init(batchSize: Int = 10_000, logger: Logger, connection: @escaping @Sendable () throws -> PostgresConnection) {
+    package init(batchSize: Int = 10_000, computingMetrics: Bool = true, logger: Logger, connection: @escaping @Sendable () throws -> PostgresConnection) {
         self.connection = connection
         self.batchSize = batchSize
+        self.computingMetrics = computingMetrics
         self.logger = logger
     }
 
@@ -104,11 +108,14 @@ package struct ProjectionRebuilder: Sendable {
         }
         progress(RebuildProgress(phase: .computingFinance, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         let finance = try Self.financeCopyRows(ledgers)
-        let metrics = try Self.metricCopyRows(ledgers)
+        let metrics = computingMetrics ? try Self.metricCopyRows(ledgers) : []
+        // The metrics load beside it, on connections of their own (PostgreSQL's side of a COPY and
+        // an index build is one core each; chained after the finance rows they doubled the rebuild).
         let financeLoad = Parallel.start([{
             try load("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
                      + "product_id, quantity, price, currency, storefront, environment, occurred_at, recorded_at) FROM STDIN", finance)
             try index("finance", "finance_time")
+        }, {
             try load("COPY \(projection.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value) FROM STDIN",
                      metrics)
             try index("metrics")
@@ -194,7 +201,7 @@ package struct ProjectionRebuilder: Sendable {
         return try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
             var out = CopyTextWriter()
             for (bundleID, ledger, original) in work[range] {
-                for c in SubscriptionMetrics.contributions(of: ledger.facts(ofTransaction: original), originalTransactionID: original) {
+                for c in SubscriptionMetrics.stored(of: ledger.facts(ofTransaction: original), originalTransactionID: original) {
                     out.row {
                         $0.field(bundleID); $0.field(original); $0.field(c.kind.rawValue); $0.field(c.environment.rawValue); $0.field(c.dimension)
                         $0.field(PostgresTimestamp.format(c.from)); $0.field(c.until.map(PostgresTimestamp.format)); $0.field(c.value)

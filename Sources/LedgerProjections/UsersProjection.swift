@@ -198,7 +198,7 @@ package struct UsersProjection: Sendable {
         let keys: [(any PostgresBindable)?] = [PostgresTextArray(transactions.map(\.bundleID)), PostgresTextArray(transactions.map(\.originalTransactionID))]
         var metrics = MetricColumns()
         for (transaction, stream) in zip(transactions, streams) {
-            for contribution in SubscriptionMetrics.contributions(of: own[stream] ?? [], originalTransactionID: transaction.originalTransactionID) {
+            for contribution in SubscriptionMetrics.stored(of: own[stream] ?? [], originalTransactionID: transaction.originalTransactionID) {
                 metrics.append(transaction, contribution)
             }
         }

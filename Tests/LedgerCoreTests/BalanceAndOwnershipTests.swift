@@ -95,7 +95,7 @@ import Testing
 
         let rows = s.ledger.financeRows()
         #expect(rows.map(\.kind) == [.purchase, .renewal, .refund, .refundReversed], "the restore is not a sale")
-        #expect(rows.map(\.price) == [4990, 4990, -2495, 4990])
+        #expect(rows.map(\.price) == [4990, 4990, -2495, 2495], "a reversed prorated refund returns what it refunded")
         #expect(rows.allSatisfy { $0.userID == "alice" && $0.environment == .production && $0.currency == "EUR" && $0.storefront == "FRA" })
         #expect(s.ledger.financeRows(environment: .sandbox).map(\.transactionID) == ["sb1"])
     }

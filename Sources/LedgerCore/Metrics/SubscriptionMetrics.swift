@@ -41,6 +41,30 @@ package struct MetricContribution: Sendable, Equatable, Hashable {
 }
 
 package enum SubscriptionMetrics {
+    /// What the projection stores of `contributions`: the spans, each run of adjacent periods of
+    /// the same product and price merged into one, and the points finance rows do not give (new,
+    /// churned, trials converted). Renewals, revenue and refunds are summed from the finance rows,
+    /// which hold one row per transaction already (`MetricsReader`): storing them again per
+    /// transaction doubled the rebuild.
+    package static func stored(of facts: [RecordedFact], originalTransactionID: String) -> [MetricContribution] {
+        var spans: [MetricContribution] = []
+        var points: [MetricContribution] = []
+        for c in contributions(of: facts, originalTransactionID: originalTransactionID) {
+            switch c.kind {
+            case .active, .mrr:
+                if let last = spans.lastIndex(where: { $0.kind == c.kind }), spans[last].until == c.from, spans[last].dimension == c.dimension,
+                   spans[last].value == c.value, spans[last].environment == c.environment {
+                    spans[last].until = c.until
+                } else {
+                    spans.append(c)
+                }
+            case .new, .churned, .trialsConverted: points.append(c)
+            case .renewed, .revenue, .refunds, .refundedAmount: continue
+            }
+        }
+        return spans + points
+    }
+
     /// What one original transaction's facts contribute, every environment. Depends on those facts
     /// alone (an auto-renewable is a transaction with an expiry; no catalogue), so the projection
     /// recomputes it exactly when the transaction's stream changes, as it does its finance rows.
@@ -52,20 +76,26 @@ package enum SubscriptionMetrics {
                 out.append(.init(kind: .revenue, environment: t.environment, dimension: currency, from: t.purchaseDate, value: price))
             }
         }
+        // Refunds as finance books them, in business order: a reversal returns what the latest
+        // refund of its transaction took, and nothing after a family-sharing revocation.
+        var refundedShare: [String: Int64] = [:]
         for fact in facts.sorted(by: RecordedFact.businessOrder) {
             switch fact.event {
             case .refunded(let r):
                 guard let t = history.transactions[r.transactionID], let currency = t.currency else { continue }
+                let share = Int64(r.percentage ?? 100_000)
+                refundedShare[r.transactionID] = share
                 out.append(.init(kind: .refunds, environment: t.environment, dimension: currency, from: r.revocationDate, value: 1))
                 out.append(.init(kind: .refundedAmount, environment: t.environment, dimension: currency, from: r.revocationDate,
-                                 value: (t.price ?? 0) * Int64(r.percentage ?? 100_000) / 100_000))
+                                 value: (t.price ?? 0) * share / 100_000))
+            case .revoked(let r):
+                refundedShare[r.transactionID] = nil
             case .refundReversed(let reversal):
                 guard let t = history.transactions[reversal.transactionID], let currency = t.currency,
-                      let refund = history.revocations[reversal.transactionID]?.last(where: { $0.reinstatedAt != nil })?.facts,
-                      refund.kind != .familyRevoke else { continue }
+                      let share = refundedShare[reversal.transactionID] else { continue }
                 out.append(.init(kind: .refunds, environment: t.environment, dimension: currency, from: reversal.signedDate, value: -1))
                 out.append(.init(kind: .refundedAmount, environment: t.environment, dimension: currency, from: reversal.signedDate,
-                                 value: -((t.price ?? 0) * Int64(refund.percentage ?? 100_000) / 100_000)))
+                                 value: -((t.price ?? 0) * share / 100_000)))
             default: continue
             }
         }
@@ -86,7 +116,9 @@ package enum SubscriptionMetrics {
             if let revoked = history.revocationDate(of: t) { end = min(end, revoked) }
             if let upgraded = history.upgradeEnd(of: t) { end = min(end, upgraded) }
             if index + 1 < periods.count { end = min(end, periods[index + 1].purchaseDate) }
-            out.append(.init(kind: index == 0 ? .new : .renewed, environment: t.environment, dimension: t.productID, from: t.purchaseDate, value: 1))
+            // The original purchase is new; any later transaction of the family a renewal (as finance counts them).
+            out.append(.init(kind: t.transactionID == t.originalTransactionID ? .new : .renewed, environment: t.environment, dimension: t.productID,
+                             from: t.purchaseDate, value: 1))
             if index > 0, isTrial(periods[index - 1]), (t.price ?? 0) > 0 {
                 out.append(.init(kind: .trialsConverted, environment: t.environment, dimension: t.productID, from: t.purchaseDate, value: 1))
             }

@@ -49,6 +49,7 @@ enum FinanceView {
             firstRecorded[t.transactionID] = min(firstRecorded[t.transactionID] ?? fact.recordedAt, fact.recordedAt)
         }
         var rows: [FinanceRow] = []
+        var refundedShare: [String: Int64] = [:]   // transaction → the share its last refund returned
         for fact in facts.sorted(by: RecordedFact.businessOrder) {
             switch fact.event {
             case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t):
@@ -61,10 +62,17 @@ enum FinanceView {
             case .refunded(let r):
                 guard r.environment == environment, let t = transactions[r.transactionID] else { continue }
                 let share = Int64(r.percentage ?? 100_000)
+                refundedShare[r.transactionID] = share
                 rows.append(row(t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, recorded: fact.recordedAt, owner: owner))
+            case .revoked(let r):
+                refundedShare[r.transactionID] = nil   // the latest revocation moved no money: nor will its reversal
             case .refundReversed(let reversal):
-                guard let t = transactions[reversal.transactionID], t.environment == environment else { continue }
-                rows.append(row(t, kind: .refundReversed, price: t.price, at: reversal.signedDate, recorded: fact.recordedAt, owner: owner))
+                // Only a refund that moved money can be reversed in the books (not a family revocation).
+                guard let t = transactions[reversal.transactionID], t.environment == environment, refundedShare[reversal.transactionID] != nil else { continue }
+                // What the refund returned comes back: all of it, or the prorated share.
+                let share = refundedShare[reversal.transactionID] ?? 100_000
+                rows.append(row(t, kind: .refundReversed, price: t.price.map { $0 * share / 100_000 }, at: reversal.signedDate, recorded: fact.recordedAt,
+                                owner: owner))
             default: continue
             }
         }
