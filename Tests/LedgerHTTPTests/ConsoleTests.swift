@@ -35,6 +35,15 @@ import Testing
         let refund = try server.app.notificationV2("REFUND", transaction: bought.revoked(at: Date(timeIntervalSinceNow: -86_400)),
                                                    signedDate: Date(timeIntervalSinceNow: -86_400))
         #expect(try await server.send("POST", "/v1/apps/\(bundle)/notifications/apple", body: refund).status == 200)
+        // Apple's notification is answered once recorded; the projection applies it a moment later.
+        let reader = try await server.key([.read])
+        let path = "/v1/apps/\(bundle)/users/" + user.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz"))!
+        for _ in 0..<200 {
+            let state = try await server.send("GET", path, key: reader)
+            if ((state.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable])?["active"] as? Bool == false { return }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        Issue.record("the refund never showed in \(user)'s state")
     }
 
     @Test func withoutASessionEveryPageIsTheSignInPageAndAWrongKeyIsRefused() async throws {

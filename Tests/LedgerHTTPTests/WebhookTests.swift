@@ -15,6 +15,15 @@ import WebhookReceiver
     static let bundle = TestServer.bundleID
     static let secret = "whsec_0123456789abcdef0123456789abcdef"
 
+    /// A server and a listening receiver (`behaviour`: how it answers each attempt).
+    func started(_ policy: WebhookPolicy = TestServer.quickWebhooks,
+                 behaviour: @escaping @Sendable (Int, String) -> WebhookReceiver.Answer = { _, _ in .accept }) async throws -> (TestServer, WebhookReceiver) {
+        let server = try await TestServer.start(webhooks: policy)
+        let receiver = WebhookReceiver(secret: Self.secret, behaviour: behaviour)
+        try await receiver.start()
+        return (server, receiver)
+    }
+
     func subscribe(_ server: TestServer, _ receiver: WebhookReceiver, name: String = "game", types: [String]? = nil) async throws -> TestServer.Answer {
         var body: [String: Any] = ["url": receiver.url, "secret": Self.secret]
         if let types { body["types"] = types }
@@ -62,11 +71,8 @@ import WebhookReceiver
     }
 
     @Test func aPurchaseASpendAndARefundArriveSignedInOrderAndTheFeedListsTheSame() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let receiver = WebhookReceiver(secret: Self.secret)
-        try await receiver.start()
-        defer { Task { await receiver.stop() } }
+        let (server, receiver) = try await started()
+        defer { Task { await server.stop(); await receiver.stop() } }
         #expect(try await subscribe(server, receiver).status == 201)
         let key = try await server.key([.ingest, .read])
         try await buy(server, "w-1", user: "alice", key: key)
@@ -113,12 +119,9 @@ import WebhookReceiver
     @Test func aChangeFailingForTheWholeWindowIsParkedTheUsersNextGoesAndAReplaySendsItAgain() async throws {
         var policy = TestServer.quickWebhooks
         policy.retryWindow = .milliseconds(400)
-        let server = try await TestServer.start(webhooks: policy)
-        defer { Task { await server.stop() } }
         let refusing = Locked(true)
-        let receiver = WebhookReceiver(secret: Self.secret) { _, _ in refusing.value ? .fail(status: 500) : .accept }
-        try await receiver.start()
-        defer { Task { await receiver.stop() } }
+        let (server, receiver) = try await started(policy) { _, _ in refusing.value ? .fail(status: 500) : .accept }
+        defer { Task { await server.stop(); await receiver.stop() } }
         #expect(try await subscribe(server, receiver, types: ["entitlement.granted", "balance.credited"]).status == 201)
         let key = try await server.key([.ingest, .read])
         try await buy(server, "p-1", user: "carol", key: key)
@@ -148,11 +151,8 @@ import WebhookReceiver
 
     /// Nothing is recorded when access runs out: the clock finds it, and says when it ended.
     @Test func anExpiryWithNoEventBehindItIsFoundByTheClock() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.stop() } }
-        let receiver = WebhookReceiver(secret: Self.secret)
-        try await receiver.start()
-        defer { Task { await receiver.stop() } }
+        let (server, receiver) = try await started()
+        defer { Task { await server.stop(); await receiver.stop() } }
         #expect(try await subscribe(server, receiver).status == 201)
         let key = try await server.key([.ingest, .read])
         let ends = Date(timeIntervalSinceNow: 1.5)

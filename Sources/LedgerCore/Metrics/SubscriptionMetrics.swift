@@ -71,32 +71,19 @@ package enum SubscriptionMetrics {
     package static func contributions(of facts: [RecordedFact], originalTransactionID: String) -> [MetricContribution] {
         let history = TransactionHistory(originalTransactionID: originalTransactionID, facts: facts.sorted(by: RecordedFact.businessOrder))
         var out: [MetricContribution] = []
-        for t in history.ordered {
-            if let price = t.price, let currency = t.currency {
-                out.append(.init(kind: .revenue, environment: t.environment, dimension: currency, from: t.purchaseDate, value: price))
-            }
-        }
-        // Refunds as finance books them, in business order: a reversal returns what the latest
-        // refund of its transaction took, and nothing after a family-sharing revocation.
-        var refundedShare: [String: Int64] = [:]
-        for fact in facts.sorted(by: RecordedFact.businessOrder) {
-            switch fact.event {
-            case .refunded(let r):
-                guard let t = history.transactions[r.transactionID], let currency = t.currency else { continue }
-                let share = Int64(r.percentage ?? 100_000)
-                refundedShare[r.transactionID] = share
-                out.append(.init(kind: .refunds, environment: t.environment, dimension: currency, from: r.revocationDate, value: 1))
-                out.append(.init(kind: .refundedAmount, environment: t.environment, dimension: currency, from: r.revocationDate,
-                                 value: (t.price ?? 0) * share / 100_000))
-            case .revoked(let r):
-                refundedShare[r.transactionID] = nil
-            case .refundReversed(let reversal):
-                guard let t = history.transactions[reversal.transactionID], let currency = t.currency,
-                      let share = refundedShare[reversal.transactionID] else { continue }
-                out.append(.init(kind: .refunds, environment: t.environment, dimension: currency, from: reversal.signedDate, value: -1))
-                out.append(.init(kind: .refundedAmount, environment: t.environment, dimension: currency, from: reversal.signedDate,
-                                 value: -((t.price ?? 0) * share / 100_000)))
-            default: continue
+        // Revenue, renewals and refunds exactly as finance books them (the projection reads them
+        // from the finance rows): a reversal returns what its refund took.
+        for environment in Set(history.ordered.map(\.environment)).sorted(by: { $0.rawValue < $1.rawValue }) {
+            for row in FinanceView.rows(of: facts, environment: environment, owner: { _ in nil }) {
+                if row.kind == .renewal { out.append(.init(kind: .renewed, environment: environment, dimension: row.productID, from: row.occurredAt, value: 1)) }
+                guard let currency = row.currency else { continue }
+                switch row.kind {
+                case .purchase, .renewal:
+                    if let price = row.price { out.append(.init(kind: .revenue, environment: environment, dimension: currency, from: row.occurredAt, value: price)) }
+                case .refund, .refundReversed:
+                    out.append(.init(kind: .refunds, environment: environment, dimension: currency, from: row.occurredAt, value: row.kind == .refund ? 1 : -1))
+                    out.append(.init(kind: .refundedAmount, environment: environment, dimension: currency, from: row.occurredAt, value: -(row.price ?? 0)))
+                }
             }
         }
         out += subscription(history)
@@ -116,9 +103,10 @@ package enum SubscriptionMetrics {
             if let revoked = history.revocationDate(of: t) { end = min(end, revoked) }
             if let upgraded = history.upgradeEnd(of: t) { end = min(end, upgraded) }
             if index + 1 < periods.count { end = min(end, periods[index + 1].purchaseDate) }
-            // The original purchase is new; any later transaction of the family a renewal (as finance counts them).
-            out.append(.init(kind: t.transactionID == t.originalTransactionID ? .new : .renewed, environment: t.environment, dimension: t.productID,
-                             from: t.purchaseDate, value: 1))
+            // The original purchase is new (renewals are counted from the finance rows).
+            if t.transactionID == t.originalTransactionID {
+                out.append(.init(kind: .new, environment: t.environment, dimension: t.productID, from: t.purchaseDate, value: 1))
+            }
             if index > 0, isTrial(periods[index - 1]), (t.price ?? 0) > 0 {
                 out.append(.init(kind: .trialsConverted, environment: t.environment, dimension: t.productID, from: t.purchaseDate, value: 1))
             }

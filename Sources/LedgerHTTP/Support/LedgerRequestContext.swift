@@ -23,9 +23,11 @@ package struct LedgerRequestContext: RequestContext {
         return bundleID
     }
 
-    /// The route's app and user (`user_id`), once the key may act on the app with `scope`.
+    /// The route's app and user (`user_id`, percent-decoded: a user id may hold a space or a
+    /// slash, which a client sends encoded), once the key may act on the app with `scope`.
     func appAndUser(_ scope: Scope) throws -> (bundleID: String, userID: String) {
-        (try app(scope), try parameters.require("user_id"))
+        let raw = try parameters.require("user_id")
+        return (try app(scope), raw.removingPercentEncoding ?? raw)
     }
 
     /// The key must carry `scope` (admin carries all) and, if limited to one app, this app.
