@@ -139,6 +139,18 @@ import Testing
         #expect(found.text.contains("/users/mia"), "a transaction id finds its owner")
         let byUser = try await server.send("GET", "/console/apps/\(Self.bundle)/find?q=mia", headers: [("Cookie", session.cookie)])
         #expect(byUser.text.contains("/users/mia"))
+        // An appAccountToken linked to mia, and an order id from a receipt email (asked of Apple).
+        let token = UUID()
+        #expect(try await server.send("PUT", "/v1/apps/\(Self.bundle)/users/mia/app-account-tokens/\(token)", key: server.adminKey).status == 200)
+        let byToken = try await server.send("GET", "/console/apps/\(Self.bundle)/find?q=\(token.uuidString)", headers: [("Cookie", session.cookie)])
+        #expect(byToken.text.contains("/users/mia") && byToken.text.contains("appAccountToken"))
+        server.serverAPI.add([SimulatedTransaction(transactionID: "o-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))],
+                             to: server.app)
+        server.serverAPI.addOrder("MQZ8K2", transactionIDs: ["o-1"], to: server.app)
+        let byOrder = try await server.send("GET", "/console/apps/\(Self.bundle)/find?q=MQZ8K2", headers: [("Cookie", session.cookie)])
+        #expect(byOrder.text.contains("Order MQZ8K2: transaction o-1 (remove.ads) is owned by nobody yet"), "\(byOrder.text.suffix(600))")
+        let unknownOrder = try await server.send("GET", "/console/apps/\(Self.bundle)/find?q=MQNONE1", headers: [("Cookie", session.cookie)])
+        #expect(unknownOrder.text.contains("Apple&#39;s order lookup") || unknownOrder.text.contains("Apple's order lookup"), "\(unknownOrder.text.suffix(600))")
         let app = try await server.send("GET", "/console/apps/\(Self.bundle)", headers: [("Cookie", session.cookie)])
         #expect(app.status == 200 && app.text.contains("pro.monthly") && app.text.contains("configured (never shown)") && !app.text.contains("s3cret"))
         let metrics = try await server.send("GET", "/console/apps/\(Self.bundle)/metrics?environment=Sandbox", headers: [("Cookie", session.cookie)])

@@ -47,19 +47,16 @@ package enum SubscriptionMetrics {
     /// which hold one row per transaction already (`MetricsReader`): storing them again per
     /// transaction doubled the rebuild.
     package static func stored(of facts: [RecordedFact], originalTransactionID: String) -> [MetricContribution] {
+        let history = TransactionHistory(originalTransactionID: originalTransactionID, facts: facts.sorted(by: RecordedFact.businessOrder))
         var spans: [MetricContribution] = []
         var points: [MetricContribution] = []
-        for c in contributions(of: facts, originalTransactionID: originalTransactionID) {
-            switch c.kind {
-            case .active, .mrr:
-                if let last = spans.lastIndex(where: { $0.kind == c.kind }), spans[last].until == c.from, spans[last].dimension == c.dimension,
-                   spans[last].value == c.value, spans[last].environment == c.environment {
-                    spans[last].until = c.until
-                } else {
-                    spans.append(c)
-                }
-            case .new, .churned, .trialsConverted: points.append(c)
-            case .renewed, .revenue, .refunds, .refundedAmount: continue
+        for c in subscription(history) {
+            if c.until == nil { points.append(c); continue }
+            if let last = spans.lastIndex(where: { $0.kind == c.kind }), spans[last].until == c.from, spans[last].dimension == c.dimension,
+               spans[last].value == c.value, spans[last].environment == c.environment {
+                spans[last].until = c.until
+            } else {
+                spans.append(c)
             }
         }
         return spans + points
