@@ -141,7 +141,7 @@ extension ConsoleController {
             }
             let ordered = chart.byDimension ? series.keys.sorted() : chart.kinds.map(\.rawValue).filter { series[$0] != nil }
             return Chart(kind: chart.kinds.map(\.rawValue).joined(separator: ","),
-                         svg: SVGChart.lines(title: chart.title, days: days, series: ordered.map { SVGChart.Series(name: $0, values: series[$0]!) }, unit: chart.unit))
+                         svg: SVGChart.lines(title: chart.title, days: days, series: ordered.map { SVGChart.Series(name: $0, values: series[$0]!) }))
         }
         let values: [String: Any] = [
             "from": String(RFC3339.string(from).prefix(10)), "to": String(RFC3339.string(to).prefix(10)), "environment": environment.rawValue,
@@ -193,13 +193,14 @@ struct Merged: MustacheParent {
 
 /// The metrics page's charts: which kinds each draws, and how its values read.
 enum MetricCharts {
-    static let all: [(title: String, kinds: [MetricContribution.Kind], byDimension: Bool, scale: Double, unit: String)] = [
-        ("Active subscriptions by product", [.active], true, 1, ""),
-        ("New, renewed and churned subscriptions", [.new, .renewed, .churned], false, 1, ""),
-        ("Trials converted", [.trialsConverted], true, 1, ""),
-        ("Refunds (count) by currency", [.refunds], true, 1, ""),
-        ("Refunded amount by currency", [.refundedAmount], true, 1000, ""),
-        ("Gross revenue by currency", [.revenue], true, 1000, ""),
-        ("MRR by currency", [.mrr], true, 1000, ""),
+    /// `scale`: amounts are kept in milliunits and drawn in currency units.
+    static let all: [(title: String, kinds: [MetricContribution.Kind], byDimension: Bool, scale: Double)] = [
+        ("Active subscriptions by product", [.active], true, 1),
+        ("New, renewed and churned subscriptions", [.new, .renewed, .churned], false, 1),
+        ("Trials converted", [.trialsConverted], true, 1),
+        ("Refunds (count) by currency", [.refunds], true, 1),
+        ("Refunded amount by currency", [.refundedAmount], true, 1000),
+        ("Gross revenue by currency", [.revenue], true, 1000),
+        ("MRR by currency", [.mrr], true, 1000),
     ]
 }

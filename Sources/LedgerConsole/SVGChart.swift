@@ -12,7 +12,7 @@ enum SVGChart {
 
     static let palette = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"]
 
-    static func lines(title: String, days: [Date], series: [Series], unit: String = "") -> String {
+    static func lines(title: String, days: [Date], series: [Series]) -> String {
         let width = 720.0, height = 240.0, left = 64.0, right = 16.0, top = 28.0, bottom = 36.0
         let plotWidth = width - left - right, plotHeight = height - top - bottom
         let maximum = max(1, series.flatMap(\.values).max() ?? 1)
@@ -25,7 +25,7 @@ enum SVGChart {
         for step in 0...4 {
             let value = minimum + (maximum - minimum) * Double(step) / 4
             svg += ##"<line x1="\##(left)" x2="\##(width - right)" y1="\##(f(y(value)))" y2="\##(f(y(value)))" stroke="#e5e7eb"/>"##
-            svg += ##"<text x="\##(left - 6)" y="\##(f(y(value) + 4))" text-anchor="end" class="axis">\##(escape(label(value) + unit))</text>"##
+            svg += ##"<text x="\##(left - 6)" y="\##(f(y(value) + 4))" text-anchor="end" class="axis">\##(escape(label(value)))</text>"##
         }
         if let first = days.first, let last = days.last {
             svg += ##"<text x="\##(left)" y="\##(height - 12)" class="axis">\##(escape(String(RFC3339.string(first).prefix(10))))</text>"##
