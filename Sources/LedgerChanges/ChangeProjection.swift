@@ -46,11 +46,14 @@ package struct ChangeProjection: Sendable {
                 try connection.query("COMMIT")
                 return Outcome()
             }
-            let facts = try batch.compactMap { event -> (LogPosition, String, String, RecordedFact)? in
-                guard !UsersProjection.ignoredTypes.contains(event.type), let (bundleID, fact) = try StoredFacts.fact(from: event) else { return nil }
-                return (event.position, event.stream, bundleID, fact)
+            let facts = try batch.compactMap { event -> (bundleID: String, fact: RecordedFact)? in
+                UsersProjection.ignoredTypes.contains(event.type) ? nil : try StoredFacts.fact(from: event)
             }
-            let users = try affectedUsers(facts.map { ($0.2, $0.3) }, version: opened.version, on: connection)
+            // Whom the batch concerns, found as the `users` projection finds them.
+            var concerns = BatchConcerns(facts)
+            let lookups = concerns.lookups(in: UsersProjection(version: opened.version))
+            if !lookups.isEmpty { try concerns.add(try connection.pipeline(lookups, transaction: false)) }
+            let users = concerns.users.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
             var derived: [(bundleID: String, change: Change)] = []
             var clocks: [(UserKey, ChangeLog)] = []
             for (user, history) in try histories(of: users, version: opened.version, on: connection) {
@@ -164,61 +167,11 @@ package struct ChangeProjection: Sendable {
 
     // MARK: Reading
 
-    /// Who the batch's facts concern: claimants, both sides of a transfer, a user's own facts, the
-    /// owners of a transaction Apple said something about, every user of an app whose catalogue changed.
-    private func affectedUsers(_ facts: [(String, RecordedFact)], version: Int, on connection: PostgresConnection) throws -> [UserKey] {
-        var users: Set<UserKey> = []
-        var transactions: [(String, String)] = []
-        var apps: Set<String> = []
-        for (bundleID, fact) in facts {
-            switch fact.event {
-            case .transactionClaimed(let claim): users.insert(UserKey(bundleID: bundleID, userID: claim.userID))
-            case .ownershipTransferred(let transfer):
-                users.formUnion([transfer.fromUserID, transfer.toUserID].map { UserKey(bundleID: bundleID, userID: $0) })
-            case .appConfigured, .productConfigured: apps.insert(bundleID)
-            default:
-                if let userID = fact.event.userID {
-                    users.insert(UserKey(bundleID: bundleID, userID: userID))
-                } else if let original = fact.event.originalTransactionID {
-                    transactions.append((bundleID, original))
-                }
-            }
-        }
-        let projection = UsersProjection(version: version)
-        var lookups: [PipelinedStatement] = []
-        if !transactions.isEmpty {
-            lookups.append(PipelinedStatement("""
-                SELECT o.bundle_id, o.user_id FROM \(projection.owners) o
-                  JOIN unnest($1::text[], $2::text[]) AS t(bundle_id, original) ON o.bundle_id = t.bundle_id AND o.original_transaction_id = t.original
-                """, [PostgresTextArray(transactions.map(\.0)), PostgresTextArray(transactions.map(\.1))]))
-        }
-        if !apps.isEmpty {
-            lookups.append(PipelinedStatement("""
-                SELECT bundle_id, user_id FROM \(projection.owners) WHERE bundle_id = ANY($1::text[])
-                 UNION SELECT bundle_id, user_id FROM \(projection.timelines) WHERE bundle_id = ANY($1::text[])
-                """, [PostgresTextArray(Array(apps))]))
-        }
-        if !lookups.isEmpty {
-            for rows in try connection.pipeline(lookups, transaction: false) {
-                for row in rows { users.insert(UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())) }
-            }
-        }
-        return users.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
-    }
-
     /// Every fact that can concern each user (the `users` projection's own read), in log order.
     private func histories(of users: [UserKey], version: Int, on connection: PostgresConnection) throws -> [(UserKey, [(LogPosition, RecordedFact)])] {
         guard !users.isEmpty else { return [] }
         let results = try connection.pipeline(UsersProjection(version: version).reads(users, alsoStreams: []), transaction: false)
-        var concerned: [String: [UserKey]] = [:]
-        for user in users {
-            concerned[LedgerStream.app(user.bundleID), default: []].append(user)
-            concerned[LedgerStream.user(user.bundleID, userID: user.userID), default: []].append(user)
-        }
-        for row in results[0] {
-            let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
-            concerned[LedgerStream.purchase(user.bundleID, originalTransactionID: try row["original_transaction_id"].string()), default: []].append(user)
-        }
+        let concerned = try BatchConcerns.streams(of: users, owned: results[0])
         var histories: [UserKey: [(LogPosition, RecordedFact)]] = [:]
         for row in results[1] {
             let event = try RecordedEvent(row: row)

@@ -50,62 +50,30 @@ package struct UsersProjection: Sendable {
     /// Row by row it took eight round trips per purchase, statement by statement fifteen per batch
     /// — and writers wait for the batch to answer (read-your-writes).
     func changes(for batch: [RecordedEvent], on connection: PostgresConnection) throws -> Changes {
-        var affected: Set<UserKey> = []
-        var appsChanged: Set<String> = []
         var moneyMoved: Set<TransactionKey> = []
-        var newOwners: [(bundleID: String, original: String, userID: String)] = []
-        var ownerless: Set<TransactionKey> = []   // facts about a transaction: its owners must be recomputed
+        var decoded: [(bundleID: String, fact: RecordedFact)] = []
         for recorded in batch where !Self.ignoredTypes.contains(recorded.type) {
             guard let (bundleID, fact) = try StoredFacts.fact(from: recorded) else { continue }
             if let original = fact.event.originalTransactionID, fact.event.changesFinance {
                 moneyMoved.insert(TransactionKey(bundleID: bundleID, originalTransactionID: original))
             }
-            switch fact.event {
-            case .transactionClaimed(let claim):
-                newOwners.append((bundleID, claim.originalTransactionID, claim.userID))
-                affected.insert(UserKey(bundleID: bundleID, userID: claim.userID))
-            case .ownershipTransferred(let transfer):
-                newOwners.append((bundleID, transfer.originalTransactionID, transfer.toUserID))
-                newOwners.append((bundleID, transfer.originalTransactionID, transfer.fromUserID))
-                affected.formUnion([transfer.fromUserID, transfer.toUserID].map { UserKey(bundleID: bundleID, userID: $0) })
-            case .appConfigured, .productConfigured:
-                appsChanged.insert(bundleID)
-            default:
-                if let userID = fact.event.userID {
-                    affected.insert(UserKey(bundleID: bundleID, userID: userID))
-                } else if let original = fact.event.originalTransactionID {
-                    ownerless.insert(TransactionKey(bundleID: bundleID, originalTransactionID: original))
-                }
-            }
+            decoded.append((bundleID, fact))
         }
+        var concerns = BatchConcerns(decoded)
 
         // Round trip 1: new owners recorded; the owners of transactions that changed, and every
         // user of an app whose catalogue changed (it can touch any of their purchases).
         var first: [PipelinedStatement] = []
+        let newOwners = concerns.newOwners
         if !newOwners.isEmpty {
             first.append(PipelinedStatement("""
                 INSERT INTO \(owners) (bundle_id, original_transaction_id, user_id)
                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING
                 """, [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))]))
         }
-        let ownerlessKeys = Array(ownerless)
-        if !ownerlessKeys.isEmpty {
-            first.append(PipelinedStatement("""
-                SELECT o.bundle_id, o.user_id FROM \(owners) o
-                  JOIN unnest($1::text[], $2::text[]) AS t(bundle_id, original) ON o.bundle_id = t.bundle_id AND o.original_transaction_id = t.original
-                """, [PostgresTextArray(ownerlessKeys.map(\.bundleID)), PostgresTextArray(ownerlessKeys.map(\.originalTransactionID))]))
-        }
-        for bundleID in appsChanged {
-            first.append(PipelinedStatement("SELECT $1::text AS bundle_id, user_id FROM \(owners) WHERE bundle_id = $1 UNION SELECT $1, user_id FROM \(timelines) WHERE bundle_id = $1",
-                                            [bundleID]))
-        }
-        if !first.isEmpty {
-            for rows in try connection.pipeline(first, transaction: false) {
-                for row in rows where rows.columns.contains("user_id") {
-                    affected.insert(UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string()))
-                }
-            }
-        }
+        first += concerns.lookups(in: self)
+        if !first.isEmpty { try concerns.add(try connection.pipeline(first, transaction: false)) }
+        let affected = concerns.users
 
         // Round trip 2: every fact of every affected user and of every transaction whose money
         // moved, in one read (a moved transaction is usually an affected user's), decoded once.
@@ -166,15 +134,7 @@ package struct UsersProjection: Sendable {
 
     /// Each user's facts, each given to each user its stream concerns.
     func userLedgers(_ users: [UserKey], owned: PostgresRows, facts: [StreamFact]) throws -> [UserKey: AppLedger] {
-        var concerned: [String: [UserKey]] = [:]   // stream → users it concerns
-        for user in users {
-            concerned[LedgerStream.app(user.bundleID), default: []].append(user)
-            concerned[LedgerStream.user(user.bundleID, userID: user.userID), default: []].append(user)
-        }
-        for row in owned {
-            let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
-            concerned[LedgerStream.purchase(user.bundleID, originalTransactionID: try row["original_transaction_id"].string()), default: []].append(user)
-        }
+        let concerned = try BatchConcerns.streams(of: users, owned: owned)
         var ledgers: [UserKey: AppLedger] = [:]
         for (stream, _, fact) in facts {
             for user in concerned[stream] ?? [] {
@@ -265,9 +225,9 @@ package struct UserKey: Hashable, Sendable {
     }
 }
 
-struct TransactionKey: Hashable, Sendable {
-    var bundleID: String
-    var originalTransactionID: String
+package struct TransactionKey: Hashable, Sendable {
+    package var bundleID: String
+    package var originalTransactionID: String
 }
 
 extension LedgerEvent {

@@ -1,0 +1,80 @@
+import LedgerCore
+import LedgerPostgres
+
+/// Whom a batch of facts concerns, as far as the facts themselves say: claimants, both sides of a
+/// transfer, a user's own facts; the original transactions Apple said something about (their
+/// owners are looked up), and the apps whose catalogue changed (all their users). The `users` and
+/// the `changes` projections find their users the same way.
+package struct BatchConcerns {
+    package var users: Set<UserKey> = []
+    /// Facts about a transaction without a user: its owners are looked up.
+    package var transactions: Set<TransactionKey> = []
+    /// A catalogue change can touch any purchase: every user of the app.
+    package var apps: Set<String> = []
+    /// Ownership the batch records (claims, both sides of transfers).
+    package var newOwners: [(bundleID: String, original: String, userID: String)] = []
+
+    package init(_ facts: some Sequence<(bundleID: String, fact: RecordedFact)>) {
+        for (bundleID, fact) in facts {
+            switch fact.event {
+            case .transactionClaimed(let claim):
+                newOwners.append((bundleID, claim.originalTransactionID, claim.userID))
+                users.insert(UserKey(bundleID: bundleID, userID: claim.userID))
+            case .ownershipTransferred(let transfer):
+                newOwners.append((bundleID, transfer.originalTransactionID, transfer.toUserID))
+                newOwners.append((bundleID, transfer.originalTransactionID, transfer.fromUserID))
+                users.formUnion([transfer.fromUserID, transfer.toUserID].map { UserKey(bundleID: bundleID, userID: $0) })
+            case .appConfigured, .productConfigured:
+                apps.insert(bundleID)
+            default:
+                if let userID = fact.event.userID {
+                    users.insert(UserKey(bundleID: bundleID, userID: userID))
+                } else if let original = fact.event.originalTransactionID {
+                    transactions.insert(TransactionKey(bundleID: bundleID, originalTransactionID: original))
+                }
+            }
+        }
+    }
+
+    /// The statements that find the rest of the users (rows of `bundle_id`, `user_id`): the owners
+    /// of the transactions, every user of the changed apps.
+    package func lookups(in projection: UsersProjection) -> [PipelinedStatement] {
+        var statements: [PipelinedStatement] = []
+        let keys = Array(transactions)
+        if !keys.isEmpty {
+            statements.append(PipelinedStatement("""
+                SELECT o.bundle_id, o.user_id FROM \(projection.owners) o
+                  JOIN unnest($1::text[], $2::text[]) AS t(bundle_id, original) ON o.bundle_id = t.bundle_id AND o.original_transaction_id = t.original
+                """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.originalTransactionID))]))
+        }
+        for bundleID in apps {
+            statements.append(PipelinedStatement("""
+                SELECT $1::text AS bundle_id, user_id FROM \(projection.owners) WHERE bundle_id = $1
+                 UNION SELECT $1, user_id FROM \(projection.timelines) WHERE bundle_id = $1
+                """, [bundleID]))
+        }
+        return statements
+    }
+
+    /// Adds the users the lookups' rows name (results without those columns are skipped).
+    package mutating func add(_ results: [PostgresRows]) throws {
+        for rows in results where rows.columns.contains("user_id") {
+            for row in rows { users.insert(UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())) }
+        }
+    }
+
+    /// Which users each stream concerns: the app's and the user's own streams, and the purchase
+    /// streams of what each owns or owned (`owned`: rows of `reads`' first statement).
+    package static func streams(of users: [UserKey], owned: PostgresRows) throws -> [String: [UserKey]] {
+        var concerned: [String: [UserKey]] = [:]
+        for user in users {
+            concerned[LedgerStream.app(user.bundleID), default: []].append(user)
+            concerned[LedgerStream.user(user.bundleID, userID: user.userID), default: []].append(user)
+        }
+        for row in owned {
+            let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
+            concerned[LedgerStream.purchase(user.bundleID, originalTransactionID: try row["original_transaction_id"].string()), default: []].append(user)
+        }
+        return concerned
+    }
+}
