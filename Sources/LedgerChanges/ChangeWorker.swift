@@ -14,15 +14,10 @@ package struct ChangeWorker: Sendable {
     let notifications: ChangeNotifications
     let pollInterval: Duration
     let sweepInterval: Duration
-    /// The least time between batches: under load a batch then covers this long of the log instead
-    /// of one append each (four round trips apiece), for that much latency at most.
-    let batchWindow: Duration
     let logger: Logger
 
     package init(pool: PostgresPool, progress: ProjectionProgress?, notifications: ChangeNotifications, batchSize: Int = 500,
-                 pollInterval: Duration = .milliseconds(250), sweepInterval: Duration = .seconds(1), batchWindow: Duration = .zero,
-                 logger: Logger) {
-        self.batchWindow = batchWindow
+                 pollInterval: Duration = .milliseconds(250), sweepInterval: Duration = .seconds(1), logger: Logger) {
         self.pool = pool
         self.projection = ChangeProjection(batchSize: batchSize)
         self.progress = progress
@@ -51,7 +46,6 @@ package struct ChangeWorker: Sendable {
             } catch {
                 logger.warning("change projection batch failed; retrying", metadata: ["error": "\(error)"])
             }
-            try? await Task.sleep(for: batchWindow)
             if let progress {
                 _ = await progress.wait(for: LogPosition(transactionID: seen.transactionID, position: seen.position + 1), timeout: pollInterval)
             } else {
