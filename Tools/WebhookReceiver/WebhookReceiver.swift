@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// A game server's webhook endpoint, for tests and benchmarks: it checks each delivery's
@@ -29,7 +30,7 @@ package final class WebhookReceiver: Sendable {
     private struct State {
         var accepted: [Delivery] = []
         var attempts = 0
-        var running: Task<Void, any Error>?
+        var running: (group: ServiceGroup, task: Task<Void, any Error>)?
         var port = 0
     }
 
@@ -75,17 +76,21 @@ package final class WebhookReceiver: Sendable {
         let port = state.withLock { $0.port }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "receiver"),
                               onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) }, logger: logger)
-        let task = Task { try await app.run() }
+        // In a service group, so stopping is a graceful shutdown: the listener closes before the
+        // connections, none accepted half-way. Cancelling the app's task while deliveries kept
+        // arriving could trip NIO's check on a channel activated after its writer was gone.
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        let task = Task { try await group.run() }
         var iterator = stream.makeAsyncIterator()
         guard let bound = await iterator.next() else { throw CancellationError() }
-        state.withLock { $0.running = task; $0.port = bound }
+        state.withLock { $0.running = (group, task); $0.port = bound }
     }
 
     /// Stops listening: deliveries are refused until `start()` again.
     package func stop() async {
-        let task = state.withLock { state in defer { state.running = nil }; return state.running }
-        task?.cancel()
-        _ = await task?.result
+        guard let running = state.withLock({ state in defer { state.running = nil }; return state.running }) else { return }
+        await running.group.triggerGracefulShutdown()
+        _ = await running.task.result
     }
 
     /// `Ledger-Signature: t=…,v1=…` checked as docs/webhooks.md shows: HMAC-SHA256 of "t.body".
