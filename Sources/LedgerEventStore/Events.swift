@@ -87,6 +87,19 @@ package struct RecordedEvent: Sendable, Equatable {
     package var occurredAt: Date
     package var recordedAt: Date
     package var position: LogPosition
+
+    package init(id: UUID, stream: String, version: Int64, type: String, data: String, metadata: String, occurredAt: Date, recordedAt: Date,
+                 position: LogPosition) {
+        self.id = id
+        self.stream = stream
+        self.version = version
+        self.type = type
+        self.data = data
+        self.metadata = metadata
+        self.occurredAt = occurredAt
+        self.recordedAt = recordedAt
+        self.position = position
+    }
 }
 
 /// One appended (or, on a replay, previously appended) event.

@@ -62,7 +62,7 @@ extension EventStore {
     static let streamLockSQL = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
 
     /// The same locks for several streams, taken in key order so two groups never deadlock.
-    static func streamLocksStatement(_ streams: [String]) -> PipelinedStatement {
+    package static func streamLocksStatement(_ streams: [String]) -> PipelinedStatement {
         PipelinedStatement("""
             SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended(s, 0) AS k FROM unnest($1::text[]) AS s ORDER BY 1) AS keys
             """, [PostgresTextArray(streams)])

@@ -18,16 +18,21 @@ struct FactRecorder: Sendable {
         /// Original transactions another user keeps (restore policy `keep`). Who that is stays
         /// here: naming them to the caller would disclose another user's id.
         var keptByAnother: Set<String> = []
+        /// The presenting user's timeline as the writing transaction projected it, and the log
+        /// position it reflects (`InlineProjection`): the answer, with no wait for the worker.
+        var projected: (timeline: UserTimeline, position: LogPosition)?
     }
 
     /// Who is to own the original transactions a piece of evidence names.
     struct Claimant: Sendable {
         var user: @Sendable (_ originalTransactionID: String) -> String?
         var policy: RestorePolicy
+        /// The user who presented the evidence (whose state answers the request), if one did.
+        var presenter: String? = nil
 
         /// A user presented the evidence: everything it names is theirs, by the app's restore policy.
         static func presenter(_ userID: String, policy: RestorePolicy) -> Claimant {
-            Claimant(user: { _ in userID }, policy: policy)
+            Claimant(user: { _ in userID }, policy: policy, presenter: userID)
         }
         /// Apple sent it: a transaction nobody owns yet goes to the user its appAccountToken
         /// stands for. Never a transfer — a notification cannot take a purchase from its owner.

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
+import LedgerProjections
 import Synchronization
 
 /// Group commit for evidence a user presents: requests that arrive while a group is being
@@ -9,6 +10,9 @@ import Synchronization
 /// whatever its size — its evidence stored and its purchase streams read, then every stream
 /// appended by one call and the commit — where one request alone took four round trips and two
 /// commits: most of PostgreSQL's time per ingestion went to statements and commits, not rows.
+///
+/// The group's transaction also applies its appends to the `users` projection (`InlineProjection`),
+/// so each request is answered at commit with its user's new timeline.
 ///
 /// Each request is decided exactly as on its own (`FactRecorder.plan` on the stream as read).
 /// When the group cannot be appended as decided — a stream moved meanwhile, two requests of the
@@ -20,6 +24,8 @@ final class GroupRecorder: Sendable {
         var evidence: [EvidenceStore.Item]
         var work: [FactRecorder.StreamWork]
         var bundleID: String
+        /// The user whose state answers the request, if any.
+        var presenter: String?
     }
 
     private enum Result: Sendable {
@@ -36,10 +42,12 @@ final class GroupRecorder: Sendable {
     let store: EventStore
     let evidence: EvidenceStore
     let recorder: FactRecorder
+    let inline: InlineProjection
     private let queue: Mutex<GroupQueue<Waiting>>
 
-    init(store: EventStore, evidence: EvidenceStore, recorder: FactRecorder, maximumGroup: Int = 64) {
+    init(store: EventStore, evidence: EvidenceStore, recorder: FactRecorder, inline: InlineProjection, maximumGroup: Int = 64) {
         self.store = store
+        self.inline = inline
         self.evidence = evidence
         self.recorder = recorder
         self.queue = Mutex(GroupQueue(maximumGroup: maximumGroup))
@@ -96,27 +104,49 @@ final class GroupRecorder: Sendable {
     /// whole, its evidence too, and its requests go alone.
     private func write(_ requests: [Request]) async throws -> [Result] {
         let streams = Array(Set(requests.flatMap { $0.work.map(\.stream) }))
-        let outcome = try await store.withGroupAppend(streams: streams, alongside: [EvidenceStore.insert(requests.flatMap(\.evidence))],
+        let presenters = Set(requests.compactMap { request in request.presenter.map { UserKey(bundleID: request.bundleID, userID: $0) } })
+        let inline = self.inline
+        let outcome = try await store.withGroupAppend(streams: streams, alongside: [EvidenceStore.insert(requests.flatMap(\.evidence)), InlineProjection.activeVersion],
                                                       // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
-                                                      lazyWithoutAppends: true) { existing in
+                                                      lazyWithoutAppends: true, decide: { existing in
             let decided = Self.decide(requests, existing: existing)
-            return ((decided.results, decided.appendedBy), decided.appends)
-        }
+            return (Decided(results: decided.results, appendedBy: decided.appendedBy), decided.appends)
+        }, finish: { commit in
+            var decided = commit.decision
+            let (appended, projected) = try inline.appendAndProject(commit.append, appends: commit.appends, activeVersion: commit.alongside[1],
+                                                                    streams: commit.existing, presenters: presenters, on: commit.connection)
+            decided.projected = projected
+            return (appended, decided)
+        })
         switch outcome {
-        case .nothingToAppend((let results, _)):
-            return results
-        case .appended((var results, let appendedBy), let appended):
-            for (result, index) in zip(appended, appendedBy) {
-                guard case .recorded(var outcome) = results[index] else { continue }
+        case .nothingToAppend(let decided):
+            return decided.results
+        case .appended(var decided, let appended):
+            for (result, index) in zip(appended, decided.appendedBy) {
+                guard case .recorded(var outcome) = decided.results[index] else { continue }
                 outcome.wrote(result)
-                results[index] = .recorded(outcome)
+                decided.results[index] = .recorded(outcome)
             }
-            return results
+            guard let projected = decided.projected else { return decided.results }
+            // Every request the group recorded is answered from the timelines its transaction wrote.
+            return zip(requests, decided.results).map { request, result in
+                guard case .recorded(var outcome) = result, let user = request.presenter,
+                      let timeline = projected.timelines[UserKey(bundleID: request.bundleID, userID: user)] else { return result }
+                outcome.projected = (timeline, projected.position)
+                return .recorded(outcome)
+            }
         case .refused:
             // Decided on streams that moved (or ids that exist), or the database failed while
             // appending: every request decides again, alone.
             return requests.map { _ in .alone(evidenceStored: false) }
         }
+    }
+
+    /// What the group's transaction decided, and what it projected once appended.
+    private struct Decided: Sendable {
+        var results: [Result]
+        var appendedBy: [Int]
+        var projected: InlineProjection.Projected?
     }
 
     /// Every request decided on the streams as read; a stream already taken by an earlier request

@@ -32,7 +32,7 @@ package struct Ingestor: Sendable {
         self.freshness = freshness
         self.evidence = evidence
         self.recorder = FactRecorder(store: store)
-        self.group = GroupRecorder(store: store, evidence: evidence, recorder: recorder)
+        self.group = GroupRecorder(store: store, evidence: evidence, recorder: recorder, inline: InlineProjection(cache: reader.cache))
         self.tokens = AppAccountTokens(store: store)
         self.consumptionRequests = ConsumptionRequests(pool: evidence.pool, store: store)
         self.verifier = verifier
@@ -174,7 +174,7 @@ package struct Ingestor: Sendable {
     /// (`GroupRecorder`); events reference the last piece of evidence (a receipt's: Apple's answer).
     func record(_ events: [LedgerEvent], evidence: [EvidenceStore.Item], bundleID: String, claimant: FactRecorder.Claimant) async throws -> FactRecorder.Outcome {
         let work = try recorder.work(for: events, bundleID: bundleID, evidence: evidence.last?.digest, claimant: claimant, now: Date())
-        return try await group.record(GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID))
+        return try await group.record(GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID, presenter: claimant.presenter))
     }
 
     /// Apple's evidence, each piece verified on its own, recorded together: each event references
@@ -196,7 +196,7 @@ package struct Ingestor: Sendable {
         var digests: Set<String> = []
         let evidence = pieces.map(\.item).filter { digests.insert($0.digest).inserted }
         guard !merged.isEmpty else { return FactRecorder.Outcome() }
-        return try await group.record(GroupRecorder.Request(evidence: evidence, work: merged, bundleID: bundleID))
+        return try await group.record(GroupRecorder.Request(evidence: evidence, work: merged, bundleID: bundleID, presenter: claimant.presenter))
     }
 
     /// original transaction → user, for the transactions among `events` whose appAccountToken is
@@ -210,10 +210,15 @@ package struct Ingestor: Sendable {
         return holders
     }
 
-    /// The state to answer with: once the projection has applied what was just written (so the
-    /// caller's next read sees it too), from the projection.
+    /// The state to answer with, once the projection holds what was just written (so the caller's
+    /// next read sees it too): the timeline the writing transaction projected itself, or else —
+    /// a request recorded alone, or a replay — from the projection once the worker applied it.
     func answer(_ outcome: FactRecorder.Outcome, bundleID: String, userID: String) async throws -> UserState {
         try Self.refuseKept(outcome)
+        if let (timeline, position) = outcome.projected {
+            WrittenPosition.current?.record(position)
+            return timeline.state(at: Date())
+        }
         if let position = outcome.lastPosition {
             try await freshness.wait(for: position, logger: logger)
         }

@@ -56,6 +56,11 @@ package enum ProjectionRunner {
                 // their appenders' wake-ups have come and gone, so the worker must look again soon
                 // rather than sleep until the next append.
                 PipelinedStatement(EventStore.heldBackSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))"), [UsersProjection.name]),
+                // Transactions whose writers applied their own events to this version (`InlineProjection`).
+                PipelinedStatement("""
+                    SELECT i.tx_id::text AS tx_id FROM ledger.inline_projections i
+                     WHERE i.version = (SELECT active_version FROM ledger.projections WHERE name = $1)
+                    """, [UsersProjection.name]),
             ], transaction: false)
             guard let row = opening[2].first else {
                 throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
@@ -68,8 +73,16 @@ package enum ProjectionRunner {
                 try connection.query("COMMIT")
                 return Applied(count: 0, last: nil, users: [], checkpoint: after, heldBack: heldBack)
             }
-            let changes = try UsersProjection(version: version).changes(for: batch, on: connection)
+            let applied = Set(try opening[5].map { try $0["tx_id"].uint64() })
+            let changes = try UsersProjection(version: version).changes(for: batch.filter { !applied.contains($0.position.transactionID) },
+                                                                        locking: .usersAndPurchases, on: connection)
             var closing = changes.writes + [advanceStatement(version: version, to: last.position)]
+            if !applied.isEmpty {
+                // Passed whole: every transaction before the batch's last one (the fence lets no
+                // open transaction's events through, so nothing of theirs comes later).
+                closing.append(PipelinedStatement("DELETE FROM ledger.inline_projections WHERE version <> $1 OR tx_id < $2::text::xid8",
+                                                  [version, last.position.transactionID]))
+            }
             if !changes.users.isEmpty { closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(changes.users, origin: origin, position: last.position)])) }
             _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
             return Applied(count: batch.count, last: last.position, users: changes.users, timelines: changes.timelines, checkpoint: last.position,

@@ -11,7 +11,7 @@ import Logging
 /// (`ledger(…)`) always read the primary.
 package struct UserStateReader: Sendable {
     let pool: PostgresPool
-    let cache: TimelineCache?
+    package let cache: TimelineCache?
     let replicas: ReadReplicas
 
     package init(pool: PostgresPool, cache: TimelineCache? = nil, replicas: ReadReplicas? = nil) {

@@ -49,7 +49,13 @@ package struct UsersProjection: Sendable {
     /// Set-based and pipelined: two round trips of reads for the whole batch, whatever its size.
     /// Row by row it took eight round trips per purchase, statement by statement fifteen per batch
     /// — and writers wait for the batch to answer (read-your-writes).
-    func changes(for batch: [RecordedEvent], on connection: PostgresConnection) throws -> Changes {
+    func changes(for batch: [RecordedEvent], locking: ProjectionLocks.Scope = .none, on connection: PostgresConnection) throws -> Changes {
+        let (facts, moneyMoved) = try Self.decode(batch)
+        return try changes(concerns: BatchConcerns(facts), moneyMoved: moneyMoved, locking: locking, on: connection).changes
+    }
+
+    /// A batch's facts (evidence-only events skipped) and the transactions whose money they moved.
+    static func decode(_ batch: some Sequence<RecordedEvent>) throws -> (facts: [(bundleID: String, fact: RecordedFact)], moneyMoved: Set<TransactionKey>) {
         var moneyMoved: Set<TransactionKey> = []
         var decoded: [(bundleID: String, fact: RecordedFact)] = []
         for recorded in batch where !Self.ignoredTypes.contains(recorded.type) {
@@ -59,11 +65,18 @@ package struct UsersProjection: Sendable {
             }
             decoded.append((bundleID, fact))
         }
-        var concerns = BatchConcerns(decoded)
+        return (decoded, moneyMoved)
+    }
 
+    /// `changes(for:)` on concerns the caller found. `leading` statements go first in the first
+    /// round trip (the inline projection's append: what it projects), their results returned.
+    /// `locking`: the active version, which ingestion writes too (`ProjectionLocks`).
+    func changes(concerns: BatchConcerns, moneyMoved: Set<TransactionKey>, leading: [PipelinedStatement] = [], locking: ProjectionLocks.Scope,
+                 on connection: PostgresConnection) throws -> (changes: Changes, leading: [PostgresRows]) {
+        var concerns = concerns
         // Round trip 1: new owners recorded; the owners of transactions that changed, and every
         // user of an app whose catalogue changed (it can touch any of their purchases).
-        var first: [PipelinedStatement] = []
+        var first = leading
         let newOwners = concerns.newOwners
         if !newOwners.isEmpty {
             first.append(PipelinedStatement("""
@@ -72,15 +85,23 @@ package struct UsersProjection: Sendable {
                 """, [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))]))
         }
         first += concerns.lookups(in: self)
-        if !first.isEmpty { try concerns.add(try connection.pipeline(first, transaction: false)) }
+        var leadingResults: [PostgresRows] = []
+        if !first.isEmpty {
+            let results = try connection.pipeline(first, transaction: false)
+            leadingResults = Array(results.prefix(leading.count))
+            try concerns.add(Array(results.dropFirst(leading.count)))
+        }
         let affected = concerns.users
 
         // Round trip 2: every fact of every affected user and of every transaction whose money
-        // moved, in one read (a moved transaction is usually an affected user's), decoded once.
+        // moved, in one read (a moved transaction is usually an affected user's), decoded once —
+        // after the locks, so what is read is at least what any earlier writer of them read.
         let users = affected.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
         let moved = Array(moneyMoved)
         let movedStreams = moved.map { LedgerStream.purchase($0.bundleID, originalTransactionID: $0.originalTransactionID) }
-        let results = users.isEmpty && moved.isEmpty ? [] : try connection.pipeline(reads(users, alsoStreams: movedStreams), transaction: false)
+        let reads = users.isEmpty && moved.isEmpty ? [] : ProjectionLocks.statements(locking, users: users, purchaseStreams: movedStreams)
+            + self.reads(users, alsoStreams: movedStreams)
+        let results = reads.isEmpty ? [] : try connection.pipeline(reads, transaction: false)
         var facts: [StreamFact] = []
         for row in results.last ?? PostgresRows() {
             let recorded = try RecordedEvent(row: row)
@@ -89,7 +110,7 @@ package struct UsersProjection: Sendable {
 
         var changes = Changes(users: users.map { ($0.bundleID, $0.userID) })
         if !users.isEmpty {
-            let ledgers = try userLedgers(users, owned: results[0], facts: facts)
+            let ledgers = try userLedgers(users, owned: results[results.count - 2], facts: facts)
             var texts: [String] = []
             for user in users {
                 let timeline = (ledgers[user] ?? AppLedger(bundleID: user.bundleID)).timeline(of: user.userID)
@@ -103,7 +124,7 @@ package struct UsersProjection: Sendable {
                 """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID)), PostgresTextArray(texts)]))
         }
         if !moved.isEmpty { changes.writes += financeWrites(moved, streams: movedStreams, facts: facts) }
-        return changes
+        return (changes, leadingResults)
     }
 
     /// The two reads of a batch: the transactions the users own, and every event of every stream

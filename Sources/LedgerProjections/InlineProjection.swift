@@ -1,0 +1,82 @@
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerFacts
+import LedgerPostgres
+
+/// An ingestion group's own appends applied to the active `users` projection in the group's
+/// transaction, so its requests are answered at commit — and every later read, on any server,
+/// sees them — without waiting for the live worker's next batch (issue 16: that wait was half of
+/// an ingestion's time at low concurrency). The worker still passes these events, to move its
+/// checkpoint, but leaves their transaction alone (`ledger.inline_projections`).
+///
+/// The same computation as the worker's (`UsersProjection.changes`): the users the events concern
+/// recomputed from every fact the log holds for them, under the locks that keep concurrent
+/// recomputations in order (`ProjectionLocks`).
+package struct InlineProjection: Sendable {
+    let cache: TimelineCache?
+
+    package init(cache: TimelineCache?) {
+        self.cache = cache
+    }
+
+    /// The opening round trip's share: the active version, held FOR SHARE as the worker holds it
+    /// (a rebuild's switch waits for the group, and the group writes the version readers read).
+    package static let activeVersion = PipelinedStatement("SELECT active_version FROM ledger.projections WHERE name = $1 FOR SHARE",
+                                                          [UsersProjection.name])
+
+    /// What a group's transaction projected.
+    package struct Projected: Sendable {
+        /// The group's last event: what the answers reflect.
+        package var position: LogPosition
+        package var timelines: [UserKey: UserTimeline]
+    }
+
+    /// Appends (`append`, the group's statement), applies the appended events, commits.
+    ///
+    /// `streams`: every event of the group's purchase streams as read under their locks before
+    /// deciding: who owns them is recorded from these (a claim the worker has not applied yet
+    /// would otherwise be missing from the timeline of the user presenting the purchase again).
+    /// `presenters`: users whose answer is wanted, recomputed whatever the events say.
+    package func appendAndProject(_ append: PipelinedStatement, appends: [StreamAppend], activeVersion rows: PostgresRows,
+                                 streams: [String: [RecordedEvent]], presenters: Set<UserKey>,
+                                 on connection: PostgresConnection) throws -> (appended: PostgresRows, projected: Projected) {
+        guard let version = try rows.first?["active_version"].int() else {
+            throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
+        }
+        let projection = UsersProjection(version: version)
+        let epoch = cache?.epoch ?? 0
+        let now = Date()
+        // The appended events as facts (their log positions are not known yet and not needed to
+        // find whom they concern: the facts themselves are read back from the log below).
+        let fresh = appends.flatMap { append in
+            append.events.map { RecordedEvent(id: $0.id, stream: append.stream, version: 0, type: $0.type, data: $0.data, metadata: $0.metadata,
+                                              occurredAt: $0.occurredAt ?? now, recordedAt: now, position: .start) }
+        }
+        let (facts, moneyMoved) = try UsersProjection.decode(fresh)
+        var concerns = BatchConcerns(facts)
+        concerns.users.formUnion(presenters)
+        let ownership = Set(LedgerEventType.ownership.map(\.rawValue))
+        let earlier = streams.values.joined().filter { ownership.contains($0.type) }
+        concerns.newOwners += BatchConcerns(try UsersProjection.decode(earlier).facts).newOwners
+
+        let (changes, leading) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, leading: [append], locking: .users, on: connection)
+        let appended = leading[0]
+        var last = LogPosition.start
+        for row in appended {
+            last = max(last, LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["event_position"].int64()))
+        }
+        var closing = changes.writes
+        closing.append(PipelinedStatement("INSERT INTO ledger.inline_projections (version, tx_id) VALUES ($1, pg_current_xact_id())", [version]))
+        if !changes.users.isEmpty {
+            closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel,
+                                                                          TimelineCache.payload(changes.users, origin: cache?.origin, position: last)]))
+        }
+        _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
+        // After the commit, as the worker does: this process's readers find the new timelines.
+        cache?.replace(zip(changes.users, changes.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch, committedAt: last)
+        var timelines: [UserKey: UserTimeline] = [:]
+        for (user, timeline) in zip(changes.users, changes.timelines) { timelines[UserKey(bundleID: user.bundleID, userID: user.userID)] = timeline }
+        return (appended, Projected(position: last, timelines: timelines))
+    }
+}
