@@ -1,0 +1,117 @@
+import AppStoreSimulator
+import Foundation
+import LedgerAccess
+import LedgerCore
+import LedgerEventStore
+import LedgerHTTP
+import LedgerPostgres
+import LedgerProjections
+import NIOHTTP1
+import Testing
+
+/// An ingestion group applies its own appends to the `users` projection in its transaction
+/// (`InlineProjection`): the answer and every later read, on any server, hold the purchase at
+/// commit, with no projection worker involved — and the worker, which passes those events later,
+/// and concurrent writers of the same users never leave an older timeline behind.
+@Suite struct InlineProjectionTests {
+    static let bundle = TestServer.bundleID
+
+    static func coins(_ id: String) -> SimulatedTransaction {
+        SimulatedTransaction(transactionID: id, productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -30))
+    }
+
+    static func entitlement(_ answer: TestServer.Answer, _ name: String) -> Bool {
+        ((answer.json["entitlements"] as? [String: any Sendable])?[name] as? [String: any Sendable])?["active"] as? Bool == true
+    }
+
+    static func coinBalance(_ answer: TestServer.Answer) -> Int? {
+        (answer.json["balances"] as? [String: any Sendable])?["coins"] as? Int
+    }
+
+    /// The live timeline as stored, against one computed now from every fact in the log.
+    static func storedMatchesTheLog(_ user: String, pool: PostgresPool) async throws -> (stored: UserTimeline?, fromLog: UserTimeline) {
+        let text = try await pool.query("SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundle, user]).first?["t"].text
+        let stored = try text.map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
+        let fromLog = try await UserStateReader(pool: pool).ledger(bundleID: bundle, userID: user).timeline(of: user)
+        return (stored, fromLog)
+    }
+
+    @Test func aPurchaseIsAnsweredAndReadOnAnotherServerWithNoProjectionWorkerAnywhere() async throws {
+        // The app configured by a server with a worker (configuration waits for it), then stopped.
+        let setup = try await TestServer.start()
+        await setup.stop()
+        let server = try await TestServer.start(configure: false, sharing: setup, projecting: false)
+        let other = try await TestServer.start(configure: false, sharing: setup, projecting: false)
+        defer { Task { await other.stop(); await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        let clock = ContinuousClock()
+        let started = clock.now
+        let posted = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                                           json: ["user_id": "ines", "signed_transaction": try server.app.signedTransaction(IngestionFlowTests.subscription("in-1"))])
+        #expect(posted.status == 200 && Self.entitlement(posted, "pro"), "\(posted.text)")
+        // Not the read-your-writes wait running out (5 s) and answering without it.
+        #expect(clock.now - started < .seconds(4))
+        let elsewhere = try await other.send("GET", "/v1/apps/\(Self.bundle)/users/ines", key: key)
+        #expect(Self.entitlement(elsewhere, "pro"), "the other server reads it: \(elsewhere.text)")
+        let checkpoint = try await server.pool.withConnection(ProjectionRunner.activeCheckpoint)
+        let position = try #require(posted.headers["Ledger-Position"].first.flatMap(LogPosition.init))
+        #expect(checkpoint < position, "no worker moved the checkpoint: the group's transaction projected it")
+
+        // The worker, when it comes, passes the events without recomputing the user again, and
+        // what it leaves is what a computation from the log gives.
+        let before = try await Self.storedMatchesTheLog("ines", pool: server.pool)
+        while try await server.pool.withConnection({ try ProjectionRunner.liveStep(on: $0, batchSize: 100) }) > 0 {}
+        let after = try await Self.storedMatchesTheLog("ines", pool: server.pool)
+        #expect(before.stored == before.fromLog && after.stored == before.stored)
+        #expect(try await server.pool.withConnection(ProjectionRunner.activeCheckpoint) >= position)
+    }
+
+    @Test func concurrentWritersOfOneUserOnTwoServersLeaveEveryTimelineAsTheLogSaysIt() async throws {
+        let server = try await TestServer.start(poolSize: 8)
+        let other = try await TestServer.start(poolSize: 8, configure: false, sharing: server)
+        defer { Task { await other.stop(); await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        let webhook = "\(other.baseURL)/v1/apps/\(Self.bundle)/notifications/apple"
+        let sender = NotificationSender()
+        let users = (0..<16).map { "many-\($0)" }
+        // Each user: six coin purchases posted at once to both servers (six purchase streams, one
+        // timeline), a subscription, and Apple's renewal of it delivered meanwhile (recorded
+        // alone, projected by whichever worker comes first).
+        struct Outcome: Sendable { var user: String; var coins: Int?; var status: Int; var text: String }
+        let outcomes = try await withThrowingTaskGroup(of: Outcome.self) { group in
+            for user in users {
+                for index in 0..<6 {
+                    let target = index % 2 == 0 ? server : other
+                    let jws = try server.app.signedTransaction(Self.coins("\(user)-c\(index)"))
+                    group.addTask {
+                        let answer = try await target.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
+                        return Outcome(user: user, coins: Self.coinBalance(answer), status: answer.status, text: answer.text)
+                    }
+                }
+                let purchase = IngestionFlowTests.subscription("\(user)-s", days: 30, startedAgo: 40 * 86_400)
+                let jws = try server.app.signedTransaction(purchase)
+                let renewal = try server.app.notificationV2("DID_RENEW", transaction: purchase.renewed(transactionID: "\(user)-s2", period: 30 * 86_400),
+                                                            renewal: SimulatedRenewal(originalTransactionID: "\(user)-s", productID: "pro.monthly"))
+                group.addTask {
+                    let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
+                    return Outcome(user: user, coins: nil, status: answer.status, text: answer.text)
+                }
+                group.addTask { Outcome(user: user, coins: nil, status: try await sender.send(renewal, to: webhook), text: "renewal") }
+            }
+            return try await group.reduce(into: [Outcome]()) { $0.append($1) }
+        }
+        #expect(outcomes.allSatisfy { $0.status == 200 }, "\(outcomes.filter { $0.status != 200 })")
+        // Read-your-writes: each coin purchase's answer counts at least its own 100.
+        #expect(outcomes.filter { $0.text != "renewal" && $0.coins != nil }.allSatisfy { $0.coins! >= 100 })
+        // Every request answered, so every event is projected (inline or by a worker): what is
+        // stored must be exactly what the log says, never a recomputation that read less.
+        for user in users {
+            let (stored, fromLog) = try await Self.storedMatchesTheLog(user, pool: server.pool)
+            #expect(stored == fromLog, "\(user): stored \(stored?.purchases.count ?? 0) purchases, \(stored?.periods.count ?? 0) periods; the log \(fromLog.purchases.count), \(fromLog.periods.count)")
+            let state = fromLog.state(at: Date())
+            #expect(state.balances["coins"] == 600, "\(user): \(state.balances)")
+            #expect(state.entitlements["pro"]?.active == true, "\(user): renewed")
+        }
+        #expect(try await server.pool.query("SELECT count(*) AS n FROM ledger.events WHERE event_type = 'Purchased'")[0]["n"].int() == 112)
+    }
+}
