@@ -59,6 +59,12 @@ package struct InlineProjection: Sendable {
         let ownership = Set(LedgerEventType.ownership.map(\.rawValue))
         let earlier = streams.values.joined().filter { ownership.contains($0.type) }
         concerns.newOwners += BatchConcerns(try UsersProjection.decode(earlier).facts).newOwners
+        // The events are all of the group's own streams, which it read whole: their owners, ever,
+        // are the ones those streams name — what the owners table would answer, without asking.
+        for owner in concerns.newOwners where concerns.transactions.contains(TransactionKey(bundleID: owner.bundleID, originalTransactionID: owner.original)) {
+            concerns.users.insert(UserKey(bundleID: owner.bundleID, userID: owner.userID))
+        }
+        concerns.transactions.removeAll()
 
         let (changes, leading) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, leading: [append], locking: .users, on: connection)
         let appended = leading[0]
