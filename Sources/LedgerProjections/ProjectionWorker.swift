@@ -13,10 +13,14 @@ package struct ProjectionWorker: Sendable {
     let cache: TimelineCache?
     /// Batches wait for the disk (streaming replicas read them: see `ProjectionRunner.liveBatch`).
     let durable: Bool
+    /// The pause after a batch that only passed events their writers projected themselves. A write
+    /// recorded alone (a notification, a grant) that arrives meanwhile waits this much longer.
+    let passingWindow: Duration
 
     package init(store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
-                cache: TimelineCache? = nil, durable: Bool = false, logger: Logger) {
+                cache: TimelineCache? = nil, durable: Bool = false, passingWindow: Duration = .milliseconds(10), logger: Logger) {
         self.store = store
+        self.passingWindow = passingWindow
         self.durable = durable
         self.progress = progress
         self.cache = cache
@@ -49,6 +53,10 @@ package struct ProjectionWorker: Sendable {
                 // their commit, other processes' through NOTIFY): the wait returns at once then.
                 // Looping straight back after every batch mostly read nothing, two round trips each.
                 if applied.count == batchSize { continue }
+                // Only passed what its writers applied themselves (`InlineProjection`): no answer of
+                // theirs waits for this checkpoint, so let a few groups gather first — woken for every
+                // group, the worker ran 500 batches a second at 4 connections (issue 16).
+                if applied.count > 0, applied.users.isEmpty { try? await Task.sleep(for: passingWindow) }
                 // Events committed behind an open transaction: look again in a moment (their
                 // appenders' wake-ups are spent; waiting for the next append stalled every writer
                 // for the poll interval).
