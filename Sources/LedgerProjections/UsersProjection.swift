@@ -84,24 +84,29 @@ package struct UsersProjection: Sendable {
                 SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING
                 """, [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))]))
         }
-        first += concerns.lookups(in: self)
-        var leadingResults: [PostgresRows] = []
-        if !first.isEmpty {
-            let results = try connection.pipeline(first, transaction: false)
-            leadingResults = Array(results.prefix(leading.count))
-            try concerns.add(Array(results.dropFirst(leading.count)))
-        }
-        let affected = concerns.users
+        let lookups = concerns.lookups(in: self)
+        first += lookups
 
         // Round trip 2: every fact of every affected user and of every transaction whose money
         // moved, in one read (a moved transaction is usually an affected user's), decoded once —
         // after the locks, so what is read is at least what any earlier writer of them read.
-        let users = affected.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
+        // With nobody to look up (an ingestion group knows its users), it rides on round trip 1.
         let moved = Array(moneyMoved)
         let movedStreams = moved.map { LedgerStream.purchase($0.bundleID, originalTransactionID: $0.originalTransactionID) }
-        let reads = users.isEmpty && moved.isEmpty ? [] : ProjectionLocks.statements(locking, users: users, purchaseStreams: movedStreams)
-            + self.reads(users, alsoStreams: movedStreams)
-        let results = reads.isEmpty ? [] : try connection.pipeline(reads, transaction: false)
+        func reading(_ affected: Set<UserKey>) -> (users: [UserKey], statements: [PipelinedStatement]) {
+            let users = affected.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
+            guard !users.isEmpty || !moved.isEmpty else { return (users, []) }
+            return (users, ProjectionLocks.statements(locking, users: users, purchaseStreams: movedStreams) + self.reads(users, alsoStreams: movedStreams))
+        }
+        var (users, reads) = lookups.isEmpty ? reading(concerns.users) : ([], [])
+        let firstResults = first.isEmpty && reads.isEmpty ? [] : try connection.pipeline(first + reads, transaction: false)
+        let leadingResults = Array(firstResults.prefix(leading.count))
+        var results = Array(firstResults.dropFirst(first.count))
+        if !lookups.isEmpty {
+            try concerns.add(Array(firstResults.dropFirst(leading.count)))
+            (users, reads) = reading(concerns.users)
+            results = reads.isEmpty ? [] : try connection.pipeline(reads, transaction: false)
+        }
         var facts: [StreamFact] = []
         for row in results.last ?? PostgresRows() {
             let recorded = try RecordedEvent(row: row)
