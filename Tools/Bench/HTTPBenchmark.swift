@@ -22,7 +22,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
         commandName: "http",
         abstract: "User-state queries vs /healthz, p50/p99 at about half of peak, and transaction ingestion, with wrk.")
 
-    @Option(help: "Signed transactions prepared for ingestion (each for its own user).") var transactions = 20_000
+    @Option(help: "Signed transactions prepared for ingestion (each for its own user), shared by the levels.") var transactions = 48_000
     @Option(help: "Seconds per wrk run.") var seconds = 8
     @Option(help: "Rounds of the healthz / user-state pair.") var rounds = 3
     @Option(help: "Connections for the peak runs.") var connections = 32
@@ -95,7 +95,9 @@ struct HTTPBenchmark: AsyncParsableCommand {
         var inserts: [Int: Double] = [:]
         for (index, level) in levels.enumerated() {
             let ingestScript = try script(prefix: "b\(index)-", users: "u", count: share)
-            let ingestSeconds = max(1, min(seconds, share / 1500))
+            // A run that used up its transactions would go on with replays (cheaper no-ops): runs
+            // are as long as 4,000/s can last, and a run that still ran out is flagged below.
+            let ingestSeconds = max(1, min(seconds, share / 4000))
             let before = try await pool.query(purchases)[0]["n"].int()
             FileHandle.standardError.write(Data("measuring ingestion for \(ingestSeconds) s\n".utf8))  // e.g. the cue for perf record
             let run = try Self.wrk(wrk, ["-t1", "-c\(level)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
@@ -104,8 +106,8 @@ struct HTTPBenchmark: AsyncParsableCommand {
         }
         func ingestionLines() -> [String] {
             ingestions.map { level, run, recorded in
-                String(format: "    %2d connections: %@   p50 %.2f ms, p99 %.2f ms, %d purchases recorded, %d non-2xx",
-                       level, format(run.rate), run.p50, run.p99, recorded, run.errors)
+                String(format: "    %2d connections: %@   p50 %.2f ms, p99 %.2f ms, %d purchases recorded, %d non-2xx%@",
+                       level, format(run.rate), run.p50, run.p99, recorded, run.errors, recorded >= share ? " (RAN OUT: use --transactions)" : "")
                     + (inserts[level].map { String(format: "   pgbench one-row INSERT %.0f/s: %.1f %%", $0, run.rate / $0 * 100) } ?? "   (no pgbench)")
             }
         }
