@@ -44,8 +44,9 @@ package struct BatchConcerns {
         if !keys.isEmpty {
             statements.append(PipelinedStatement("""
                 SELECT o.bundle_id, o.user_id FROM \(projection.owners) o
-                  JOIN unnest($1::text[], $2::text[]) AS t(bundle_id, original) ON o.bundle_id = t.bundle_id AND o.original_transaction_id = t.original
-                """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.originalTransactionID))]))
+                 WHERE o.bundle_id = ANY($1::text[]) AND o.original_transaction_id = ANY($2::text[])
+                   AND o.bundle_id || chr(31) || o.original_transaction_id = ANY($3::text[])
+                """, UsersProjection.pairs(keys.map { ($0.bundleID, $0.originalTransactionID) })))
         }
         for bundleID in apps {
             statements.append(PipelinedStatement("""
