@@ -39,8 +39,11 @@ extension LedgerServices {
     package func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, delivering: Bool = true,
                                    reconcileInterval: Duration? = nil, logger: Logger) -> [any Service] {
         let (store, timelines, pool, recovery, directory, consumption, changes) = (store, timelines, pool, recovery, directory, consumption, changes)
+        // With replicas, a read after an ingestion waits on a replica for this worker's checkpoint
+        // to pass the write (ReadFence): the worker then passes inline-projected events at once.
         let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
-                                      durable: !reads.replicas.isEmpty, logger: logger)
+                                      durable: !reads.replicas.isEmpty, passingWindow: reads.replicas.isEmpty ? .milliseconds(10) : .zero,
+                                      logger: logger)
         var loops = [
             BackgroundLoop("notifications") { [changes] in await store.runNotifications(also: [ChangeNotifications.channel: changes.heard]) },
             BackgroundLoop("timeline cache") { await timelines.runInvalidations(configuration: pool.configuration, logger: logger) },
