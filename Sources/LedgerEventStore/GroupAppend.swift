@@ -27,9 +27,10 @@ package struct GroupCommit<Decision: Sendable> {
 }
 
 extension EventStore {
-    /// One transaction of two round trips for many streams at once: the streams' locks taken (as
-    /// every writer that decides on a stream takes them), `alongside` run, the streams read; then
-    /// what `decide` makes of them appended by one call (`ledger.append_streams`) and committed.
+    /// One transaction of two round trips (or what `finish` makes of the second) for many streams
+    /// at once: the streams' locks taken (as every writer that decides on a stream takes them),
+    /// `alongside` run, the streams read; then what `decide` makes of them appended by one call
+    /// (`ledger.append_streams`) and committed.
     ///
     /// For the group commit of concurrent requests: the caller owns the decisions, the store owns
     /// the transaction, the locks and the chain. `decide` runs on a pool thread and must not block.

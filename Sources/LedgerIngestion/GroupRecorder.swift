@@ -6,13 +6,15 @@ import LedgerProjections
 import Synchronization
 
 /// Group commit for evidence a user presents: requests that arrive while a group is being
-/// written wait and go together in the next one. A group is one transaction of two round trips
-/// whatever its size — its evidence stored and its purchase streams read, then every stream
-/// appended by one call and the commit — where one request alone took four round trips and two
-/// commits: most of PostgreSQL's time per ingestion went to statements and commits, not rows.
+/// written wait and go together in the next one. A group is one transaction of three round trips
+/// whatever its size — its evidence stored and its purchase streams read; every stream appended by
+/// one call, with the reads of its users' facts behind it; their projection written and the
+/// commit — where one request alone took four round trips and two commits: most of PostgreSQL's
+/// time per ingestion went to statements and commits, not rows.
 ///
-/// The group's transaction also applies its appends to the `users` projection (`InlineProjection`),
-/// so each request is answered at commit with its user's new timeline.
+/// The group's transaction applies its own appends to the `users` projection (`InlineProjection`),
+/// so each request is answered at commit with its user's new timeline, not after the worker's
+/// next batch.
 ///
 /// Each request is decided exactly as on its own (`FactRecorder.plan` on the stream as read).
 /// When the group cannot be appended as decided — a stream moved meanwhile, two requests of the
@@ -137,7 +139,7 @@ final class GroupRecorder: Sendable {
             }
         case .refused:
             // Decided on streams that moved (or ids that exist), or the database failed while
-            // appending: every request decides again, alone.
+            // appending or projecting: every request decides again, alone.
             return requests.map { _ in .alone(evidenceStored: false) }
         }
     }

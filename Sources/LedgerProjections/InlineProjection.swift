@@ -46,26 +46,7 @@ package struct InlineProjection: Sendable {
         }
         let projection = UsersProjection(version: version)
         let epoch = cache?.epoch ?? 0
-        let now = Date()
-        // The appended events as facts (their log positions are not known yet and not needed to
-        // find whom they concern: the facts themselves are read back from the log below).
-        let fresh = appends.flatMap { append in
-            append.events.map { RecordedEvent(id: $0.id, stream: append.stream, version: 0, type: $0.type, data: $0.data, metadata: $0.metadata,
-                                              occurredAt: $0.occurredAt ?? now, recordedAt: now, position: .start) }
-        }
-        let (facts, moneyMoved) = try UsersProjection.decode(fresh)
-        var concerns = BatchConcerns(facts)
-        concerns.users.formUnion(presenters)
-        let ownership = Set(LedgerEventType.ownership.map(\.rawValue))
-        let earlier = streams.values.joined().filter { ownership.contains($0.type) }
-        concerns.newOwners += BatchConcerns(try UsersProjection.decode(earlier).facts).newOwners
-        // The events are all of the group's own streams, which it read whole: their owners, ever,
-        // are the ones those streams name — what the owners table would answer, without asking.
-        for owner in concerns.newOwners where concerns.transactions.contains(TransactionKey(bundleID: owner.bundleID, originalTransactionID: owner.original)) {
-            concerns.users.insert(UserKey(bundleID: owner.bundleID, userID: owner.userID))
-        }
-        concerns.transactions.removeAll()
-
+        let (concerns, moneyMoved) = try Self.concerns(of: appends, streams: streams, presenters: presenters)
         let (changes, leading) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, leading: [append], locking: .users, on: connection)
         let appended = leading[0]
         var last = LogPosition.start
@@ -84,5 +65,30 @@ package struct InlineProjection: Sendable {
         var timelines: [UserKey: UserTimeline] = [:]
         for (user, timeline) in zip(changes.users, changes.timelines) { timelines[UserKey(bundleID: user.bundleID, userID: user.userID)] = timeline }
         return (appended, Projected(position: last, timelines: timelines))
+    }
+
+    /// Whom the appends concern, and the transactions whose money they move. The appended events
+    /// are taken as facts (their log positions are not known yet, and not needed to find whom they
+    /// concern: the facts themselves are read back from the log).
+    static func concerns(of appends: [StreamAppend], streams: [String: [RecordedEvent]],
+                         presenters: Set<UserKey>) throws -> (BatchConcerns, moneyMoved: Set<TransactionKey>) {
+        let now = Date()
+        let fresh = appends.flatMap { append in
+            append.events.map { RecordedEvent(id: $0.id, stream: append.stream, version: 0, type: $0.type, data: $0.data, metadata: $0.metadata,
+                                              occurredAt: $0.occurredAt ?? now, recordedAt: now, position: .start) }
+        }
+        let (facts, moneyMoved) = try UsersProjection.decode(fresh)
+        var concerns = BatchConcerns(facts)
+        concerns.users.formUnion(presenters)
+        let ownership = Set(LedgerEventType.ownership.map(\.rawValue))
+        let earlier = streams.values.joined().filter { ownership.contains($0.type) }
+        concerns.newOwners += BatchConcerns(try UsersProjection.decode(earlier).facts).newOwners
+        // The events are all of the group's own streams, which it read whole: their owners, ever,
+        // are the ones those streams name — what the owners table would answer, without asking.
+        for owner in concerns.newOwners where concerns.transactions.contains(TransactionKey(bundleID: owner.bundleID, originalTransactionID: owner.original)) {
+            concerns.users.insert(UserKey(bundleID: owner.bundleID, userID: owner.userID))
+        }
+        concerns.transactions.removeAll()
+        return (concerns, moneyMoved)
     }
 }
