@@ -28,9 +28,10 @@ package struct GroupCommit<Decision: Sendable> {
 
 extension EventStore {
     /// One transaction of two round trips (or what `finish` makes of the second) for many streams
-    /// at once: the streams' locks taken (as every writer that decides on a stream takes them),
-    /// `alongside` run, the streams read; then what `decide` makes of them appended by one call
-    /// (`ledger.append_streams`) and committed.
+    /// at once: `alongside` run, the streams' locks taken (as every writer that decides on a stream
+    /// takes them), the streams read; then what `decide` makes of them appended by one call
+    /// (`ledger.append_streams`) and committed. `alongside` comes first so that a lock it takes is
+    /// waited for before the streams' locks are held (`ProjectionLocks`: the order of locks).
     ///
     /// For the group commit of concurrent requests: the caller owns the decisions, the store owns
     /// the transaction, the locks and the chain. `decide` runs on a pool thread and must not block.
@@ -48,7 +49,7 @@ extension EventStore {
         decide: @escaping @Sendable ([String: [RecordedEvent]]) -> (Decision, [StreamAppend]),
         finish: (@Sendable (GroupCommit<Decision>) throws -> (appended: PostgresRows, decision: Decision))? = nil
     ) async throws -> GroupAppendOutcome<Decision> {
-        let opening = [PipelinedStatement("BEGIN"), Self.streamLocksStatement(streams)] + alongside + [
+        let opening = [PipelinedStatement("BEGIN")] + alongside + [Self.streamLocksStatement(streams),
             PipelinedStatement(Self.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
                                [PostgresTextArray(streams)]),
         ]
@@ -72,7 +73,7 @@ extension EventStore {
                         let rows = try connection.pipeline([append, PipelinedStatement("COMMIT")], transaction: false)[0]
                         return .appended(decision, try Self.groupResults(appends, rows: rows))
                     }
-                    let finished = try finish(GroupCommit(connection: connection, alongside: Array(opened.dropFirst(2).dropLast()), existing: existing,
+                    let finished = try finish(GroupCommit(connection: connection, alongside: Array(opened.dropFirst().prefix(alongside.count)), existing: existing,
                                                           appends: appends, append: append, decision: decision))
                     return .appended(finished.decision, try Self.groupResults(appends, rows: finished.appended))
                 } catch {

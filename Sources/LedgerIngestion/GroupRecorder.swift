@@ -108,14 +108,14 @@ final class GroupRecorder: Sendable {
         let streams = Array(Set(requests.flatMap { $0.work.map(\.stream) }))
         let presenters = Set(requests.compactMap { request in request.presenter.map { UserKey(bundleID: request.bundleID, userID: $0) } })
         let inline = self.inline
-        let outcome = try await store.withGroupAppend(streams: streams, alongside: [EvidenceStore.insert(requests.flatMap(\.evidence)), InlineProjection.activeVersion],
+        let outcome = try await store.withGroupAppend(streams: streams, alongside: [InlineProjection.activeVersion, EvidenceStore.insert(requests.flatMap(\.evidence))],
                                                       // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
                                                       lazyWithoutAppends: true, decide: { existing in
             let decided = Self.decide(requests, existing: existing)
             return (Decided(results: decided.results, appendedBy: decided.appendedBy), decided.appends)
         }, finish: { commit in
             var decided = commit.decision
-            let (appended, projected) = try inline.appendAndProject(commit.append, appends: commit.appends, activeVersion: commit.alongside[1],
+            let (appended, projected) = try inline.appendAndProject(commit.append, appends: commit.appends, activeVersion: commit.alongside[0],
                                                                     streams: commit.existing, presenters: presenters, on: commit.connection)
             decided.projected = projected
             return (appended, decided)

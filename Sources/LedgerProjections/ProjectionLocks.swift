@@ -12,9 +12,11 @@ import LedgerPostgres
 /// writer that held it. A purchase's finance rows and metrics depend on its stream alone: its
 /// stream lock (the one its appenders take) orders them.
 ///
-/// Order, the same for everybody so nobody waits in a circle: purchase streams, then the lock
-/// that stands for all users (shared, or exclusive for a writer of very many users, whose
-/// per-user locks would overflow PostgreSQL's lock table), then users by key.
+/// Order, the same for everybody so nobody waits in a circle: the projection registry's row (FOR
+/// SHARE; a rebuild's switch takes it FOR UPDATE, so a group that waits there must hold nothing
+/// else yet), purchase streams, then the lock that stands for all users (shared, or exclusive for a
+/// writer of very many users, whose per-user locks would overflow PostgreSQL's lock table), then
+/// users by key.
 package enum ProjectionLocks {
     package enum Scope: Sendable {
         /// A version nobody else writes (a rebuild's).

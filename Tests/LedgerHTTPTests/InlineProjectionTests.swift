@@ -6,6 +6,7 @@ import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
+import LedgerTestSupport
 import NIOHTTP1
 import Testing
 
@@ -113,5 +114,56 @@ import Testing
             #expect(state.entitlements["pro"]?.active == true, "\(user): renewed")
         }
         #expect(try await server.pool.query("SELECT count(*) AS n FROM ledger.events WHERE event_type = 'Purchased'")[0]["n"].int() == 112)
+    }
+
+    @Test func aRebuildSwitchingWhileGroupsProjectTheirAppendsLeavesEveryUserAsTheLogSaysIt() async throws {
+        let server = try await TestServer.start(poolSize: 8)
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        let owner = server.configuration
+        let users = (0..<12).map { "rebuilt-\($0)" }
+        var bodies: [(user: String, jws: String)] = []
+        for (index, user) in users.enumerated() {
+            for purchase in 0..<8 { bodies.append((user, try server.app.signedTransaction(Self.coins("\(user)-\(purchase)")))) }
+            bodies.append((user, try server.app.signedTransaction(IngestionFlowTests.subscription("\(user)-s\(index)"))))
+        }
+        // Eight clients post everything while a rebuild builds, catches up and switches versions.
+        let answered = Locked(0)
+        let rebuild = Task.detached {
+            while answered.value < 20 { try await Task.sleep(for: .milliseconds(2)) }
+            let report = try ProjectionRebuilder(batchSize: 20, logger: TestCluster.quietLogger) { try PostgresConnection.connect(owner) }.rebuild()
+            return (report, answered.value)
+        }
+        let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for client in 0..<8 {
+                let mine = bodies.enumerated().filter { $0.offset % 8 == client }.map(\.element)
+                group.addTask {
+                    var statuses: [Int] = []
+                    for (user, jws) in mine {
+                        let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
+                        statuses.append(answer.status)
+                        answered.withLock { $0 += 1 }
+                        if answer.status == 200 && Self.coinBalance(answer) == nil && !Self.entitlement(answer, "pro") {
+                            statuses.append(-1)   // an answer without its own purchase
+                        }
+                    }
+                    return statuses
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0 += $1 }
+        }
+        let (report, answeredAtSwitch) = try await rebuild.value
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses.filter { $0 != 200 })")
+        #expect(report.version == 2)
+        #expect(answeredAtSwitch < bodies.count, "the switch came while groups were still writing (\(answeredAtSwitch) of \(bodies.count) answered)")
+        // The live worker, now on the new version, takes in whatever the switch left.
+        for _ in 0..<500 where try await server.pool.withConnection({ try ProjectionRunner.lag(on: $0) }) > 0 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        for user in users {
+            let (stored, fromLog) = try await Self.storedMatchesTheLog(user, pool: server.pool)
+            #expect(stored == fromLog, "\(user): stored \(stored?.purchases.count ?? 0) purchases; the log \(fromLog.purchases.count)")
+            #expect(fromLog.state(at: Date()).balances["coins"] == 800)
+        }
     }
 }
