@@ -30,7 +30,7 @@ import Testing
     }
 
     /// The live timeline as stored, against one computed now from every fact in the log.
-    static func storedMatchesTheLog(_ user: String, pool: PostgresPool) async throws -> (stored: UserTimeline?, fromLog: UserTimeline) {
+    static func storedAndFromLog(_ user: String, pool: PostgresPool) async throws -> (stored: UserTimeline?, fromLog: UserTimeline) {
         let text = try await pool.query("SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundle, user]).first?["t"].text
         let stored = try text.map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
         let fromLog = try await UserStateReader(pool: pool).ledger(bundleID: bundle, userID: user).timeline(of: user)
@@ -60,9 +60,9 @@ import Testing
 
         // The worker, when it comes, passes the events without recomputing the user again, and
         // what it leaves is what a computation from the log gives.
-        let before = try await Self.storedMatchesTheLog("ines", pool: server.pool)
+        let before = try await Self.storedAndFromLog("ines", pool: server.pool)
         while try await server.pool.withConnection({ try ProjectionRunner.liveStep(on: $0, batchSize: 100) }) > 0 {}
-        let after = try await Self.storedMatchesTheLog("ines", pool: server.pool)
+        let after = try await Self.storedAndFromLog("ines", pool: server.pool)
         #expect(before.stored == before.fromLog && after.stored == before.stored)
         #expect(try await server.pool.withConnection(ProjectionRunner.activeCheckpoint) >= position)
     }
@@ -107,7 +107,7 @@ import Testing
         // Every request answered, so every event is projected (inline or by a worker): what is
         // stored must be exactly what the log says, never a recomputation that read less.
         for user in users {
-            let (stored, fromLog) = try await Self.storedMatchesTheLog(user, pool: server.pool)
+            let (stored, fromLog) = try await Self.storedAndFromLog(user, pool: server.pool)
             #expect(stored == fromLog, "\(user): stored \(stored?.purchases.count ?? 0) purchases, \(stored?.periods.count ?? 0) periods; the log \(fromLog.purchases.count), \(fromLog.periods.count)")
             let state = fromLog.state(at: Date())
             #expect(state.balances["coins"] == 600, "\(user): \(state.balances)")
@@ -161,7 +161,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(20))
         }
         for user in users {
-            let (stored, fromLog) = try await Self.storedMatchesTheLog(user, pool: server.pool)
+            let (stored, fromLog) = try await Self.storedAndFromLog(user, pool: server.pool)
             #expect(stored == fromLog, "\(user): stored \(stored?.purchases.count ?? 0) purchases; the log \(fromLog.purchases.count)")
             #expect(fromLog.state(at: Date()).balances["coins"] == 800)
         }
