@@ -56,8 +56,7 @@ package struct InlineProjection: Sendable {
         var closing = changes.writes
         closing.append(PipelinedStatement("INSERT INTO ledger.inline_projections (version, tx_id) VALUES ($1, pg_current_xact_id())", [version]))
         if !changes.users.isEmpty {
-            closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel,
-                                                                          TimelineCache.payload(changes.users, origin: cache?.origin, position: last)]))
+            closing.append(TimelineCache.announcement(changes.users, origin: cache?.origin, position: last))
         }
         _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
         // After the commit, as the worker does: this process's readers find the new timelines.

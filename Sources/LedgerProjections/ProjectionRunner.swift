@@ -83,7 +83,7 @@ package enum ProjectionRunner {
                 closing.append(PipelinedStatement("DELETE FROM ledger.inline_projections WHERE version <> $1 OR tx_id < $2::text::xid8",
                                                   [version, last.position.transactionID]))
             }
-            if !changes.users.isEmpty { closing.append(PipelinedStatement("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(changes.users, origin: origin, position: last.position)])) }
+            if !changes.users.isEmpty { closing.append(TimelineCache.announcement(changes.users, origin: origin, position: last.position)) }
             _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
             return Applied(count: batch.count, last: last.position, users: changes.users, timelines: changes.timelines, checkpoint: last.position,
                            heldBack: heldBack)
@@ -111,7 +111,10 @@ package enum ProjectionRunner {
         guard let last = batch.last else { return Applied(count: 0, last: nil, users: [], checkpoint: after) }
         let users = try UsersProjection(version: version).apply(batch, on: connection)
         try advance(version: version, to: last.position, on: connection)
-        if !users.isEmpty { try connection.query("SELECT pg_notify($1, $2)", [TimelineCache.channel, TimelineCache.payload(users, position: last.position)]) }
+        if !users.isEmpty {
+            let announcement = TimelineCache.announcement(users, position: last.position)
+            try connection.query(announcement.sql, announcement.parameters)
+        }
         return Applied(count: batch.count, last: last.position, users: users, checkpoint: last.position)
     }
 

@@ -88,6 +88,12 @@ package final class TimelineCache: Sendable {
         }
     }
 
+    /// The NOTIFY that announces a batch to every process's cache, sent in the batch's
+    /// transaction so it is delivered at its commit (the worker's batch, an ingestion group's).
+    static func announcement(_ users: [(bundleID: String, userID: String)], origin: String? = nil, position: LogPosition) -> PipelinedStatement {
+        PipelinedStatement("SELECT pg_notify($1, $2)", [channel, payload(users, origin: origin, position: position)])
+    }
+
     /// The NOTIFY payload for a batch: its checkpoint, the announcing cache's origin if any, and
     /// the users it changed, or "*" when too many to list.
     static func payload(_ users: [(bundleID: String, userID: String)], origin: String? = nil, position: LogPosition? = nil) -> String {
