@@ -108,7 +108,7 @@ final class GroupRecorder: Sendable {
         let streams = Array(Set(requests.flatMap { $0.work.map(\.stream) }))
         let presenters = Set(requests.compactMap { request in request.presenter.map { UserKey(bundleID: request.bundleID, userID: $0) } })
         let inline = self.inline
-        let outcome = try await store.withGroupAppend(streams: streams, alongside: [InlineProjection.activeVersion, EvidenceStore.insert(requests.flatMap(\.evidence))],
+        let outcome = try await store.withGroupAppend(streams: streams, alongside: [InlineProjection.activeVersion, PipelinedStatement.genericPlans, EvidenceStore.insert(requests.flatMap(\.evidence))],
                                                       // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
                                                       lazyWithoutAppends: true, decide: { existing in
             let decided = Self.decide(requests, existing: existing)

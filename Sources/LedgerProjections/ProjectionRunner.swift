@@ -47,6 +47,7 @@ package enum ProjectionRunner {
                 // a crash is applied again from the checkpoint. So no waiting for the disk here —
                 // the rows are visible to readers at commit all the same — unless replicas read them.
                 PipelinedStatement("SELECT set_config('synchronous_commit', $1, true)", [durable ? "on" : "off"]),
+                .genericPlans,
                 // The registry row FOR SHARE: a rebuild's switch (FOR UPDATE) waits for this batch.
                 PipelinedStatement("SELECT p.active_version, c.tx_id::text AS tx_id, c.position FROM \(registry) FOR SHARE OF p FOR UPDATE OF c",
                                    [UsersProjection.name]),
@@ -62,18 +63,18 @@ package enum ProjectionRunner {
                      WHERE i.version = (SELECT active_version FROM ledger.projections WHERE name = $1)
                     """, [UsersProjection.name]),
             ], transaction: false)
-            guard let row = opening[2].first else {
+            guard let row = opening[3].first else {
                 throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
             }
             let version = try row["active_version"].int()
             let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
-            let batch = try opening[3].map(RecordedEvent.init(row:))
-            let heldBack = try opening[4][0]["held"].bool()
+            let batch = try opening[4].map(RecordedEvent.init(row:))
+            let heldBack = try opening[5][0]["held"].bool()
             guard let last = batch.last else {
                 try connection.query("COMMIT")
                 return Applied(count: 0, last: nil, users: [], checkpoint: after, heldBack: heldBack)
             }
-            let applied = Set(try opening[5].map { try $0["tx_id"].uint64() })
+            let applied = Set(try opening[6].map { try $0["tx_id"].uint64() })
             let changes = try UsersProjection(version: version).changes(for: batch.filter { !applied.contains($0.position.transactionID) },
                                                                         locking: .usersAndPurchases, on: connection)
             var closing = changes.writes + [advanceStatement(version: version, to: last.position)]
