@@ -54,6 +54,7 @@ let package = Package(
             name: "AppStore",
             dependencies: [
                 "LedgerCore",
+                "LedgerFormats",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),

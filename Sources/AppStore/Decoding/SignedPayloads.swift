@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerFormats
 
 /// A StoreKit 2 transaction (`JWSTransactionDecodedPayload`) as the domain's facts, plus the
 /// fields that decide which event it becomes. Unknown enum values stay raw strings: Apple adds
@@ -14,11 +15,10 @@ package struct DecodedTransaction: Sendable, Equatable {
     package var revocationType: String?
     package var revocationPercentage: Int?
 
-    init(_ payload: Data, environment: AppleEnvironment, signedDate: Date) throws {
-        guard let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
+    init(_ payload: JSONTree, environment: AppleEnvironment, signedDate: Date) throws {
+        guard let fields = SignedFields(payload) else {
             throw AppStoreError(.malformed, "the transaction payload is not a JSON object")
         }
-        let fields = SignedFields(object)
         guard let transactionID = fields.string("transactionId"), let productID = fields.string("productId"),
               let purchaseDate = fields.date("purchaseDate") else {
             throw AppStoreError(.malformed, "the transaction lacks transactionId, productId or purchaseDate")
@@ -60,11 +60,10 @@ package struct DecodedTransaction: Sendable, Equatable {
 package struct DecodedRenewal: Sendable, Equatable {
     package var facts: RenewalFacts
 
-    init(_ payload: Data, environment: AppleEnvironment, signedDate: Date) throws {
-        guard let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
+    init(_ payload: JSONTree, environment: AppleEnvironment, signedDate: Date) throws {
+        guard let fields = SignedFields(payload) else {
             throw AppStoreError(.malformed, "the renewal info payload is not a JSON object")
         }
-        let fields = SignedFields(object)
         guard let original = fields.string("originalTransactionId") else {
             throw AppStoreError(.malformed, "the renewal info lacks originalTransactionId")
         }
@@ -78,35 +77,75 @@ package struct DecodedRenewal: Sendable, Equatable {
     }
 }
 
-/// JSON from signed payloads: numbers are numbers, dates are milliseconds since the epoch.
+/// JSON from signed payloads: numbers are numbers, dates are milliseconds since the epoch. Read
+/// leniently, as Apple's fields have been read since JSONSerialization did it: a string field
+/// may come as a number and an integer field as a numeric string.
 struct SignedFields {
-    let object: [String: Any]
-    init(_ object: [String: Any]) { self.object = object }
+    let members: [String: JSONTree]
+
+    /// Nil unless the payload is an object. A repeated key keeps its last value.
+    init?(_ payload: JSONTree) {
+        guard case .object(let members) = payload else { return nil }
+        self.members = Dictionary(members, uniquingKeysWith: { _, last in last })
+    }
 
     func string(_ key: String) -> String? {
-        switch object[key] {
-        case let text as String: text
-        case let number as NSNumber: number.stringValue
+        switch members[key] {
+        case .string(let text)?: text
+        case .number(let text)?: Self.canonical(number: text)
         default: nil
         }
     }
-    func int(_ key: String) -> Int? { (object[key] as? NSNumber)?.intValue ?? string(key).flatMap { Int($0) } }
-    func int64(_ key: String) -> Int64? { (object[key] as? NSNumber)?.int64Value ?? string(key).flatMap { Int64($0) } }
-    func bool(_ key: String) -> Bool? { (object[key] as? NSNumber)?.boolValue }
+
+    /// A string field that must be a string (a notification's type, subtype and id).
+    func text(_ key: String) -> String? {
+        if case .string(let text)? = members[key] { text } else { nil }
+    }
+
+    func int(_ key: String) -> Int? { int64(key).flatMap { Int(exactly: $0) } }
+
+    func int64(_ key: String) -> Int64? {
+        switch members[key] {
+        case .number(let text)?: Int64(text) ?? Double(text).flatMap { Int64(exactly: $0.rounded(.towardZero)) }
+        case .string(let text)?: Int64(text)
+        default: nil
+        }
+    }
+
+    func bool(_ key: String) -> Bool? {
+        switch members[key] {
+        case .bool(let value)?: value
+        case .number(let text)?: Double(text).map { $0 != 0 }
+        default: nil
+        }
+    }
+
     /// Xcode data may carry fractional milliseconds; they are kept.
-    func date(_ key: String) -> Date? { (object[key] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue / 1000) } }
+    func date(_ key: String) -> Date? {
+        guard case .number(let text)? = members[key], let milliseconds = Double(text) else { return nil }
+        return Date(timeIntervalSince1970: milliseconds / 1000)
+    }
+
+    /// A number where a string was expected, written as Foundation's `NSNumber` wrote it: an
+    /// integer in digits, anything else as the shortest decimal.
+    private static func canonical(number text: String) -> String? {
+        if let integer = Int64(text) { return String(integer) }
+        guard let value = Double(text) else { return nil }
+        if value == value.rounded(), let integer = Int64(exactly: value) { return String(integer) }
+        return "\(value)"
+    }
 }
 
 extension SignedDataVerifier {
     /// Verifies a StoreKit 2 signed transaction for one app and decodes it.
     package func verifyTransaction(_ jws: String, expecting expectation: Expectation) async throws -> DecodedTransaction {
         let verified = try await verify(jws, as: .transaction, expecting: expectation)
-        return try DecodedTransaction(verified.payload, environment: verified.environment, signedDate: verified.signedDate)
+        return try DecodedTransaction(verified.tree, environment: verified.environment, signedDate: verified.signedDate)
     }
 
     /// Verifies a StoreKit 2 signed renewal info for one app and decodes it.
     package func verifyRenewal(_ jws: String, expecting expectation: Expectation) async throws -> DecodedRenewal {
         let verified = try await verify(jws, as: .renewalInfo, expecting: expectation)
-        return try DecodedRenewal(verified.payload, environment: verified.environment, signedDate: verified.signedDate)
+        return try DecodedRenewal(verified.tree, environment: verified.environment, signedDate: verified.signedDate)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerFormats
 
 /// An App Store Server Notification V2 whose signature, and whose nested signed transaction and
 /// renewal info, were verified for one app.
@@ -17,24 +18,24 @@ extension SignedDataVerifier {
             throw AppStoreError(.malformed, "a V2 notification is a JSON object with a signedPayload string")
         }
         let verified = try await verify(signedPayload, as: .notification, expecting: expectation)
-        guard let fields = try? JSONSerialization.jsonObject(with: verified.payload) as? [String: Any],
-              let type = fields["notificationType"] as? String else {
+        guard let fields = SignedFields(verified.tree), case .string(let type)? = fields.members["notificationType"] else {
             throw AppStoreError(.malformed, "the notification payload has no notificationType")
         }
-        let data = fields["data"] as? [String: Any] ?? [:]
+        var data: [String: JSONTree] = [:]
+        if case .object(let members)? = fields.members["data"] { data = Dictionary(members, uniquingKeysWith: { _, last in last }) }
         var transaction: DecodedTransaction?
-        if let signed = data["signedTransactionInfo"] as? String {
+        if case .string(let signed)? = data["signedTransactionInfo"] {
             let inner = try await verify(signed, as: .transaction, expecting: expectation)
-            transaction = try DecodedTransaction(inner.payload, environment: inner.environment, signedDate: inner.signedDate)
+            transaction = try DecodedTransaction(inner.tree, environment: inner.environment, signedDate: inner.signedDate)
         }
         var renewal: DecodedRenewal?
-        if let signed = data["signedRenewalInfo"] as? String {
+        if case .string(let signed)? = data["signedRenewalInfo"] {
             let inner = try await verify(signed, as: .renewalInfo, expecting: expectation)
-            renewal = try DecodedRenewal(inner.payload, environment: inner.environment, signedDate: inner.signedDate)
+            renewal = try DecodedRenewal(inner.tree, environment: inner.environment, signedDate: inner.signedDate)
         }
         let notification = AppleNotification(
-            version: "2", notificationType: type, subtype: fields["subtype"] as? String,
-            notificationUUID: fields["notificationUUID"] as? String, environment: verified.environment,
+            version: "2", notificationType: type, subtype: fields.text("subtype"),
+            notificationUUID: fields.text("notificationUUID"), environment: verified.environment,
             originalTransactionID: transaction?.facts.originalTransactionID ?? renewal?.facts.originalTransactionID,
             signedDate: verified.signedDate)
         return VerifiedNotificationV2(notification: notification, transaction: transaction, renewal: renewal)
