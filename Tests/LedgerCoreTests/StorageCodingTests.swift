@@ -106,4 +106,52 @@ import Testing
         #expect(throws: DecodingError.self) { try StorageDecoder.decode(Needs.self, from: #"{"name": "x", "count": 1.5}"#) }
         #expect(throws: DecodingError.self) { try StorageDecoder.decode(Needs.self, from: "[]") }
     }
+
+    /// Event ids derive from event data: the hand-written stored JSON must be JSONEncoder's to the
+    /// byte, on every value it writes, and must decline the values whose spelling it does not copy.
+    @Test func purchasesAndClaimsAreWrittenByteForByteAsJSONEncoderWritesThem() async throws {
+        func check(_ event: LedgerEvent, _ reference: Data, _ context: String) {
+            #expect(try! event.encodedData() == reference, "\(context): \(String(decoding: reference, as: UTF8.self))")
+        }
+        await propertyCheck(count: 40, input: Gen.uint64(in: 0 ... .max)) { seed in
+            for fact in RandomHistory(seed: seed, steps: 60).facts {
+                switch fact.event {
+                case .purchased(let value), .restored(let value), .renewed(let value), .recovered(let value):
+                    check(fact.event, try! LedgerEvent.encoder.encode(value), "seed \(seed)")
+                case .transactionClaimed(let claim):
+                    check(fact.event, try! LedgerEvent.encoder.encode(claim), "seed \(seed)")
+                default: continue
+                }
+            }
+        }
+        // Every optional set and every odd value, each on its own: the fast path or the fallback,
+        // the bytes are JSONEncoder's.
+        let at = Date(timeIntervalSince1970: 1_718_123_456.789)
+        let full = TransactionFacts(environment: .production, transactionID: "2000000123456789", originalTransactionID: "2000000000000001",
+                                    productID: "com.example.pro.monthly", purchaseDate: at, originalPurchaseDate: at - 86_400, expiresDate: at + 2_592_000,
+                                    quantity: 3, ownership: .familyShared, isUpgraded: true, price: 9_990, currency: "EUR", storefront: "FRA",
+                                    webOrderLineItemID: "2000000000000002", appAccountToken: UUID(), offerType: 2, offerIdentifier: "launch-50",
+                                    revocationDate: at + 60, revocationReason: 1, signedDate: at + 1)
+        var odd: [TransactionFacts] = [full, TransactionFacts(environment: .sandbox, transactionID: "t", originalTransactionID: "o", productID: "p",
+                                                             purchaseDate: at, signedDate: at)]
+        for text in ["a/b", "quote \"", "back\\slash", "tab\t", "é", "😀", "\u{7F}", "\u{2028}", "", " "] {
+            var facts = full
+            facts.productID = text
+            odd.append(facts)
+        }
+        for date in [Date(timeIntervalSince1970: 1_700_000_000.1234567), Date(timeIntervalSince1970: -12.5), Date(timeIntervalSince1970: 0),
+                     Date(timeIntervalSince1970: 1e13), Date(timeIntervalSinceReferenceDate: 0.000_1)] {
+            var facts = full
+            facts.purchaseDate = date
+            odd.append(facts)
+        }
+        for (index, facts) in odd.enumerated() {
+            check(.purchased(facts), try LedgerEvent.encoder.encode(facts), "odd value \(index)")
+        }
+        for user in ["alice", "a/b", "user@example.com", "ü", "x\"y"] {
+            let claim = Claim(originalTransactionID: "1", userID: user)
+            check(.transactionClaimed(claim), try LedgerEvent.encoder.encode(claim), "user \(user)")
+        }
+        #expect(StoredEventJSON.bytes(full) != nil && StoredEventJSON.bytes(odd[1]) != nil, "the fast path is taken for Apple's usual values")
+    }
 }

@@ -29,12 +29,13 @@ extension LedgerEvent {
         switch self {
         case .appConfigured(let value): try Self.encoder.encode(value)
         case .productConfigured(let value): try Self.encoder.encode(value)
-        case .purchased(let value), .restored(let value), .renewed(let value), .recovered(let value): try Self.encoder.encode(value)
+        case .purchased(let value), .restored(let value), .renewed(let value), .recovered(let value):
+            try StoredEventJSON.bytes(value).map { Data($0) } ?? Self.encoder.encode(value)
         case .autoRenewChanged(let value), .renewalPreferenceChanged(let value), .renewalFailed(let value), .expired(let value):
             try Self.encoder.encode(value)
         case .refunded(let value), .revoked(let value): try Self.encoder.encode(value)
         case .refundReversed(let value): try Self.encoder.encode(value)
-        case .transactionClaimed(let value): try Self.encoder.encode(value)
+        case .transactionClaimed(let value): try StoredEventJSON.bytes(value).map { Data($0) } ?? Self.encoder.encode(value)
         case .ownershipTransferred(let value): try Self.encoder.encode(value)
         case .consumed(let value): try Self.encoder.encode(value)
         case .promotionalGranted(let value): try Self.encoder.encode(value)
