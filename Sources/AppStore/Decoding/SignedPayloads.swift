@@ -97,7 +97,7 @@ struct SignedFields {
         }
     }
 
-    /// A string field that must be a string (a notification's type, subtype and id).
+    /// A field that must be a string (a notification's type, subtype, id and signed parts).
     func text(_ key: String) -> String? {
         if case .string(let text)? = members[key] { text } else { nil }
     }

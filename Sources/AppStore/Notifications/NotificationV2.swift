@@ -1,6 +1,5 @@
 import Foundation
 import LedgerCore
-import LedgerFormats
 
 /// An App Store Server Notification V2 whose signature, and whose nested signed transaction and
 /// renewal info, were verified for one app.
@@ -18,18 +17,17 @@ extension SignedDataVerifier {
             throw AppStoreError(.malformed, "a V2 notification is a JSON object with a signedPayload string")
         }
         let verified = try await verify(signedPayload, as: .notification, expecting: expectation)
-        guard let fields = SignedFields(verified.tree), case .string(let type)? = fields.members["notificationType"] else {
+        guard let fields = SignedFields(verified.tree), let type = fields.text("notificationType") else {
             throw AppStoreError(.malformed, "the notification payload has no notificationType")
         }
-        var data: [String: JSONTree] = [:]
-        if case .object(let members)? = fields.members["data"] { data = Dictionary(members, uniquingKeysWith: { _, last in last }) }
+        let data = fields.members["data"].flatMap(SignedFields.init)
         var transaction: DecodedTransaction?
-        if case .string(let signed)? = data["signedTransactionInfo"] {
+        if let signed = data?.text("signedTransactionInfo") {
             let inner = try await verify(signed, as: .transaction, expecting: expectation)
             transaction = try DecodedTransaction(inner.tree, environment: inner.environment, signedDate: inner.signedDate)
         }
         var renewal: DecodedRenewal?
-        if case .string(let signed)? = data["signedRenewalInfo"] {
+        if let signed = data?.text("signedRenewalInfo") {
             let inner = try await verify(signed, as: .renewalInfo, expecting: expectation)
             renewal = try DecodedRenewal(inner.tree, environment: inner.environment, signedDate: inner.signedDate)
         }
