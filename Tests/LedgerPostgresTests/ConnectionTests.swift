@@ -16,6 +16,19 @@ import Testing
         #expect(try connection.query("SELECT to_regclass('ledger.events') IS NOT NULL AS present")[0]["present"].bool())
     }
 
+    /// Text arrays travel as array literals written by hand: every element must come back as it
+    /// went, whatever quotes, backslashes, braces, commas or spaces it holds.
+    @Test func textArrayElementsArriveAsTheyWere() throws {
+        let connection = try PostgresConnection.connect(TestCluster.database())
+        let elements = ["", "plain", "NULL", "a\"b", "back\\slash", "\\\"", "\"", "{x,y}", " spaced ", "é 😀", "line\nbreak",
+                        String(repeating: "eyJhbGciOiJFUzI1NiJ9.", count: 200) + "\"end\\"]
+        let rows = try connection.query("SELECT e FROM unnest($1::text[]) WITH ORDINALITY AS u(e, n) ORDER BY n", [PostgresTextArray(elements)])
+        #expect(try rows.map { try $0["e"].string() } == elements)
+        let nullable = try connection.query("SELECT e FROM unnest($1::text[]) WITH ORDINALITY AS u(e, n) ORDER BY n",
+                                            [PostgresNullableTextArray(["a\"", nil, "NULL"])])
+        #expect(try nullable.map { try $0["e"].optionalString() } == ["a\"", nil, "NULL"])
+    }
+
     @Test func serverErrorsAreTypedAndRedacted() throws {
         let connection = try PostgresConnection.connect(TestCluster.database())
         let secret = "shared-secret-abc123"
