@@ -57,14 +57,17 @@ package final class PostgresConnection: @unchecked Sendable {
     /// False once libpq has seen the connection break; the pool then replaces it.
     package var isHealthy: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
 
-    /// A cheap check before reuse: if the server closed an idle connection (a restart, an
-    /// administrator's kill), the socket reads end-of-file and this returns false. One `poll(2)`.
+    /// A cheap check before reuse, for an idle pooled connection: one `poll(2)`. Such a connection
+    /// has nothing to say unless the server is leaving: a restart, an immediate shutdown or an
+    /// administrator's kill first sends a FATAL message, then closes the socket. Reading that
+    /// message alone left the connection looking fine (the end of file comes on the next read),
+    /// and the next statement on it failed with "server closed the connection unexpectedly" — a
+    /// readiness probe after the primary returned said `read_only`. So anything to read on an idle
+    /// connection retires it; at worst that costs one reconnection.
     package func checkAlive() -> Bool {
         guard isHealthy else { return false }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        if poll(&descriptor, 1, 0) > 0 {
-            if PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK { broken = true }
-        }
+        if poll(&descriptor, 1, 0) != 0 { broken = true }
         return !broken
     }
 

@@ -65,16 +65,36 @@ import Testing
         await pool.close()
     }
 
-    @Test func aKilledConnectionIsReplaced() async throws {
+    /// A killed backend says so (a FATAL message) and closes its socket; the idle connection is
+    /// retired before it is lent again, so the next caller does not fail on it. (Reading only that
+    /// message once left the connection looking alive: a readiness probe after the primary came
+    /// back failed on such a connection.)
+    @Test func aKilledConnectionIsReplacedBeforeItIsLentAgain() async throws {
         let configuration = try TestCluster.database()
         let pool = PostgresPool(configuration: configuration, size: 1, logger: TestCluster.quietLogger)
         let pid = try await pool.query("SELECT pg_backend_pid() AS pid")[0]["pid"].int()
         let admin = try PostgresConnection.connect(configuration)
-        try admin.query("SELECT pg_terminate_backend($1)", [pid])
-        let first = await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
-        #expect(first?.isTransient == true)
+        try admin.query("SELECT pg_terminate_backend($1, 5000)", [pid])  // returns once the backend has exited
         let newPID = try await pool.query("SELECT pg_backend_pid() AS pid")[0]["pid"].int()
         #expect(newPID != pid)
+        await pool.close()
+    }
+
+    /// A connection killed while a caller holds it fails that caller with a transient error, and
+    /// its slot reconnects for the next.
+    @Test func aConnectionKilledInUseFailsTransientlyAndIsReplaced() async throws {
+        let configuration = try TestCluster.database()
+        let pool = PostgresPool(configuration: configuration, size: 1, logger: TestCluster.quietLogger)
+        let admin = try PostgresConnection.connect(configuration)
+        let error = await #expect(throws: PostgresError.self) {
+            try await pool.withConnection { connection in
+                let pid = try connection.query("SELECT pg_backend_pid() AS pid")[0]["pid"].int()
+                try admin.query("SELECT pg_terminate_backend($1, 5000)", [pid])
+                try connection.query("SELECT 1")
+            }
+        }
+        #expect(error?.isTransient == true)
+        #expect(try await pool.query("SELECT 1 AS one")[0]["one"].int() == 1)
         await pool.close()
     }
 
