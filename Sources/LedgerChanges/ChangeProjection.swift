@@ -52,8 +52,7 @@ package struct ChangeProjection: Sendable {
             // Whom the batch concerns, found as the `users` projection finds them.
             var concerns = BatchConcerns(facts)
             let lookups = concerns.lookups(in: UsersProjection(version: opened.version))
-            // Generic plans from here on, as the `users` projection reads (`PipelinedStatement.genericPlans`).
-            if !lookups.isEmpty { try concerns.add(Array(try connection.pipeline([.genericPlans] + lookups, transaction: false).dropFirst())) }
+            if !lookups.isEmpty { try concerns.add(try connection.pipeline(lookups, transaction: false)) }
             let users = concerns.users.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
             var derived: [(bundleID: String, change: Change)] = []
             var clocks: [(UserKey, ChangeLog)] = []
@@ -144,6 +143,10 @@ package struct ChangeProjection: Sendable {
                    AND (e.tx_id, e.position) <= (SELECT c.tx_id, c.position FROM \(Self.users))
                  ORDER BY e.tx_id, e.position LIMIT $1
                 """, [batchSize]))
+            // The step's reads of owners and histories after it find rows by `= ANY`, as the
+            // `users` projection's do: generic plans (`PipelinedStatement.genericPlans`). Not for
+            // the clock sweep (`next_expiry < $1 … LIMIT $2` is where a custom plan can matter).
+            statements.append(.genericPlans)
         }
         let results = try connection.pipeline(statements, transaction: false)
         guard try results[2][0]["mine"].bool(), let row = results[3].first else {
@@ -171,10 +174,10 @@ package struct ChangeProjection: Sendable {
     /// Every fact that can concern each user (the `users` projection's own read), in log order.
     private func histories(of users: [UserKey], version: Int, on connection: PostgresConnection) throws -> [(UserKey, [(LogPosition, RecordedFact)])] {
         guard !users.isEmpty else { return [] }
-        let results = try connection.pipeline([.genericPlans] + UsersProjection(version: version).reads(users, alsoStreams: []), transaction: false)
-        let concerned = try BatchConcerns.streams(of: users, owned: results[1])
+        let results = try connection.pipeline(UsersProjection(version: version).reads(users, alsoStreams: []), transaction: false)
+        let concerned = try BatchConcerns.streams(of: users, owned: results[0])
         var histories: [UserKey: [(LogPosition, RecordedFact)]] = [:]
-        for row in results[2] {
+        for row in results[1] {
             let event = try RecordedEvent(row: row)
             guard let (_, fact) = try StoredFacts.fact(from: event) else { continue }
             for user in concerned[event.stream] ?? [] { histories[user, default: []].append((event.position, fact)) }
