@@ -16,7 +16,12 @@ package enum GroupAppendOutcome<Decision: Sendable>: Sendable {
 /// (`EventStore.withGroupAppend`'s `finish`).
 package struct GroupCommit<Decision: Sendable> {
     package let connection: PostgresConnection
-    /// The results of the opening round trip's `alongside` statements, in order.
+    /// What `finish`'s first round trip must begin with: nothing when the streams were read in
+    /// an opening round trip; BEGIN, `alongside` and the streams' locks when they were assumed
+    /// new (`assumingNewStreams`) — `alongside`'s results are then that round trip's from index 1.
+    package let opening: [PipelinedStatement]
+    /// The results of the opening round trip's `alongside` statements, in order (empty when
+    /// they go with `opening`).
     package let alongside: [PostgresRows]
     /// The group's streams as read under their locks.
     package let existing: [String: [RecordedEvent]]
@@ -42,14 +47,31 @@ extension EventStore {
     /// the append first (so what follows sees the events), then whatever belongs in the same
     /// transaction, then COMMIT, and returns the append's rows and the decision as it leaves it.
     /// Any error there rolls the group back and is reported as `.refused`.
+    ///
+    /// `assumingNewStreams`: the streams are taken to be empty without reading them — decided
+    /// first, then locked and appended in the round trip that also begins the transaction (and,
+    /// with `finish`, in its first round trip: `GroupCommit.opening`). The append's expected
+    /// versions (`.noStream`) hold the assumption to account: when a stream exists after all,
+    /// the group is `.refused` and nothing of it stands. For groups that are usually new
+    /// purchases (a backfill, a launch): one round trip less.
     package func withGroupAppend<Decision: Sendable>(
         streams: [String],
         alongside: [PipelinedStatement] = [],
+        assumingNewStreams: Bool = false,
         lazyWithoutAppends: Bool = false,
         decide: @escaping @Sendable ([String: [RecordedEvent]]) -> (Decision, [StreamAppend]),
         finish: (@Sendable (GroupCommit<Decision>) throws -> (appended: PostgresRows, decision: Decision))? = nil
     ) async throws -> GroupAppendOutcome<Decision> {
-        let opening = [PipelinedStatement("BEGIN")] + alongside + [Self.streamLocksStatement(streams),
+        let locked = [PipelinedStatement("BEGIN")] + alongside + [Self.streamLocksStatement(streams)]
+        if assumingNewStreams {
+            let (decision, appends) = decide([:])
+            if !appends.isEmpty {
+                let outcome = try await appendAssumingNew(opening: locked, appends: appends, decision: decision, finish: finish)
+                if case .appended = outcome { announceAppends() }
+                return outcome
+            }
+        }
+        let opening = locked + [
             PipelinedStatement(Self.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
                                [PostgresTextArray(streams)]),
         ]
@@ -73,8 +95,8 @@ extension EventStore {
                         let rows = try connection.pipeline([append, PipelinedStatement("COMMIT")], transaction: false)[0]
                         return .appended(decision, try Self.groupResults(appends, rows: rows))
                     }
-                    let finished = try finish(GroupCommit(connection: connection, alongside: Array(opened.dropFirst().prefix(alongside.count)), existing: existing,
-                                                          appends: appends, append: append, decision: decision))
+                    let finished = try finish(GroupCommit(connection: connection, opening: [], alongside: Array(opened.dropFirst().prefix(alongside.count)),
+                                                          existing: existing, appends: appends, append: append, decision: decision))
                     return .appended(finished.decision, try Self.groupResults(appends, rows: finished.appended))
                 } catch {
                     connection.rollbackIfNeeded()
@@ -87,5 +109,29 @@ extension EventStore {
         }
         if case .appended = outcome { announceAppends() }
         return outcome
+    }
+
+    /// `withGroupAppend` on streams taken to be new: the transaction begun, the streams locked and
+    /// appended in one round trip (with `finish`, its first). Any error — a stream that exists,
+    /// an id that does — rolls the group back: `.refused`.
+    private func appendAssumingNew<Decision: Sendable>(
+        opening: [PipelinedStatement], appends: [StreamAppend], decision: Decision,
+        finish: (@Sendable (GroupCommit<Decision>) throws -> (appended: PostgresRows, decision: Decision))?
+    ) async throws -> GroupAppendOutcome<Decision> {
+        let append = Self.groupStatement(appends)
+        return try await pool.withConnection { connection in
+            do {
+                guard let finish else {
+                    let rows = try connection.pipeline(opening + [append, PipelinedStatement("COMMIT")], transaction: false)[opening.count]
+                    return .appended(decision, try Self.groupResults(appends, rows: rows))
+                }
+                let finished = try finish(GroupCommit(connection: connection, opening: opening, alongside: [], existing: [:],
+                                                      appends: appends, append: append, decision: decision))
+                return .appended(finished.decision, try Self.groupResults(appends, rows: finished.appended))
+            } catch {
+                connection.rollbackIfNeeded()
+                return .refused(error as? PostgresError ?? PostgresError(code: .decoding, message: "the group's transaction failed: \(error)"))
+            }
+        }
     }
 }

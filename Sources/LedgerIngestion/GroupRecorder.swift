@@ -46,6 +46,7 @@ final class GroupRecorder: Sendable {
     let recorder: FactRecorder
     let inline: InlineProjection
     private let queue: Mutex<GroupQueue<Waiting>>
+    private let guess = Mutex(NewStreamGuess())
 
     init(store: EventStore, evidence: EvidenceStore, recorder: FactRecorder, inline: InlineProjection, maximumGroup: Int = 64) {
         self.store = store
@@ -103,23 +104,47 @@ final class GroupRecorder: Sendable {
 
     /// The group in one transaction (`EventStore.withGroupAppend`): its evidence stored alongside
     /// the reads of its streams, then its appends. A group whose append is refused is rolled back
-    /// whole, its evidence too, and its requests go alone.
+    /// whole, its evidence too, and its requests go alone. When the groups before suggest it
+    /// (`NewStreamGuess`), the group first takes its streams to be new, reading nothing before
+    /// it appends; refused, it is written again the usual way.
     private func write(_ requests: [Request]) async throws -> [Result] {
+        if let version = guess.withLock({ $0.next() }) {
+            let outcome = try await append(requests, assumingVersion: version)
+            if case .refused = outcome { guess.withLock { $0.refused() } } else { return results(of: outcome, for: requests) }
+        }
+        return results(of: try await append(requests, assumingVersion: nil), for: requests)
+    }
+
+    /// The group's transaction; with `assumingVersion`, on streams taken to be new and the `users`
+    /// version the group before wrote (both checked before anything is committed).
+    private func append(_ requests: [Request], assumingVersion: Int?) async throws -> GroupAppendOutcome<Decided> {
         let streams = Array(Set(requests.flatMap { $0.work.map(\.stream) }))
         let presenters = Set(requests.compactMap { request in request.presenter.map { UserKey(bundleID: request.bundleID, userID: $0) } })
         let inline = self.inline
         let outcome = try await store.withGroupAppend(streams: streams, alongside: [InlineProjection.activeVersion, PipelinedStatement.genericPlans, EvidenceStore.insert(requests.flatMap(\.evidence))],
+                                                      assumingNewStreams: assumingVersion != nil,
                                                       // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
                                                       lazyWithoutAppends: true, decide: { existing in
             let decided = Self.decide(requests, existing: existing)
             return (Decided(results: decided.results, appendedBy: decided.appendedBy), decided.appends)
         }, finish: { commit in
             var decided = commit.decision
-            let (appended, projected) = try inline.appendAndProject(commit.append, appends: commit.appends, activeVersion: commit.alongside[0],
+            // Without an opening round trip the version is read with the reads, after BEGIN: the
+            // first of `alongside`.
+            let version: InlineProjection.Version = if commit.opening.isEmpty { .read(commit.alongside[0]) } else { .assumed(assumingVersion ?? 0, checkedAt: 1) }
+            let (appended, projected) = try inline.appendAndProject(commit.append, opening: commit.opening, appends: commit.appends, version: version,
                                                                     streams: commit.existing, presenters: presenters, on: commit.connection)
             decided.projected = projected
             return (appended, decided)
         })
+        if case .appended(let decided, _) = outcome, let version = decided.projected?.version {
+            guess.withLock { $0.written(version: version, assumed: assumingVersion != nil) }
+        }
+        return outcome
+    }
+
+    /// Each request's result from its group's transaction.
+    private func results(of outcome: GroupAppendOutcome<Decided>, for requests: [Request]) -> [Result] {
         switch outcome {
         case .nothingToAppend(let decided):
             return decided.results

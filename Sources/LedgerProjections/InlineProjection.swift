@@ -30,25 +30,43 @@ package struct InlineProjection: Sendable {
         /// The group's last event: what the answers reflect.
         package var position: LogPosition
         package var timelines: [UserKey: UserTimeline]
+        /// The version of the `users` projection it wrote.
+        package var version: Int
+    }
+
+    /// How the group's transaction knows the active version, which names the tables it reads.
+    package enum Version {
+        /// Read (`activeVersion`) in a round trip before.
+        case read(PostgresRows)
+        /// The version the group before found, read (`activeVersion`) in the same round trip as
+        /// the reads that depend on it, at `index` of the statements that lead it: when it moved
+        /// meanwhile (a rebuild switched), the group fails before it writes anything.
+        case assumed(Int, checkedAt: Int)
     }
 
     /// Appends (`append`, the group's statement), applies the appended events, commits.
     ///
+    /// `opening`: statements the first round trip begins with (`GroupCommit.opening`).
     /// `streams`: every event of the group's purchase streams as read under their locks before
     /// deciding: who owns them is recorded from these (a claim the worker has not applied yet
     /// would otherwise be missing from the timeline of the user presenting the purchase again).
     /// `presenters`: users whose answer is wanted, recomputed whatever the events say.
-    package func appendAndProject(_ append: PipelinedStatement, appends: [StreamAppend], activeVersion rows: PostgresRows,
+    package func appendAndProject(_ append: PipelinedStatement, opening: [PipelinedStatement] = [], appends: [StreamAppend], version known: Version,
                                  streams: [String: [RecordedEvent]], presenters: Set<UserKey>,
                                  on connection: PostgresConnection) throws -> (appended: PostgresRows, projected: Projected) {
-        guard let version = try rows.first?["active_version"].int() else {
-            throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
+        let version: Int
+        switch known {
+        case .read(let rows): version = try Self.version(in: rows)
+        case .assumed(let assumed, _): version = assumed
         }
         let projection = UsersProjection(version: version)
         let epoch = cache?.epoch ?? 0
         let (concerns, moneyMoved) = try Self.concerns(of: appends, streams: streams, presenters: presenters)
-        let (changes, leading) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, leading: [append], locking: .users, on: connection)
-        let appended = leading[0]
+        let (changes, leading) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, leading: opening + [append], locking: .users, on: connection)
+        if case .assumed(_, let index) = known, try Self.version(in: leading[index]) != version {
+            throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) switched versions while a group assumed \(version)")
+        }
+        let appended = leading[opening.count]
         var last = LogPosition.start
         for row in appended {
             last = max(last, LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["event_position"].int64()))
@@ -63,7 +81,14 @@ package struct InlineProjection: Sendable {
         cache?.replace(zip(changes.users, changes.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch, committedAt: last)
         var timelines: [UserKey: UserTimeline] = [:]
         for (user, timeline) in zip(changes.users, changes.timelines) { timelines[UserKey(bundleID: user.bundleID, userID: user.userID)] = timeline }
-        return (appended, Projected(position: last, timelines: timelines))
+        return (appended, Projected(position: last, timelines: timelines, version: version))
+    }
+
+    private static func version(in rows: PostgresRows) throws -> Int {
+        guard let version = try rows.first?["active_version"].int() else {
+            throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
+        }
+        return version
     }
 
     /// Whom the appends concern, and the transactions whose money they move. The appended events

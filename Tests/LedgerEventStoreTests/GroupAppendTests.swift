@@ -2,6 +2,7 @@ import Foundation
 import LedgerEventStore
 import LedgerPostgres
 import LedgerTestSupport
+import Synchronization
 import Testing
 
 /// `append(group:)` — several streams in one call, the group commit of concurrent ingestions —
@@ -56,5 +57,38 @@ import Testing
         }
         #expect(try countEvents(configuration) == 2, "neither group wrote anything")
         #expect(try await store.version(of: other) == 0, "not even a stream head")
+    }
+
+    /// A group that takes its streams to be new reads nothing before deciding; one stream that
+    /// exists after all refuses the whole group: nothing of it stands.
+    @Test func aGroupAssumingNewStreamsAppendsThemOrIsRefusedWhole() async throws {
+        let (store, configuration) = try makeStore()
+        let marker = uniqueStream("marker")
+        let alongside = PipelinedStatement("SELECT pg_advisory_xact_lock(hashtext($1))", [marker])
+        let fresh = [uniqueStream("new"), uniqueStream("new")]
+        let seen = Mutex<[[String: [RecordedEvent]]]>([])
+        func group(_ streams: [String]) async throws -> GroupAppendOutcome<Int> {
+            try await store.withGroupAppend(streams: streams, alongside: [alongside], assumingNewStreams: true, decide: { existing in
+                seen.withLock { $0.append(existing) }
+                return (streams.count, streams.map { StreamAppend(stream: $0, events: [testEvent()], expectedVersion: .noStream) })
+            })
+        }
+        guard case .appended(_, let results) = try await group(fresh) else {
+            Issue.record("new streams were not appended")
+            return
+        }
+        #expect(results.map { $0.events.map(\.version) } == [[1], [1]])
+        #expect(seen.withLock { $0.allSatisfy(\.isEmpty) }, "decided on nothing read")
+
+        let third = uniqueStream("new")
+        guard case .refused(let error) = try await group([third, fresh[1]]) else {
+            Issue.record("a group assuming an existing stream new was not refused")
+            return
+        }
+        #expect(error.sqlState == "LE001", "the stream that exists refuses it: \(error)")
+        #expect(try await store.version(of: third) == 0, "nothing of the refused group stands")
+        #expect(try countEvents(configuration) == 2)
+        let report = try await ChainVerifier(pool: store.pool).verify()
+        #expect(report.isIntact, "\(report.breaks)")
     }
 }

@@ -67,6 +67,32 @@ import Testing
         #expect(try await server.pool.withConnection(ProjectionRunner.activeCheckpoint) >= position)
     }
 
+    /// A group that takes its purchase streams to be new (`NewStreamGuess`) takes the `users`
+    /// version to be the one the group before wrote, and checks it in the round trip that reads
+    /// with it: after a rebuild switched versions the group is written again on the new one, so
+    /// the next read holds the purchase with no worker running anywhere.
+    @Test func aGroupAfterARebuildSwitchedVersionsProjectsIntoTheNewOne() async throws {
+        let setup = try await TestServer.start()
+        await setup.stop()
+        let server = try await TestServer.start(configure: false, sharing: setup, projecting: false)
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        func buy(_ user: String, _ transactionID: String) async throws -> TestServer.Answer {
+            try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                                  json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(IngestionFlowTests.subscription(transactionID))])
+        }
+        let first = try await buy("before-switch", "sw-1")
+        #expect(first.status == 200 && Self.entitlement(first, "pro"), "\(first.text)")
+        let owner = server.configuration
+        let report = try ProjectionRebuilder(batchSize: 20, logger: TestCluster.quietLogger) { try PostgresConnection.connect(owner) }.rebuild()
+        #expect(report.version == 2)
+
+        let second = try await buy("after-switch", "sw-2")
+        #expect(second.status == 200 && Self.entitlement(second, "pro"), "\(second.text)")
+        let (stored, fromLog) = try await Self.storedAndFromLog("after-switch", pool: server.pool)
+        #expect(stored != nil && stored == fromLog, "the active version holds the purchase: \(stored?.purchases.count ?? -1) stored")
+    }
+
     @Test func concurrentWritersOfOneUserOnTwoServersLeaveEveryTimelineAsTheLogSaysIt() async throws {
         let server = try await TestServer.start(poolSize: 8)
         let other = try await TestServer.start(poolSize: 8, configure: false, sharing: server)
