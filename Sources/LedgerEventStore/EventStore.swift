@@ -97,6 +97,16 @@ package final class EventStore: Sendable {
             "SELECT stream, event_id, version, tx_id::text AS tx_id, event_position, false AS duplicate FROM ledger.append_streams($1::jsonb)", [argument])
     }
 
+    /// `groupStatement` for streams that must not exist yet (`ledger.append_new_streams`, schema
+    /// 0015): the heads' insert is the check, with none of `append_streams`' per-call reads.
+    static func newStreamsStatement(_ group: [StreamAppend]) -> PipelinedStatement {
+        precondition(Set(group.map(\.stream)).count == group.count, "a group appends to each stream once")
+        precondition(group.allSatisfy { $0.expectedVersion == .noStream }, "only streams taken to be new")
+        return PipelinedStatement(
+            "SELECT stream, event_id, version, tx_id::text AS tx_id, event_position, false AS duplicate FROM ledger.append_new_streams($1::jsonb)",
+            [AppendStatements.groupArgument(group)])
+    }
+
     /// Each append's result from the rows of `groupStatement`, in the group's order.
     static func groupResults(_ group: [StreamAppend], rows: PostgresRows) throws -> [AppendResult] {
         var byStream: [String: [PostgresRow]] = [:]

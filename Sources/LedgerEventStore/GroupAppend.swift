@@ -118,7 +118,7 @@ extension EventStore {
         opening: [PipelinedStatement], appends: [StreamAppend], decision: Decision,
         finish: (@Sendable (GroupCommit<Decision>) throws -> (appended: PostgresRows, decision: Decision))?
     ) async throws -> GroupAppendOutcome<Decision> {
-        let append = Self.groupStatement(appends)
+        let append = Self.newStreamsStatement(appends)
         return try await pool.withConnection { connection in
             do {
                 guard let finish else {

@@ -88,11 +88,11 @@ struct HTTPBenchmark: AsyncParsableCommand {
         // One run per concurrency, each with its own transactions, bought by the same users.
         let share = transactions / levels.count
         let purchases = "SELECT count(*) AS n FROM ledger.events WHERE event_type = 'Purchased'"
-        var ingestions: [(connections: Int, run: WrkRun, recorded: Int)] = []
+        var ingestions: [(connections: Int, run: WrkRun, recorded: Int, cpu: MachineCPU?)] = []
         // pgbench's one-row INSERT at each level, on this cluster, between the ingestion runs.
         let pgbench = PgbenchBaseline.find().map { PgbenchBaseline(pgbench: $0, configuration: database.configuration, folder: folder) }
         let pgbenchScript = try pgbench?.prepare(owner: owner)
-        var inserts: [Int: Double] = [:]
+        var inserts: [Int: (rate: Double, cpu: Double?)] = [:]   // the machine's CPU (ms) per INSERT
         for (index, level) in levels.enumerated() {
             let ingestScript = try script(prefix: "b\(index)-", users: "u", count: share)
             // A run that used up its transactions would go on with replays (cheaper no-ops): runs
@@ -100,15 +100,22 @@ struct HTTPBenchmark: AsyncParsableCommand {
             let ingestSeconds = max(1, min(seconds, share / 4000))
             let before = try await pool.query(purchases)[0]["n"].int()
             FileHandle.standardError.write(Data("measuring ingestion for \(ingestSeconds) s\n".utf8))  // e.g. the cue for perf record
-            let run = try Self.wrk(wrk, ["-t1", "-c\(level)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
-            ingestions.append((level, run, try await pool.query(purchases)[0]["n"].int() - before))  // the measured run's own
-            if let pgbench, let pgbenchScript { inserts[level] = try pgbench.run(script: pgbenchScript, clients: level, seconds: ingestSeconds) }
+            let (run, cpu) = try MachineCPU.measure { try Self.wrk(wrk, ["-t1", "-c\(level)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base]) }
+            ingestions.append((level, run, try await pool.query(purchases)[0]["n"].int() - before, cpu))  // the measured run's own
+            if let pgbench, let pgbenchScript {
+                // The projections' catching up is the ingestion's work, not pgbench's: wait it out.
+                for _ in 0..<100 where try await pool.query(Self.projectionsBehind)[0]["behind"].bool() { try await Task.sleep(for: .milliseconds(100)) }
+                let (baseline, cost) = try MachineCPU.measure { try pgbench.run(script: pgbenchScript, clients: level, seconds: ingestSeconds) }
+                if let baseline { inserts[level] = (baseline.rate, cost.map { $0.busy / Double(baseline.transactions) }) }
+            }
         }
         func ingestionLines() -> [String] {
-            ingestions.map { level, run, recorded in
+            ingestions.map { level, run, recorded, cpu in
                 String(format: "    %2d connections: %@   p50 %.2f ms, p99 %.2f ms, %d purchases recorded, %d non-2xx%@",
                        level, format(run.rate), run.p50, run.p99, recorded, run.errors, recorded >= share ? " (RAN OUT: use --transactions)" : "")
-                    + (inserts[level].map { String(format: "   pgbench one-row INSERT %.0f/s: %.1f %%", $0, run.rate / $0 * 100) } ?? "   (no pgbench)")
+                    + (inserts[level].map { String(format: "   pgbench one-row INSERT %.0f/s: %.1f %%", $0.rate, run.rate / $0.rate * 100) } ?? "   (no pgbench)")
+                    + (cpu.map { String(format: "\n        the machine's CPU a purchase %.2f ms", $0.busy / Double(max(recorded, 1))) } ?? "")
+                    + (inserts[level]?.cpu.map { String(format: ", an INSERT %.3f ms", $0) } ?? "")
             }
         }
         if ingestionOnly {
@@ -162,6 +169,13 @@ struct HTTPBenchmark: AsyncParsableCommand {
         ingestionLines().forEach { print($0) }
         await server.stop()
     }
+
+    /// Whether the `users` worker or the change projection has events still to take in.
+    static let projectionsBehind = """
+        SELECT EXISTS (SELECT 1 FROM ledger.events e, ledger.projection_checkpoints c
+                        WHERE (c.name = 'changes' OR (c.name = 'users' AND c.version = (SELECT active_version FROM ledger.projections WHERE name = 'users')))
+                          AND (e.tx_id, e.position) > (c.tx_id, c.position)) AS behind
+        """
 
     struct WrkRun {
         var rate: Double

@@ -22,10 +22,11 @@ struct PgbenchBaseline {
         return script
     }
 
-    /// Transactions per second with `clients` connections over about `seconds`, or nil if pgbench
-    /// failed. A count of transactions (`-t`), not a duration: `-T` ends on SIGALRM, which a child
-    /// of this process inherits blocked (the concurrency runtime's signal mask), so it never ends.
-    func run(script: URL, clients: Int, seconds: Int) throws -> Double? {
+    /// Transactions per second with `clients` connections over about `seconds`, and how many it
+    /// ran; nil if pgbench failed. A count of transactions (`-t`), not a duration: `-T` ends on
+    /// SIGALRM, which a child of this process inherits blocked (the concurrency runtime's signal
+    /// mask), so it never ends.
+    func run(script: URL, clients: Int, seconds: Int) throws -> (rate: Double, transactions: Int)? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: pgbench)
         let perClient = max(200, 6_000 * seconds / clients)   // ~6,000 commits/s on this machine's durable cluster
@@ -38,6 +39,6 @@ struct PgbenchBaseline {
         process.waitUntilExit()
         // "tps = 6123.456789 (without initial connection time)"
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }) else { return nil }
-        return Double(line.dropFirst("tps = ".count).prefix { $0 != " " })
+        return Double(line.dropFirst("tps = ".count).prefix { $0 != " " }).map { ($0, perClient * clients) }
     }
 }

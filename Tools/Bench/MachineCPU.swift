@@ -1,0 +1,29 @@
+import Foundation
+
+/// The whole machine's busy CPU time, from `/proc/stat`: what a run cost the server, PostgreSQL
+/// and the load generator together. On a shared VM a run's rate drifts with the host (±15 % within
+/// minutes here) but its CPU per request barely does — the host's share shows as steal, not as
+/// busy time — so CPU per request is the steadier way to compare two trees (issue 16).
+struct MachineCPU {
+    /// Busy (user, nice, system, irq, softirq) and stolen time so far, in milliseconds.
+    var busy: Double
+    var steal: Double
+
+    /// Now; nil where there is no `/proc/stat` (the benchmark then prints no CPU figures).
+    static func now() -> MachineCPU? {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return nil }
+        let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard ticks.count >= 8 else { return nil }
+        let perTick = 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+        return MachineCPU(busy: (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) * perTick, steal: ticks[7] * perTick)
+    }
+
+    /// What `body` cost the machine, beside its result.
+    static func measure<T>(_ body: () throws -> T) rethrows -> (result: T, cost: MachineCPU?) {
+        let before = now()
+        let result = try body()
+        guard let before, let after = now() else { return (result, nil) }
+        return (result, MachineCPU(busy: after.busy - before.busy, steal: after.steal - before.steal))
+    }
+}
