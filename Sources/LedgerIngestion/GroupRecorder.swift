@@ -10,7 +10,8 @@ import Synchronization
 /// whatever its size — its evidence stored and its purchase streams read; every stream appended by
 /// one call, with the reads of its users' facts behind it; their projection written and the
 /// commit — where one request alone took four round trips and two commits: most of PostgreSQL's
-/// time per ingestion went to statements and commits, not rows.
+/// time per ingestion went to statements and commits, not rows. Two round trips when the group
+/// takes its purchase streams to be new (`NewStreamGuess`): no read of them before deciding.
 ///
 /// The group's transaction applies its own appends to the `users` projection (`InlineProjection`),
 /// so each request is answered at commit with its user's new timeline, not after the worker's
@@ -131,7 +132,8 @@ final class GroupRecorder: Sendable {
             var decided = commit.decision
             // Without an opening round trip the version is read with the reads, after BEGIN: the
             // first of `alongside`.
-            let version: InlineProjection.Version = if commit.opening.isEmpty { .read(commit.alongside[0]) } else { .assumed(assumingVersion ?? 0, checkedAt: 1) }
+            let version: InlineProjection.Version = if let assumingVersion, !commit.opening.isEmpty { .assumed(assumingVersion, checkedAt: 1) }
+                                                    else { .read(commit.alongside[0]) }
             let (appended, projected) = try inline.appendAndProject(commit.append, opening: commit.opening, appends: commit.appends, version: version,
                                                                     streams: commit.existing, presenters: presenters, on: commit.connection)
             decided.projected = projected

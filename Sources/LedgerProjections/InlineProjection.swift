@@ -39,7 +39,7 @@ package struct InlineProjection: Sendable {
         /// Read (`activeVersion`) in a round trip before.
         case read(PostgresRows)
         /// The version the group before found, read (`activeVersion`) in the same round trip as
-        /// the reads that depend on it, at `index` of the statements that lead it: when it moved
+        /// the reads that depend on it, at `checkedAt` of the statements that lead it: when it moved
         /// meanwhile (a rebuild switched), the group fails before it writes anything.
         case assumed(Int, checkedAt: Int)
     }

@@ -1,9 +1,10 @@
 import Foundation
 
 /// The whole machine's busy CPU time, from `/proc/stat`: what a run cost the server, PostgreSQL
-/// and the load generator together. On a shared VM a run's rate drifts with the host (±15 % within
-/// minutes here) but its CPU per request barely does — the host's share shows as steal, not as
-/// busy time — so CPU per request is the steadier way to compare two trees (issue 16).
+/// and the load generator together. On a shared VM a run's rate drifts with the host (by a third
+/// within an hour here) while its CPU per request moves less (±7 % between runs of one binary):
+/// time the host takes shows as steal, not as busy time. And CPU per request is what a rate on
+/// this machine's two cores is made of (issue 16).
 struct MachineCPU {
     /// Busy (user, nice, system, irq, softirq) and stolen time so far, in milliseconds.
     var busy: Double
