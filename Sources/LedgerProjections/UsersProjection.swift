@@ -74,29 +74,32 @@ package struct UsersProjection: Sendable {
     func changes(concerns: BatchConcerns, moneyMoved: Set<TransactionKey>, leading: [PipelinedStatement] = [], locking: ProjectionLocks.Scope,
                  on connection: PostgresConnection) throws -> (changes: Changes, leading: [PostgresRows]) {
         var concerns = concerns
-        // Round trip 1: new owners recorded; the owners of transactions that changed, and every
-        // user of an app whose catalogue changed (it can touch any of their purchases).
-        var first = leading
-        let newOwners = concerns.newOwners
-        if !newOwners.isEmpty {
-            first.append(PipelinedStatement("""
-                INSERT INTO \(owners) (bundle_id, original_transaction_id, user_id)
-                SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING
-                """, [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))]))
-        }
+        // Round trip 1: the owners of transactions that changed, and every user of an app whose
+        // catalogue changed (it can touch any of their purchases). The users a batch names itself
+        // (claimants, both sides of a transfer) are among its concerns already.
         let lookups = concerns.lookups(in: self)
-        first += lookups
+        let first = leading + lookups
 
-        // Round trip 2: every fact of every affected user and of every transaction whose money
-        // moved, in one read (a moved transaction is usually an affected user's), decoded once —
-        // after the locks, so what is read is at least what any earlier writer of them read.
-        // With nobody to look up (an ingestion group knows its users), it rides on round trip 1.
+        // Round trip 2: the locks; the new owners recorded; every fact of every affected user and
+        // of every transaction whose money moved, in one read (a moved transaction is usually an
+        // affected user's), decoded once — after the locks, so what is read is at least what any
+        // earlier writer of them read. With nobody to look up (an ingestion group knows its
+        // users), it rides on round trip 1.
+        // The owners' insert waits for the locks too: the live worker inserted them before it took
+        // the purchase streams' locks, and an ingestion group holding one of those locks, inserting
+        // the same owner (it records every owner its streams name), waited for the worker while
+        // the worker waited for the group's lock — a deadlock (SerializedWritesTests, 1 run in 6).
+        let newOwners = concerns.newOwners
+        let recordOwners = newOwners.isEmpty ? [] : [PipelinedStatement("""
+            INSERT INTO \(owners) (bundle_id, original_transaction_id, user_id)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING
+            """, [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))])]
         let moved = Array(moneyMoved)
         let movedStreams = moved.map { LedgerStream.purchase($0.bundleID, originalTransactionID: $0.originalTransactionID) }
         func reading(_ affected: Set<UserKey>) -> (users: [UserKey], statements: [PipelinedStatement]) {
             let users = affected.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
-            guard !users.isEmpty || !moved.isEmpty else { return (users, []) }
-            return (users, ProjectionLocks.statements(locking, users: users, purchaseStreams: movedStreams) + self.reads(users, alsoStreams: movedStreams))
+            guard !users.isEmpty || !moved.isEmpty else { return (users, recordOwners) }
+            return (users, ProjectionLocks.statements(locking, users: users, purchaseStreams: movedStreams) + recordOwners + self.reads(users, alsoStreams: movedStreams))
         }
         var (users, reads) = lookups.isEmpty ? reading(concerns.users) : ([], [])
         let firstResults = first.isEmpty && reads.isEmpty ? [] : try connection.pipeline(first + reads, transaction: false)
