@@ -16,7 +16,9 @@ import LedgerPostgres
 /// SHARE; a rebuild's switch takes it FOR UPDATE, so a group that waits there must hold nothing
 /// else yet), purchase streams, then the lock that stands for all users (shared, or exclusive for a
 /// writer of very many users, whose per-user locks would overflow PostgreSQL's lock table), then
-/// users by key.
+/// users by key. Nothing another writer may also write goes before them: the owners a batch
+/// records are inserted after (`UsersProjection.changes`), or a group holding a purchase stream's
+/// lock and the worker inserting that stream's owner waited for each other.
 package enum ProjectionLocks {
     package enum Scope: Sendable {
         /// A version nobody else writes (a rebuild's).
