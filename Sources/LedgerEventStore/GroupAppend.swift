@@ -63,75 +63,64 @@ extension EventStore {
         finish: (@Sendable (GroupCommit<Decision>) throws -> (appended: PostgresRows, decision: Decision))? = nil
     ) async throws -> GroupAppendOutcome<Decision> {
         let locked = [PipelinedStatement("BEGIN")] + alongside + [Self.streamLocksStatement(streams)]
-        if assumingNewStreams {
-            let (decision, appends) = decide([:])
-            if !appends.isEmpty {
-                let outcome = try await appendAssumingNew(opening: locked, appends: appends, decision: decision, finish: finish)
-                if case .appended = outcome { announceAppends() }
-                return outcome
+        let outcome: GroupAppendOutcome<Decision>
+        let assumed = assumingNewStreams ? decide([:]) : nil
+        if let assumed, !assumed.1.isEmpty {
+            // The streams taken to be new: begun, locked and appended in one round trip.
+            let (decision, appends) = assumed
+            outcome = try await pool.withConnection { connection in
+                Self.appendAndCommit(GroupCommit(connection: connection, opening: locked, alongside: [], existing: [:], appends: appends,
+                                                 append: Self.newStreamsStatement(appends), decision: decision), finish: finish)
             }
-        }
-        let opening = locked + [
-            PipelinedStatement(Self.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
-                               [PostgresTextArray(streams)]),
-        ]
-        let outcome: GroupAppendOutcome<Decision> = try await pool.withConnection { connection in
-            do {
-                var existing: [String: [RecordedEvent]] = [:]
-                let opened = try connection.pipeline(opening, transaction: false)
-                for row in opened.last! {
-                    let event = try RecordedEvent(row: row)
-                    existing[event.stream, default: []].append(event)
-                }
-                let (decision, appends) = decide(existing)
-                guard !appends.isEmpty else {
-                    let closing = (lazyWithoutAppends ? [PipelinedStatement.commitWithoutWaitingForDisk] : []) + [PipelinedStatement("COMMIT")]
-                    _ = try connection.pipeline(closing, transaction: false)
-                    return .nothingToAppend(decision)
-                }
-                let append = Self.groupStatement(appends)
+        } else {
+            let opening = locked + [
+                PipelinedStatement(Self.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
+                                   [PostgresTextArray(streams)]),
+            ]
+            outcome = try await pool.withConnection { connection in
                 do {
-                    guard let finish else {
-                        let rows = try connection.pipeline([append, PipelinedStatement("COMMIT")], transaction: false)[0]
-                        return .appended(decision, try Self.groupResults(appends, rows: rows))
+                    var existing: [String: [RecordedEvent]] = [:]
+                    let opened = try connection.pipeline(opening, transaction: false)
+                    for row in opened.last! {
+                        let event = try RecordedEvent(row: row)
+                        existing[event.stream, default: []].append(event)
                     }
-                    let finished = try finish(GroupCommit(connection: connection, opening: [], alongside: Array(opened.dropFirst().prefix(alongside.count)),
-                                                          existing: existing, appends: appends, append: append, decision: decision))
-                    return .appended(finished.decision, try Self.groupResults(appends, rows: finished.appended))
+                    let (decision, appends) = decide(existing)
+                    guard !appends.isEmpty else {
+                        let closing = (lazyWithoutAppends ? [PipelinedStatement.commitWithoutWaitingForDisk] : []) + [PipelinedStatement("COMMIT")]
+                        _ = try connection.pipeline(closing, transaction: false)
+                        return .nothingToAppend(decision)
+                    }
+                    return Self.appendAndCommit(GroupCommit(connection: connection, opening: [], alongside: Array(opened.dropFirst().prefix(alongside.count)),
+                                                            existing: existing, appends: appends, append: Self.groupStatement(appends), decision: decision),
+                                                finish: finish)
                 } catch {
                     connection.rollbackIfNeeded()
-                    return .refused(error as? PostgresError ?? PostgresError(code: .decoding, message: "the group's transaction failed: \(error)"))
+                    throw error
                 }
-            } catch {
-                connection.rollbackIfNeeded()
-                throw error
             }
         }
         if case .appended = outcome { announceAppends() }
         return outcome
     }
 
-    /// `withGroupAppend` on streams taken to be new: the transaction begun, the streams locked and
-    /// appended in one round trip (with `finish`, its first). Any error — a stream that exists,
-    /// an id that does — rolls the group back: `.refused`.
-    private func appendAssumingNew<Decision: Sendable>(
-        opening: [PipelinedStatement], appends: [StreamAppend], decision: Decision,
+    /// The group's appends (after `commit.opening`, if any), then `finish` or a plain COMMIT. Any
+    /// error — a stream that moved or exists, an id that does, the database failing — rolls the
+    /// group back: `.refused`.
+    private static func appendAndCommit<Decision: Sendable>(
+        _ commit: GroupCommit<Decision>,
         finish: (@Sendable (GroupCommit<Decision>) throws -> (appended: PostgresRows, decision: Decision))?
-    ) async throws -> GroupAppendOutcome<Decision> {
-        let append = Self.newStreamsStatement(appends)
-        return try await pool.withConnection { connection in
-            do {
-                guard let finish else {
-                    let rows = try connection.pipeline(opening + [append, PipelinedStatement("COMMIT")], transaction: false)[opening.count]
-                    return .appended(decision, try Self.groupResults(appends, rows: rows))
-                }
-                let finished = try finish(GroupCommit(connection: connection, opening: opening, alongside: [], existing: [:],
-                                                      appends: appends, append: append, decision: decision))
-                return .appended(finished.decision, try Self.groupResults(appends, rows: finished.appended))
-            } catch {
-                connection.rollbackIfNeeded()
-                return .refused(error as? PostgresError ?? PostgresError(code: .decoding, message: "the group's transaction failed: \(error)"))
+    ) -> GroupAppendOutcome<Decision> {
+        do {
+            guard let finish else {
+                let rows = try commit.connection.pipeline(commit.opening + [commit.append, PipelinedStatement("COMMIT")], transaction: false)[commit.opening.count]
+                return .appended(commit.decision, try groupResults(commit.appends, rows: rows))
             }
+            let finished = try finish(commit)
+            return .appended(finished.decision, try groupResults(commit.appends, rows: finished.appended))
+        } catch {
+            commit.connection.rollbackIfNeeded()
+            return .refused(error as? PostgresError ?? PostgresError(code: .decoding, message: "the group's transaction failed: \(error)"))
         }
     }
 }
