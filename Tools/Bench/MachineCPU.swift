@@ -6,18 +6,17 @@ import Foundation
 /// time the host takes shows as steal, not as busy time. And CPU per request is what a rate on
 /// this machine's two cores is made of (issue 16).
 struct MachineCPU {
-    /// Busy (user, nice, system, irq, softirq) and stolen time so far, in milliseconds.
+    /// Busy time so far (user, nice, system, irq, softirq; not steal), in milliseconds.
     var busy: Double
-    var steal: Double
 
     /// Now; nil where there is no `/proc/stat` (the benchmark then prints no CPU figures).
     static func now() -> MachineCPU? {
         guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
               let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return nil }
         let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
-        guard ticks.count >= 8 else { return nil }
+        guard ticks.count >= 7 else { return nil }
         let perTick = 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
-        return MachineCPU(busy: (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) * perTick, steal: ticks[7] * perTick)
+        return MachineCPU(busy: (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) * perTick)
     }
 
     /// What `body` cost the machine, beside its result.
@@ -25,6 +24,6 @@ struct MachineCPU {
         let before = now()
         let result = try body()
         guard let before, let after = now() else { return (result, nil) }
-        return (result, MachineCPU(busy: after.busy - before.busy, steal: after.steal - before.steal))
+        return (result, MachineCPU(busy: after.busy - before.busy))
     }
 }
