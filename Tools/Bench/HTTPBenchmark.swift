@@ -87,35 +87,56 @@ struct HTTPBenchmark: AsyncParsableCommand {
         }
         // One run per concurrency, each with its own transactions, bought by the same users.
         let share = transactions / levels.count
-        let purchases = "SELECT count(*) AS n FROM ledger.events WHERE event_type = 'Purchased'"
-        var ingestions: [(connections: Int, run: WrkRun, recorded: Int, cpu: MachineCPU?)] = []
+        // A run's purchases and the transactions that wrote them: a group commits its purchases
+        // in one transaction, so their count is the groups' (a purchase recorded alone is its own).
+        let recorded = """
+            SELECT count(*) AS n, count(DISTINCT tx_id) AS groups, coalesce(max(position), 0) AS last
+              FROM ledger.events WHERE event_type = 'Purchased' AND position > $1
+            """
+        var ingestions: [(connections: Int, run: WrkRun, recorded: Int, group: Double, cpu: MachineCPU?)] = []
         // pgbench's one-row INSERT at each level, on this cluster, between the ingestion runs.
         let pgbench = PgbenchBaseline.find().map { PgbenchBaseline(pgbench: $0, configuration: database.configuration, folder: folder) }
         let pgbenchScript = try pgbench?.prepare(owner: owner)
         var inserts: [Int: (rate: Double, cpu: Double?)] = [:]   // the machine's CPU (ms) per INSERT
+        var floors: [Int: (group: Int, clients: Int, rate: Double, cpu: Double?)] = [:]   // PurchaseRowsFloor's
+        var last = try await pool.query(recorded, [0])[0]["last"].int()
         for (index, level) in levels.enumerated() {
             let ingestScript = try script(prefix: "b\(index)-", users: "u", count: share)
             // A run that used up its transactions would go on with replays (cheaper no-ops): runs
             // are as long as 4,000/s can last, and a run that still ran out is flagged below.
             let ingestSeconds = max(1, min(seconds, share / 4000))
-            let before = try await pool.query(purchases)[0]["n"].int()
             FileHandle.standardError.write(Data("measuring ingestion for \(ingestSeconds) s\n".utf8))  // e.g. the cue for perf record
             let (run, cpu) = try MachineCPU.measure { try Self.wrk(wrk, ["-t1", "-c\(level)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base]) }
-            ingestions.append((level, run, try await pool.query(purchases)[0]["n"].int() - before, cpu))  // the measured run's own
+            let own = try await pool.query(recorded, [last])[0]   // the measured run's own
+            let (count, groups) = (try own["n"].int(), try own["groups"].int())
+            last = try own["last"].int()
+            let group = Double(count) / Double(max(groups, 1))
+            ingestions.append((level, run, count, group, cpu))
             if let pgbench, let pgbenchScript {
                 // The projections' catching up is the ingestion's work, not pgbench's: wait it out.
                 for _ in 0..<100 where try await pool.query(Self.projectionsBehind)[0]["behind"].bool() { try await Task.sleep(for: .milliseconds(100)) }
                 let (baseline, cost) = try MachineCPU.measure { try pgbench.run(script: pgbenchScript, clients: level, seconds: ingestSeconds) }
                 if let baseline { inserts[level] = (baseline.rate, cost.map { $0.busy / Double(baseline.transactions) }) }
+                // The same purchases in flight, grouped as the ingestion grouped them.
+                let size = max(1, Int(group.rounded())), clients = max(1, level / size)
+                if let floor = try PurchaseRowsFloor(baseline: pgbench).run(group: size, clients: clients, seconds: ingestSeconds, owner: owner) {
+                    floors[level] = (size, clients, floor.rate, floor.cpu)
+                }
             }
         }
         func ingestionLines() -> [String] {
-            ingestions.map { level, run, recorded, cpu in
-                String(format: "    %2d connections: %@   p50 %.2f ms, p99 %.2f ms, %d purchases recorded, %d non-2xx%@",
-                       level, format(run.rate), run.p50, run.p99, recorded, run.errors, recorded >= share ? " (RAN OUT: use --transactions)" : "")
+            ingestions.map { level, run, recorded, group, cpu in
+                String(format: "    %2d connections: %@   p50 %.2f ms, p99 %.2f ms, %d purchases recorded (%.1f a group), %d non-2xx%@",
+                       level, format(run.rate), run.p50, run.p99, recorded, group, run.errors, recorded >= share ? " (RAN OUT: use --transactions)" : "")
                     + (inserts[level].map { String(format: "   pgbench one-row INSERT %.0f/s: %.1f %%", $0.rate, run.rate / $0.rate * 100) } ?? "   (no pgbench)")
                     + (cpu.map { String(format: "\n        the machine's CPU a purchase %.2f ms", $0.busy / Double(max(recorded, 1))) } ?? "")
                     + (inserts[level]?.cpu.map { String(format: ", an INSERT %.3f ms", $0) } ?? "")
+                    + (floors[level].map { floor in
+                        String(format: "\n        a purchase's rows alone (pgbench, %d a transaction, %d client%@): %.0f/s", floor.group, floor.clients,
+                               floor.clients == 1 ? "" : "s", floor.rate)
+                            + (inserts[level].map { String(format: " (%.1f %% of the INSERT)", floor.rate / $0.rate * 100) } ?? "")
+                            + (floor.cpu.map { String(format: ", the machine's CPU %.2f ms a purchase", $0) } ?? "")
+                    } ?? "")
             }
         }
         if ingestionOnly {

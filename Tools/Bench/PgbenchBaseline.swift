@@ -26,19 +26,27 @@ struct PgbenchBaseline {
     /// ran; nil if pgbench failed. A count of transactions (`-t`), not a duration: `-T` ends on
     /// SIGALRM, which a child of this process inherits blocked (the concurrency runtime's signal
     /// mask), so it never ends.
-    func run(script: URL, clients: Int, seconds: Int) throws -> (rate: Double, transactions: Int)? {
+    /// `perSecond`: about how many transactions a second the script runs here, to size the run.
+    /// `prepared`: statements prepared once per connection, as the server's are (and as a script
+    /// in pipeline mode needs).
+    func run(script: URL, clients: Int, seconds: Int, perSecond: Int = 6_000, prepared: Bool = false) throws -> (rate: Double, transactions: Int)? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: pgbench)
-        let perClient = max(200, 6_000 * seconds / clients)   // ~6,000 commits/s on this machine's durable cluster
-        process.arguments = ["-n", "-c", "\(clients)", "-j", "\(min(clients, 2))", "-t", "\(perClient)", "-f", script.path, configuration.connectionString]
-        let pipe = Pipe()
+        let perClient = max(200, perSecond * seconds / clients)   // ~6,000 one-row commits/s on this machine's durable cluster
+        process.arguments = (prepared ? ["-M", "prepared"] : []) + ["-n", "-c", "\(clients)", "-j", "\(min(clients, 2))", "-t", "\(perClient)", "-f", script.path, configuration.connectionString]
+        let (pipe, errors) = (Pipe(), Pipe())
         process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        process.standardError = errors
         try process.run()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         // "tps = 6123.456789 (without initial connection time)"
-        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }) else { return nil }
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }) else {
+            let cause = complaint.split(separator: "\n").first { $0.contains("error") } ?? "no rate in its output"
+            FileHandle.standardError.write(Data("pgbench (\(script.lastPathComponent)) failed: \(cause)\n".utf8))
+            return nil
+        }
         return Double(line.dropFirst("tps = ".count).prefix { $0 != " " }).map { ($0, perClient * clients) }
     }
 }

@@ -1,0 +1,87 @@
+import Foundation
+import LedgerPostgres
+
+/// What PostgreSQL alone needs to write what a recorded purchase writes: pgbench inserting the
+/// rows of one subscription and one consumable, copied from the run's own warm-up, into tables
+/// made `LIKE` the ledger's (same columns, indexes, constraints, compression), with new keys, a
+/// transaction of as many purchases as the ingestion's groups held, pipelined in one round trip,
+/// durable commits. No server, no signature, no hash computed, no read, no lock, no change feed:
+/// a floor, not a rival. Issue 16 asks ingestion for a share of pgbench's one-row INSERT; this
+/// line says how much of that share the rows a purchase must write leave to everything else.
+struct PurchaseRowsFloor {
+    let baseline: PgbenchBaseline
+
+    /// The ledger's tables whose rows a new purchase adds (the projection's at `version`), and the
+    /// key a copy rewrites to stay unique (`$k`: a number unique to the copy).
+    static func tables(version: Int) -> [(name: String, keyed: [String: String])] {
+        [("evidence", ["digest": "'sha256:' || encode(sha256($k::bytea), 'hex')"]),
+         ("events", ["stream": "stream || '-' || $k", "event_id": "gen_random_uuid()"]),
+         ("streams", ["stream": "stream || '-' || $k"]),
+         ("transaction_owners_v\(version)", ["original_transaction_id": "original_transaction_id || '-' || $k"]),
+         ("user_timelines_v\(version)", ["user_id": "user_id || '-' || $k"]),
+         ("finance_rows_v\(version)", ["original_transaction_id": "original_transaction_id || '-' || $k"]),
+         ("metric_contributions_v\(version)", ["original_transaction_id": "original_transaction_id || '-' || $k"])]
+    }
+
+    /// The floor's tables and templates in schema `bench_floor` (made anew), and pgbench's script
+    /// for transactions of `group` purchases. Templates: the rows of the warm-up's last purchase
+    /// of each product (`k` 0 and 1), which each transaction alternates.
+    func prepare(owner: PostgresConnection, group: Int) throws -> URL {
+        let version = try owner.query("SELECT active_version FROM ledger.projections WHERE name = 'users'")[0]["active_version"].int()
+        // The two purchases: the last purchase stream of each product, and who claimed it.
+        try owner.execute(script: """
+            SET client_min_messages = warning;
+            DROP SCHEMA IF EXISTS bench_floor CASCADE;
+            CREATE SCHEMA bench_floor;
+            CREATE SEQUENCE bench_floor.copies;
+            CREATE TABLE bench_floor.chosen AS
+            SELECT row_number() OVER (ORDER BY p.product) - 1 AS k, p.stream, p.original, c.data->>'userID' AS user_id
+              FROM (SELECT DISTINCT ON (data->>'productID') data->>'productID' AS product, stream, data->>'originalTransactionID' AS original
+                      FROM ledger.events WHERE event_type = 'Purchased' ORDER BY data->>'productID', position DESC LIMIT 2) AS p
+              JOIN ledger.events c ON c.stream = p.stream AND c.event_type = 'TransactionClaimed';
+            """)
+        let chosen: [String: String] = [
+            "evidence": "SELECT c.k, x.* FROM bench_floor.chosen c CROSS JOIN LATERAL (SELECT * FROM ledger.evidence WHERE kind = 'signed_transaction' OFFSET c.k LIMIT 1) x",
+            "events": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.events x ON x.stream = c.stream",
+            "streams": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.streams x ON x.stream = c.stream",
+            "transaction_owners": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.transaction_owners_v\(version) x ON x.original_transaction_id = c.original",
+            "user_timelines": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.user_timelines_v\(version) x ON x.user_id = c.user_id",
+            "finance_rows": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.finance_rows_v\(version) x ON x.original_transaction_id = c.original",
+            "metric_contributions": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.metric_contributions_v\(version) x ON x.original_transaction_id = c.original",
+        ]
+        var lines = ["\\startpipeline", "BEGIN;", "SELECT nextval('bench_floor.copies');"]
+        for (table, keyed) in Self.tables(version: version) {
+            let template = chosen[table.replacingOccurrences(of: "_v\(version)", with: "")]!
+            try owner.execute(script: """
+                CREATE TABLE bench_floor.\(table) (LIKE ledger.\(table) INCLUDING ALL);
+                CREATE TABLE bench_floor.t_\(table) AS \(template);
+                """)
+            // The columns a copy writes: every column but those the table fills itself.
+            let columns = try owner.query("""
+                SELECT attname FROM pg_attribute
+                 WHERE attrelid = 'ledger.\(table)'::regclass AND attnum > 0 AND NOT attisdropped AND attidentity = '' AND attgenerated = ''
+                   AND attname <> 'tx_id' ORDER BY attnum
+                """).map { try $0["attname"].string() }
+            // pgbench reads ":name" as a variable: the unique number is spelt without one.
+            let unique = "(currval('bench_floor.copies') * 1000 + g)::text"
+            let values = columns.map { keyed[$0]?.replacingOccurrences(of: "$k", with: unique) ?? "t.\($0)" }
+            lines.append("INSERT INTO bench_floor.\(table) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
+                         + "FROM generate_series(1, \(group)) AS g JOIN bench_floor.t_\(table) AS t ON t.k = g % 2;")
+        }
+        lines += ["COMMIT;", "\\endpipeline"]
+        let script = baseline.folder.appendingPathComponent("purchase-rows-\(group).sql")
+        try (lines.joined(separator: "\n") + "\n").write(to: script, atomically: true, encoding: .utf8)
+        return script
+    }
+
+    /// Purchases a second with `clients` connections of `group` purchases a transaction, and the
+    /// machine's CPU per purchase; nil if pgbench failed.
+    func run(group: Int, clients: Int, seconds: Int, owner: PostgresConnection) throws -> (rate: Double, cpu: Double?)? {
+        let script = try prepare(owner: owner, group: group)
+        defer { _ = try? owner.execute(script: "DROP SCHEMA IF EXISTS bench_floor CASCADE") }
+        let (result, cost) = try MachineCPU.measure { try baseline.run(script: script, clients: clients, seconds: seconds, perSecond: 6_000 / group, prepared: true) }
+        guard let result else { return nil }
+        let purchases = Double(result.transactions * group)
+        return (result.rate * Double(group), cost.map { $0.busy / purchases })
+    }
+}
