@@ -11,21 +11,36 @@ import LedgerPostgres
 struct PurchaseRowsFloor {
     let baseline: PgbenchBaseline
 
-    /// The ledger's tables whose rows a new purchase adds (the projection's at `version`), and the
-    /// key a copy rewrites to stay unique (`$k`: a number unique to the copy).
-    static func tables(version: Int) -> [(name: String, keyed: [String: String])] {
-        [("evidence", ["digest": "'sha256:' || encode(sha256($k::bytea), 'hex')"]),
-         ("events", ["stream": "stream || '-' || $k", "event_id": "gen_random_uuid()"]),
-         ("streams", ["stream": "stream || '-' || $k"]),
-         ("transaction_owners_v\(version)", ["original_transaction_id": "original_transaction_id || '-' || $k"]),
-         ("user_timelines_v\(version)", ["user_id": "user_id || '-' || $k"]),
-         ("finance_rows_v\(version)", ["original_transaction_id": "original_transaction_id || '-' || $k"]),
-         ("metric_contributions_v\(version)", ["original_transaction_id": "original_transaction_id || '-' || $k"])]
+    /// A ledger table whose rows a new purchase adds: how the chosen purchases (`c`) find their
+    /// rows (`x`), and the columns a copy rewrites to stay unique (`$k`: a number unique to it).
+    struct Table {
+        var name: String
+        var rows: String
+        var keyed: [String: String]
+    }
+
+    /// Every table a new purchase writes, the `users` projection's at `version`. The evidence is
+    /// any signed transaction's (one of the warm-up's, the same size as the chosen purchases').
+    static func tables(version: Int) -> [Table] {
+        let copy = { (column: String) in [column: "\(column) || '-' || $k"] }
+        return [
+            Table(name: "evidence", rows: "CROSS JOIN LATERAL (SELECT * FROM ledger.evidence WHERE kind = 'signed_transaction' OFFSET c.k LIMIT 1) x",
+                  keyed: ["digest": "'sha256:' || encode(sha256($k::bytea), 'hex')"]),
+            Table(name: "events", rows: "JOIN ledger.events x ON x.stream = c.stream", keyed: copy("stream").merging(["event_id": "gen_random_uuid()"]) { $1 }),
+            Table(name: "streams", rows: "JOIN ledger.streams x ON x.stream = c.stream", keyed: copy("stream")),
+            Table(name: "transaction_owners_v\(version)", rows: "JOIN ledger.transaction_owners_v\(version) x ON x.original_transaction_id = c.original",
+                  keyed: copy("original_transaction_id")),
+            Table(name: "user_timelines_v\(version)", rows: "JOIN ledger.user_timelines_v\(version) x ON x.user_id = c.user_id", keyed: copy("user_id")),
+            Table(name: "finance_rows_v\(version)", rows: "JOIN ledger.finance_rows_v\(version) x ON x.original_transaction_id = c.original",
+                  keyed: copy("original_transaction_id")),
+            Table(name: "metric_contributions_v\(version)", rows: "JOIN ledger.metric_contributions_v\(version) x ON x.original_transaction_id = c.original",
+                  keyed: copy("original_transaction_id")),
+        ]
     }
 
     /// The floor's tables and templates in schema `bench_floor` (made anew), and pgbench's script
-    /// for transactions of `group` purchases. Templates: the rows of the warm-up's last purchase
-    /// of each product (`k` 0 and 1), which each transaction alternates.
+    /// for transactions of `group` purchases. Templates: the rows of the run's last purchase of
+    /// each product (`k` 0 and 1), which each transaction alternates.
     func prepare(owner: PostgresConnection, group: Int) throws -> URL {
         let version = try owner.query("SELECT active_version FROM ledger.projections WHERE name = 'users'")[0]["active_version"].int()
         // The two purchases: the last purchase stream of each product, and who claimed it.
@@ -40,33 +55,23 @@ struct PurchaseRowsFloor {
                       FROM ledger.events WHERE event_type = 'Purchased' ORDER BY data->>'productID', position DESC LIMIT 2) AS p
               JOIN ledger.events c ON c.stream = p.stream AND c.event_type = 'TransactionClaimed';
             """)
-        let chosen: [String: String] = [
-            "evidence": "SELECT c.k, x.* FROM bench_floor.chosen c CROSS JOIN LATERAL (SELECT * FROM ledger.evidence WHERE kind = 'signed_transaction' OFFSET c.k LIMIT 1) x",
-            "events": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.events x ON x.stream = c.stream",
-            "streams": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.streams x ON x.stream = c.stream",
-            "transaction_owners": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.transaction_owners_v\(version) x ON x.original_transaction_id = c.original",
-            "user_timelines": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.user_timelines_v\(version) x ON x.user_id = c.user_id",
-            "finance_rows": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.finance_rows_v\(version) x ON x.original_transaction_id = c.original",
-            "metric_contributions": "SELECT c.k, x.* FROM bench_floor.chosen c JOIN ledger.metric_contributions_v\(version) x ON x.original_transaction_id = c.original",
-        ]
         var lines = ["\\startpipeline", "BEGIN;", "SELECT nextval('bench_floor.copies');"]
-        for (table, keyed) in Self.tables(version: version) {
-            let template = chosen[table.replacingOccurrences(of: "_v\(version)", with: "")]!
+        for table in Self.tables(version: version) {
             try owner.execute(script: """
-                CREATE TABLE bench_floor.\(table) (LIKE ledger.\(table) INCLUDING ALL);
-                CREATE TABLE bench_floor.t_\(table) AS \(template);
+                CREATE TABLE bench_floor.\(table.name) (LIKE ledger.\(table.name) INCLUDING ALL);
+                CREATE TABLE bench_floor.t_\(table.name) AS SELECT c.k, x.* FROM bench_floor.chosen c \(table.rows);
                 """)
             // The columns a copy writes: every column but those the table fills itself.
             let columns = try owner.query("""
                 SELECT attname FROM pg_attribute
-                 WHERE attrelid = 'ledger.\(table)'::regclass AND attnum > 0 AND NOT attisdropped AND attidentity = '' AND attgenerated = ''
+                 WHERE attrelid = 'ledger.\(table.name)'::regclass AND attnum > 0 AND NOT attisdropped AND attidentity = '' AND attgenerated = ''
                    AND attname <> 'tx_id' ORDER BY attnum
                 """).map { try $0["attname"].string() }
             // pgbench reads ":name" as a variable: the unique number is spelt without one.
             let unique = "(currval('bench_floor.copies') * 1000 + g)::text"
-            let values = columns.map { keyed[$0]?.replacingOccurrences(of: "$k", with: unique) ?? "t.\($0)" }
-            lines.append("INSERT INTO bench_floor.\(table) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
-                         + "FROM generate_series(1, \(group)) AS g JOIN bench_floor.t_\(table) AS t ON t.k = g % 2;")
+            let values = columns.map { table.keyed[$0]?.replacingOccurrences(of: "$k", with: unique) ?? "t.\($0)" }
+            lines.append("INSERT INTO bench_floor.\(table.name) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
+                         + "FROM generate_series(1, \(group)) AS g JOIN bench_floor.t_\(table.name) AS t ON t.k = g % 2;")
         }
         lines += ["COMMIT;", "\\endpipeline"]
         let script = baseline.folder.appendingPathComponent("purchase-rows-\(group).sql")
