@@ -115,8 +115,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
             if let pgbench, let pgbenchScript {
                 // The projections' catching up is the ingestion's work, not pgbench's: wait it out.
                 for _ in 0..<100 where try await pool.query(Self.projectionsBehind)[0]["behind"].bool() { try await Task.sleep(for: .milliseconds(100)) }
-                let (baseline, cost) = try MachineCPU.measure { try pgbench.run(script: pgbenchScript, clients: level, seconds: ingestSeconds) }
-                if let baseline { inserts[level] = (baseline.rate, cost.map { $0.busy / Double(baseline.transactions) }) }
+                inserts[level] = try pgbench.run(script: pgbenchScript, clients: level, seconds: ingestSeconds)
                 // The same purchases in flight, grouped as the ingestion grouped them.
                 let size = max(1, Int(group.rounded())), clients = max(1, level / size)
                 if let floor = try PurchaseRowsFloor(baseline: pgbench).run(group: size, clients: clients, seconds: ingestSeconds, owner: owner) {

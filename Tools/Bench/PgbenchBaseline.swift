@@ -22,14 +22,14 @@ struct PgbenchBaseline {
         return script
     }
 
-    /// Transactions per second with `clients` connections over about `seconds`, and how many it
-    /// ran; nil if pgbench failed. A count of transactions (`-t`), not a duration: `-T` ends on
-    /// SIGALRM, which a child of this process inherits blocked (the concurrency runtime's signal
-    /// mask), so it never ends.
+    /// Transactions per second with `clients` connections over about `seconds`, and the machine's
+    /// CPU (ms) per transaction over the run (`MachineCPU`); nil if pgbench failed. A count of
+    /// transactions (`-t`), not a duration: `-T` ends on SIGALRM, which a child of this process
+    /// inherits blocked (the concurrency runtime's signal mask), so it never ends.
     /// `perSecond`: about how many transactions a second the script runs here, to size the run.
     /// `prepared`: statements prepared once per connection, as the server's are (and as a script
     /// in pipeline mode needs).
-    func run(script: URL, clients: Int, seconds: Int, perSecond: Int = 6_000, prepared: Bool = false) throws -> (rate: Double, transactions: Int)? {
+    func run(script: URL, clients: Int, seconds: Int, perSecond: Int = 6_000, prepared: Bool = false) throws -> (rate: Double, cpu: Double?)? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: pgbench)
         let perClient = max(200, perSecond * seconds / clients)   // ~6,000 one-row commits/s on this machine's durable cluster
@@ -37,16 +37,18 @@ struct PgbenchBaseline {
         let (pipe, errors) = (Pipe(), Pipe())
         process.standardOutput = pipe
         process.standardError = errors
+        let before = MachineCPU.now()
         try process.run()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        let cost = before.flatMap { before in MachineCPU.now().map { $0.busy - before.busy } }
         // "tps = 6123.456789 (without initial connection time)"
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }) else {
             let cause = complaint.split(separator: "\n").first { $0.contains("error") } ?? "no rate in its output"
             FileHandle.standardError.write(Data("pgbench (\(script.lastPathComponent)) failed: \(cause)\n".utf8))
             return nil
         }
-        return Double(line.dropFirst("tps = ".count).prefix { $0 != " " }).map { ($0, perClient * clients) }
+        return Double(line.dropFirst("tps = ".count).prefix { $0 != " " }).map { ($0, cost.map { $0 / Double(perClient * clients) }) }
     }
 }

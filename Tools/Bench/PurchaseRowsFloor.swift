@@ -84,9 +84,7 @@ struct PurchaseRowsFloor {
     func run(group: Int, clients: Int, seconds: Int, owner: PostgresConnection) throws -> (rate: Double, cpu: Double?)? {
         let script = try prepare(owner: owner, group: group)
         defer { _ = try? owner.execute(script: "DROP SCHEMA IF EXISTS bench_floor CASCADE") }
-        let (result, cost) = try MachineCPU.measure { try baseline.run(script: script, clients: clients, seconds: seconds, perSecond: 6_000 / group, prepared: true) }
-        guard let result else { return nil }
-        let purchases = Double(result.transactions * group)
-        return (result.rate * Double(group), cost.map { $0.busy / purchases })
+        guard let result = try baseline.run(script: script, clients: clients, seconds: seconds, perSecond: 6_000 / group, prepared: true) else { return nil }
+        return (result.rate * Double(group), result.cpu.map { $0 / Double(group) })
     }
 }
