@@ -90,20 +90,22 @@ package final class EventStore: Sendable {
 
     /// `append(group:)` as a statement, for `withGroupAppend`, which runs it inside its transaction.
     static func groupStatement(_ group: [StreamAppend]) -> PipelinedStatement {
-        precondition(Set(group.map(\.stream)).count == group.count, "a group appends to each stream once")
         precondition(group.allSatisfy { $0.expectedVersion != .any }, "a group is decided on exact versions")
-        let argument = AppendStatements.groupArgument(group)
-        return PipelinedStatement(
-            "SELECT stream, event_id, version, tx_id::text AS tx_id, event_position, false AS duplicate FROM ledger.append_streams($1::jsonb)", [argument])
+        return groupCall("ledger.append_streams", group)
     }
 
     /// `groupStatement` for streams that must not exist yet (`ledger.append_new_streams`, schema
     /// 0015): the heads' insert is the check, with none of `append_streams`' per-call reads.
     static func newStreamsStatement(_ group: [StreamAppend]) -> PipelinedStatement {
-        precondition(Set(group.map(\.stream)).count == group.count, "a group appends to each stream once")
         precondition(group.allSatisfy { $0.expectedVersion == .noStream }, "only streams taken to be new")
+        return groupCall("ledger.append_new_streams", group)
+    }
+
+    /// Either group function called on the group, with the columns `groupResults` reads.
+    private static func groupCall(_ function: String, _ group: [StreamAppend]) -> PipelinedStatement {
+        precondition(Set(group.map(\.stream)).count == group.count, "a group appends to each stream once")
         return PipelinedStatement(
-            "SELECT stream, event_id, version, tx_id::text AS tx_id, event_position, false AS duplicate FROM ledger.append_new_streams($1::jsonb)",
+            "SELECT stream, event_id, version, tx_id::text AS tx_id, event_position, false AS duplicate FROM \(function)($1::jsonb)",
             [AppendStatements.groupArgument(group)])
     }
 
