@@ -371,7 +371,7 @@ let package = Package(
             dependencies: [
                 "LedgerAccess", "LedgerReconciliation", "AppStoreServerAPI",
                 "LedgerHTTP", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
-                "LedgerTestSupport", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
+                "LedgerTestSupport", "LedgerFacts", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
                 "LedgerChanges", "LedgerWebhooks", "WebhookReceiver",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

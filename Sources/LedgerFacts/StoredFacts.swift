@@ -32,7 +32,7 @@ package enum StoredFacts {
     /// Safe on several threads at once.
     package static func fact(from recorded: RecordedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
         guard let bundleID = bundleID(ofStream: recorded.stream) else { return nil }
-        let event = try LedgerEvent(typeName: recorded.type, data: Data(recorded.data.utf8))
+        let event = try DecodedEvents.shared.event(type: recorded.type, data: recorded.data)
         return (bundleID, RecordedFact(event: event, occurredAt: recorded.occurredAt, recordedAt: recorded.recordedAt,
                                        sequence: recorded.position.position, evidence: evidence(in: recorded.metadata)))
     }

@@ -145,7 +145,7 @@ struct FactRecorder: Sendable {
         // history and its subscription statuses both sign a subscription's latest transaction).
         plan.fresh = try work.candidates.filter { candidate in
             guard !known.contains(candidate.id) else { return false }
-            let event = try LedgerEvent(typeName: candidate.type, data: Data(candidate.data.utf8))
+            let event = try DecodedEvents.shared.event(type: candidate.type, data: candidate.data)
             guard let slot = event.restatementSlot else { return true }
             if let previous = latest[slot], event.restates(previous) { return false }
             latest[slot] = event

@@ -62,7 +62,15 @@ package struct InlineProjection: Sendable {
         let projection = UsersProjection(version: version)
         let epoch = cache?.epoch ?? 0
         let (concerns, moneyMoved) = try Self.concerns(of: appends, streams: streams, presenters: presenters)
-        let (changes, leading) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, leading: opening + [append], locking: .users, on: connection)
+        // A purchase stream the group appends to and read empty (or took to be new, which its
+        // append checks) has no finance rows yet.
+        let appendedStreams = Set(appends.map(\.stream))
+        let begun = moneyMoved.filter { key in
+            let stream = LedgerStream.purchase(key.bundleID, originalTransactionID: key.originalTransactionID)
+            return appendedStreams.contains(stream) && streams[stream] == nil
+        }
+        let (changes, leading) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, begun: begun, leading: opening + [append],
+                                                        locking: .users, on: connection)
         if case .assumed(_, let index) = known, try Self.version(in: leading[index]) != version {
             throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) switched versions while a group assumed \(version)")
         }

@@ -71,8 +71,10 @@ package struct UsersProjection: Sendable {
     /// `changes(for:)` on concerns the caller found. `leading` statements go first in the first
     /// round trip (the inline projection's append: what it projects), their results returned.
     /// `locking`: the active version, which ingestion writes too (`ProjectionLocks`).
-    func changes(concerns: BatchConcerns, moneyMoved: Set<TransactionKey>, leading: [PipelinedStatement] = [], locking: ProjectionLocks.Scope,
-                 on connection: PostgresConnection) throws -> (changes: Changes, leading: [PostgresRows]) {
+    /// `begun`: transactions among `moneyMoved` whose streams the caller knows had no events
+    /// before (an ingestion group's new purchases): they have no rows to replace.
+    func changes(concerns: BatchConcerns, moneyMoved: Set<TransactionKey>, begun: Set<TransactionKey> = [], leading: [PipelinedStatement] = [],
+                 locking: ProjectionLocks.Scope, on connection: PostgresConnection) throws -> (changes: Changes, leading: [PostgresRows]) {
         var concerns = concerns
         // Round trip 1: the owners of transactions that changed, and every user of an app whose
         // catalogue changed (it can touch any of their purchases). The users a batch names itself
@@ -131,7 +133,7 @@ package struct UsersProjection: Sendable {
                 ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline
                 """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID)), PostgresTextArray(texts)]))
         }
-        if !moved.isEmpty { changes.writes += financeWrites(moved, streams: movedStreams, facts: facts) }
+        if !moved.isEmpty { changes.writes += financeWrites(moved, streams: movedStreams, facts: facts, begun: begun) }
         return (changes, leadingResults)
     }
 
@@ -180,8 +182,9 @@ package struct UsersProjection: Sendable {
 
     /// Replaces the finance rows and metric contributions of each original transaction with what
     /// its stream now says (`facts` hold every fact of those streams): a delete and an insert each
-    /// for them all.
-    func financeWrites(_ transactions: [TransactionKey], streams: [String], facts: [StreamFact]) -> [PipelinedStatement] {
+    /// for them all — no delete when every one of them is `begun` (nothing stored to replace: two
+    /// statements fewer in an ingestion group of new purchases).
+    func financeWrites(_ transactions: [TransactionKey], streams: [String], facts: [StreamFact], begun: Set<TransactionKey> = []) -> [PipelinedStatement] {
         let wanted = Set(streams)
         var ledgers: [String: AppLedger] = [:]
         var own: [String: [RecordedFact]] = [:]
@@ -189,26 +192,27 @@ package struct UsersProjection: Sendable {
             ledgers[stream, default: AppLedger(bundleID: bundleID)].apply(fact)
             own[stream, default: []].append(fact)
         }
-        let keys = Self.pairs(transactions.map { ($0.bundleID, $0.originalTransactionID) })
+        let stored = transactions.filter { !begun.contains($0) }
+        let keys = Self.pairs(stored.map { ($0.bundleID, $0.originalTransactionID) })
         var metrics = MetricColumns()
         for (transaction, stream) in zip(transactions, streams) {
             for contribution in SubscriptionMetrics.stored(of: own[stream] ?? [], originalTransactionID: transaction.originalTransactionID) {
                 metrics.append(transaction, contribution)
             }
         }
-        let metricWrites = [PipelinedStatement("""
+        let metricWrites = (stored.isEmpty ? [] : [PipelinedStatement("""
             DELETE FROM \(self.metrics) m
              WHERE m.bundle_id = ANY($1::text[]) AND m.original_transaction_id = ANY($2::text[])
                AND m.bundle_id || chr(31) || m.original_transaction_id = ANY($3::text[])
-            """, keys)] + (metrics.isEmpty ? [] : [PipelinedStatement("""
+            """, keys)]) + (metrics.isEmpty ? [] : [PipelinedStatement("""
             INSERT INTO \(self.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value)
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[])
             """, metrics.parameters)])
-        var writes = metricWrites + [PipelinedStatement("""
+        var writes = metricWrites + (stored.isEmpty ? [] : [PipelinedStatement("""
             DELETE FROM \(finance) f
              WHERE f.bundle_id = ANY($1::text[]) AND f.original_transaction_id = ANY($2::text[])
                AND f.bundle_id || chr(31) || f.original_transaction_id = ANY($3::text[])
-            """, keys)]
+            """, keys)])
         var columns = FinanceColumns()
         for (transaction, stream) in zip(transactions, streams) {
             guard let ledger = ledgers[stream] else { continue }

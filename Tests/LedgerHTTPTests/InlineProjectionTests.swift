@@ -3,6 +3,7 @@ import Foundation
 import LedgerAccess
 import LedgerCore
 import LedgerEventStore
+import LedgerFacts
 import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
@@ -91,6 +92,52 @@ import Testing
         #expect(second.status == 200 && Self.entitlement(second, "pro"), "\(second.text)")
         let (stored, fromLog) = try await Self.storedAndFromLog("after-switch", pool: server.pool)
         #expect(stored != nil && stored == fromLog, "the active version holds the purchase: \(stored?.purchases.count ?? -1) stored")
+    }
+
+    /// A group's new purchase writes its finance rows and metrics without deleting any first (its
+    /// stream had none); a later group on the same purchase replaces them. With no projection
+    /// worker anywhere, what is stored is only what the groups wrote, and it is what the log says.
+    @Test func financeRowsOfNewAndRenewedPurchasesAreWhatTheLogSays() async throws {
+        let setup = try await TestServer.start()
+        await setup.stop()
+        let server = try await TestServer.start(configure: false, sharing: setup, projecting: false)
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        let first = IngestionFlowTests.subscription("fin-1", days: 30, startedAgo: 40 * 86_400)
+        let coins = ["fin-c1", "fin-c2", "fin-c3"].map(Self.coins)
+        // The subscription and three coin packs at once: groups of new purchase streams.
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for transaction in [first] + coins {
+                let jws = try server.app.signedTransaction(transaction)
+                group.addTask {
+                    try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "fina", "signed_transaction": jws]).status
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses == [200, 200, 200, 200])
+        // The renewal: a stream with rows already, whose rows are replaced.
+        let renewal = try server.app.signedTransaction(first.renewed(transactionID: "fin-2", period: 30 * 86_400))
+        let renewed = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "fina", "signed_transaction": renewal])
+        #expect(renewed.status == 200, "\(renewed.text)")
+
+        let ledger = try await UserStateReader(pool: server.pool).ledger(bundleID: Self.bundle, userID: "fina")
+        for original in ["fin-1", "fin-c1", "fin-c2", "fin-c3"] {
+            let stored = try await server.pool.query("""
+                SELECT seq, kind, transaction_id, user_id FROM ledger.finance_rows WHERE bundle_id = $1 AND original_transaction_id = $2 ORDER BY seq
+                """, [Self.bundle, original]).map { "\(try $0["seq"].int()) \(try $0["kind"].string()) \(try $0["transaction_id"].string()) \($0["user_id"].optionalString() ?? "-")" }
+            let fromLog = ledger.financeRows(ofTransaction: original).enumerated().map { "\($0) \($1.kind.rawValue) \($1.transactionID) \($1.userID ?? "-")" }
+            #expect(stored == fromLog, "\(original): stored \(stored), the log \(fromLog)")
+        }
+        #expect(ledger.financeRows(ofTransaction: "fin-1").map(\.transactionID) == ["fin-1", "fin-2"])
+        let stream = try await server.pool.query(EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", ["purchase:\(Self.bundle):fin-1"])
+        let facts = try stream.compactMap { try StoredFacts.fact(from: RecordedEvent(row: $0))?.fact }
+        let expected = SubscriptionMetrics.stored(of: facts, originalTransactionID: "fin-1")
+        let metrics = try await server.pool.query("""
+            SELECT count(*) AS n FROM ledger.metric_contributions WHERE bundle_id = $1 AND original_transaction_id = 'fin-1'
+            """, [Self.bundle])[0]["n"].int()
+        #expect(!expected.isEmpty && metrics == expected.count,
+                "the renewal replaced the subscription's metrics, it did not add to them: \(metrics) stored, \(expected.count) from the log")
     }
 
     @Test func concurrentWritersOfOneUserOnTwoServersLeaveEveryTimelineAsTheLogSaysIt() async throws {

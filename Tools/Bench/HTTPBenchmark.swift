@@ -54,7 +54,10 @@ struct HTTPBenchmark: AsyncParsableCommand {
         // So a warm-up ingests its own transactions first (not measured), then ANALYZE.
         let now = Date()
         let run = UInt32.random(in: 0...UInt32.max)
-        func script(prefix: String, users: String, count: Int) throws -> URL {
+        // `once`: each body presented once, then `/healthz` for the rest of the run — the warm-up,
+        // which must not re-present its purchases: every repeat is refused by a group that took its
+        // streams to be new, and the guess (`NewStreamGuess`) would pause into the measured run.
+        func script(prefix: String, users: String, count: Int, once: Bool = false) throws -> URL {
             var bodies = ""
             for index in 0..<count {
                 // Transaction ids unique to this run, so a reused database records new purchases.
@@ -73,6 +76,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
                 for line in io.lines("\(bodiesFile.path)") do bodies[#bodies + 1] = line end
                 counter = 0
                 request = function()
+                  if \(once) and counter >= #bodies then return wrk.format("GET", "/healthz") end
                   counter = counter % #bodies + 1
                   return wrk.format("POST", "/v1/apps/\(bundle)/transactions", {["Authorization"] = "Bearer \(key)", ["Content-Type"] = "application/json"}, bodies[counter])
                 end
@@ -82,7 +86,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
         let levels = ingestConnections.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard let firstLevel = levels.first else { throw ValidationError("--ingest-connections needs at least one number") }
         if warmup > 0 {
-            _ = try Self.wrk(wrk, ["-t1", "-c\(firstLevel)", "-d\(max(1, warmup / 500))s", "-s", try script(prefix: "w", users: "wu", count: warmup).path, base])
+            _ = try Self.wrk(wrk, ["-t1", "-c\(firstLevel)", "-d\(max(1, warmup / 500))s", "-s", try script(prefix: "w", users: "wu", count: warmup, once: true).path, base])
             try owner.execute(script: "ANALYZE")
         }
         // One run per concurrency, each with its own transactions, bought by the same users.
