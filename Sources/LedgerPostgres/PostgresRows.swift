@@ -74,8 +74,45 @@ package struct PostgresCell: Sendable {
     }
 
     package func uuid() throws -> UUID {
-        guard let parsed = UUID(uuidString: try value()) else { throw failure("a UUID") }
+        let raw = try value()
+        guard let parsed = Self.canonicalUUID(raw) ?? UUID(uuidString: raw) else { throw failure("a UUID") }
         return parsed
+    }
+
+    /// PostgreSQL's text form of a uuid (36 characters, hyphens at 8, 13, 18 and 23), read from the
+    /// bytes: Foundation's parser on Linux goes through `sscanf`, 1 % of the machine's CPU at 32
+    /// ingestion connections (every event read back has an id). Anything else: nil.
+    package static func canonicalUUID(_ text: String) -> UUID? {
+        var text = text
+        return text.withUTF8 { bytes -> UUID? in
+            guard bytes.count == 36 else { return nil }
+            var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            let complete = withUnsafeMutableBytes(of: &uuid) { octets -> Bool in
+                var index = 0, octet = 0
+                while index < 36 {
+                    if index == 8 || index == 13 || index == 18 || index == 23 {
+                        guard bytes[index] == UInt8(ascii: "-") else { return false }
+                        index += 1
+                        continue
+                    }
+                    guard let high = hexValue(bytes[index]), let low = hexValue(bytes[index + 1]) else { return false }
+                    octets[octet] = high << 4 | low
+                    octet += 1
+                    index += 2
+                }
+                return true
+            }
+            return complete ? UUID(uuid: uuid) : nil
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     package func date() throws -> Date {

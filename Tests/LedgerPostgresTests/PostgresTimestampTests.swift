@@ -17,6 +17,22 @@ import Testing
         #expect(PostgresTimestamp.parseMicroseconds("yesterday") == nil)
     }
 
+    /// Ids read back from PostgreSQL are parsed by hand (`PostgresCell.canonicalUUID`): the same
+    /// UUID as Foundation's parser for every canonical text, in either case; nil for anything else.
+    @Test func uuidsParseAsFoundationParsesThem() {
+        for _ in 0..<1_000 {
+            let uuid = UUID()
+            #expect(PostgresCell.canonicalUUID(uuid.uuidString.lowercased()) == uuid)
+            #expect(PostgresCell.canonicalUUID(uuid.uuidString) == uuid)
+        }
+        let good = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+        #expect(PostgresCell.canonicalUUID(good) == UUID(uuidString: good))
+        for bad in ["", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111", "a0eebc99x9c0b-4ef8-bb6d-6bb9bd380a11",
+                    "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "a0eebc999c0b-4ef8-bb6d-6bb9bd380a11-", "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a}"] {
+            #expect(PostgresCell.canonicalUUID(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func hexRoundTripsAndRejectsGarbage() {
         let bytes: [UInt8] = [0, 1, 0xAB, 0xFF]
         #expect(Hex.encode(bytes) == "0001abff")
