@@ -108,7 +108,8 @@ package enum Hex {
         return out
     }
 
-    private static func nibble(_ c: UInt8) -> UInt8? {
+    /// One hex digit's value, either case; nil for anything else.
+    static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10

@@ -95,7 +95,7 @@ package struct PostgresCell: Sendable {
                         index += 1
                         continue
                     }
-                    guard let high = hexValue(bytes[index]), let low = hexValue(bytes[index + 1]) else { return false }
+                    guard let high = Hex.nibble(bytes[index]), let low = Hex.nibble(bytes[index + 1]) else { return false }
                     octets[octet] = high << 4 | low
                     octet += 1
                     index += 2
@@ -103,15 +103,6 @@ package struct PostgresCell: Sendable {
                 return true
             }
             return complete ? UUID(uuid: uuid) : nil
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
         }
     }
 
