@@ -200,19 +200,19 @@ package struct UsersProjection: Sendable {
                 metrics.append(transaction, contribution)
             }
         }
-        let metricWrites = (stored.isEmpty ? [] : [PipelinedStatement("""
-            DELETE FROM \(self.metrics) m
-             WHERE m.bundle_id = ANY($1::text[]) AND m.original_transaction_id = ANY($2::text[])
-               AND m.bundle_id || chr(31) || m.original_transaction_id = ANY($3::text[])
-            """, keys)]) + (metrics.isEmpty ? [] : [PipelinedStatement("""
+        // The stored rows of the transactions that may have some, in either table.
+        func deleteStored(from table: String) -> [PipelinedStatement] {
+            stored.isEmpty ? [] : [PipelinedStatement("""
+                DELETE FROM \(table) t
+                 WHERE t.bundle_id = ANY($1::text[]) AND t.original_transaction_id = ANY($2::text[])
+                   AND t.bundle_id || chr(31) || t.original_transaction_id = ANY($3::text[])
+                """, keys)]
+        }
+        let metricWrites = deleteStored(from: self.metrics) + (metrics.isEmpty ? [] : [PipelinedStatement("""
             INSERT INTO \(self.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value)
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[])
             """, metrics.parameters)])
-        var writes = metricWrites + (stored.isEmpty ? [] : [PipelinedStatement("""
-            DELETE FROM \(finance) f
-             WHERE f.bundle_id = ANY($1::text[]) AND f.original_transaction_id = ANY($2::text[])
-               AND f.bundle_id || chr(31) || f.original_transaction_id = ANY($3::text[])
-            """, keys)])
+        var writes = metricWrites + deleteStored(from: finance)
         var columns = FinanceColumns()
         for (transaction, stream) in zip(transactions, streams) {
             guard let ledger = ledgers[stream] else { continue }
