@@ -3,9 +3,9 @@
 ///
 /// A state machine that answers each event with what to do (postgres-nio's shape): the
 /// caller does the I/O and reports back, so every rule here is testable without a database.
-struct GroupQueue<Item> {
+package struct GroupQueue<Item> {
     /// What a request that just arrived must do.
-    enum Arrival: Equatable {
+    package enum Arrival: Equatable {
         /// Nobody is writing: become the writer (then ask `nextGroup` until it says `.idle`).
         case write
         /// A writer is at work; it will take this request in one of its next groups.
@@ -13,23 +13,23 @@ struct GroupQueue<Item> {
     }
 
     /// What the writer does next.
-    enum Next {
+    package enum Next {
         /// Write these requests as one group, then ask again.
         case write([Item])
         /// Nobody waits: the writer stops; the next arrival becomes the writer.
         case idle
     }
 
-    let maximumGroup: Int
+    package let maximumGroup: Int
     private var waiting: [Item] = []
     private var writing = false
 
-    init(maximumGroup: Int) {
+    package init(maximumGroup: Int) {
         precondition(maximumGroup > 0, "a group holds at least one request")
         self.maximumGroup = maximumGroup
     }
 
-    mutating func arrive(_ item: Item) -> Arrival {
+    package mutating func arrive(_ item: Item) -> Arrival {
         waiting.append(item)
         if writing { return .wait }
         writing = true
@@ -38,7 +38,7 @@ struct GroupQueue<Item> {
 
     /// The writer's question after each group (and before its first): the oldest waiting
     /// requests, at most `maximumGroup` of them.
-    mutating func nextGroup() -> Next {
+    package mutating func nextGroup() -> Next {
         guard writing else { return .idle }
         guard !waiting.isEmpty else {
             writing = false

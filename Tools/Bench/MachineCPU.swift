@@ -20,9 +20,9 @@ struct MachineCPU {
     }
 
     /// What `body` cost the machine, beside its result.
-    static func measure<T>(_ body: () throws -> T) rethrows -> (result: T, cost: MachineCPU?) {
+    static func measure<T>(_ body: () async throws -> T) async rethrows -> (result: T, cost: MachineCPU?) {
         let before = now()
-        let result = try body()
+        let result = try await body()
         guard let before, let after = now() else { return (result, nil) }
         return (result, MachineCPU(busy: after.busy - before.busy))
     }

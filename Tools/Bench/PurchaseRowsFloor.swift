@@ -38,10 +38,23 @@ struct PurchaseRowsFloor {
         ]
     }
 
-    /// The floor's tables and templates in schema `bench_floor` (made anew), and pgbench's script
-    /// for transactions of `group` purchases. Templates: the rows of the run's last purchase of
-    /// each product (`k` 0 and 1), which each transaction alternates.
-    func prepare(owner: PostgresConnection, group: Int) throws -> URL {
+    /// The statements of one transaction of `group` purchases (after `prepare`): a number unique
+    /// to the transaction, then one INSERT a table. Plain SQL, for pgbench's script and for the
+    /// server's floor (`ServerFloor`), which writes the same rows.
+    struct Transaction {
+        /// INSERTs whose `generate_series(1, {group})` the group's size replaces.
+        fileprivate let inserts: [String]
+        fileprivate static let groupSize = "{group}"
+
+        func statements(group: Int) -> [String] {
+            ["SELECT nextval('bench_floor.copies');"]
+                + inserts.map { $0.replacingOccurrences(of: Self.groupSize, with: String(group)) }
+        }
+    }
+
+    /// The floor's tables and templates in schema `bench_floor` (made anew). Templates: the rows of
+    /// the run's last purchase of each product (`k` 0 and 1), which each transaction alternates.
+    func prepare(owner: PostgresConnection) throws -> Transaction {
         let version = try owner.query("SELECT active_version FROM ledger.projections WHERE name = 'users'")[0]["active_version"].int()
         // The two purchases: the last purchase stream of each product, and who claimed it.
         try owner.execute(script: """
@@ -55,7 +68,7 @@ struct PurchaseRowsFloor {
                       FROM ledger.events WHERE event_type = 'Purchased' ORDER BY data->>'productID', position DESC LIMIT 2) AS p
               JOIN ledger.events c ON c.stream = p.stream AND c.event_type = 'TransactionClaimed';
             """)
-        var lines = ["\\startpipeline", "BEGIN;", "SELECT nextval('bench_floor.copies');"]
+        var inserts: [String] = []
         for table in Self.tables(version: version) {
             try owner.execute(script: """
                 CREATE TABLE bench_floor.\(table.name) (LIKE ledger.\(table.name) INCLUDING ALL);
@@ -70,10 +83,15 @@ struct PurchaseRowsFloor {
             // pgbench reads ":name" as a variable: the unique number is spelt without one.
             let unique = "(currval('bench_floor.copies') * 1000 + g)::text"
             let values = columns.map { table.keyed[$0]?.replacingOccurrences(of: "$k", with: unique) ?? "t.\($0)" }
-            lines.append("INSERT INTO bench_floor.\(table.name) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
-                         + "FROM generate_series(1, \(group)) AS g JOIN bench_floor.t_\(table.name) AS t ON t.k = g % 2;")
+            inserts.append("INSERT INTO bench_floor.\(table.name) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
+                           + "FROM generate_series(1, \(Transaction.groupSize)) AS g JOIN bench_floor.t_\(table.name) AS t ON t.k = g % 2;")
         }
-        lines += ["COMMIT;", "\\endpipeline"]
+        return Transaction(inserts: inserts)
+    }
+
+    /// pgbench's script: `transaction` for `group` purchases, pipelined in one round trip.
+    func script(_ transaction: Transaction, group: Int) throws -> URL {
+        let lines = ["\\startpipeline", "BEGIN;"] + transaction.statements(group: group) + ["COMMIT;", "\\endpipeline"]
         let script = baseline.folder.appendingPathComponent("purchase-rows-\(group).sql")
         try (lines.joined(separator: "\n") + "\n").write(to: script, atomically: true, encoding: .utf8)
         return script
@@ -82,7 +100,7 @@ struct PurchaseRowsFloor {
     /// Purchases a second with `clients` connections of `group` purchases a transaction, and the
     /// machine's CPU per purchase; nil if pgbench failed.
     func run(group: Int, clients: Int, seconds: Int, owner: PostgresConnection) throws -> (rate: Double, cpu: Double?)? {
-        let script = try prepare(owner: owner, group: group)
+        let script = try script(try prepare(owner: owner), group: group)
         defer { _ = try? owner.execute(script: "DROP SCHEMA IF EXISTS bench_floor CASCADE") }
         guard let result = try baseline.run(script: script, clients: clients, seconds: seconds, perSecond: 6_000 / group, prepared: true) else { return nil }
         return (result.rate * Double(group), result.cpu.map { $0 / Double(group) })
