@@ -127,7 +127,8 @@ struct HTTPBenchmark: AsyncParsableCommand {
                     floors[level] = (size, clients, floor.rate, floor.cpu)
                 }
                 // The same requests, answered by a server that only verifies them and writes their rows.
-                let floor = try ServerFloor(services: services, verifier: SignedDataVerifier(roots: [authority.root]), pool: pool, transaction: try PurchaseRowsFloor(baseline: pgbench).prepare(owner: owner), owner: owner)
+                let floor = try ServerFloor(services: services, verifier: SignedDataVerifier(roots: [authority.root]), pool: pool,
+                                            transaction: try PurchaseRowsFloor(baseline: pgbench).prepare(owner: owner), owner: owner)
                 serverFloors[level] = try await floor.serving(logger: logger) { floorBase in
                     try await Self.wrk(wrk, ["-t1", "-c\(level)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, floorBase])
                 }

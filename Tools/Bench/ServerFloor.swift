@@ -41,8 +41,8 @@ final class ServerFloor: Sendable {
         self.transaction = transaction
     }
 
+    /// The ledger's request body; the user is not needed when nothing is recorded for them.
     private struct Body: Decodable {
-        var user_id: String
         var signed_transaction: String
     }
 
@@ -79,7 +79,7 @@ final class ServerFloor: Sendable {
         let app = try await services.directory.app(bundleID)
         _ = try await verifier.verifyTransaction(body.signed_transaction, expecting: app.expectation)
         try await write()
-        return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"user_id":"\#(body.user_id)"}"#)))
+        return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: "{}")))
     }
 
     /// The purchase's rows, with those of whoever arrives while a group is written.
