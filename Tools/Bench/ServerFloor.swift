@@ -1,4 +1,5 @@
 import AppStore
+import ArgumentParser
 import Foundation
 import Hummingbird
 import LedgerAccess
@@ -57,14 +58,19 @@ final class ServerFloor: Sendable {
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                               onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
-        let server = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        let result: Result<T, any Error>
-        if let port = await iterator.next(), port > 0 {
-            do { result = .success(try await body("http://127.0.0.1:\(port)")) } catch { result = .failure(error) }
-        } else {
-            result = .failure(CancellationError())
+        // The stream ends with the server, so a server that never started is an error, not a wait.
+        let server = Task {
+            defer { continuation.finish() }
+            try await group.run()
         }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), port > 0 else {
+            await group.triggerGracefulShutdown()
+            try await server.value
+            throw ValidationError("the floor's server stopped before it listened")
+        }
+        let result: Result<T, any Error>
+        do { result = .success(try await body("http://127.0.0.1:\(port)")) } catch { result = .failure(error) }
         await group.triggerGracefulShutdown()
         _ = await server.result
         return try result.get()
