@@ -17,9 +17,15 @@ package enum EvidenceEvents {
     }
 
     /// A V2 notification: the notification itself (always, whatever its type), then what its
-    /// nested transaction and renewal info state, named for the change the type announces.
+    /// nested transaction and renewal info state, named for the change the type announces, and a
+    /// withdrawal of consent for the app transaction a RESCIND_CONSENT names.
     package static func events(for verified: VerifiedNotificationV2) -> [LedgerEvent] {
         var events: [LedgerEvent] = [.appleNotificationReceived(verified.notification)]
+        if verified.notification.notificationType == "RESCIND_CONSENT", let app = verified.appTransaction, let id = app.appTransactionID {
+            events.append(.consentRescinded(ConsentRescission(
+                appTransactionID: id, environment: app.environment,
+                rescindedAt: verified.notification.signedDate ?? app.signedDate, notificationUUID: verified.notification.notificationUUID)))
+        }
         let type = verified.notification.notificationType
         let subtype = verified.notification.subtype
         if let transaction = verified.transaction {

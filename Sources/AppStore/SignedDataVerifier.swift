@@ -8,7 +8,7 @@ import Synchronization
 
 /// What a piece of signed data must be for one app.
 package struct Expectation: Sendable {
-    package enum Kind: Sendable { case transaction, renewalInfo, notification }
+    package enum Kind: Sendable { case transaction, renewalInfo, notification, appTransaction }
     package var bundleID: String
     /// Environments the app accepts (Xcode and LocalTesting only when listed, never with Production).
     package var environments: Set<AppleEnvironment>
@@ -81,7 +81,7 @@ package final class SignedDataVerifier: Sendable {
               let decoded = try? StorageDecoder.decode(ClaimsPayload.self, from: tree) else {
             throw AppStoreError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
         }
-        let claims = Claims(decoded, kind: kind)
+        let claims = try Claims(decoded, tree: tree, kind: kind)
         // The header segment is signed, so the same segment means the same algorithm and chain:
         // a chain seen before (and valid at this signedDate) skips decoding the header at all.
         let headerSegment = String(parts[0])
@@ -161,13 +161,21 @@ struct ClaimsPayload: Decodable {
         var environment: String?
         var bundleId: String?
         var appAppleId: Int64?
+        /// An external purchase token names no environment: a sandbox token's id says `SANDBOX`.
+        var externalPurchaseId: String?
     }
     var signedDate: Double?
     var environment: String?
     var bundleId: String?
     var appAppleId: Int64?
+    /// A notification's app is in whichever of these it carries (exactly one).
     var data: Scope?
     var summary: Scope?
+    var externalPurchaseToken: Scope?
+    var appData: Scope?
+    /// An AppTransaction's environment and signing instant.
+    var receiptType: String?
+    var receiptCreationDate: Double?
 }
 
 /// The identifying claims of a payload, wherever its kind keeps them.
@@ -179,14 +187,50 @@ struct Claims {
     var bundleID: String?
     var appAppleID: Int64?
 
-    init(_ payload: ClaimsPayload, kind: Expectation.Kind) {
-        let scope = kind == .notification
-            ? (payload.data ?? payload.summary ?? .init())
-            : .init(environment: payload.environment, bundleId: payload.bundleId, appAppleId: payload.appAppleId)
-        self.signedDate = payload.signedDate.map { Date(timeIntervalSince1970: $0 / 1000) } ?? Date()
+    init(_ payload: ClaimsPayload, tree: JSONTree, kind: Expectation.Kind) throws {
+        var signed = payload.signedDate
+        let scope: ClaimsPayload.Scope
+        switch kind {
+        case .notification:
+            scope = try Self.notificationScope(payload, tree: tree)
+        case .appTransaction:
+            // An AppTransaction is "signed" when its receipt was created, and says its environment as receiptType.
+            signed = payload.receiptCreationDate ?? payload.signedDate
+            scope = .init(environment: payload.receiptType, bundleId: payload.bundleId, appAppleId: payload.appAppleId)
+        case .transaction, .renewalInfo:
+            scope = .init(environment: payload.environment, bundleId: payload.bundleId, appAppleId: payload.appAppleId)
+        }
+        self.signedDate = signed.map { Date(timeIntervalSince1970: $0 / 1000) } ?? Date()
         self.environment = scope.environment.flatMap(AppleEnvironment.init(rawValue:))
         self.bundleID = scope.bundleId
         self.appAppleID = scope.appAppleId
+    }
+
+    /// A notification names its app in exactly one of `data`, `summary`, `externalPurchaseToken`
+    /// and `appData`. A body with none of them is a shape Apple added since: its app is the one
+    /// object member that names a `bundleId`, so next year's notifications are checked, not lost.
+    static func notificationScope(_ payload: ClaimsPayload, tree: JSONTree) throws -> ClaimsPayload.Scope {
+        let known = [payload.data, payload.summary, payload.appData].compactMap { $0 }
+            + [payload.externalPurchaseToken.map(Self.tokenScope)].compactMap { $0 }
+        if known.count > 1 {
+            throw AppStoreError(.malformed, "the notification carries more than one of data, summary, externalPurchaseToken and appData")
+        }
+        if let scope = known.first { return scope }
+        guard case .object(let members) = tree else { return .init() }
+        let scopes = members.compactMap { _, value -> ClaimsPayload.Scope? in
+            guard case .object(let inner) = value, inner.contains(where: { $0.0 == "bundleId" }) else { return nil }
+            return try? StorageDecoder.decode(ClaimsPayload.Scope.self, from: value)
+        }
+        if scopes.count > 1 { throw AppStoreError(.malformed, "the notification names its app in more than one place") }
+        return scopes.first ?? .init()
+    }
+
+    /// An external purchase token's environment, as Apple's libraries read it: its id starts with
+    /// `SANDBOX` in the sandbox.
+    static func tokenScope(_ token: ClaimsPayload.Scope) -> ClaimsPayload.Scope {
+        var scope = token
+        scope.environment = (token.externalPurchaseId?.hasPrefix("SANDBOX") ?? false) ? AppleEnvironment.sandbox.rawValue : AppleEnvironment.production.rawValue
+        return scope
     }
 
     /// App identity first, then environment, as Apple's libraries order them. Returns the environment.
@@ -199,9 +243,9 @@ struct Claims {
         guard let environment, expectation.environments.contains(environment) else {
             throw AppStoreError(.environmentNotAllowed, "\(environment?.rawValue ?? "unnamed") environment is not accepted for this app")
         }
-        if kind == .notification {
+        if kind == .notification || kind == .appTransaction {
             if environment == .production, expectation.appAppleID == nil || appAppleID != expectation.appAppleID {
-                throw AppStoreError(.appMismatch, "Production notifications must carry this app's Apple app id")
+                throw AppStoreError(.appMismatch, "Production notifications and app transactions must carry this app's Apple app id")
             }
             if let expected = expectation.appAppleID, let actual = appAppleID, actual != expected {
                 throw AppStoreError(.appMismatch, "signed for Apple app id \(actual), not \(expected)")

@@ -10,7 +10,13 @@ import LedgerProjections
 struct UserPage {
     struct Row: Sendable { var name: String; var sentence: String; var active: Bool; var product: String; var source: String }
     struct Balance: Sendable { var currency: String; var amount: Int64; var debt: Bool }
-    struct Subscription: Sendable { var original: String; var product: String; var status: String; var expires: String; var renews: String }
+    struct Subscription: Sendable {
+        var original: String; var product: String; var status: String; var expires: String; var renews: String
+        /// "monthly, committed until 3 Mar 2027", or "—" for an ordinary subscription.
+        var plan: String
+        /// "win-back offer spring-25", or "".
+        var offer: String
+    }
     struct Purchase: Sendable { var transaction: String; var product: String; var date: String; var revoked: String }
     struct Grant: Sendable { var grantID: String; var entitlement: String; var until: String; var reason: String }
     
@@ -20,6 +26,8 @@ struct UserPage {
     var purchases: [Purchase] = []
     var transferred: [String] = []
     var grants: [Grant] = []
+    /// Set when a parent or guardian withdrew consent for the app: support must see it first.
+    var consent: String?
     /// The timeline's rows, as dictionaries: a template reads them without reflection (a thousand rows).
     var events: [[String: String]] = []
 
@@ -48,8 +56,11 @@ struct UserPage {
         page.balances = state.balances.sorted { $0.key < $1.key }.map { Balance(currency: $0.key, amount: $0.value, debt: $0.value < 0) }
         page.subscriptions = state.subscriptions.map {
             Subscription(original: $0.originalTransactionID, product: $0.productID, status: $0.status.rawValue.replacingOccurrences(of: "_", with: " "),
-                         expires: $0.expiresAt.map(Explanation.day) ?? "—", renews: $0.willRenew.map { $0 ? "yes" : "no" } ?? "—")
+                         expires: $0.expiresAt.map(Explanation.day) ?? "—", renews: $0.willRenew.map { $0 ? "yes" : "no" } ?? "—",
+                         plan: Explanation.plan($0.billingPlanType, committedUntil: $0.commitmentExpiresAt),
+                         offer: Explanation.offer(type: $0.offerType, id: $0.offerIdentifier))
         }
+        page.consent = state.consentRescindedAt.map(Explanation.consentRescinded)
         page.purchases = state.purchases.map {
             Purchase(transaction: $0.transactionID, product: $0.productID, date: Explanation.day($0.purchaseDate), revoked: $0.revokedAt.map(Explanation.day) ?? "")
         }
@@ -85,6 +96,8 @@ struct UserPage {
         case .promotionalRevoked(let r): return "grant \(r.grantID) revoked: \(r.reason)" + (r.actor.map { ", by \($0)" } ?? "")
         case .appleNotificationReceived(let n): return "\(n.notificationType) from Apple"
         case .consumptionInformationSent: return "consumption information sent to Apple"
+        case .consentRescinded(let c):
+            return "a parent or guardian withdrew consent for the app (app transaction \(c.appTransactionID)); nothing revoked, the app decides"
         case .appConfigured, .productConfigured: return "app configuration"
         }
     }

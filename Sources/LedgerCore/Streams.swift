@@ -9,11 +9,16 @@ package enum LedgerStream {
     package static func user(_ bundleID: String, userID: String) -> String { "user:\(bundleID):\(userID)" }
     /// Notifications that name no transaction (TEST, summaries, consent): kept per app.
     package static func notifications(_ bundleID: String) -> String { "notifications:\(bundleID)" }
+    /// Consent rescinded for app transactions: few, and read with every user of the app (a user's
+    /// state shows it when one of the user's purchases carries the app transaction).
+    package static func consent(_ bundleID: String) -> String { "consent:\(bundleID)" }
 
     package static func stream(of event: LedgerEvent, bundleID: String) -> String {
         switch event {
         case .appConfigured, .productConfigured:
             return app(bundleID)
+        case .consentRescinded:
+            return consent(bundleID)
         case .transactionClaimed, .ownershipTransferred:
             return purchase(bundleID, originalTransactionID: event.originalTransactionID!)
         default:
@@ -69,6 +74,7 @@ extension LedgerEvent {
         case .refunded(let r), .revoked(let r): r.signedDate
         case .refundReversed(let r): r.signedDate
         case .appleNotificationReceived(let n): n.signedDate
+        case .consentRescinded(let c): c.rescindedAt
         default: nil
         }
     }

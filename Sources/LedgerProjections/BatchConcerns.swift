@@ -13,6 +13,8 @@ package struct BatchConcerns {
     package var apps: Set<String> = []
     /// Ownership the batch records (claims, both sides of transfers).
     package var newOwners: [(bundleID: String, original: String, userID: String)] = []
+    /// App transactions whose consent was withdrawn: every holder of a purchase made in one is looked up.
+    package var appTransactions: Set<AppTransactionKey> = []
 
     package init(_ facts: some Sequence<(bundleID: String, fact: RecordedFact)>) {
         for (bundleID, fact) in facts {
@@ -26,6 +28,8 @@ package struct BatchConcerns {
                 users.formUnion([transfer.fromUserID, transfer.toUserID].map { UserKey(bundleID: bundleID, userID: $0) })
             case .appConfigured, .productConfigured:
                 apps.insert(bundleID)
+            case .consentRescinded(let rescission):
+                appTransactions.insert(AppTransactionKey(bundleID: bundleID, appTransactionID: rescission.appTransactionID))
             default:
                 if let userID = fact.event.userID {
                     users.insert(UserKey(bundleID: bundleID, userID: userID))
@@ -53,6 +57,18 @@ package struct BatchConcerns {
                                       WHERE o.bundle_id = k.b AND o.original_transaction_id = k.t OFFSET 0) AS o
                 """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.originalTransactionID))]))
         }
+        if !appTransactions.isEmpty {
+            // The purchases made in each app transaction (found by 0017's partial index, whose
+            // predicate this repeats), then their owners.
+            let keys = Array(appTransactions)
+            statements.append(PipelinedStatement("""
+                SELECT DISTINCT o.bundle_id, o.user_id FROM unnest($1::text[], $2::text[]) AS k(b, a)
+                  JOIN ledger.events e ON (e.data ->> 'appTransactionID') = k.a
+                   AND e.event_type IN ('Purchased', 'Restored', 'Renewed', 'Recovered') AND e.data ? 'appTransactionID'
+                   AND e.stream = 'purchase:' || k.b || ':' || (e.data ->> 'originalTransactionID')
+                  JOIN \(projection.owners) o ON o.bundle_id = k.b AND o.original_transaction_id = (e.data ->> 'originalTransactionID')
+                """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.appTransactionID))]))
+        }
         for bundleID in apps {
             statements.append(PipelinedStatement("""
                 SELECT $1::text AS bundle_id, user_id FROM \(projection.owners) WHERE bundle_id = $1
@@ -75,6 +91,7 @@ package struct BatchConcerns {
         var concerned: [String: [UserKey]] = [:]
         for user in users {
             concerned[LedgerStream.app(user.bundleID), default: []].append(user)
+            concerned[LedgerStream.consent(user.bundleID), default: []].append(user)
             concerned[LedgerStream.user(user.bundleID, userID: user.userID), default: []].append(user)
         }
         for row in owned {
@@ -83,4 +100,10 @@ package struct BatchConcerns {
         }
         return concerned
     }
+}
+
+/// An app's purchase on one Apple account (`appTransactionId`), within one app of the ledger.
+package struct AppTransactionKey: Hashable, Sendable {
+    package var bundleID: String
+    package var appTransactionID: String
 }

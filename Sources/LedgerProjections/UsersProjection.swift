@@ -145,6 +145,7 @@ package struct UsersProjection: Sendable {
         var streams = Set(alsoStreams)
         for user in users {
             streams.insert(LedgerStream.app(user.bundleID))
+            streams.insert(LedgerStream.consent(user.bundleID))
             streams.insert(LedgerStream.user(user.bundleID, userID: user.userID))
         }
         let keys = Self.pairs(users.map { ($0.bundleID, $0.userID) })
@@ -230,7 +231,7 @@ package struct UsersProjection: Sendable {
         return writes
     }
 
-    /// Every fact that can concern one user — the app's, the user's own, and each transaction the
+    /// Every fact that can concern one user — the app's, its withdrawals of consent, the user's own, and each transaction the
     /// user ever owned according to `owners` — optionally only those recorded by `recordedBy`.
     /// Evidence-only events are left out unless asked for (the audit trail shows them): they change
     /// no one's state.
@@ -238,7 +239,7 @@ package struct UsersProjection: Sendable {
                            on connection: PostgresConnection) throws -> AppLedger {
         // One round trip: the user's own streams, and the purchase streams of everything the user
         // ever owned, found through the owners table inside the same statement.
-        let streams = [LedgerStream.app(bundleID), LedgerStream.user(bundleID, userID: userID)]
+        let streams = [LedgerStream.app(bundleID), LedgerStream.consent(bundleID), LedgerStream.user(bundleID, userID: userID)]
         // (A join, not "stream = ANY(…) OR stream IN (…)": the planner answered that OR with a
         // sequential scan of the whole log.)
         let rows = try connection.query(EventStore.selectEventsSQL + """

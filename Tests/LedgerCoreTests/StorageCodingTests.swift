@@ -47,11 +47,13 @@ import Testing
         let period = AccessPeriod(entitlements: ["pro", "a\"b"], productID: "p", originalTransactionID: "o", transactionID: "t", start: at,
                                   end: at + 1, source: .familyShared, willRenew: true, billingRetry: true, gracePeriodEnd: at + 2)
         let subscription = SubscriptionTimeline(originalTransactionID: "o", productID: "p", accessEnd: at, revokedAt: at, gracePeriodEnd: at,
-                                                billingRetry: true, willRenew: false, pendingProductID: "q", expirationIntent: 2)
+                                                billingRetry: true, willRenew: false, pendingProductID: "q", expirationIntent: 2,
+                                                billingPlanType: "MONTHLY", commitmentExpiresAt: at + 3, offerType: 4, offerIdentifier: "win-back")
         let purchase = PurchaseSummary(transactionID: "t", originalTransactionID: "o", productID: "p", type: .nonRenewing, purchaseDate: at,
                                        quantity: 3, revokedAt: at)
         let entry = BalanceEntry(kind: .reversal, currency: "coins", amount: 100, at: at, reference: "r")
-        let timeline = UserTimeline(userID: "u\n1", periods: [period], subscriptions: [subscription], purchases: [purchase], balanceEntries: [entry])
+        let timeline = UserTimeline(userID: "u\n1", periods: [period], subscriptions: [subscription], purchases: [purchase], balanceEntries: [entry],
+                                    consentRescindedAt: at + 4)
         let written = Data(TimelineJSON.bytes(timeline))
         #expect(try LedgerEvent.decoder.decode(UserTimeline.self, from: written) == timeline)
         guard case .object(let top) = try JSONTree.parse(written) else { Issue.record("not an object"); return }
@@ -74,7 +76,10 @@ import Testing
         let full = TransactionFacts(environment: .sandbox, transactionID: "t", originalTransactionID: "o", productID: "p", purchaseDate: at,
                                     originalPurchaseDate: at - 1, expiresDate: at + 1, quantity: 3, ownership: .familyShared, isUpgraded: true,
                                     price: 4990, currency: "EUR", storefront: "FRA", webOrderLineItemID: "w", appAccountToken: UUID(),
-                                    offerType: 2, offerIdentifier: "intro", revocationDate: at + 2, revocationReason: 1, signedDate: at + 3)
+                                    offerType: 2, offerIdentifier: "intro", offerDiscountType: "PAY_AS_YOU_GO", offerPeriod: "P1M",
+                                    appTransactionID: "704", billingPlanType: "MONTHLY",
+                                    commitment: Commitment(billingPeriodNumber: 3, totalBillingPeriods: 12, expiresDate: at + 4, price: 119_880),
+                                    revocationDate: at + 2, revocationReason: 1, signedDate: at + 3)
         let unset = Mirror(reflecting: full).children.filter { child in
             let value = Mirror(reflecting: child.value)
             return value.displayStyle == .optional && value.children.isEmpty
@@ -131,6 +136,7 @@ import Testing
                                     productID: "com.example.pro.monthly", purchaseDate: at, originalPurchaseDate: at - 86_400, expiresDate: at + 2_592_000,
                                     quantity: 3, ownership: .familyShared, isUpgraded: true, price: 9_990, currency: "EUR", storefront: "FRA",
                                     webOrderLineItemID: "2000000000000002", appAccountToken: UUID(), offerType: 2, offerIdentifier: "launch-50",
+                                    offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P3M", appTransactionID: "704116235", billingPlanType: "MONTHLY",
                                     revocationDate: at + 60, revocationReason: 1, signedDate: at + 1)
         var odd: [TransactionFacts] = [full, TransactionFacts(environment: .sandbox, transactionID: "t", originalTransactionID: "o", productID: "p",
                                                              purchaseDate: at, signedDate: at)]
@@ -139,6 +145,9 @@ import Testing
             facts.productID = text
             odd.append(facts)
         }
+        var committed = full
+        committed.commitment = Commitment(billingPeriodNumber: 2, totalBillingPeriods: 12, expiresDate: at + 31_536_000, price: 119_880)
+        odd.append(committed)
         for date in [Date(timeIntervalSince1970: 1_700_000_000.1234567), Date(timeIntervalSince1970: -12.5), Date(timeIntervalSince1970: 0),
                      Date(timeIntervalSince1970: 1e13), Date(timeIntervalSinceReferenceDate: 0.000_1)] {
             var facts = full

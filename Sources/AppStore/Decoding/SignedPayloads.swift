@@ -4,7 +4,7 @@ import LedgerFormats
 
 /// A StoreKit 2 transaction (`JWSTransactionDecodedPayload`) as the domain's facts, plus the
 /// fields that decide which event it becomes. Unknown enum values stay raw strings: Apple adds
-/// values every year (DESIGN-NOTES §2).
+/// values every year.
 package struct DecodedTransaction: Sendable, Equatable {
     package var facts: TransactionFacts
     /// "Auto-Renewable Subscription", "Non-Consumable", "Consumable", "Non-Renewing Subscription".
@@ -33,6 +33,12 @@ package struct DecodedTransaction: Sendable, Equatable {
             storefront: fields.string("storefront"), webOrderLineItemID: fields.string("webOrderLineItemId"),
             appAccountToken: fields.string("appAccountToken").flatMap(UUID.init(uuidString:)),
             offerType: fields.int("offerType"), offerIdentifier: fields.string("offerIdentifier"),
+            offerDiscountType: fields.string("offerDiscountType"), offerPeriod: fields.string("offerPeriod"),
+            appTransactionID: fields.string("appTransactionId"), billingPlanType: fields.string("billingPlanType"),
+            commitment: fields.members["commitmentInfo"].flatMap(SignedFields.init).map { commitment in
+                Commitment(billingPeriodNumber: commitment.int("billingPeriodNumber"), totalBillingPeriods: commitment.int("totalBillingPeriods"),
+                           expiresDate: commitment.date("commitmentExpiresDate"), price: commitment.int64("commitmentPrice"))
+            },
             revocationDate: fields.date("revocationDate"), revocationReason: fields.int("revocationReason"),
             signedDate: signedDate)
         self.type = fields.string("type")
@@ -73,7 +79,8 @@ package struct DecodedRenewal: Sendable, Equatable {
             productID: fields.string("productId") ?? autoRenewProduct ?? "", autoRenewProductID: autoRenewProduct,
             willAutoRenew: fields.int("autoRenewStatus") == 1, expirationIntent: fields.int("expirationIntent"),
             isInBillingRetry: fields.bool("isInBillingRetryPeriod") ?? false,
-            gracePeriodExpiresDate: fields.date("gracePeriodExpiresDate"), signedDate: signedDate)
+            gracePeriodExpiresDate: fields.date("gracePeriodExpiresDate"), renewalBillingPlanType: fields.string("renewalBillingPlanType"),
+            offerType: fields.int("offerType"), offerIdentifier: fields.string("offerIdentifier"), signedDate: signedDate)
     }
 }
 

@@ -19,6 +19,7 @@ package struct Change: Sendable, Equatable {
         case ownershipTransferred = "ownership.transferred"
         case purchaseRefunded = "purchase.refunded"
         case refundReversed = "purchase.refund_reversed"
+        case consentRescinded = "consent.rescinded"
     }
 
     package var kind: Kind

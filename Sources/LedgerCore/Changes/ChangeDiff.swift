@@ -29,7 +29,14 @@ struct ChangeDiff {
     /// In a fixed order — ownership, purchases, entitlements, subscriptions, balances — so a
     /// receiver reads the cause before its effects.
     func changes() -> [Change] {
-        ownership() + purchases() + entitlements() + subscriptions() + balances()
+        ownership() + purchases() + entitlements() + subscriptions() + balances() + consent()
+    }
+
+    /// Consent withdrawn for the app a purchase of the user's was made in: announced once, when
+    /// the user's state first shows it (a later purchase of the same app copy shows nothing new).
+    private func consent() -> [Change] {
+        guard stateBefore.consentRescindedAt == nil, let at = stateAfter.consentRescindedAt else { return [] }
+        return [change(.consentRescinded, "consent", .init(from: .absent, to: .date(at)))]
     }
 
     private func change(_ kind: Change.Kind, _ key: String, _ subject: Change.Subject) -> Change {

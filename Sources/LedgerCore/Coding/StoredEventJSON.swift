@@ -17,11 +17,17 @@ enum StoredEventJSON {
         json.bytes.reserveCapacity(512)
         json.bytes.append(UInt8(ascii: "{"))
         json.string("appAccountToken", facts.appAccountToken?.uuidString)
+        json.string("appTransactionID", facts.appTransactionID)
+        json.string("billingPlanType", facts.billingPlanType)
+        // A commitment is a nested object, rare enough to leave to JSONEncoder.
+        if facts.commitment != nil { return nil }
         json.string("currency", facts.currency)
         json.string("environment", facts.environment.rawValue)
         json.date("expiresDate", facts.expiresDate)
         json.literal("isUpgraded", facts.isUpgraded ? "true" : "false")
+        json.string("offerDiscountType", facts.offerDiscountType)
         json.string("offerIdentifier", facts.offerIdentifier)
+        json.string("offerPeriod", facts.offerPeriod)
         json.integer("offerType", facts.offerType.map(Int64.init))
         json.date("originalPurchaseDate", facts.originalPurchaseDate)
         json.string("originalTransactionID", facts.originalTransactionID)

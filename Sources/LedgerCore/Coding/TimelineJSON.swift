@@ -22,6 +22,7 @@ package enum TimelineJSON {
             json.array("subscriptions", timeline.subscriptions) { json, subscription in json.object { write(subscription, &$0) } }
             json.array("purchases", timeline.purchases) { json, purchase in json.object { write(purchase, &$0) } }
             json.array("balanceEntries", timeline.balanceEntries) { json, entry in json.object { write(entry, &$0) } }
+            json.field("consentRescindedAt", timeline.consentRescindedAt)
         }
         out = json.bytes
     }
@@ -49,6 +50,10 @@ package enum TimelineJSON {
         json.field("willRenew", subscription.willRenew)
         json.field("pendingProductID", subscription.pendingProductID)
         json.field("expirationIntent", subscription.expirationIntent.map(Int64.init))
+        json.field("billingPlanType", subscription.billingPlanType)
+        json.field("commitmentExpiresAt", subscription.commitmentExpiresAt)
+        json.field("offerType", subscription.offerType.map(Int64.init))
+        json.field("offerIdentifier", subscription.offerIdentifier)
     }
 
     static func write(_ purchase: PurchaseSummary, _ json: inout JSONWriter) {

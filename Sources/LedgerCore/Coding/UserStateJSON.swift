@@ -12,6 +12,7 @@ package enum UserStateJSON {
             json.key("user_id"); json.value(state.userID)
             json.key("as_of"); json.value(RFC3339.string(state.asOf))
             json.key("known_at"); json.value(RFC3339.microseconds(knownAt ?? state.asOf))
+            json.key("consent_rescinded_at"); json.value(state.consentRescindedAt.map(RFC3339.string))
             json.key("entitlements")
             json.object { json in
                 for (name, e) in state.entitlements.sorted(by: { $0.key < $1.key }) {
@@ -46,6 +47,10 @@ package enum UserStateJSON {
                         json.key("will_renew"); json.value(s.willRenew)
                         json.key("pending_product_id"); json.value(s.pendingProductID)
                         json.key("expiration_intent"); json.value(s.expirationIntent.map(Int64.init))
+                        json.key("billing_plan"); json.value(s.billingPlanType)
+                        json.key("commitment_expires_at"); json.value(s.commitmentExpiresAt.map(RFC3339.string))
+                        json.key("offer_type"); json.value(s.offerType.map(Int64.init))
+                        json.key("offer_id"); json.value(s.offerIdentifier)
                     }
                 }
             }

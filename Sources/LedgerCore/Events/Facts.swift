@@ -33,8 +33,20 @@ package struct TransactionFacts: Codable, Sendable, Equatable {
     package var storefront: String?
     package var webOrderLineItemID: String?
     package var appAccountToken: UUID?
+    /// 1 introductory, 2 promotional, 3 offer code, 4 win-back; kept raw, as Apple adds kinds.
     package var offerType: Int?
     package var offerIdentifier: String?
+    /// FREE_TRIAL, PAY_AS_YOU_GO, PAY_UP_FRONT, ONE_TIME (raw: Apple adds values).
+    package var offerDiscountType: String?
+    /// The offer's duration, ISO 8601 (`P1M`).
+    package var offerPeriod: String?
+    /// The app's own purchase on the buyer's account (StoreKit since iOS 18.4): what a
+    /// RESCIND_CONSENT names, and what ties a purchase to its AppTransaction.
+    package var appTransactionID: String?
+    /// How the subscription bills: `MONTHLY` for a monthly plan with a 12-month commitment; nil
+    /// for an ordinary subscription.
+    package var billingPlanType: String?
+    package var commitment: Commitment?
     /// Set when Apple already revoked it (a refunded transaction re-presented later).
     package var revocationDate: Date?
     package var revocationReason: Int?
@@ -44,8 +56,9 @@ package struct TransactionFacts: Codable, Sendable, Equatable {
                 purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil, quantity: Int = 1,
                 ownership: OwnershipType = .purchased, isUpgraded: Bool = false, price: Int64? = nil, currency: String? = nil,
                 storefront: String? = nil, webOrderLineItemID: String? = nil, appAccountToken: UUID? = nil,
-                offerType: Int? = nil, offerIdentifier: String? = nil, revocationDate: Date? = nil, revocationReason: Int? = nil,
-                signedDate: Date) {
+                offerType: Int? = nil, offerIdentifier: String? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil,
+                appTransactionID: String? = nil, billingPlanType: String? = nil, commitment: Commitment? = nil,
+                revocationDate: Date? = nil, revocationReason: Int? = nil, signedDate: Date) {
         self.environment = environment
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -63,9 +76,30 @@ package struct TransactionFacts: Codable, Sendable, Equatable {
         self.appAccountToken = appAccountToken
         self.offerType = offerType
         self.offerIdentifier = offerIdentifier
+        self.offerDiscountType = offerDiscountType
+        self.offerPeriod = offerPeriod
+        self.appTransactionID = appTransactionID
+        self.billingPlanType = billingPlanType
+        self.commitment = commitment
         self.revocationDate = revocationDate
         self.revocationReason = revocationReason
         self.signedDate = signedDate
+    }
+}
+
+/// A monthly plan's 12-month commitment, as a transaction states it: which month of how many this
+/// payment is, when the commitment ends and what it costs in all (milliunits).
+package struct Commitment: Codable, Sendable, Equatable {
+    package var billingPeriodNumber: Int?
+    package var totalBillingPeriods: Int?
+    package var expiresDate: Date?
+    package var price: Int64?
+
+    package init(billingPeriodNumber: Int? = nil, totalBillingPeriods: Int? = nil, expiresDate: Date? = nil, price: Int64? = nil) {
+        self.billingPeriodNumber = billingPeriodNumber
+        self.totalBillingPeriods = totalBillingPeriods
+        self.expiresDate = expiresDate
+        self.price = price
     }
 }
 
@@ -81,11 +115,17 @@ package struct RenewalFacts: Codable, Sendable, Equatable {
     package var expirationIntent: Int?
     package var isInBillingRetry: Bool
     package var gracePeriodExpiresDate: Date?
+    /// The billing plan the next renewal takes (`MONTHLY`: the commitment's monthly plan).
+    package var renewalBillingPlanType: String?
+    /// The offer the next renewal applies (a win-back or promotional offer the customer redeemed).
+    package var offerType: Int?
+    package var offerIdentifier: String?
     package var signedDate: Date
 
     package init(environment: AppleEnvironment, originalTransactionID: String, productID: String, autoRenewProductID: String? = nil,
                 willAutoRenew: Bool, expirationIntent: Int? = nil, isInBillingRetry: Bool = false,
-                gracePeriodExpiresDate: Date? = nil, signedDate: Date) {
+                gracePeriodExpiresDate: Date? = nil, renewalBillingPlanType: String? = nil, offerType: Int? = nil,
+                offerIdentifier: String? = nil, signedDate: Date) {
         self.environment = environment
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -94,6 +134,9 @@ package struct RenewalFacts: Codable, Sendable, Equatable {
         self.expirationIntent = expirationIntent
         self.isInBillingRetry = isInBillingRetry
         self.gracePeriodExpiresDate = gracePeriodExpiresDate
+        self.renewalBillingPlanType = renewalBillingPlanType
+        self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
         self.signedDate = signedDate
     }
 }

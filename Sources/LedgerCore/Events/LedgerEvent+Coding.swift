@@ -42,6 +42,7 @@ extension LedgerEvent {
         case .promotionalRevoked(let value): try Self.encoder.encode(value)
         case .appleNotificationReceived(let value): try Self.encoder.encode(value)
         case .consumptionInformationSent(let value): try Self.encoder.encode(value)
+        case .consentRescinded(let value): try Self.encoder.encode(value)
         }
     }
 
@@ -91,6 +92,7 @@ extension LedgerEvent {
         case .promotionalRevoked: self = .promotionalRevoked(try decode(PromotionalRevocation.self))
         case .appleNotificationReceived: self = .appleNotificationReceived(try decode(AppleNotification.self))
         case .consumptionInformationSent: self = .consumptionInformationSent(try decode(ConsumptionAnswer.self))
+        case .consentRescinded: self = .consentRescinded(try decode(ConsentRescission.self))
         }
     }
 }

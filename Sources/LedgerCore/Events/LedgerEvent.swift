@@ -47,6 +47,9 @@ package indirect enum LedgerEvent: Sendable, Equatable {
     case appleNotificationReceived(AppleNotification)
     /// What the ledger told Apple in answer to a CONSUMPTION_REQUEST (audit: what Apple was told).
     case consumptionInformationSent(ConsumptionAnswer)
+    /// A parent or guardian withdrew consent for a child's use of the app (RESCIND_CONSENT): every
+    /// user whose purchases carry the app transaction shows it. Nothing is revoked by it.
+    case consentRescinded(ConsentRescission)
 
     /// The stored event type's name.
     package var typeName: String { type.rawValue }
@@ -73,6 +76,7 @@ package indirect enum LedgerEvent: Sendable, Equatable {
         case .promotionalRevoked: .promotionalRevoked
         case .appleNotificationReceived: .appleNotificationReceived
         case .consumptionInformationSent: .consumptionInformationSent
+        case .consentRescinded: .consentRescinded
         }
     }
 }
@@ -100,6 +104,7 @@ package enum LedgerEventType: String, Sendable, CaseIterable {
     case promotionalRevoked = "PromotionalRevoked"
     case appleNotificationReceived = "AppleNotificationReceived"
     case consumptionInformationSent = "ConsumptionInformationSent"
+    case consentRescinded = "ConsentRescinded"
 
     /// Decisions about who owns an original transaction.
     package static let ownership: Set<LedgerEventType> = [.transactionClaimed, .ownershipTransferred]
@@ -228,8 +233,16 @@ package struct AppleNotification: Codable, Sendable, Equatable {
     package var environment: AppleEnvironment?
     package var originalTransactionID: String?
     package var signedDate: Date?
+    /// The app transaction a RESCIND_CONSENT (or any `appData` body) is about.
+    package var appTransactionID: String?
+    /// A mass renewal extension's outcome (RENEWAL_EXTENSION / SUMMARY).
+    package var summary: ExtensionSummary?
+    /// A token of a purchase made outside the App Store (EXTERNAL_PURCHASE_TOKEN).
+    package var externalPurchaseToken: ExternalPurchaseToken?
+
     package init(version: String, notificationType: String, subtype: String? = nil, notificationUUID: String? = nil,
-                environment: AppleEnvironment? = nil, originalTransactionID: String? = nil, signedDate: Date? = nil) {
+                environment: AppleEnvironment? = nil, originalTransactionID: String? = nil, signedDate: Date? = nil,
+                appTransactionID: String? = nil, summary: ExtensionSummary? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil) {
         self.version = version
         self.notificationType = notificationType
         self.subtype = subtype
@@ -237,6 +250,58 @@ package struct AppleNotification: Codable, Sendable, Equatable {
         self.environment = environment
         self.originalTransactionID = originalTransactionID
         self.signedDate = signedDate
+        self.appTransactionID = appTransactionID
+        self.summary = summary
+        self.externalPurchaseToken = externalPurchaseToken
+    }
+}
+
+/// What Apple reports when it finished extending every active subscriber of a product.
+package struct ExtensionSummary: Codable, Sendable, Equatable {
+    /// The `request_id` the extension was asked with.
+    package var requestIdentifier: String
+    package var productID: String?
+    /// Storefronts the extension was limited to (ISO 3166-1 alpha-3); empty: all.
+    package var storefrontCountryCodes: [String]
+    package var succeededCount: Int64?
+    package var failedCount: Int64?
+
+    package init(requestIdentifier: String, productID: String?, storefrontCountryCodes: [String] = [], succeededCount: Int64?, failedCount: Int64?) {
+        self.requestIdentifier = requestIdentifier
+        self.productID = productID
+        self.storefrontCountryCodes = storefrontCountryCodes
+        self.succeededCount = succeededCount
+        self.failedCount = failedCount
+    }
+}
+
+/// An external purchase token Apple tells the app's server about (alternative payment
+/// providers): kept so the app can report the purchase to Apple.
+package struct ExternalPurchaseToken: Codable, Sendable, Equatable {
+    /// Sandbox tokens start with `SANDBOX`.
+    package var externalPurchaseID: String
+    package var tokenCreationDate: Date?
+
+    package init(externalPurchaseID: String, tokenCreationDate: Date?) {
+        self.externalPurchaseID = externalPurchaseID
+        self.tokenCreationDate = tokenCreationDate
+    }
+}
+
+/// Consent for a child's use of the app withdrawn by a parent or guardian, as of `rescindedAt`
+/// (when Apple signed the notification).
+package struct ConsentRescission: Codable, Sendable, Equatable {
+    package var appTransactionID: String
+    package var environment: AppleEnvironment
+    package var rescindedAt: Date
+    /// The notification that said so.
+    package var notificationUUID: String?
+
+    package init(appTransactionID: String, environment: AppleEnvironment, rescindedAt: Date, notificationUUID: String?) {
+        self.appTransactionID = appTransactionID
+        self.environment = environment
+        self.rescindedAt = rescindedAt
+        self.notificationUUID = notificationUUID
     }
 }
 

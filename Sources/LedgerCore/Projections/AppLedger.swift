@@ -22,6 +22,8 @@ package struct AppLedger: Sendable {
     private var userFacts: [String: [Int]] = [:]
     /// Every original transaction a user has ever claimed or received.
     private var everOwned: [String: Set<String>] = [:]
+    /// App transaction id → the facts withdrawing consent for it.
+    private var rescissions: [String: [Int]] = [:]
 
     package init(bundleID: String) { self.bundleID = bundleID }
 
@@ -46,6 +48,7 @@ package struct AppLedger: Sendable {
         case .ownershipTransferred(let t):
             everOwned[t.toUserID, default: []].insert(t.originalTransactionID)
             everOwned[t.fromUserID, default: []].insert(t.originalTransactionID)
+        case .consentRescinded(let c): rescissions[c.appTransactionID, default: []].append(index)
         default: break
         }
     }
@@ -115,7 +118,22 @@ package struct AppLedger: Sendable {
         var builder = UserTimelineBuilder(userID: userID, catalogue: catalogue())
         for history in histories { builder.add(history) }
         builder.add(userFacts: businessOrdered(userFacts[userID] ?? []))
-        return builder.build()
+        var timeline = builder.build()
+        timeline.consentRescindedAt = consentRescinded(for: histories)
+        return timeline
+    }
+
+    /// The first withdrawal of consent for any app transaction the histories' purchases carry:
+    /// Apple names the app's purchase, and every purchase made in that copy of the app carries it.
+    private func consentRescinded(for histories: [TransactionHistory]) -> Date? {
+        rescissionFacts(for: histories).map(\.occurredAt).min()
+    }
+
+    /// The withdrawals of consent for the app transactions the histories' purchases carry.
+    private func rescissionFacts(for histories: [TransactionHistory]) -> [RecordedFact] {
+        guard !rescissions.isEmpty else { return [] }
+        let appTransactions = Set(histories.flatMap { $0.ordered.compactMap(\.appTransactionID) })
+        return appTransactions.flatMap { rescissions[$0] ?? [] }.map { facts[$0] }
     }
 
     /// Every fact that touched `userID`, in recording order, with its evidence reference: the user's
@@ -140,7 +158,9 @@ package struct AppLedger: Sendable {
                 if owner == userID || (owner == nil && firstOwner == userID) { indices.insert(index) }
             }
         }
-        return indices.map { facts[$0] }.sorted { $0.sequence < $1.sequence }
+        let owned = (everOwned[userID] ?? []).map { history(of: $0) }
+        let consent = rescissionFacts(for: owned).filter { fact in !indices.contains { facts[$0].sequence == fact.sequence } }
+        return (indices.map { facts[$0] } + consent).sorted { $0.sequence < $1.sequence }
     }
 
     /// One row per money-moving fact, for finance: purchases, renewals, refunds, reversed refunds.

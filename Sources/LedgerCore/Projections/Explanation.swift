@@ -43,6 +43,25 @@ package enum Explanation {
         "owned by another user (\(user)) since \(day(instant)): transferred on restore"
     }
 
+    /// "consent withdrawn on 3 Dec 2026 …": what support reads above a child's entitlements.
+    package static func consentRescinded(at date: Date) -> String {
+        "A parent or guardian withdrew consent for this app on \(day(date)) (Apple's RESCIND_CONSENT). "
+            + "Nothing was revoked: what the app does about it is the app's decision."
+    }
+
+    /// A subscription's billing plan: "monthly, committed until 3 Mar 2027", or "—".
+    package static func plan(_ billingPlanType: String?, committedUntil: Date?) -> String {
+        guard let billingPlanType else { return committedUntil.map { "committed until \(day($0))" } ?? "—" }
+        return billingPlanType.lowercased().replacingOccurrences(of: "_", with: " ") + (committedUntil.map { ", committed until \(day($0))" } ?? "")
+    }
+
+    /// Apple's offer kinds by their number (1 introductory, 2 promotional, 3 offer code, 4 win-back).
+    package static func offer(type: Int?, id: String?) -> String {
+        guard let type else { return "" }
+        let kinds = [1: "introductory offer", 2: "promotional offer", 3: "offer code", 4: "win-back offer"]
+        return (kinds[type] ?? "offer type \(type)") + (id.map { " \($0)" } ?? "")
+    }
+
     /// "3 Dec 2026" in UTC.
     package static func day(_ date: Date) -> String {
         let parts = RFC3339.string(date).prefix(10).split(separator: "-")

@@ -12,6 +12,9 @@ package struct UserState: Sendable, Equatable {
     package var purchases: [PurchaseSummary]
     /// Every credit, debit and reversal behind `balances`.
     package var balanceEntries: [BalanceEntry]
+    /// A parent or guardian withdrew consent for the child's use of the app (Apple's
+    /// RESCIND_CONSENT). Nothing is revoked by it: what to do is the app's decision.
+    package var consentRescindedAt: Date? = nil
 }
 
 package struct Entitlement: Sendable, Equatable {
@@ -37,6 +40,10 @@ package struct SubscriptionSummary: Sendable, Equatable {
     /// The product the next renewal switches to (a pending downgrade or crossgrade).
     package var pendingProductID: String?
     package var expirationIntent: Int?
+    package var billingPlanType: String? = nil
+    package var commitmentExpiresAt: Date? = nil
+    package var offerType: Int? = nil
+    package var offerIdentifier: String? = nil
 }
 
 package struct PurchaseSummary: Codable, Sendable, Equatable {

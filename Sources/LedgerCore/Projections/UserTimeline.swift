@@ -9,14 +9,17 @@ package struct UserTimeline: Codable, Sendable, Equatable {
     package var subscriptions: [SubscriptionTimeline]
     package var purchases: [PurchaseSummary]
     package var balanceEntries: [BalanceEntry]
+    /// When a parent or guardian withdrew consent for the app these purchases were made in.
+    package var consentRescindedAt: Date?
 
     package init(userID: String, periods: [AccessPeriod] = [], subscriptions: [SubscriptionTimeline] = [],
-                purchases: [PurchaseSummary] = [], balanceEntries: [BalanceEntry] = []) {
+                purchases: [PurchaseSummary] = [], balanceEntries: [BalanceEntry] = [], consentRescindedAt: Date? = nil) {
         self.userID = userID
         self.periods = periods
         self.subscriptions = subscriptions
         self.purchases = purchases
         self.balanceEntries = balanceEntries
+        self.consentRescindedAt = consentRescindedAt
     }
 
     package func state(at instant: Date) -> UserState {
@@ -31,7 +34,8 @@ package struct UserTimeline: Codable, Sendable, Equatable {
                 periods.contains { $0.originalTransactionID == subscription.originalTransactionID && $0.start <= instant }
             }.map { $0.summary(at: instant) },
             purchases: purchases.filter { $0.purchaseDate <= instant },
-            balanceEntries: entries)
+            balanceEntries: entries,
+            consentRescindedAt: consentRescindedAt.flatMap { $0 <= instant ? $0 : nil })
     }
 }
 
@@ -46,6 +50,13 @@ package struct SubscriptionTimeline: Codable, Sendable, Equatable {
     package var willRenew: Bool?
     package var pendingProductID: String?
     package var expirationIntent: Int?
+    /// The latest transaction's billing plan (`MONTHLY`: a monthly plan with a 12-month commitment).
+    package var billingPlanType: String? = nil
+    /// When that plan's commitment ends.
+    package var commitmentExpiresAt: Date? = nil
+    /// The offer the latest period was bought with (Apple's offerType and offerIdentifier).
+    package var offerType: Int? = nil
+    package var offerIdentifier: String? = nil
 
     func summary(at instant: Date) -> SubscriptionSummary {
         let status: SubscriptionSummary.Status
@@ -62,6 +73,7 @@ package struct SubscriptionTimeline: Codable, Sendable, Equatable {
         }
         return SubscriptionSummary(originalTransactionID: originalTransactionID, productID: productID, status: status,
                                    expiresAt: accessEnd, willRenew: willRenew, pendingProductID: pendingProductID,
-                                   expirationIntent: expirationIntent)
+                                   expirationIntent: expirationIntent, billingPlanType: billingPlanType,
+                                   commitmentExpiresAt: commitmentExpiresAt, offerType: offerType, offerIdentifier: offerIdentifier)
     }
 }

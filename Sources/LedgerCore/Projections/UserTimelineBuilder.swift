@@ -144,7 +144,8 @@ struct UserTimelineBuilder {
             accessEnd: access?.end, revokedAt: history.revocationDate(of: latest), gracePeriodEnd: access?.gracePeriodEnd,
             billingRetry: renewal?.isInBillingRetry ?? false, willRenew: renewal?.willAutoRenew,
             pendingProductID: renewal.flatMap { $0.autoRenewProductID != latest.productID ? $0.autoRenewProductID : nil },
-            expirationIntent: renewal?.expirationIntent))
+            expirationIntent: renewal?.expirationIntent, billingPlanType: latest.billingPlanType,
+            commitmentExpiresAt: latest.commitment?.expiresDate, offerType: latest.offerType, offerIdentifier: latest.offerIdentifier))
     }
 
     /// Consumables: credit quantity × amount per unit (catalogue as at the purchase); a refund
