@@ -23,16 +23,10 @@ package struct SimulatedApp: Sendable {
         try authority.sign(renewal.payload(environment: environment, signedDate: signedDate))
     }
 
-    /// A V2 notification body, `{"signedPayload": …}`, with the transaction and renewal nested.
+    /// A V2 notification body, `{"signedPayload": …}`, with the transaction and renewal nested in `data`.
     package func notificationV2(_ type: String, subtype: String? = nil, transaction: SimulatedTransaction? = nil,
                                renewal: SimulatedRenewal? = nil, uuid: UUID = UUID(), signedDate: Date = Date()) throws -> Data {
-        var data: [String: Any] = ["bundleId": bundleID, "appAppleId": appAppleID, "environment": environment, "bundleVersion": "1.0"]
-        if let transaction { data["signedTransactionInfo"] = try signedTransaction(transaction, signedDate: signedDate) }
-        if let renewal { data["signedRenewalInfo"] = try signedRenewal(renewal, signedDate: signedDate) }
-        var payload: [String: Any] = ["notificationType": type, "notificationUUID": uuid.uuidString.lowercased(),
-                                      "version": "2.0", "signedDate": ms(signedDate), "data": data]
-        payload["subtype"] = subtype
-        return try JSONSerialization.data(withJSONObject: ["signedPayload": try authority.sign(payload)])
+        try notificationV2(type, subtype: subtype, body: .data(transaction: transaction, renewal: renewal), uuid: uuid, signedDate: signedDate)
     }
 
     /// A verifyReceipt answer for these transactions (what `VerifyReceiptServer` returns).

@@ -24,6 +24,15 @@ package struct SimulatedTransaction: Sendable {
     package var revocationReason: Int?
     package var revocationType: String?
     package var revocationPercentage: Int?
+    /// The app's own purchase the transaction was made in (StoreKit since iOS 18.4).
+    package var appTransactionID: String?
+    package var offerType: Int?
+    package var offerIdentifier: String?
+    package var offerDiscountType: String?
+    package var offerPeriod: String?
+    /// `MONTHLY` with `commitmentExpiresDate`: a monthly plan with a 12-month commitment.
+    package var billingPlanType: String?
+    package var commitmentExpiresDate: Date?
 
     package init(transactionID: String, originalTransactionID: String? = nil, productID: String,
                 type: String = "Auto-Renewable Subscription", purchaseDate: Date, expiresDate: Date? = nil) {
@@ -74,6 +83,16 @@ package struct SimulatedTransaction: Sendable {
         fields["revocationReason"] = revocationReason
         fields["revocationType"] = revocationType
         fields["revocationPercentage"] = revocationPercentage
+        fields["appTransactionId"] = appTransactionID
+        fields["offerType"] = offerType
+        fields["offerIdentifier"] = offerIdentifier
+        fields["offerDiscountType"] = offerDiscountType
+        fields["offerPeriod"] = offerPeriod
+        fields["billingPlanType"] = billingPlanType
+        if let commitmentExpiresDate {
+            fields["commitmentInfo"] = ["billingPeriodNumber": 1, "totalBillingPeriods": 12, "commitmentExpiresDate": ms(commitmentExpiresDate),
+                                        "commitmentPrice": (price ?? 0) * 12] as [String: Any]
+        }
         if type == "Auto-Renewable Subscription" { fields["webOrderLineItemId"] = "w" + transactionID }
         return fields
     }

@@ -111,7 +111,10 @@ struct ControlAPI: Sendable {
             } else {
                 let renewal = transaction.map { SimulatedRenewal(originalTransactionID: $0.originalTransactionID, productID: $0.productID,
                                                                  autoRenewStatus: fields["auto_renew"] as? Bool ?? true) }
-                body = try app.notificationV2(type, subtype: fields["subtype"] as? String, transaction: transaction, renewal: renewal)
+                let subtype = fields["subtype"] as? String
+                body = try app.notificationV2(type, subtype: subtype, body: app.documentedBody(
+                    for: type, subtype: subtype, transaction: transaction, renewal: renewal,
+                    appTransactionID: fields["app_transaction_id"] as? String ?? "704000000000001"))
             }
             if let transaction { serverAPI.add([transaction], to: app) }
             var statuses: [Int] = []
@@ -150,6 +153,9 @@ struct ControlAPI: Sendable {
         if let price = fields["price"] as? Int { transaction.price = Int64(price) }
         if let currency = fields["currency"] as? String { transaction.currency = currency }
         if let token = (fields["app_account_token"] as? String).flatMap(UUID.init(uuidString:)) { transaction.appAccountToken = token }
+        transaction.appTransactionID = fields["app_transaction_id"] as? String
+        transaction.offerType = fields["offer_type"] as? Int
+        transaction.offerIdentifier = fields["offer_id"] as? String
         if let revoked = date("revocation_date") { transaction = transaction.revoked(at: revoked) }
         return transaction
     }
