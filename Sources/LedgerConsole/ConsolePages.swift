@@ -28,6 +28,12 @@ extension ConsoleController {
             "serverAPI": app.serverAPI.map { "configured: key \($0.keyID) (never shown)" } ?? "not configured",
             "products": products, "query": "",
             "refusals": console.refusals().map { ["code": $0.code, "count": String($0.count)] },
+            "notices": try await console.reader.appNotices(bundleID: bundleID).compactMap { fact -> [String: String]? in
+                guard case .appleNotificationReceived(let notification) = fact.event else { return nil }
+                return ["signed": RFC3339.string(fact.occurredAt), "type": notification.notificationType, "subtype": notification.subtype ?? "",
+                        "environment": notification.environment?.rawValue ?? "", "detail": Explanation.notice(notification),
+                        "evidence": fact.evidence.map { "/console/apps/\(Self.path(bundleID))/evidence/\($0)" } ?? ""]
+            },
         ]
         return render("app", Merged(frame(bundleID, app: bundleID, session), values), session: session)
     }

@@ -6,6 +6,7 @@ struct FinanceColumns {
     var bundleIDs: [String] = [], originals: [String] = [], seqs: [String] = [], kinds: [String] = [], transactionIDs: [String] = []
     var userIDs: [String?] = [], productIDs: [String] = [], quantities: [String] = [], prices: [String?] = [], currencies: [String?] = []
     var storefronts: [String?] = [], environments: [String] = [], times: [String] = [], recorded: [String] = []
+    var offerTypes: [String?] = [], offerIDs: [String?] = [], offerDiscounts: [String?] = []
 
     mutating func append(_ transaction: TransactionKey, seq: Int, _ row: FinanceRow) {
         bundleIDs.append(transaction.bundleID); originals.append(transaction.originalTransactionID); seqs.append(String(seq))
@@ -14,13 +15,15 @@ struct FinanceColumns {
         currencies.append(row.currency); storefronts.append(row.storefront); environments.append(row.environment.rawValue)
         times.append(row.occurredAt.postgresText)
         recorded.append(row.recordedAt.postgresText)
+        offerTypes.append(row.offerType.map { String($0) }); offerIDs.append(row.offerIdentifier); offerDiscounts.append(row.offerDiscountType)
     }
 
     var parameters: [(any PostgresBindable)?] {
         [PostgresTextArray(bundleIDs), PostgresTextArray(originals), PostgresTextArray(seqs), PostgresTextArray(kinds),
          PostgresTextArray(transactionIDs), PostgresNullableTextArray(userIDs), PostgresTextArray(productIDs), PostgresTextArray(quantities),
          PostgresNullableTextArray(prices), PostgresNullableTextArray(currencies), PostgresNullableTextArray(storefronts),
-         PostgresTextArray(environments), PostgresTextArray(times), PostgresTextArray(recorded)]
+         PostgresTextArray(environments), PostgresTextArray(times), PostgresTextArray(recorded),
+         PostgresNullableTextArray(offerTypes), PostgresNullableTextArray(offerIDs), PostgresNullableTextArray(offerDiscounts)]
     }
 }
 

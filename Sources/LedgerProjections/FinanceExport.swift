@@ -31,7 +31,8 @@ package struct FinanceExport: Sendable {
     }
 
     package static let columns = ["transaction_id", "original_transaction_id", "user_id", "product_id", "kind", "quantity",
-                                 "price", "price_milliunits", "currency", "occurred_at", "environment", "storefront", "recorded_at"]
+                                 "price", "price_milliunits", "currency", "occurred_at", "environment", "storefront", "recorded_at",
+                                 "offer_type", "offer_id", "offer_discount_type"]
 
     /// Calls `body` with each page of rows, in (occurred_at, original transaction, seq) order.
     package func forEachPage(on pool: PostgresPool, _ body: ([FinanceRow]) async throws -> Void) async throws {
@@ -60,7 +61,7 @@ package struct FinanceExport: Sendable {
             }
             let rows = try await pool.query("""
                 SELECT kind, transaction_id, original_transaction_id, user_id, product_id, quantity, price, currency, storefront,
-                       environment, occurred_at, recorded_at, seq
+                       environment, occurred_at, recorded_at, seq, offer_type, offer_id, offer_discount_type
                   FROM ledger.finance_rows
                  WHERE \(conditions.joined(separator: " AND "))
                  ORDER BY occurred_at, original_transaction_id, seq
@@ -75,7 +76,9 @@ package struct FinanceExport: Sendable {
                     productID: try row["product_id"].string(), quantity: try row["quantity"].int(),
                     price: row["price"].text.flatMap { Int64($0) }, currency: row["currency"].text,
                     occurredAt: try row["occurred_at"].date(), environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? environment,
-                    storefront: row["storefront"].text, recordedAt: try row["recorded_at"].date()))
+                    storefront: row["storefront"].text, recordedAt: try row["recorded_at"].date(),
+                    offerType: row["offer_type"].text.flatMap { Int($0) }, offerIdentifier: row["offer_id"].text,
+                    offerDiscountType: row["offer_discount_type"].text))
                 after = (try row["occurred_at"].date(), try row["original_transaction_id"].string(), try row["seq"].int())
             }
             if !page.isEmpty { try await body(page) }
@@ -145,6 +148,7 @@ package struct FinanceExport: Sendable {
     static func fields(_ row: FinanceRow) -> [String?] {
         [row.transactionID, row.originalTransactionID, row.userID, row.productID, row.kind.rawValue, String(row.quantity),
          row.price.map(units), row.price.map { String($0) }, row.currency,
-         RFC3339.string(row.occurredAt), row.environment.rawValue, row.storefront, RFC3339.string(row.recordedAt)]
+         RFC3339.string(row.occurredAt), row.environment.rawValue, row.storefront, RFC3339.string(row.recordedAt),
+         row.offerTypeName, row.offerIdentifier, row.offerDiscountType]
     }
 }

@@ -113,7 +113,8 @@ package struct ProjectionRebuilder: Sendable {
         // an index build is one core each; chained after the finance rows they doubled the rebuild).
         let financeLoad = Parallel.start([{
             try load("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
-                     + "product_id, quantity, price, currency, storefront, environment, occurred_at, recorded_at) FROM STDIN", finance)
+                     + "product_id, quantity, price, currency, storefront, environment, occurred_at, recorded_at, offer_type, offer_id, "
+                     + "offer_discount_type) FROM STDIN", finance)
             try index("finance", "finance_time")
         }, {
             try load("COPY \(projection.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value) FROM STDIN",
@@ -186,7 +187,8 @@ package struct ProjectionRebuilder: Sendable {
                         $0.field(bundleID); $0.field(original); $0.field(Int64(seq)); $0.field(row.kind.rawValue); $0.field(row.transactionID)
                         $0.field(row.userID); $0.field(row.productID); $0.field(Int64(row.quantity)); $0.field(row.price); $0.field(row.currency)
                         $0.field(row.storefront); $0.field(row.environment.rawValue); $0.field(PostgresTimestamp.format(row.occurredAt))
-                        $0.field(PostgresTimestamp.format(row.recordedAt))
+                        $0.field(PostgresTimestamp.format(row.recordedAt)); $0.field(row.offerType.map(Int64.init)); $0.field(row.offerIdentifier)
+                        $0.field(row.offerDiscountType)
                     }
                 }
             }

@@ -62,6 +62,22 @@ package enum Explanation {
         return (kinds[type] ?? "offer type \(type)") + (id.map { " \($0)" } ?? "")
     }
 
+    /// What a notification about the app (not one purchase) says, in a line.
+    package static func notice(_ notification: AppleNotification) -> String {
+        if let summary = notification.summary {
+            let storefronts = summary.storefrontCountryCodes.isEmpty ? "every storefront" : summary.storefrontCountryCodes.joined(separator: ", ")
+            return "extension \(summary.requestIdentifier) of \(summary.productID ?? "a product") in \(storefronts): "
+                + "\(summary.succeededCount.map(String.init) ?? "?") extended, \(summary.failedCount.map(String.init) ?? "?") failed"
+        }
+        if let token = notification.externalPurchaseToken {
+            return "external purchase token \(token.externalPurchaseID)" + (token.tokenCreationDate.map { ", created \(day($0))" } ?? "")
+        }
+        if let appTransaction = notification.appTransactionID {
+            return "consent withdrawn for app transaction \(appTransaction)"
+        }
+        return ""
+    }
+
     /// "3 Dec 2026" in UTC.
     package static func day(_ date: Date) -> String {
         let parts = RFC3339.string(date).prefix(10).split(separator: "-")

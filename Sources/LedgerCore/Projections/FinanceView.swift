@@ -19,9 +19,16 @@ package struct FinanceRow: Codable, Sendable, Equatable {
     /// delivered again keeps its first), or of the refund. A report closed at K has the rows
     /// recorded by K.
     package var recordedAt: Date
+    /// The offer the transaction was bought with (Apple's offerType: 1 introductory, 2 promotional,
+    /// 3 offer code, 4 win-back), its identifier and how it discounted: what finance reconciles
+    /// discounted revenue by. A refund carries its purchase's offer.
+    package var offerType: Int?
+    package var offerIdentifier: String?
+    package var offerDiscountType: String?
 
     package init(kind: Kind, transactionID: String, originalTransactionID: String, userID: String?, productID: String, quantity: Int,
-                price: Int64?, currency: String?, occurredAt: Date, environment: AppleEnvironment, storefront: String?, recordedAt: Date) {
+                price: Int64?, currency: String?, occurredAt: Date, environment: AppleEnvironment, storefront: String?, recordedAt: Date,
+                offerType: Int? = nil, offerIdentifier: String? = nil, offerDiscountType: String? = nil) {
         self.kind = kind
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -34,6 +41,14 @@ package struct FinanceRow: Codable, Sendable, Equatable {
         self.environment = environment
         self.storefront = storefront
         self.recordedAt = recordedAt
+        self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
+        self.offerDiscountType = offerDiscountType
+    }
+
+    /// Apple's offer types by name; a type Apple adds later by its number.
+    package var offerTypeName: String? {
+        offerType.map { [1: "introductory", 2: "promotional", 3: "offer_code", 4: "win_back"][$0] ?? String($0) }
     }
 }
 
@@ -84,6 +99,6 @@ enum FinanceView {
         FinanceRow(kind: kind, transactionID: t.transactionID, originalTransactionID: t.originalTransactionID,
                    userID: owner(t.originalTransactionID), productID: t.productID, quantity: t.quantity,
                    price: price, currency: t.currency, occurredAt: at, environment: t.environment, storefront: t.storefront,
-                   recordedAt: recorded)
+                   recordedAt: recorded, offerType: t.offerType, offerIdentifier: t.offerIdentifier, offerDiscountType: t.offerDiscountType)
     }
 }
