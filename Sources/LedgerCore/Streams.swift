@@ -4,6 +4,10 @@ import Foundation
 /// concurrency, so they follow who decides: the app's configuration, Apple's story of one original
 /// transaction (notifications need no user to be recorded), and a user's own actions.
 package enum LedgerStream {
+    /// The first part of every stream name the domain writes (`kind:<bundle>[:<rest>]`): a stream
+    /// of another kind is not the domain's.
+    package static let kinds = ["app", "purchase", "user", "notifications", "consent"]
+
     package static func app(_ bundleID: String) -> String { "app:\(bundleID)" }
     package static func purchase(_ bundleID: String, originalTransactionID: String) -> String { "purchase:\(bundleID):\(originalTransactionID)" }
     package static func user(_ bundleID: String, userID: String) -> String { "user:\(bundleID):\(userID)" }

@@ -76,7 +76,7 @@ package struct RandomHistory {
     private mutating func step() {
         clock += Double(Int.random(in: 1...300, using: &rng)) * 3_600  // 1 hour … 12.5 days, always forward
         let user = Self.users.randomElement(using: &rng)!
-        switch Int.random(in: 0..<12, using: &rng) {
+        switch Int.random(in: 0..<13, using: &rng) {
         case 0, 1, 2: buy(user)
         case 3, 4: renew()
         case 5: refund()
@@ -84,6 +84,7 @@ package struct RandomHistory {
         case 7: renewalChange()
         case 8, 9: consume(user)
         case 10: grantOrRevoke(user)
+        case 12: rescindConsent()
         default: transferOrReconfigure(user)
         }
     }
@@ -93,7 +94,10 @@ package struct RandomHistory {
             .randomElement(using: &rng)!
         let id = next()
         let expires = product.type == .autoRenewable ? clock + (product.productID == "pro.yearly" ? 365 : 30) * 86_400 : nil
-        let facts = SampleCatalogue.transaction(id, product: product.productID, at: clock, expires: expires, quantity: Int.random(in: 1...3, using: &rng))
+        var facts = SampleCatalogue.transaction(id, product: product.productID, at: clock, expires: expires, quantity: Int.random(in: 1...3, using: &rng))
+        // Each user buys in their own copy of the app, but a transfer hands a purchase (and its
+        // app transaction) to another user.
+        facts.appTransactionID = "app-\(user)"
         if Bool.random(using: &rng) {
             // The notification first, the app's claim a little later (or never).
             record(.appleNotificationReceived(AppleNotification(version: "2", notificationType: "SUBSCRIBED", notificationUUID: next(),
@@ -106,6 +110,12 @@ package struct RandomHistory {
             record(.transactionClaimed(Claim(originalTransactionID: id, userID: user)), at: clock + 60)
             clock += 60
         }
+    }
+
+    /// A parent withdraws consent for one copy of the app (sometimes one nobody bought in yet).
+    private mutating func rescindConsent() {
+        let copy = "app-" + (Self.users + ["u9"]).randomElement(using: &rng)!
+        record(.consentRescinded(ConsentRescission(appTransactionID: copy, environment: .production, rescindedAt: clock, notificationUUID: next())))
     }
 
     private mutating func renew() {

@@ -26,7 +26,7 @@ package enum StoredFacts {
         return String(rest.prefix { $0 != UInt8(ascii: ":") })
     }
 
-    private static let domainKinds = ["app", "purchase", "user", "notifications"].map { Array($0.utf8) }
+    private static let domainKinds = LedgerStream.kinds.map { Array($0.utf8) }
 
     /// Decodes a stored event into a domain fact; nil for streams that are not the domain's.
     /// Safe on several threads at once.

@@ -23,6 +23,7 @@ import Testing
         ("REFUND_DECLINED", nil), ("REFUND_REVERSED", nil), ("CONSUMPTION_REQUEST", nil), ("RENEWAL_EXTENDED", nil),
         ("RENEWAL_EXTENSION", "SUMMARY"), ("RENEWAL_EXTENSION", "FAILURE"), ("REVOKE", nil), ("TEST", nil),
         ("EXTERNAL_PURCHASE_TOKEN", "UNREPORTED"), ("ONE_TIME_CHARGE", nil), ("RESCIND_CONSENT", nil),
+        ("METADATA_UPDATE", nil), ("MIGRATION", nil), ("PRICE_CHANGE", nil), ("A_TYPE_FROM_NEXT_YEAR", "AND_ITS_SUBTYPE"),
     ]
 
     func notificationsStored(_ server: TestServer) async throws -> Int {
@@ -39,10 +40,14 @@ import Testing
                 let aboutNone = ["TEST", "RENEWAL_EXTENSION", "EXTERNAL_PURCHASE_TOKEN", "RESCIND_CONSENT"].contains(type)
                 let transaction = aboutNone ? nil : SimulatedTransaction(transactionID: "nt-\(n)", productID: "pro.monthly", purchaseDate: start,
                                                                          expiresDate: start.addingTimeInterval(Self.month))
-                let body = try server.app.notificationV2(type, subtype: subtype, transaction: transaction,
-                                                         renewal: transaction.map { SimulatedRenewal(originalTransactionID: $0.originalTransactionID, productID: $0.productID) })
+                let renewal = transaction.map { SimulatedRenewal(originalTransactionID: $0.originalTransactionID, productID: $0.productID) }
+                // Each in the body Apple sends it with (`data`, `summary`, `externalPurchaseToken`, `appData`).
+                let body = try server.app.notificationV2(type, subtype: subtype, body: server.app.documentedBody(
+                    for: type, subtype: subtype, transaction: transaction, renewal: renewal, appTransactionID: "704-\(n)"))
                 let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body)
                 #expect(answer.status == 200, "\(type) \(subtype ?? "-"): \(answer.text)")
+                let again = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body)
+                #expect(again.status == 200, "\(type) \(subtype ?? "-") delivered again: \(again.text)")
             }
             #expect(try await notificationsStored(server) == Self.documented.count)
         }

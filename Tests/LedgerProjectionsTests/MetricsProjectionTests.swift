@@ -11,7 +11,7 @@ import Testing
 /// of Apple's facts late), applied batch by batch by the live path, summed by SQL — equal, day by
 /// day, to a direct recomputation from every fact; and equal again after a rebuild from zero.
 @Suite struct MetricsProjectionTests {
-    @Test(arguments: [UInt64(5), 77, 2_026])
+    @Test(arguments: [UInt64(6), 77, 2_026])
     func theDailySeriesEqualADirectRecomputationLiveAndRebuilt(seed: UInt64) async throws {
         let configuration = try TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
