@@ -98,6 +98,11 @@ package struct RandomHistory {
         // Each user buys in their own copy of the app, but a transfer hands a purchase (and its
         // app transaction) to another user.
         facts.appTransactionID = "app-\(user)"
+        if counter % 3 == 0 {  // every third purchase with an introductory offer (no draw: the histories stay as they were)
+            facts.offerType = 1
+            facts.offerIdentifier = "intro-\(product.productID)"
+            facts.offerDiscountType = "FREE_TRIAL"
+        }
         if Bool.random(using: &rng) {
             // The notification first, the app's claim a little later (or never).
             record(.appleNotificationReceived(AppleNotification(version: "2", notificationType: "SUBSCRIBED", notificationUUID: next(),

@@ -49,8 +49,10 @@ package enum TestCluster {
             """)
     }
 
-    /// A new database owned by `ledger_owner`, migrated by it; the owner's configuration.
-    package static func database(on given: EmbeddedPostgres? = nil, named: String? = nil, logger: Logger = quietLogger) throws -> PostgresConfiguration {
+    /// A new database owned by `ledger_owner`, migrated by it (`migrations`: only the first that
+    /// many, to fill a database as an earlier version left it); the owner's configuration.
+    package static func database(on given: EmbeddedPostgres? = nil, named: String? = nil, migrations: Int? = nil,
+                                 logger: Logger = quietLogger) throws -> PostgresConfiguration {
         let cluster = try given ?? shared.get()
         let name = named ?? "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         let admin = try PostgresConnection.connect(cluster.configuration(database: "postgres"))
@@ -60,7 +62,8 @@ package enum TestCluster {
         let configuration = PostgresConfiguration.unixSocket(directory: cluster.socketDirectory.path, port: cluster.options.port,
                                                              database: name, user: owner)
         let connection = try PostgresConnection.connect(configuration)
-        try Migrator(migrations: LedgerSchema.migrations(), logger: logger).migrate(connection)
+        let all = try LedgerSchema.migrations()
+        try Migrator(migrations: Array(all.prefix(migrations ?? all.count)), logger: logger).migrate(connection)
         return configuration
     }
 

@@ -44,7 +44,8 @@ func drainLive(_ pool: PostgresPool) async throws {
 private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
     try await pool.query("""
         SELECT kind, transaction_id, original_transaction_id, user_id, product_id, quantity, price, currency, occurred_at,
-               environment, storefront, recorded_at FROM ledger.finance_rows WHERE environment = 'Production'
+               environment, storefront, recorded_at, offer_type, offer_id, offer_discount_type
+          FROM ledger.finance_rows WHERE environment = 'Production'
          ORDER BY occurred_at, transaction_id, kind
         """).map { row in
         FinanceRow(kind: FinanceRow.Kind(rawValue: try row["kind"].string())!, transactionID: try row["transaction_id"].string(),
@@ -52,7 +53,9 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
                    productID: try row["product_id"].string(), quantity: try row["quantity"].int(),
                    price: row["price"].isNull ? nil : try row["price"].int64(), currency: row["currency"].optionalString(),
                    occurredAt: try row["occurred_at"].date(), environment: AppleEnvironment(rawValue: try row["environment"].string())!,
-                   storefront: row["storefront"].optionalString(), recordedAt: try row["recorded_at"].date())
+                   storefront: row["storefront"].optionalString(), recordedAt: try row["recorded_at"].date(),
+                   offerType: row["offer_type"].isNull ? nil : try row["offer_type"].int(), offerIdentifier: row["offer_id"].optionalString(),
+                   offerDiscountType: row["offer_discount_type"].optionalString())
     }
 }
 
