@@ -34,6 +34,8 @@ package struct AppStoreError: Error, Sendable, Equatable, CustomStringConvertibl
         package static let appleAPINotConfigured = Code("app_store_server_api_not_configured")
         /// Apple knows no such transaction in the environments the app accepts.
         package static let appleTransactionNotFound = Code("apple_transaction_not_found")
+        /// Apple knows the customer but no purchase of the app itself on their account (4040019).
+        package static let appleAppTransactionNotFound = Code("apple_app_transaction_not_found")
         /// Apple refused the request itself (its errorCode and errorMessage are in the message).
         package static let appleAPIRefused = Code("apple_api_refused")
     }

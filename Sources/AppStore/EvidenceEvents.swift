@@ -52,6 +52,14 @@ package enum EvidenceEvents {
         return events
     }
 
+    /// The app's own purchase, presented for `userID` (by the app, or pulled from Apple on a sync).
+    package static func events(for appTransaction: DecodedAppTransaction, userID: String) -> [LedgerEvent] {
+        [.appTransactionRecorded(AppTransactionFacts(
+            userID: userID, appTransactionID: appTransaction.appTransactionID, environment: appTransaction.environment,
+            originalApplicationVersion: appTransaction.originalApplicationVersion, originalPurchaseDate: appTransaction.originalPurchaseDate,
+            preorderDate: appTransaction.preorderDate, originalPlatform: appTransaction.originalPlatform))]
+    }
+
     /// A subscription's renewal info as Apple's Get All Subscription Statuses states it beside its
     /// status (1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked): an expired one
     /// with its reason is `Expired`, one in billing retry or grace `RenewalFailed`, any other the

@@ -103,6 +103,10 @@ package struct AppStoreServerAPIClient: Sendable {
             return AppStoreError(.appleUnavailable, "Apple's App Store Server API answered HTTP \(status) after \(attempts) attempts")
         default:
             let apple = Self.errorMessage(answer).map { ": \($0)" } ?? ""
+            if status == 404, code == 4_040_019 {
+                observe(.notFound)
+                return AppStoreError(.appleAppTransactionNotFound, "Apple knows no purchase of the app itself for this customer" + apple)
+            }
             if status == 404, [4_040_010, 4_040_005].contains(code) {
                 observe(.notFound)
                 return AppStoreError(.appleTransactionNotFound, "Apple knows no such transaction" + apple)

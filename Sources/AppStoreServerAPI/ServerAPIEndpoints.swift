@@ -34,6 +34,19 @@ extension AppStoreServerAPIClient {
         return signed
     }
 
+    /// Get App Transaction Info: the app itself as bought on the account of the customer
+    /// `transactionID` belongs to; nil when Apple says the customer has none (4040019).
+    package func appTransactionInfo(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
+        async throws -> String? {
+        do {
+            let data = try await send(.GET, "/inApps/v1/transactions/appTransactions/" + Self.segment(transactionID, "a transaction id"),
+                                      in: environment, as: credentials)
+            return try decode(AppTransactionInfoResponse.self, data).signedAppTransactionInfo
+        } catch let error as AppStoreError where error.code == .appleAppTransactionNotFound {
+            return nil
+        }
+    }
+
     /// Get All Subscription Statuses: each subscription group's latest transaction and renewal info.
     package func subscriptionStatuses(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
         async throws -> StatusResponse {

@@ -19,6 +19,11 @@ package struct TransactionInfoResponse: Decodable, Sendable {
     package var signedTransactionInfo: String?
 }
 
+/// Get App Transaction Info's answer.
+package struct AppTransactionInfoResponse: Decodable, Sendable {
+    package var signedAppTransactionInfo: String?
+}
+
 /// Get All Subscription Statuses.
 package struct StatusResponse: Decodable, Sendable {
     package struct Group: Decodable, Sendable {

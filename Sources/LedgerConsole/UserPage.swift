@@ -96,6 +96,9 @@ struct UserPage {
         case .promotionalRevoked(let r): return "grant \(r.grantID) revoked: \(r.reason)" + (r.actor.map { ", by \($0)" } ?? "")
         case .appleNotificationReceived(let n): return "\(n.notificationType) from Apple"
         case .consumptionInformationSent: return "consumption information sent to Apple"
+        case .appTransactionRecorded(let a):
+            return "the app bought on an Apple account: version \(a.originalApplicationVersion ?? "?")"
+                + (a.originalPurchaseDate.map { ", \(RFC3339.string($0))" } ?? "") + (a.appTransactionID.map { ", app transaction \($0)" } ?? "")
         case .consentRescinded(let c):
             return "a parent or guardian withdrew consent for the app (app transaction \(c.appTransactionID)); nothing revoked, the app decides"
         case .appConfigured, .productConfigured: return "app configuration"

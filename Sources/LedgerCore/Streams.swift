@@ -63,6 +63,7 @@ extension LedgerEvent {
         case .consumed(let c): c.userID
         case .promotionalGranted(let g): g.userID
         case .promotionalRevoked(let r): r.userID
+        case .appTransactionRecorded(let a): a.userID
         default: nil
         }
     }
@@ -79,6 +80,7 @@ extension LedgerEvent {
         case .refundReversed(let r): r.signedDate
         case .appleNotificationReceived(let n): n.signedDate
         case .consentRescinded(let c): c.rescindedAt
+        case .appTransactionRecorded(let a): a.originalPurchaseDate ?? a.preorderDate
         default: nil
         }
     }

@@ -58,6 +58,8 @@ package struct RandomHistory {
         for definition in [SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.season, SampleCatalogue.free] {
             record(.productConfigured(definition), at: day(-100))
         }
+        // The app was paid before version 2: its buyers keep `founder`.
+        record(.appConfigured(AppSettings(appPurchase: AppPurchaseRule(entitlements: ["founder"], originallyBeforeVersion: "2.0"))), at: day(-100))
         for _ in 0..<steps { step() }
     }
 
@@ -98,6 +100,11 @@ package struct RandomHistory {
         // Each user buys in their own copy of the app, but a transfer hands a purchase (and its
         // app transaction) to another user.
         facts.appTransactionID = "app-\(user)"
+        if counter % 4 == 1 {  // now and then the app's own purchase too, early or late (no draw)
+            record(.appTransactionRecorded(AppTransactionFacts(userID: user, appTransactionID: "app-\(user)", environment: .production,
+                                                               originalApplicationVersion: counter % 8 == 1 ? "1.\(counter)" : "2.\(counter)",
+                                                               originalPurchaseDate: clock - 86_400)))
+        }
         if counter % 3 == 0 {  // every third purchase with an introductory offer (no draw: the histories stay as they were)
             facts.offerType = 1
             facts.offerIdentifier = "intro-\(product.productID)"

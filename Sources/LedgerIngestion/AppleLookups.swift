@@ -42,8 +42,21 @@ package struct AppleLookups: Sendable {
         -> (pieces: [VerifiedPiece], outcome: FactRecorder.Outcome) {
         try Identifier.userID.check(userID)
         let app = try await ingestor.directory.app(bundleID)
-        let pieces = try await customer(of: transactionID, app)
+        var pieces = try await customer(of: transactionID, app)
+        if let purchase = try await appPurchase(of: transactionID, for: userID, app) { pieces.append(purchase) }
         return (pieces, try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy)))
+    }
+
+    /// The app itself as bought on the customer's account (Get App Transaction Info), for `userID`;
+    /// nil when Apple has none for the customer.
+    func appPurchase(of transactionID: String, for userID: String, _ app: AppConfiguration) async throws -> VerifiedPiece? {
+        let signed = try await Self.firstEnvironment(of: app) { environment, key in
+            try await api.appTransactionInfo(transactionID, in: environment, as: key)
+        }.1
+        guard let signed else { return nil }
+        let decoded = try await ingestor.verifier.verifyAppTransaction(signed, expecting: app.expectation)
+        return VerifiedPiece(events: EvidenceEvents.events(for: decoded, userID: userID),
+                             item: .init(body: signed, kind: .appTransaction, bundleID: app.bundleID))
     }
 
     /// What one backfilled customer added: their transactions, and how far the log must be

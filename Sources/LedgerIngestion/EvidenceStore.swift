@@ -6,7 +6,8 @@ import LedgerPostgres
 package struct EvidenceStore: Sendable {
     package enum Kind: String, Sendable { case signedTransaction = "signed_transaction", signedRenewalInfo = "signed_renewal_info",
                                           receipt, receiptAnswer = "receipt_answer",
-                                          notificationV1 = "notification_v1", notificationV2 = "notification_v2" }
+                                          notificationV1 = "notification_v1", notificationV2 = "notification_v2",
+                                          appTransaction = "app_transaction" }
 
     /// One piece of evidence as text (a JWS, base64, JSON: all of it UTF-8), named by its digest.
     struct Item: Sendable {

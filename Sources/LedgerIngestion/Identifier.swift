@@ -17,6 +17,7 @@ package struct Identifier: Sendable {
     package static let idempotencyKey = Identifier(field: "idempotency_key", code: "invalid_idempotency_key", maximumBytes: 255)
     package static let currency = Identifier(field: "currency", code: "invalid_amount", maximumBytes: 100)
     package static let entitlement = Identifier(field: "entitlement", code: "invalid_grant", maximumBytes: 200)
+    package static let appPurchaseEntitlement = Identifier(field: "app_purchase.entitlements", code: "invalid_app_purchase", maximumBytes: 200)
 
     /// `value`, or a 400 naming the field.
     @discardableResult

@@ -56,6 +56,27 @@ package struct Ingestor: Sendable {
         }
     }
 
+    /// The app's own purchase (a StoreKit signed AppTransaction) posted by the app for `userID`:
+    /// verified like any JWS, kept, recorded in the user's stream (presenting it again records
+    /// nothing), answered with the user's state — which the app's `app_purchase` rule may change.
+    package func ingestAppTransaction(bundleID: String, userID: String, signedAppTransaction: String) async throws -> UserState {
+        try await LedgerError.mapping {
+            try Self.validate(userID: userID)
+            let app = try await directory.app(bundleID)
+            let decoded = try await verifier.verifyAppTransaction(signedAppTransaction, expecting: app.expectation)
+            let digest = try await evidence.store(Data(signedAppTransaction.utf8), kind: .appTransaction, bundleID: bundleID)
+            do {
+                let outcome = try await recorder.record(EvidenceEvents.events(for: decoded, userID: userID), bundleID: bundleID, evidence: digest,
+                                                        claimant: .presenter(userID, policy: app.settings.restorePolicy))
+                return try await answer(outcome, bundleID: bundleID, userID: userID)
+            } catch EventStoreError.idempotencyConflict {
+                // The fact's id derives from everything it says, so the same id here is the same
+                // purchase presented through another signature (the app fetched it again): recorded.
+                return try await users.currentState(bundleID: bundleID, userID: userID)
+            }
+        }
+    }
+
     /// Links `token` to `userID` for the app (the app does this when it chooses the token, before
     /// the purchase). Linking the same pair again is a no-op; a token linked to someone else is a conflict.
     package func linkToken(_ token: UUID, to userID: String, bundleID: String) async throws -> AppAccountTokens.LinkResult {

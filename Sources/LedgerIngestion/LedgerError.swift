@@ -49,7 +49,7 @@ package struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible 
         switch error.code {
         case .malformed: self.init(.invalid, error.code.rawValue, error.message)
         case .appleUnavailable: self.init(.unavailable, error.code.rawValue, error.message)
-        case .appleTransactionNotFound: self.init(.notFound, error.code.rawValue, error.message)
+        case .appleTransactionNotFound, .appleAppTransactionNotFound: self.init(.notFound, error.code.rawValue, error.message)
         default: self.init(.unverifiable, error.code.rawValue, error.message)
         }
     }

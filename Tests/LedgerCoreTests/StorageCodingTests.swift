@@ -53,7 +53,10 @@ import Testing
                                        quantity: 3, revokedAt: at)
         let entry = BalanceEntry(kind: .reversal, currency: "coins", amount: 100, at: at, reference: "r")
         let timeline = UserTimeline(userID: "u\n1", periods: [period], subscriptions: [subscription], purchases: [purchase], balanceEntries: [entry],
-                                    consentRescindedAt: at + 4)
+                                    consentRescindedAt: at + 4,
+                                    appPurchase: AppPurchaseSummary(AppTransactionFacts(userID: "u", appTransactionID: "705", environment: .sandbox,
+                                                                                        originalApplicationVersion: "1.4", originalPurchaseDate: at,
+                                                                                        originalPlatform: "iOS")))
         let written = Data(TimelineJSON.bytes(timeline))
         #expect(try LedgerEvent.decoder.decode(UserTimeline.self, from: written) == timeline)
         guard case .object(let top) = try JSONTree.parse(written) else { Issue.record("not an object"); return }

@@ -109,6 +109,15 @@ enum ValidTimeOracle {
         for (grant, end) in grants.values where grant.startsAt <= instant && end.map({ instant < $0 }) ?? true {
             active.insert(grant.entitlement)
         }
+        // The app bought before the app's rule's version (the latest rule): its entitlements for life.
+        var rule: AppPurchaseRule?
+        for fact in ordered { if case .appConfigured(let settings) = fact.event { rule = settings.appPurchase } }
+        for fact in ordered {
+            guard case .appTransactionRecorded(let a) = fact.event, a.userID == user, let rule, let bought = a.originalPurchaseDate,
+                  bought <= instant, let version = a.originalApplicationVersion, let before = rule.originallyBeforeVersion else { continue }
+            let major = { (v: String) in Int(v.split(separator: ".").first ?? "") ?? 0 }
+            if major(version) < major(before) { active.formUnion(rule.entitlements) }
+        }
         return Answer(entitlements: active, coins: coins)
     }
 

@@ -7,6 +7,7 @@ import Synchronization
 /// `/sandbox` (the two base URLs the ledger is given), by Apple's paths and with Apple's shapes.
 extension ServerAPISimulator {
     package func register(on router: Router<BasicRequestContext>) {
+        registerAccountRoutes(on: router)
         router.get("/:endpoint/inApps/v2/history/:id") { request, context in
             try self.answer(request, context) { store, id in
                 let all = try self.customerTransactions(of: id, in: store).sorted { $0.purchaseDate < $1.purchaseDate }

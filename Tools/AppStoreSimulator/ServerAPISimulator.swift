@@ -61,6 +61,7 @@ package final class ServerAPISimulator: Sendable {
         var purchases: [String: [String]] = [:]
         var renewals: [String: SimulatedRenewal] = [:]
         var orders: [String: [String]] = [:]         // order id → transaction ids
+        var appTransactions: [String: SimulatedAppTransaction] = [:]   // customer → the app bought on the account
         var history: [HistoryEntry] = []
         var consumption: [ConsumptionAnswer] = []
         var testNotifications: [String: Int] = [:]   // token → index in history
@@ -110,6 +111,12 @@ package final class ServerAPISimulator: Sendable {
 
     package func setRenewal(_ renewal: SimulatedRenewal, of app: SimulatedApp) {
         mutate(app) { $0.renewals[renewal.originalTransactionID] = renewal }
+    }
+
+    /// The app itself, bought on the account of the customer `transactionID` belongs to (what Get
+    /// App Transaction Info answers; without one Apple says 4040019).
+    package func setAppTransaction(_ appTransaction: SimulatedAppTransaction, customerOf transactionID: String, of app: SimulatedApp) {
+        mutate(app) { store in store.appTransactions[store.customers[transactionID] ?? transactionID] = appTransaction }
     }
 
     /// An order as on the customer's emailed receipt: its id and the transactions it contains.

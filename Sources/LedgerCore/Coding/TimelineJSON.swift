@@ -23,6 +23,16 @@ package enum TimelineJSON {
             json.array("purchases", timeline.purchases) { json, purchase in json.object { write(purchase, &$0) } }
             json.array("balanceEntries", timeline.balanceEntries) { json, entry in json.object { write(entry, &$0) } }
             json.field("consentRescindedAt", timeline.consentRescindedAt)
+            if let purchase = timeline.appPurchase {
+                json.key("appPurchase")
+                json.object { json in
+                    json.field("appTransactionID", purchase.appTransactionID)
+                    json.field("environment", purchase.environment.rawValue)
+                    json.field("originalApplicationVersion", purchase.originalApplicationVersion)
+                    json.field("originalPurchaseDate", purchase.originalPurchaseDate)
+                    json.field("originalPlatform", purchase.originalPlatform)
+                }
+            }
         }
         out = json.bytes
     }

@@ -13,6 +13,18 @@ package enum UserStateJSON {
             json.key("as_of"); json.value(RFC3339.string(state.asOf))
             json.key("known_at"); json.value(RFC3339.microseconds(knownAt ?? state.asOf))
             json.key("consent_rescinded_at"); json.value(state.consentRescindedAt.map(RFC3339.string))
+            json.key("app_purchase")
+            if let purchase = state.appPurchase {
+                json.object { json in
+                    json.key("app_transaction_id"); json.value(purchase.appTransactionID)
+                    json.key("environment"); json.value(purchase.environment.rawValue)
+                    json.key("original_application_version"); json.value(purchase.originalApplicationVersion)
+                    json.key("original_purchase_date"); json.value(purchase.originalPurchaseDate.map(RFC3339.string))
+                    json.key("original_platform"); json.value(purchase.originalPlatform)
+                }
+            } else {
+                json.value(nil as String?)
+            }
             json.key("entitlements")
             json.object { json in
                 for (name, e) in state.entitlements.sorted(by: { $0.key < $1.key }) {

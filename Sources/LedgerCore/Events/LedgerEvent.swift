@@ -42,6 +42,8 @@ package indirect enum LedgerEvent: Sendable, Equatable {
     case consumed(Consumption)
     case promotionalGranted(PromotionalGrant)
     case promotionalRevoked(PromotionalRevocation)
+    /// The app's own purchase on an Apple account, presented for the user (AppTransaction).
+    case appTransactionRecorded(AppTransactionFacts)
 
     /// Any notification from Apple, kept verbatim as evidence, including types nothing acts on.
     case appleNotificationReceived(AppleNotification)
@@ -74,6 +76,7 @@ package indirect enum LedgerEvent: Sendable, Equatable {
         case .consumed: .consumed
         case .promotionalGranted: .promotionalGranted
         case .promotionalRevoked: .promotionalRevoked
+        case .appTransactionRecorded: .appTransactionRecorded
         case .appleNotificationReceived: .appleNotificationReceived
         case .consumptionInformationSent: .consumptionInformationSent
         case .consentRescinded: .consentRescinded
@@ -102,6 +105,7 @@ package enum LedgerEventType: String, Sendable, CaseIterable {
     case consumed = "Consumed"
     case promotionalGranted = "PromotionalGranted"
     case promotionalRevoked = "PromotionalRevoked"
+    case appTransactionRecorded = "AppTransactionRecorded"
     case appleNotificationReceived = "AppleNotificationReceived"
     case consumptionInformationSent = "ConsumptionInformationSent"
     case consentRescinded = "ConsentRescinded"
@@ -116,13 +120,16 @@ package struct AppSettings: Codable, Sendable, Equatable {
     package var restorePolicy: RestorePolicy
     /// How Apple's CONSUMPTION_REQUESTs are answered; none: they are kept, never answered.
     package var consumptionPolicy: ConsumptionPolicy?
+    /// What buying the app itself grants (an app that went from paid to free); none: nothing.
+    package var appPurchase: AppPurchaseRule?
 
     package init(environments: [AppleEnvironment] = [.production, .sandbox], appleAppID: Int64? = nil, restorePolicy: RestorePolicy = .transfer,
-                consumptionPolicy: ConsumptionPolicy? = nil) {
+                consumptionPolicy: ConsumptionPolicy? = nil, appPurchase: AppPurchaseRule? = nil) {
         self.environments = environments
         self.appleAppID = appleAppID
         self.restorePolicy = restorePolicy
         self.consumptionPolicy = consumptionPolicy
+        self.appPurchase = appPurchase
     }
 }
 

@@ -6,6 +6,8 @@ package struct AccessPeriod: Codable, Sendable, Equatable {
         case purchased
         case familyShared = "family_shared"
         case promotional
+        /// Buying the app itself, under the app's `app_purchase` rule.
+        case appPurchase = "app_purchase"
     }
     package var entitlements: [String]
     package var productID: String

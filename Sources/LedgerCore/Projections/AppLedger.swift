@@ -44,6 +44,7 @@ package struct AppLedger: Sendable {
         case .consumed(let c): userFacts[c.userID, default: []].append(index)
         case .promotionalGranted(let g): userFacts[g.userID, default: []].append(index)
         case .promotionalRevoked(let r): userFacts[r.userID, default: []].append(index)
+        case .appTransactionRecorded(let a): userFacts[a.userID, default: []].append(index)
         case .transactionClaimed(let c): everOwned[c.userID, default: []].insert(c.originalTransactionID)
         case .ownershipTransferred(let t):
             everOwned[t.toUserID, default: []].insert(t.originalTransactionID)
@@ -115,7 +116,7 @@ package struct AppLedger: Sendable {
         let histories = (everOwned[userID] ?? []).sorted()
             .map { history(of: $0) }
             .filter { $0.owner(at: instant) == userID }
-        var builder = UserTimelineBuilder(userID: userID, catalogue: catalogue())
+        var builder = UserTimelineBuilder(userID: userID, catalogue: catalogue(), appPurchase: settings(at: .distantFuture).appPurchase)
         for history in histories { builder.add(history) }
         builder.add(userFacts: businessOrdered(userFacts[userID] ?? []))
         var timeline = builder.build()

@@ -17,6 +17,8 @@ package enum Explanation {
             case .promotional: source = ", a promotional grant"
             case .familyShared: source = ", shared by a family member"
             case .purchased: source = ""
+            case .appPurchase:
+                return "active, lifetime: bought the app, version \(entitlement.productID.dropFirst("app:".count)), on \(day(entitlement.since))"
             }
             guard let end else { return "active, lifetime\(source)" }
             switch entitlement.willRenew {

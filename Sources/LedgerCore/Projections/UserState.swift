@@ -15,6 +15,8 @@ package struct UserState: Sendable, Equatable {
     /// A parent or guardian withdrew consent for the child's use of the app (Apple's
     /// RESCIND_CONSENT). Nothing is revoked by it: what to do is the app's decision.
     package var consentRescindedAt: Date? = nil
+    /// The app itself, as the user bought it (the earliest Apple account's purchase presented).
+    package var appPurchase: AppPurchaseSummary? = nil
 }
 
 package struct Entitlement: Sendable, Equatable {

@@ -11,15 +11,19 @@ package struct UserTimeline: Codable, Sendable, Equatable {
     package var balanceEntries: [BalanceEntry]
     /// When a parent or guardian withdrew consent for the app these purchases were made in.
     package var consentRescindedAt: Date?
+    /// The app itself, as the user bought it on an Apple account (AppTransaction).
+    package var appPurchase: AppPurchaseSummary?
 
     package init(userID: String, periods: [AccessPeriod] = [], subscriptions: [SubscriptionTimeline] = [],
-                purchases: [PurchaseSummary] = [], balanceEntries: [BalanceEntry] = [], consentRescindedAt: Date? = nil) {
+                purchases: [PurchaseSummary] = [], balanceEntries: [BalanceEntry] = [], consentRescindedAt: Date? = nil,
+                appPurchase: AppPurchaseSummary? = nil) {
         self.userID = userID
         self.periods = periods
         self.subscriptions = subscriptions
         self.purchases = purchases
         self.balanceEntries = balanceEntries
         self.consentRescindedAt = consentRescindedAt
+        self.appPurchase = appPurchase
     }
 
     package func state(at instant: Date) -> UserState {
@@ -35,7 +39,8 @@ package struct UserTimeline: Codable, Sendable, Equatable {
             }.map { $0.summary(at: instant) },
             purchases: purchases.filter { $0.purchaseDate <= instant },
             balanceEntries: entries,
-            consentRescindedAt: consentRescindedAt.flatMap { $0 <= instant ? $0 : nil })
+            consentRescindedAt: consentRescindedAt.flatMap { $0 <= instant ? $0 : nil },
+            appPurchase: appPurchase.flatMap { ($0.originalPurchaseDate ?? instant) <= instant ? $0 : nil })
     }
 }
 

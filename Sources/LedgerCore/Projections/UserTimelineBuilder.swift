@@ -6,6 +6,9 @@ import Foundation
 struct UserTimelineBuilder {
     let userID: String
     let catalogue: Catalogue
+    /// What buying the app grants, if the app says.
+    let appPurchaseRule: AppPurchaseRule?
+    private var appPurchase: AppPurchaseSummary?
     private var periods: [AccessPeriod] = []
     private var entries: [BalanceEntry] = []
     private var subscriptions: [SubscriptionTimeline] = []
@@ -13,9 +16,10 @@ struct UserTimelineBuilder {
     /// Non-renewing purchases per product, stacked once all are known.
     private var nonRenewing: [String: [(TransactionFacts, revokedAt: Date?, ProductDefinition)]] = [:]
 
-    init(userID: String, catalogue: Catalogue) {
+    init(userID: String, catalogue: Catalogue, appPurchase: AppPurchaseRule? = nil) {
         self.userID = userID
         self.catalogue = catalogue
+        self.appPurchaseRule = appPurchase
     }
 
     mutating func add(_ history: TransactionHistory) {
@@ -94,6 +98,8 @@ struct UserTimelineBuilder {
                     ended.expiresAt = min(grant.expiresAt ?? fact.occurredAt, fact.occurredAt)
                     grants[revocation.grantID] = ended
                 }
+            case .appTransactionRecorded(let purchase):
+                addAppPurchase(purchase, at: fact.occurredAt)
             default: break
             }
         }
@@ -104,6 +110,18 @@ struct UserTimelineBuilder {
         }
     }
 
+    /// The app bought on an Apple account: shown as the user's app purchase (the earliest, if the
+    /// user presented several accounts'), and under the app's rule a lifetime of its entitlements
+    /// from when it was bought.
+    private mutating func addAppPurchase(_ purchase: AppTransactionFacts, at date: Date) {
+        let bought = purchase.originalPurchaseDate ?? purchase.preorderDate ?? date
+        if appPurchase.map({ ($0.originalPurchaseDate ?? .distantFuture) > bought }) ?? true { appPurchase = AppPurchaseSummary(purchase) }
+        guard let rule = appPurchaseRule, !rule.entitlements.isEmpty, rule.covers(purchase) else { return }
+        periods.append(AccessPeriod(entitlements: rule.entitlements, productID: "app:" + (purchase.originalApplicationVersion ?? "?"),
+                                    originalTransactionID: nil, transactionID: purchase.appTransactionID, start: bought, end: nil,
+                                    source: .appPurchase))
+    }
+
     func build() -> UserTimeline {
         var periods = self.periods
         for productID in nonRenewing.keys.sorted() { periods += Self.stacked(nonRenewing[productID]!) }
@@ -112,7 +130,8 @@ struct UserTimelineBuilder {
             periods: periods.sorted { ($0.start, $0.productID, $0.transactionID ?? "") < ($1.start, $1.productID, $1.transactionID ?? "") },
             subscriptions: subscriptions.sorted { $0.originalTransactionID < $1.originalTransactionID },
             purchases: purchases.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) },
-            balanceEntries: entries.sorted { ($0.at, $0.kind.rawValue, $0.reference) < ($1.at, $1.kind.rawValue, $1.reference) })
+            balanceEntries: entries.sorted { ($0.at, $0.kind.rawValue, $0.reference) < ($1.at, $1.kind.rawValue, $1.reference) },
+            appPurchase: appPurchase)
     }
 
     // MARK: Rules

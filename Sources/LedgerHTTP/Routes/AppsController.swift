@@ -73,7 +73,30 @@ struct AppsController {
             return ConsumptionPolicy(customerConsented: given.customer_consented, refundPreference: given.refund_preference,
                                      sampleContentProvided: given.sample_content_provided ?? false)
         }
-        return AppSettings(environments: environments, appleAppID: body.apple_app_id, restorePolicy: policy, consumptionPolicy: consumption)
+        return AppSettings(environments: environments, appleAppID: body.apple_app_id, restorePolicy: policy, consumptionPolicy: consumption,
+                           appPurchase: try body.app_purchase.map(Self.appPurchase))
+    }
+
+    static func appPurchase(_ body: Wire.AppPurchaseBody) throws -> AppPurchaseRule {
+        for name in body.entitlements { try Identifier.appPurchaseEntitlement.check(name) }
+        guard !body.entitlements.isEmpty else {
+            throw APIError.invalid("invalid_app_purchase", "app_purchase.entitlements names at least one entitlement")
+        }
+        var before: Date?
+        if let text = body.originally_purchased_before {
+            guard let date = RFC3339.parseInstant(text) else {
+                throw APIError.invalid("invalid_app_purchase", "originally_purchased_before is an RFC 3339 time or a date (2025-06-01)")
+            }
+            before = date
+        }
+        if let version = body.originally_before_version,
+           version.isEmpty || version.utf8.count > 64 || !version.allSatisfy({ $0.isNumber || $0 == "." || $0.isLetter }) {
+            throw APIError.invalid("invalid_app_purchase", "originally_before_version is a version such as 2.0 or a build number")
+        }
+        guard body.originally_before_version != nil || before != nil else {
+            throw APIError.invalid("invalid_app_purchase", "app_purchase needs originally_before_version, originally_purchased_before, or both")
+        }
+        return AppPurchaseRule(entitlements: body.entitlements, originallyBeforeVersion: body.originally_before_version, originallyPurchasedBefore: before)
     }
 
     static func definition(_ productID: String, _ body: Wire.ProductBody) throws -> ProductDefinition {
@@ -103,6 +126,10 @@ struct AppsController {
                          Wire.ConsumptionPolicyBody(customer_consented: $0.customerConsented, refund_preference: $0.refundPreference,
                                                     sample_content_provided: $0.sampleContentProvided)
                      },
-                     app_store_server_api: nil, app_store_server_api_configured: app.serverAPI != nil)
+                     app_store_server_api: nil, app_store_server_api_configured: app.serverAPI != nil,
+                     app_purchase: app.settings.appPurchase.map {
+                         Wire.AppPurchaseBody(entitlements: $0.entitlements, originally_before_version: $0.originallyBeforeVersion,
+                                              originally_purchased_before: $0.originallyPurchasedBefore.map(RFC3339.string))
+                     })
     }
 }

@@ -26,6 +26,14 @@ struct IngestionController {
             }
             return JSONBody.response(bytes: Wire.userState(state))
         }
+        group.post("/apps/:bundle_id/app-transactions") { request, context in
+            let bundleID = try context.app(.ingest)
+            let body = try await JSONBody.decode(Wire.AppTransactionRequest.self, from: request, context: context)
+            let state = try await counted("app_transaction") {
+                try await ingestor.ingestAppTransaction(bundleID: bundleID, userID: body.user_id, signedAppTransaction: body.signed_app_transaction)
+            }
+            return JSONBody.response(bytes: Wire.userState(state))
+        }
         registerTokens(on: group)
     }
 

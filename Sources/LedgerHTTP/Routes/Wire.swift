@@ -28,6 +28,16 @@ enum Wire {
         var app_store_server_api: ServerAPIKey?
         /// Returned instead of the key.
         var app_store_server_api_configured: Bool?
+        /// What buying the app itself grants (an app that went from paid to free).
+        var app_purchase: AppPurchaseBody?
+    }
+
+    /// Users whose original purchase of the app came before a version or a date hold `entitlements`.
+    struct AppPurchaseBody: Codable {
+        var entitlements: [String]
+        var originally_before_version: String?
+        /// RFC 3339, or a plain date (midnight UTC).
+        var originally_purchased_before: String?
     }
 
     /// The app's In-App Purchase key for the App Store Server API, from App Store Connect.
@@ -118,6 +128,7 @@ enum Wire {
 
     struct TransactionRequest: Decodable { var user_id: String?; var signed_transaction: String }
     struct ReceiptRequest: Decodable { var user_id: String; var receipt_data: String }
+    struct AppTransactionRequest: Decodable { var user_id: String; var signed_app_transaction: String }
     struct TokenLink: Encodable { var app_account_token: String; var user_id: String; var status: String? }
     struct ConsumptionRequest: Decodable { var currency: String; var amount: Int64; var idempotency_key: String }
     struct ConsumptionResponse: Encodable { var balance: Int64; var currency: String; var replayed: Bool }
