@@ -71,6 +71,7 @@ let package = Package(
             dependencies: [
                 "AppStore",
                 "LedgerCore",
+                "LedgerFormats",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

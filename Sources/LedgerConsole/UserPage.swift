@@ -99,6 +99,10 @@ struct UserPage {
         case .appTransactionRecorded(let a):
             return "the app bought on an Apple account: version \(a.originalApplicationVersion ?? "?")"
                 + (a.originalPurchaseDate.map { ", \(RFC3339.string($0))" } ?? "") + (a.appTransactionID.map { ", app transaction \($0)" } ?? "")
+        case .offerSigned(let o):
+            let what = o.kind == .introductoryEligibility ? "introductory offer eligibility (\(o.eligible == true ? "eligible" : "not eligible"))"
+                : "offer \(o.offerID ?? "?")" + (o.kind == .promotionalOfferLegacy ? " (legacy signature)" : "")
+            return "signed \(what) for \(o.productID): \(o.reason)"
         case .consentRescinded(let c):
             return "a parent or guardian withdrew consent for the app (app transaction \(c.appTransactionID)); nothing revoked, the app decides"
         case .appConfigured, .productConfigured: return "app configuration"

@@ -64,6 +64,7 @@ extension LedgerEvent {
         case .promotionalGranted(let g): g.userID
         case .promotionalRevoked(let r): r.userID
         case .appTransactionRecorded(let a): a.userID
+        case .offerSigned(let o): o.userID
         default: nil
         }
     }

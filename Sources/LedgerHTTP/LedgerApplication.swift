@@ -27,6 +27,7 @@ package func buildApplication(
     AppsController(directory: directory).register(on: v1)
     ingestion.register(on: v1)
     AppleController(lookups: services.lookups).register(on: v1)
+    OffersController(offers: OfferDesk(ingestor: services.ingestor)).register(on: v1)
     UsersController(directory: directory, reader: UserStateReader(pool: services.pool, cache: services.timelines, replicas: services.reads),
                     actions: services.actions).register(on: v1)
     ExportController(directory: directory, reads: services.reads).register(on: v1)

@@ -11,7 +11,8 @@ package struct UsersProjection: Sendable {
     /// Event types that change no one's ownership or timeline: evidence kept for the audit trail.
     /// Not decoded by this projection — in a realistic log they are half of all events.
     package static let ignoredTypes: Set<String> = [LedgerEventType.appleNotificationReceived.rawValue,
-                                                   LedgerEventType.consumptionInformationSent.rawValue]
+                                                   LedgerEventType.consumptionInformationSent.rawValue,
+                                                   LedgerEventType.offerSigned.rawValue]
     package let version: Int
 
     package init(version: Int) { self.version = version }

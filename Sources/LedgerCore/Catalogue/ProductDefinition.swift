@@ -31,17 +31,21 @@ package struct ProductDefinition: Codable, Sendable, Equatable {
     package var grants: [String: Int64]
     /// For non-renewing subscriptions: how long one purchase lasts.
     package var duration: ISODuration?
+    /// Offer id (as set up in App Store Connect) → who may receive it; nil: no offers declared.
+    package var offers: [String: OfferRule]?
 
-    package init(productID: String, type: ProductType, entitlements: [String] = [], grants: [String: Int64] = [:], duration: ISODuration? = nil) {
+    package init(productID: String, type: ProductType, entitlements: [String] = [], grants: [String: Int64] = [:], duration: ISODuration? = nil,
+                offers: [String: OfferRule]? = nil) {
         self.productID = productID
         self.type = type
         self.entitlements = entitlements
         self.grants = grants
         self.duration = duration
+        self.offers = offers
     }
 
     enum CodingKeys: String, CodingKey {
-        case productID = "product_id", type, entitlements, grants, duration
+        case productID = "product_id", type, entitlements, grants, duration, offers
     }
 }
 

@@ -81,3 +81,41 @@ package struct AppPurchaseSummary: Codable, Sendable, Equatable {
         originalPlatform = facts.originalPlatform
     }
 }
+
+/// A signature the ledger issued with the app's In-App Purchase key for one user — a promotional
+/// offer (StoreKit 2's JWS or the legacy SKPaymentDiscount) or an introductory-offer eligibility —
+/// kept so that support and finance can tell who was offered what, when and why.
+package struct OfferSignature: Codable, Sendable, Equatable {
+    package enum Kind: String, Codable, Sendable {
+        case promotionalOffer = "promotional_offer"
+        case promotionalOfferLegacy = "promotional_offer_legacy"
+        case introductoryEligibility = "introductory_offer_eligibility"
+    }
+    package var userID: String
+    package var kind: Kind
+    package var productID: String
+    package var offerID: String?
+    /// Introductory eligibility: what the signature tells StoreKit.
+    package var eligible: Bool?
+    /// The signature's nonce: StoreKit accepts each once.
+    package var nonce: String
+    package var transactionID: String?
+    package var keyID: String
+    package var signedAt: Date
+    /// Why the user was eligible (or, for an introductory offer, not).
+    package var reason: String
+
+    package init(userID: String, kind: Kind, productID: String, offerID: String?, eligible: Bool?, nonce: String, transactionID: String?,
+                keyID: String, signedAt: Date, reason: String) {
+        self.userID = userID
+        self.kind = kind
+        self.productID = productID
+        self.offerID = offerID
+        self.eligible = eligible
+        self.nonce = nonce
+        self.transactionID = transactionID
+        self.keyID = keyID
+        self.signedAt = signedAt
+        self.reason = reason
+    }
+}

@@ -44,6 +44,8 @@ package indirect enum LedgerEvent: Sendable, Equatable {
     case promotionalRevoked(PromotionalRevocation)
     /// The app's own purchase on an Apple account, presented for the user (AppTransaction).
     case appTransactionRecorded(AppTransactionFacts)
+    /// A signature the ledger issued for the user (an offer, an introductory eligibility): audit only.
+    case offerSigned(OfferSignature)
 
     /// Any notification from Apple, kept verbatim as evidence, including types nothing acts on.
     case appleNotificationReceived(AppleNotification)
@@ -77,6 +79,7 @@ package indirect enum LedgerEvent: Sendable, Equatable {
         case .promotionalGranted: .promotionalGranted
         case .promotionalRevoked: .promotionalRevoked
         case .appTransactionRecorded: .appTransactionRecorded
+        case .offerSigned: .offerSigned
         case .appleNotificationReceived: .appleNotificationReceived
         case .consumptionInformationSent: .consumptionInformationSent
         case .consentRescinded: .consentRescinded
@@ -106,6 +109,7 @@ package enum LedgerEventType: String, Sendable, CaseIterable {
     case promotionalGranted = "PromotionalGranted"
     case promotionalRevoked = "PromotionalRevoked"
     case appTransactionRecorded = "AppTransactionRecorded"
+    case offerSigned = "OfferSigned"
     case appleNotificationReceived = "AppleNotificationReceived"
     case consumptionInformationSent = "ConsumptionInformationSent"
     case consentRescinded = "ConsentRescinded"

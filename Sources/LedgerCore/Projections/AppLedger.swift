@@ -45,6 +45,7 @@ package struct AppLedger: Sendable {
         case .promotionalGranted(let g): userFacts[g.userID, default: []].append(index)
         case .promotionalRevoked(let r): userFacts[r.userID, default: []].append(index)
         case .appTransactionRecorded(let a): userFacts[a.userID, default: []].append(index)
+        case .offerSigned(let o): userFacts[o.userID, default: []].append(index)
         case .transactionClaimed(let c): everOwned[c.userID, default: []].insert(c.originalTransactionID)
         case .ownershipTransferred(let t):
             everOwned[t.toUserID, default: []].insert(t.originalTransactionID)
@@ -55,6 +56,13 @@ package struct AppLedger: Sendable {
     }
 
     package var factCount: Int { facts.count }
+
+    /// Every transaction of what `userID` owns now, oldest first (the user's purchases as Apple
+    /// signed them: what offers name as the customer's transaction).
+    package func transactions(ownedBy userID: String) -> [TransactionFacts] {
+        (everOwned[userID] ?? []).sorted().map { history(of: $0) }.filter { $0.owner(at: .distantFuture) == userID }
+            .flatMap(\.ordered).sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+    }
 
     /// Every original transaction `userID` ever claimed or received (the projection's owner index).
     package func transactions(everOwnedBy userID: String) -> [String] { (everOwned[userID] ?? []).sorted() }

@@ -116,7 +116,29 @@ struct AppsController {
         if type == .nonRenewing, duration == nil {
             throw APIError.invalid("invalid_duration", "a non_renewing product needs a duration (e.g. P30D)")
         }
-        return ProductDefinition(productID: productID, type: type, entitlements: body.entitlements ?? [], grants: grants, duration: duration)
+        return ProductDefinition(productID: productID, type: type, entitlements: body.entitlements ?? [], grants: grants, duration: duration,
+                                 offers: try body.offers.map(Self.offers))
+    }
+
+    /// Offer ids as App Store Connect allows them (letters, digits, `.`, `_`, `-`), each with a rule.
+    static func offers(_ given: [String: Wire.OfferBody]) throws -> [String: OfferRule] {
+        try given.reduce(into: [:]) { rules, entry in
+            let (id, body) = entry
+            guard !id.isEmpty, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+                throw APIError.invalid("invalid_offer", "offer ids are 1–64 letters, digits, '.', '_' or '-', as set up in App Store Connect")
+            }
+            guard let eligible = OfferRule.Eligible(rawValue: body.eligible) else {
+                throw APIError.invalid("invalid_offer", "offer \(id): eligible is anyone, new, active or lapsed")
+            }
+            var lapsedFor: ISODuration?
+            if let text = body.lapsed_for {
+                guard eligible == .lapsed, let duration = ISODuration(text) else {
+                    throw APIError.invalid("invalid_offer", "offer \(id): lapsed_for is an ISO 8601 duration (P30D) and goes with eligible lapsed")
+                }
+                lapsedFor = duration
+            }
+            rules[id] = OfferRule(eligible: eligible, lapsedFor: lapsedFor)
+        }
     }
 
     static func body(_ app: AppConfiguration) -> Wire.AppBody {

@@ -112,18 +112,29 @@ enum Wire {
         var entitlements: [String]?
         var grants: [String: Int64]?
         var duration: String?
+        /// Offer id (App Store Connect's) → who may receive it.
+        var offers: [String: OfferBody]?
 
-        init(type: String, productID: String?, entitlements: [String], grants: [String: Int64], duration: String?) {
+        init(type: String, productID: String?, entitlements: [String], grants: [String: Int64], duration: String?, offers: [String: OfferBody]? = nil) {
             self.type = type
             self.product_id = productID
             self.entitlements = entitlements
             self.grants = grants
             self.duration = duration
+            self.offers = offers
         }
 
         init(_ d: ProductDefinition) {
-            self.init(type: d.type.rawValue, productID: d.productID, entitlements: d.entitlements, grants: d.grants, duration: d.duration?.description)
+            self.init(type: d.type.rawValue, productID: d.productID, entitlements: d.entitlements, grants: d.grants, duration: d.duration?.description,
+                      offers: d.offers?.mapValues { OfferBody(eligible: $0.eligible.rawValue, lapsed_for: $0.lapsedFor?.description) })
         }
+    }
+
+    /// `anyone`, `new` (never held the product's entitlements), `active` (holds one now) or
+    /// `lapsed` (held one, none now, for at least `lapsed_for`).
+    struct OfferBody: Codable {
+        var eligible: String
+        var lapsed_for: String?
     }
 
     struct TransactionRequest: Decodable { var user_id: String?; var signed_transaction: String }
