@@ -38,6 +38,21 @@ package struct AppStoreError: Error, Sendable, Equatable, CustomStringConvertibl
         package static let appleAppTransactionNotFound = Code("apple_app_transaction_not_found")
         /// Apple refused the request itself (its errorCode and errorMessage are in the message).
         package static let appleAPIRefused = Code("apple_api_refused")
+        /// Apple's refusals a caller can act on, by Apple's errorCode: the subscription's state
+        /// does not allow an extension (4030004), it had its extensions already (4030005), a
+        /// family-shared purchase cannot be acted on (4030007, 4000185), the token is no UUID
+        /// (4000183), the id is not an original transaction id (4000187).
+        package static let extensionIneligible = Code("subscription_extension_ineligible")
+        package static let extensionLimitReached = Code("extension_limit_reached")
+        package static let familySharedNotSupported = Code("family_shared_not_supported")
+        package static let invalidAppAccountToken = Code("invalid_app_account_token")
+        package static let notOriginalTransactionID = Code("not_original_transaction_id")
+
+        /// Apple's errorCodes that have a code of their own here.
+        package static let byAppleErrorCode: [Int: Code] = [
+            4_030_004: extensionIneligible, 4_030_005: extensionLimitReached, 4_030_007: familySharedNotSupported,
+            4_000_185: familySharedNotSupported, 4_000_183: invalidAppAccountToken, 4_000_187: notOriginalTransactionID,
+        ]
     }
 
     package var code: Code

@@ -88,6 +88,12 @@ package struct AppStoreServerAPIClient: Sendable {
             observe(.unavailable)
             return AppStoreError(.appleUnavailable, "Apple's App Store Server API did not answer after \(attempts) attempts")
         }
+        // Apple answers some refusals with 403 (an extension it will not make): the errorCode says
+        // which, and it is no verdict on the key.
+        if let code = Self.errorCode(answer), let own = AppStoreError.Code.byAppleErrorCode[code] {
+            observe(.refused)
+            return AppStoreError(own, "Apple refused the request (errorCode \(code))" + (Self.errorMessage(answer).map { ": \($0)" } ?? ""))
+        }
         switch status {
         case 401, 403:
             observe(.unauthorized)

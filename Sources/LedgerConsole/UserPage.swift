@@ -103,6 +103,12 @@ struct UserPage {
             let what = o.kind == .introductoryEligibility ? "introductory offer eligibility (\(o.eligible == true ? "eligible" : "not eligible"))"
                 : "offer \(o.offerID ?? "?")" + (o.kind == .promotionalOfferLegacy ? " (legacy signature)" : "")
             return "signed \(what) for \(o.productID): \(o.reason)"
+        case .renewalExtended(let e):
+            return "renewal date of \(e.originalTransactionID) extended at Apple by \(e.days) days (reason \(e.reasonCode)), by \(e.actor)"
+        case .massRenewalExtensionRequested(let m):
+            return "every active subscriber of \(m.productID) extended by \(m.days) days (request \(m.requestID)), by \(m.actor)"
+        case .appAccountTokenSent(let t):
+            return "appAccountToken \(t.appAccountToken.uuidString.lowercased()) set at Apple on \(t.originalTransactionID)"
         case .consentRescinded(let c):
             return "a parent or guardian withdrew consent for the app (app transaction \(c.appTransactionID)); nothing revoked, the app decides"
         case .appConfigured, .productConfigured: return "app configuration"

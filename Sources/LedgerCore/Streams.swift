@@ -45,6 +45,8 @@ extension LedgerEvent {
         case .ownershipTransferred(let t): t.originalTransactionID
         case .appleNotificationReceived(let n): n.originalTransactionID
         case .consumptionInformationSent(let a): a.originalTransactionID
+        case .renewalExtended(let e): e.originalTransactionID
+        case .appAccountTokenSent(let t): t.originalTransactionID
         default: nil
         }
     }

@@ -19,7 +19,7 @@ package func buildApplication(
     router.add(middleware: ErrorMiddleware())
     router.addRoutes(HealthController(services: services).routes)
     OperationsController(metrics: services.metrics, pool: services.pool, reads: services.reads).register(on: router)
-    let ingestion = IngestionController(ingestor: services.ingestor, metrics: services.metrics)
+    let ingestion = IngestionController(ingestor: services.ingestor, lookups: services.lookups, metrics: services.metrics)
     ingestion.registerWebhook(on: router)
 
     let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: services.keys)).add(middleware: PositionMiddleware())

@@ -114,7 +114,14 @@ package struct AppleLookups: Sendable {
         let statuses = try await asked
         var pieces: [VerifiedPiece] = []
         for signed in history.signedTransactions + refunds { pieces.append(try await transaction(signed, app)) }
-        for last in (statuses.data ?? []).flatMap({ $0.lastTransactions ?? [] }) {
+        return pieces + (try await statusPieces(statuses, app))
+    }
+
+    /// Each subscription's latest transaction and renewal info from Get All Subscription
+    /// Statuses, verified for the app (`only`: one subscription's).
+    func statusPieces(_ statuses: StatusResponse, _ app: AppConfiguration, only original: String? = nil) async throws -> [VerifiedPiece] {
+        var pieces: [VerifiedPiece] = []
+        for last in (statuses.data ?? []).flatMap({ $0.lastTransactions ?? [] }) where original == nil || last.originalTransactionId == original {
             if let signed = last.signedTransactionInfo { pieces.append(try await transaction(signed, app)) }
             if let signed = last.signedRenewalInfo {
                 let renewal = try await ingestor.verifier.verifyRenewal(signed, expecting: app.expectation)

@@ -50,6 +50,8 @@ package struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible 
         case .malformed: self.init(.invalid, error.code.rawValue, error.message)
         case .appleUnavailable: self.init(.unavailable, error.code.rawValue, error.message)
         case .appleTransactionNotFound, .appleAppTransactionNotFound: self.init(.notFound, error.code.rawValue, error.message)
+        case .extensionIneligible, .extensionLimitReached, .familySharedNotSupported: self.init(.conflict, error.code.rawValue, error.message)
+        case .invalidAppAccountToken, .notOriginalTransactionID: self.init(.invalid, error.code.rawValue, error.message)
         default: self.init(.unverifiable, error.code.rawValue, error.message)
         }
     }

@@ -12,7 +12,10 @@ package struct UsersProjection: Sendable {
     /// Not decoded by this projection — in a realistic log they are half of all events.
     package static let ignoredTypes: Set<String> = [LedgerEventType.appleNotificationReceived.rawValue,
                                                    LedgerEventType.consumptionInformationSent.rawValue,
-                                                   LedgerEventType.offerSigned.rawValue]
+                                                   LedgerEventType.offerSigned.rawValue,
+                                                   LedgerEventType.renewalExtended.rawValue,
+                                                   LedgerEventType.massRenewalExtensionRequested.rawValue,
+                                                   LedgerEventType.appAccountTokenSent.rawValue]
     package let version: Int
 
     package init(version: Int) { self.version = version }

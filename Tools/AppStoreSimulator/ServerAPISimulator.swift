@@ -51,6 +51,14 @@ package final class ServerAPISimulator: Sendable {
         package var status: Int
     }
 
+    /// A mass extension as Apple reports its progress (here: done when asked).
+    struct MassExtension {
+        var productID: String
+        var succeeded: Int
+        var failed: Int
+        var completed: Date
+    }
+
     struct Store {
         var app: SimulatedApp
         var key: Key
@@ -62,6 +70,8 @@ package final class ServerAPISimulator: Sendable {
         var renewals: [String: SimulatedRenewal] = [:]
         var orders: [String: [String]] = [:]         // order id → transaction ids
         var appTransactions: [String: SimulatedAppTransaction] = [:]   // customer → the app bought on the account
+        var extensions: [String: [(requestID: String, at: Date)]] = [:]  // original transaction → its renewal-date extensions
+        var massExtensions: [String: MassExtension] = [:]                // request id → what it did
         var history: [HistoryEntry] = []
         var consumption: [ConsumptionAnswer] = []
         var testNotifications: [String: Int] = [:]   // token → index in history

@@ -14,7 +14,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ledger-bench",
         abstract: "Benchmarks that print ratios against a baseline measured in the same run.",
-        subcommands: [AppendBenchmark.self, RebuildBenchmark.self, JWSBenchmark.self, HTTPBenchmark.self, ReplicaBenchmark.self, BackfillBenchmark.self, TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self]
+        subcommands: [AppendBenchmark.self, RebuildBenchmark.self, JWSBenchmark.self, HTTPBenchmark.self, ReplicaBenchmark.self, BackfillBenchmark.self, TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self, OfferBenchmark.self]
     )
 }
 
@@ -62,3 +62,15 @@ func median(_ values: [Double]) -> Double {
 }
 
 func format(_ rate: Double) -> String { String(format: "%9.0f/s", rate) }
+
+/// Calls `body` back to back on one task for `seconds`, in runs of 50; returns calls per second.
+/// One task is one core at a time: what the "on one core" benchmarks measure.
+func benchRate(seconds: Double, _ body: () async throws -> Void) async throws -> Double {
+    let started = Date()
+    var count = 0
+    while Date().timeIntervalSince(started) < seconds {
+        for _ in 0..<50 { try await body() }
+        count += 50
+    }
+    return Double(count) / Date().timeIntervalSince(started)
+}

@@ -55,14 +55,5 @@ struct JWSBenchmark: AsyncParsableCommand {
         print("  verify, cold (new verifier each)     \(format(median(cold)))")
     }
 
-    /// Calls `body` back to back on one task for `seconds`; returns calls per second.
-    private func rate(_ body: () async throws -> Void) async throws -> Double {
-        let started = Date()
-        var count = 0
-        while Date().timeIntervalSince(started) < seconds {
-            for _ in 0..<50 { try await body() }
-            count += 50
-        }
-        return Double(count) / Date().timeIntervalSince(started)
-    }
+    private func rate(_ body: () async throws -> Void) async throws -> Double { try await benchRate(seconds: seconds, body) }
 }

@@ -46,6 +46,10 @@ package indirect enum LedgerEvent: Sendable, Equatable {
     case appTransactionRecorded(AppTransactionFacts)
     /// A signature the ledger issued for the user (an offer, an introductory eligibility): audit only.
     case offerSigned(OfferSignature)
+    /// Asked of Apple on the app's behalf (audit only; Apple's restated facts change the state).
+    case renewalExtended(RenewalExtension)
+    case massRenewalExtensionRequested(MassRenewalExtension)
+    case appAccountTokenSent(AppAccountTokenSent)
 
     /// Any notification from Apple, kept verbatim as evidence, including types nothing acts on.
     case appleNotificationReceived(AppleNotification)
@@ -80,6 +84,9 @@ package indirect enum LedgerEvent: Sendable, Equatable {
         case .promotionalRevoked: .promotionalRevoked
         case .appTransactionRecorded: .appTransactionRecorded
         case .offerSigned: .offerSigned
+        case .renewalExtended: .renewalExtended
+        case .massRenewalExtensionRequested: .massRenewalExtensionRequested
+        case .appAccountTokenSent: .appAccountTokenSent
         case .appleNotificationReceived: .appleNotificationReceived
         case .consumptionInformationSent: .consumptionInformationSent
         case .consentRescinded: .consentRescinded
@@ -110,6 +117,9 @@ package enum LedgerEventType: String, Sendable, CaseIterable {
     case promotionalRevoked = "PromotionalRevoked"
     case appTransactionRecorded = "AppTransactionRecorded"
     case offerSigned = "OfferSigned"
+    case renewalExtended = "RenewalExtendedAtApple"
+    case massRenewalExtensionRequested = "MassRenewalExtensionRequested"
+    case appAccountTokenSent = "AppAccountTokenSentToApple"
     case appleNotificationReceived = "AppleNotificationReceived"
     case consumptionInformationSent = "ConsumptionInformationSent"
     case consentRescinded = "ConsentRescinded"

@@ -17,6 +17,7 @@ struct AppleController {
             let state = try await lookups.sync(bundleID: bundleID, userID: userID, transactionID: body.transaction_id)
             return JSONBody.response(bytes: Wire.userState(state))
         }
+        registerExtensions(on: group)
         group.get("/apps/:bundle_id/orders/:order_id") { _, context in
             let bundleID = try context.app(.read)
             let order = try await lookups.order(bundleID: bundleID, orderID: try context.parameters.require("order_id"))

@@ -140,7 +140,15 @@ enum Wire {
     struct TransactionRequest: Decodable { var user_id: String?; var signed_transaction: String }
     struct ReceiptRequest: Decodable { var user_id: String; var receipt_data: String }
     struct AppTransactionRequest: Decodable { var user_id: String; var signed_app_transaction: String }
-    struct TokenLink: Encodable { var app_account_token: String; var user_id: String; var status: String? }
+    struct TokenLink: Encodable {
+        var app_account_token: String
+        var user_id: String
+        var status: String?
+        /// Each purchase of the user's, and whether Apple now keeps the token on it (absent: the
+        /// app has no In-App Purchase key, so nothing was sent).
+        var apple: [TokenAtApple]? = nil
+    }
+    struct TokenAtApple: Encodable { var original_transaction_id: String; var status: String }
     struct ConsumptionRequest: Decodable { var currency: String; var amount: Int64; var idempotency_key: String }
     struct ConsumptionResponse: Encodable { var balance: Int64; var currency: String; var replayed: Bool }
 
