@@ -76,6 +76,16 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
                 return nil
             }
         }
+        group.post("apps/:bundle_id/users/:user_id/subscriptions/:original/extend") { request, context in
+            let original = try Self.parameter("original", context)
+            return try await act(request, context) { session, form, bundleID, _ in
+                guard let days = Int(form["days"] ?? ""), let reason = Int(form["reason"] ?? "") else { return "days and reason are numbers" }
+                // The form's own request id: sending the same form twice extends once.
+                _ = try await console.lookups.extend(bundleID: bundleID, originalTransactionID: original, days: days, reasonCode: reason,
+                                                     requestID: form["request_id"] ?? UUID().uuidString, actor: session.keyName)
+                return "Extended \(original) by \(days) days at Apple."
+            }
+        }
         group.get("apps/:bundle_id/metrics") { request, context in
             try await page(request) { session in try await metricsPage(try app(context, session), request: request, session) }
         }

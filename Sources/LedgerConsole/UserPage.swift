@@ -16,6 +16,8 @@ struct UserPage {
         var plan: String
         /// "win-back offer spring-25", or "".
         var offer: String
+        /// The extension form's request id: one per page shown, so a form sent twice extends once.
+        var requestID = UUID().uuidString.lowercased()
     }
     struct Purchase: Sendable { var transaction: String; var product: String; var date: String; var revoked: String }
     struct Grant: Sendable { var grantID: String; var entitlement: String; var until: String; var reason: String }

@@ -80,6 +80,33 @@ import Testing
         #expect(kept == 2)
     }
 
+    @Test func supportExtendsFromTheUsersConsolePageAndTheTimelineSaysWho() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        try await buy(server, "hana", Self.subscription("cx-1"), key: key)
+        let before = try #require(try await expiry(server, "hana", key: key))
+        let admin = try await ConsoleTests.signIn(server, key: server.adminKey)
+        let page = try await server.send("GET", "/console/apps/\(Self.bundle)/users/hana", headers: [("Cookie", admin.cookie)]).text
+        let requestID = try #require(page.range(of: #"name="request_id" value="[0-9a-f-]+""#, options: .regularExpression)
+            .map { String(page[$0].dropFirst(#"name="request_id" value=""#.count).dropLast()) })
+        let form = "csrf=\(ConsoleTests.csrf(page))&request_id=\(requestID)&days=5&reason=3"
+        for _ in 0..<2 {   // sent twice (a double click): extended once
+            let sent = try await server.send("POST", "/console/apps/\(Self.bundle)/users/hana/subscriptions/cx-1/extend", body: Data(form.utf8),
+                                             headers: [("Cookie", admin.cookie), ("Content-Type", "application/x-www-form-urlencoded")], followingRedirects: false)
+            #expect(sent.status == 303, "\(sent.text)")
+        }
+        let after = try #require(try await expiry(server, "hana", key: key))
+        let moved = try #require(RFC3339Reader.date(after)).timeIntervalSince(try #require(RFC3339Reader.date(before)))
+        #expect(abs(moved - 5 * Self.day) < 1, "\(before) → \(after)")
+        let shown = try await server.send("GET", "/console/apps/\(Self.bundle)/users/hana", headers: [("Cookie", admin.cookie)]).text
+        #expect(shown.contains("renewal date of cx-1 extended at Apple by 5 days (reason 3), by admin"), "\(shown.suffix(3000))")
+        #expect(shown.components(separatedBy: "extended at Apple by 5 days").count == 2, "once, though the form was sent twice")
+        // A read-only key sees no form.
+        let reader = try await ConsoleTests.signIn(server, key: try await server.key([.read]))
+        #expect(!(try await server.send("GET", "/console/apps/\(Self.bundle)/users/hana", headers: [("Cookie", reader.cookie)]).text.contains("class=\"inline extend\"")))
+    }
+
     @Test func everyActiveSubscriberOfAProductIsExtendedAndItsProgressRead() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
