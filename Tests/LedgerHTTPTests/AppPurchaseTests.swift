@@ -11,10 +11,6 @@ import Testing
 @Suite struct AppPurchaseTests {
     static let bundle = TestServer.bundleID
 
-    func events(_ server: TestServer) async throws -> Int {
-        try await server.pool.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
-    }
-
     func post(_ server: TestServer, _ user: String, _ signed: String, key: String) async throws -> TestServer.Answer {
         try await server.send("POST", "/v1/apps/\(Self.bundle)/app-transactions", key: key, json: ["user_id": user, "signed_app_transaction": signed])
     }
@@ -45,13 +41,13 @@ import Testing
         #expect(purchase?["original_purchase_date"] as? String == "2025-01-01T00:00:00.000Z")
 
         // The app fetches its AppTransaction again later: a new signature, the same purchase.
-        let count = try await events(server)
+        let count = try await server.eventCount()
         let refetched = try server.app.signedAppTransaction(SimulatedAppTransaction(appTransactionID: "705001", originalApplicationVersion: "1.4",
                                                                                      applicationVersion: "3.0", originalPurchaseDate: bought),
                                                             signedDate: Date(timeIntervalSinceNow: 5))
         let again = try await post(server, "early", refetched, key: key)
         #expect(again.status == 200, "\(again.text)")
-        #expect(try await events(server) == count, "presenting it again records nothing")
+        #expect(try await server.eventCount() == count, "presenting it again records nothing")
 
         let late = try server.app.signedAppTransaction(SimulatedAppTransaction(appTransactionID: "705002", originalApplicationVersion: "2.1",
                                                                                 originalPurchaseDate: Date()))
@@ -71,7 +67,7 @@ import Testing
         #expect(stranger.status == 422 && stranger.errorCode == "bundle_mismatch", "\(stranger.text)")
         #expect(try await post(server, "early", "not.a.jws", key: key).status == 400)
         #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/app-transactions", key: key, json: ["user_id": "early"]).status == 400)
-        #expect(try await events(server) == count + 1, "only the late buyer's app purchase was added")
+        #expect(try await server.eventCount() == count + 1, "only the late buyer's app purchase was added")
     }
 
     @Test func aRuleThatCoversNobodyOrNamesNoEntitlementIsRefused() async throws {

@@ -28,10 +28,6 @@ import Testing
         try await server.send("GET", "/v1/apps/\(Self.bundle)/users/\(user)\(query)", key: key).json
     }
 
-    func events(_ server: TestServer) async throws -> Int {
-        try await server.pool.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
-    }
-
     @Test func withdrawnConsentShowsOnEveryHolderOfTheAppTransactionAndRevokesNothing() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
@@ -54,9 +50,9 @@ import Testing
         #expect(try await state(server, "bob", key: key)["consent_rescinded_at"] is NSNull, "another copy of the app is untouched")
 
         // Apple delivers again: nothing new is recorded, and the answer is still 200.
-        let before = try await events(server)
+        let before = try await server.eventCount()
         #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body).status == 200)
-        #expect(try await events(server) == before)
+        #expect(try await server.eventCount() == before)
 
         // A purchase made later in the same copy of the app, by another account of the game.
         try await buy(server, "carol", Self.purchase("rc-3", appTransaction: "704100"), key: key)
@@ -93,7 +89,7 @@ import Testing
             ("RESCIND_CONSENT", nil, .appData(SimulatedAppTransaction(appTransactionID: "704900", originalPurchaseDate: Date()))),
             ("SOMETHING_NEW_IN_2027", "FIRST", .future(key: "somethingNewData")),
         ]
-        let stored = try await events(server)
+        let stored = try await server.eventCount()
         for (type, subtype, body) in bodies {
             let signed = try server.app.notificationV2(type, subtype: subtype, body: body)
             let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: signed)
@@ -101,7 +97,7 @@ import Testing
             #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: signed).status == 200, "\(type) again")
         }
         // Each kept once (a rescission is two facts: the notification and the withdrawal).
-        #expect(try await events(server) == stored + bodies.count + 1)
+        #expect(try await server.eventCount() == stored + bodies.count + 1)
 
         // Another app's body of each shape is refused, and nothing is written.
         var stranger = server.app
@@ -110,7 +106,7 @@ import Testing
             let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try stranger.notificationV2(type, subtype: subtype, body: body))
             #expect(answer.status == 422 && answer.errorCode == "bundle_mismatch", "\(type): \(answer.text)")
         }
-        #expect(try await events(server) == stored + bodies.count + 1)
+        #expect(try await server.eventCount() == stored + bodies.count + 1)
 
         let reader = try await ConsoleTests.signIn(server, key: try await server.key([.read]))
         let page = try await server.send("GET", "/console/apps/\(Self.bundle)", headers: [("Cookie", reader.cookie)])

@@ -76,7 +76,7 @@ import Testing
         #expect(ineligible.status == 409 && ineligible.errorCode == "subscription_extension_ineligible", "\(ineligible.text)")
 
         // Who extended what is kept.
-        let kept = try await server.pool.query("SELECT count(*) AS n FROM ledger.events WHERE event_type = 'RenewalExtendedAtApple'")[0]["n"].int()
+        let kept = try await server.eventCount(ofType: "RenewalExtendedAtApple")
         #expect(kept == 2)
     }
 
@@ -160,7 +160,7 @@ import Testing
         let again = try await server.send("PUT", "/v1/apps/\(Self.bundle)/users/gail/app-account-tokens/\(token)", key: key)
         let second = (again.json["apple"] as? [[String: any Sendable]] ?? []).first { $0["original_transaction_id"] as? String == "tk-1" }
         #expect(second?["status"] as? String == "already_at_apple", "\(again.text)")
-        let sent = try await server.pool.query("SELECT count(*) AS n FROM ledger.events WHERE event_type = 'AppAccountTokenSentToApple'")[0]["n"].int()
+        let sent = try await server.eventCount(ofType: "AppAccountTokenSentToApple")
         #expect(sent == 1)
     }
 }

@@ -76,7 +76,7 @@ import Testing
         #expect(badRule.status == 400 && badRule.errorCode == "invalid_offer")
 
         // Every signature issued is kept in the user's trail; refusals are not.
-        let signed = try await server.pool.query("SELECT count(*) AS n FROM ledger.events WHERE event_type = 'OfferSigned'")[0]["n"].int()
+        let signed = try await server.eventCount(ofType: "OfferSigned")
         #expect(signed == 5, "five signed, four refused")
         let trail = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/lapsed-long/events", key: key)
         #expect(trail.text.contains("OfferSigned"), "\(trail.text.prefix(500))")

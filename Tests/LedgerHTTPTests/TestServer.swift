@@ -188,6 +188,12 @@ final class TestServer: Sendable {
         return Answer(status: Int(response.status.code), headers: response.headers, body: Data(data.readableBytesView))
     }
 
+    /// Events in the log, all or of one type: what a test counts to see that nothing (or exactly
+    /// one thing) was recorded.
+    func eventCount(ofType type: String? = nil) async throws -> Int {
+        try await pool.query("SELECT count(*) AS n FROM ledger.events WHERE $1::text IS NULL OR event_type = $1", [type])[0]["n"].int()
+    }
+
     func key(_ scopes: Set<Scope>, app: String? = nil) async throws -> String {
         try await keys.create(name: "k-\(UUID().uuidString.prefix(8))", scopes: scopes, bundleID: app).secret
     }
