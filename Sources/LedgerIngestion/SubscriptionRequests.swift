@@ -145,13 +145,15 @@ extension AppleLookups {
         try await LedgerError.mapping {
             let app = try await ingestor.directory.app(bundleID)
             guard let key = app.serverAPI else { return nil }
-            let owned = Set(try await ingestor.users.ledger(bundleID: bundleID, userID: userID).transactions(ownedBy: userID).map(\.originalTransactionID))
+            // One read: the user's purchases with what was already sent to Apple about them.
+            let ledger = try await ingestor.users.ledger(bundleID: bundleID, userID: userID, withEvidence: true)
+            let owned = Set(ledger.transactions(ownedBy: userID).map(\.originalTransactionID))
             var results: [TokenAtApple] = []
             for original in owned.sorted() {
-                let stream = try await PurchaseStream.read(ingestor.store, bundleID: bundleID, originalTransactionID: original)
-                guard let latest = stream.facts.compactMap(\.event.transactionFacts).max(by: { $0.signedDate < $1.signedDate }),
+                let facts = ledger.facts(ofTransaction: original)
+                guard let latest = facts.compactMap(\.event.transactionFacts).max(by: { $0.signedDate < $1.signedDate }),
                       latest.environment == .production || latest.environment == .sandbox else { continue }
-                let sent = stream.facts.contains { if case .appAccountTokenSent(let t) = $0.event { t.appAccountToken == token } else { false } }
+                let sent = facts.contains { if case .appAccountTokenSent(let t) = $0.event { t.appAccountToken == token } else { false } }
                 let status: String
                 if latest.appAccountToken == token {
                     status = "already_at_apple"

@@ -45,9 +45,13 @@ package struct UserStateReader: Sendable {
     }
 
     /// Every fact that concerns the user, read from the log now (not the projection's rows):
-    /// what decisions about the user are made on.
-    package func ledger(bundleID: String, userID: String) async throws -> AppLedger {
-        try await pool.withConnection { connection in try Self.ledger(bundleID: bundleID, userID: userID, on: connection) }
+    /// what decisions about the user are made on. `withEvidence`: the audit-only facts too (what
+    /// was already asked of Apple, signed, or said by it).
+    package func ledger(bundleID: String, userID: String, withEvidence: Bool = false) async throws -> AppLedger {
+        try await pool.withConnection { connection in
+            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: nil,
+                                           withEvidence: withEvidence, on: connection)
+        }
     }
 
     /// The same read on a connection the caller holds (a decision made inside its transaction).
