@@ -61,9 +61,12 @@ struct HTTPBenchmark: AsyncParsableCommand {
             var bodies = ""
             for index in 0..<count {
                 // Transaction ids unique to this run, so a reused database records new purchases.
-                let purchase = SimulatedTransaction(transactionID: "\(prefix)\(run)-\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
+                var purchase = SimulatedTransaction(transactionID: "\(prefix)\(run)-\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
                                                     type: index % 2 == 0 ? "Auto-Renewable Subscription" : "Consumable",
                                                     purchaseDate: now.addingTimeInterval(-3600), expiresDate: index % 2 == 0 ? now.addingTimeInterval(30 * 86_400) : nil)
+                // As StoreKit has signed them since iOS 18.4: each carries the app's own purchase.
+                purchase.appTransactionID = "\(prefix)\(run)-app-\(index)"
+
                 let body = try JSONSerialization.data(withJSONObject: ["user_id": "\(users)\(index)",
                                                                       "signed_transaction": try simulated.signedTransaction(purchase)])
                 bodies += String(decoding: body, as: UTF8.self) + "\n"
