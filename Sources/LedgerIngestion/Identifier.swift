@@ -18,6 +18,8 @@ package struct Identifier: Sendable {
     package static let currency = Identifier(field: "currency", code: "invalid_amount", maximumBytes: 100)
     package static let entitlement = Identifier(field: "entitlement", code: "invalid_grant", maximumBytes: 200)
     package static let appPurchaseEntitlement = Identifier(field: "app_purchase.entitlements", code: "invalid_app_purchase", maximumBytes: 200)
+    package static let productEntitlement = Identifier(field: "entitlements", code: "invalid_entitlements", maximumBytes: 200)
+    package static let productCurrency = Identifier(field: "grants' currencies", code: "invalid_grants", maximumBytes: 100)
 
     /// `value`, or a 400 naming the field.
     @discardableResult

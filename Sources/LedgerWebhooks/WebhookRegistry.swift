@@ -116,6 +116,8 @@ package struct WebhookRegistry: Sendable {
 
     /// Sends again every change of the app from `position` on (parked ones included), each user's
     /// in order, after what is in flight. Returns the users queued, or nil: no such webhook.
+    /// (`$3::bigint` throughout: in `$3 - 1` PostgreSQL would otherwise type the parameter as an
+    /// integer, and a position past 2³¹ would fail as out of range.)
     package func replay(bundleID: String, name: String, from position: Int64) async throws -> Int? {
         let results = try await pool.withConnection { connection in
             try connection.pipeline([
@@ -123,9 +125,9 @@ package struct WebhookRegistry: Sendable {
                 PipelinedStatement("DELETE FROM ledger.webhook_failures WHERE bundle_id = $1 AND webhook = $2 AND position >= $3", [bundleID, name, position]),
                 PipelinedStatement("""
                     INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
-                    SELECT c.bundle_id, w.name, c.user_id, $3 - 1, max(c.position)
+                    SELECT c.bundle_id, w.name, c.user_id, $3::bigint - 1, max(c.position)
                       FROM ledger.changes c JOIN ledger.webhooks w ON w.bundle_id = c.bundle_id AND w.name = $2
-                     WHERE c.bundle_id = $1 AND c.position >= $3 GROUP BY c.bundle_id, w.name, c.user_id
+                     WHERE c.bundle_id = $1 AND c.position >= $3::bigint GROUP BY c.bundle_id, w.name, c.user_id
                     ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE
                        SET delivered = least(q.delivered, EXCLUDED.delivered), wanted = greatest(q.wanted, EXCLUDED.wanted),
                            attempts = 0, first_failed_at = NULL, next_attempt_at = now()

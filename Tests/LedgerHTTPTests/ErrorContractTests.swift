@@ -80,6 +80,15 @@ import Testing
         #expect(badProduct.status == 400 && badProduct.errorCode == "invalid_product_type")
         let noDuration = try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey, json: ["type": "non_renewing"])
         #expect(noDuration.errorCode == "invalid_duration")
+        // Control characters in the catalogue's names (a NUL cannot even be stored): refused, not a 500.
+        for name in ["pro\u{0}", "pro\u{1}x", "a\u{7F}"] {
+            let entitlement = try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey,
+                                                    json: ["type": "non_consumable", "entitlements": [name]])
+            #expect(entitlement.status == 400 && entitlement.errorCode == "invalid_entitlements", "\(entitlement.text)")
+            let currency = try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey,
+                                                 json: ["type": "consumable", "grants": [name: 5]])
+            #expect(currency.status == 400 && currency.errorCode == "invalid_grants", "\(currency.text)")
+        }
         let badEnvironment = try await server.send("PUT", "/v1/apps/com.x", key: server.adminKey, json: ["environments": ["Production", "Xcode"]])
         #expect(badEnvironment.errorCode == "invalid_environment")
         #expect(try await server.send("GET", "/v1/nothing/here", key: key).status == 404)

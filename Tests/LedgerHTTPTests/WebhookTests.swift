@@ -141,6 +141,10 @@ import WebhookReceiver
         #expect(receiver.accepted.map(\.type) == ["balance.credited"], "the user's next change went on")
 
         let position = try #require(parked.first?["position"] as? Int)
+        // A position far past any change (and past 2³¹) replays nothing, and is no error.
+        let far = try await server.send("POST", "/v1/apps/\(Self.bundle)/webhooks/game/replay", key: server.adminKey,
+                                        json: ["from_position": 100_007_148_459.0])
+        #expect(far.status == 202 && far.json["users"] as? Int == 0, "\(far.text)")
         let replay = try await server.send("POST", "/v1/apps/\(Self.bundle)/webhooks/game/replay", key: server.adminKey, json: ["from_position": position])
         #expect(replay.status == 202 && replay.json["users"] as? Int == 1, "\(replay.text)")
         try await waitUntil { receiver.accepted.count == 3 }

@@ -108,6 +108,10 @@ struct AppsController {
         guard grants.allSatisfy({ !$0.key.isEmpty && $0.value > 0 }) else {
             throw APIError.invalid("invalid_grants", "grants map currency names to positive amounts per unit")
         }
+        // The same gate as every identifier: a NUL cannot be stored at all, and other control
+        // characters would split what the ledger joins with them.
+        for entitlement in body.entitlements ?? [] { try Identifier.productEntitlement.check(entitlement) }
+        for currency in grants.keys { try Identifier.productCurrency.check(currency) }
         var duration: ISODuration?
         if let text = body.duration {
             guard let parsed = ISODuration(text) else { throw APIError.invalid("invalid_duration", "duration is ISO 8601, e.g. P30D or P1M") }
