@@ -29,10 +29,17 @@ extension ConsoleController {
             "products": products, "query": "",
             "refusals": console.refusals().map { ["code": $0.code, "count": String($0.count)] },
             "notices": try await console.reader.appNotices(bundleID: bundleID).compactMap { fact -> [String: String]? in
-                guard case .appleNotificationReceived(let notification) = fact.event else { return nil }
-                return ["signed": RFC3339.string(fact.occurredAt), "type": notification.notificationType, "subtype": notification.subtype ?? "",
-                        "environment": notification.environment?.rawValue ?? "", "detail": Explanation.notice(notification),
-                        "evidence": fact.evidence.map { "/console/apps/\(Self.path(bundleID))/evidence/\($0)" } ?? ""]
+                switch fact.event {
+                case .appleNotificationReceived(let notification):
+                    return ["signed": RFC3339.string(fact.occurredAt), "type": notification.notificationType, "subtype": notification.subtype ?? "",
+                            "environment": notification.environment?.rawValue ?? "", "detail": Explanation.notice(notification),
+                            "evidence": fact.evidence.map { "/console/apps/\(Self.path(bundleID))/evidence/\($0)" } ?? ""]
+                case .massRenewalExtensionRequested(let request):
+                    return ["signed": RFC3339.string(fact.occurredAt), "type": "extension asked of Apple", "subtype": "",
+                            "environment": request.environment.rawValue, "detail": UserPage.summary(fact.event), "evidence": ""]
+                default:
+                    return nil
+                }
             },
         ]
         return render("app", Merged(frame(bundleID, app: bundleID, session), values), session: session)

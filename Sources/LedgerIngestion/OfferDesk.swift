@@ -32,11 +32,13 @@ package struct OfferDesk: Sendable {
                 throw LedgerError(.notFound, "unknown_offer", "product \(productID) declares no offer \(offerID); declare it in the catalogue (PUT …/products/\(productID) with \"offers\")")
             }
             let ledger = try await ingestor.users.ledger(bundleID: bundleID, userID: userID)
-            let decision = OfferEligibility.decide(rule, entitlements: product.entitlements, timeline: ledger.timeline(of: userID), now: now)
+            let timeline = ledger.timeline(of: userID)
+            let decision = OfferEligibility.decide(rule, entitlements: product.entitlements, timeline: timeline, now: now)
             guard decision.eligible else { throw LedgerError(.conflict, "not_eligible", "\(userID) is not eligible for offer \(offerID): \(decision.reason)") }
             let nonce = UUID()
             let signed: Signed
-            let transaction = try Self.checkedTransaction(transactionID) ?? Self.customerTransaction(in: ledger, userID: userID, product: product, app: app)
+            let transaction = try Self.checkedTransaction(transactionID)
+                ?? Self.customerTransaction(in: ledger, timeline: timeline, userID: userID, product: product, app: app)
             switch format {
             case .jws:
                 signed = .jws(try signer.promotionalOffer(productID: productID, offerID: offerID, transactionID: transaction, nonce: nonce, at: now))
@@ -61,9 +63,10 @@ package struct OfferDesk: Sendable {
         try await LedgerError.mapping {
             let (app, product, signer) = try await prepare(bundleID: bundleID, userID: userID, productID: productID)
             let ledger = try await ingestor.users.ledger(bundleID: bundleID, userID: userID)
-            let decision = OfferEligibility.introductory(entitlements: product.entitlements, timeline: ledger.timeline(of: userID), now: now)
-            guard let transaction = try Self.checkedTransaction(transactionID) ?? Self.customerTransaction(in: ledger, userID: userID, product: product, app: app)
-            else {
+            let timeline = ledger.timeline(of: userID)
+            let decision = OfferEligibility.introductory(entitlements: product.entitlements, timeline: timeline, now: now)
+            guard let transaction = try Self.checkedTransaction(transactionID)
+                    ?? Self.customerTransaction(in: ledger, timeline: timeline, userID: userID, product: product, app: app) else {
                 throw LedgerError(.invalid, "missing_transaction_id",
                                   "Apple needs one of the customer's transaction ids (or their app transaction id) and the ledger knows none for \(userID): send transaction_id")
             }
@@ -98,14 +101,15 @@ package struct OfferDesk: Sendable {
     /// The customer's transaction StoreKit should see named: the user's latest purchase of a
     /// product unlocking what this one does (its subscription group, in practice), else their
     /// latest purchase of the app's, else their app transaction.
-    private static func customerTransaction(in ledger: AppLedger, userID: String, product: ProductDefinition, app: AppConfiguration) -> String? {
+    private static func customerTransaction(in ledger: AppLedger, timeline: UserTimeline, userID: String, product: ProductDefinition,
+                                            app: AppConfiguration) -> String? {
         let owned = ledger.transactions(ownedBy: userID)
         let wanted = Set(product.entitlements)
         let related = owned.last { transaction in
             transaction.productID == product.productID
                 || (app.catalogue.definition(of: transaction.productID, at: transaction.purchaseDate)?.entitlements ?? []).contains(where: wanted.contains)
         }
-        return related?.transactionID ?? owned.last?.transactionID ?? ledger.timeline(of: userID).appPurchase?.appTransactionID
+        return related?.transactionID ?? owned.last?.transactionID ?? timeline.appPurchase?.appTransactionID
     }
 
     private func record(_ signature: OfferSignature, app: AppConfiguration) async throws {

@@ -137,6 +137,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(page.contains("extension \(request)") && page.contains("2 extended, 0 failed"), "\(page.prefix(2000))")
+        #expect(page.contains("every active subscriber of pro.monthly extended by 7 days (request \(request)), by admin"), "who asked is shown")
     }
 
     @Test func aLinkedTokenIsSetAtAppleOnThePurchasesAppleKnowsWithoutIt() async throws {
