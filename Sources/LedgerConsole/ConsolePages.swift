@@ -196,12 +196,22 @@ struct Merged: MustacheParent {
     init(_ frame: Any, _ values: [String: Any]) {
         var fields: [String: Any] = [:]
         for child in Mirror(reflecting: frame).children {
-            if let label = child.label { fields[label] = child.value }
+            // A missing value is absent, not `Optional.none`: Mustache would take that for a
+            // value and print "nil" (the header's app link did, on the apps page).
+            guard let label = child.label, let value = Self.unwrapped(child.value) else { continue }
+            fields[label] = value
         }
         self.fields = fields.merging(values) { _, value in value }
     }
 
     func child(named name: String) -> Any? { fields[name] }
+
+    /// The value inside an optional, nil for none; anything else as it is.
+    static func unwrapped(_ value: Any) -> Any? {
+        let mirror = Mirror(reflecting: value)
+        guard mirror.displayStyle == .optional else { return value }
+        return mirror.children.first.map(\.value)
+    }
 }
 
 /// The metrics page's charts: which kinds each draws, and how its values read.

@@ -16,6 +16,8 @@ struct UserPage {
         var plan: String
         /// "win-back offer spring-25", or "".
         var offer: String
+        /// Apple extends no revoked subscription: no form is offered for one.
+        var extendable = true
         /// The extension form's request id: one per page shown, so a form sent twice extends once.
         var requestID = UUID().uuidString.lowercased()
     }
@@ -60,7 +62,7 @@ struct UserPage {
             Subscription(original: $0.originalTransactionID, product: $0.productID, status: $0.status.rawValue.replacingOccurrences(of: "_", with: " "),
                          expires: $0.expiresAt.map(Explanation.day) ?? "—", renews: $0.willRenew.map { $0 ? "yes" : "no" } ?? "—",
                          plan: Explanation.plan($0.billingPlanType, committedUntil: $0.commitmentExpiresAt),
-                         offer: Explanation.offer(type: $0.offerType, id: $0.offerIdentifier))
+                         offer: Explanation.offer(type: $0.offerType, id: $0.offerIdentifier), extendable: $0.status != .revoked)
         }
         page.consent = state.consentRescindedAt.map(Explanation.consentRescinded)
         page.purchases = state.purchases.map {

@@ -23,7 +23,13 @@ import Testing
             let browser = try Chromium()
             defer { browser.close() }
             try await browser.open()
-            func shot(_ name: String) async throws { try await browser.screenshot(to: Self.artefacts + "/\(name).png") }
+            // Every page shown is also read for what a template leaks when a value is missing.
+            func shot(_ name: String) async throws {
+                try await browser.screenshot(to: Self.artefacts + "/\(name).png")
+                let words = try await browser.text().split(whereSeparator: { $0.isWhitespace || $0 == "," || $0 == ":" })
+                let leaked = words.filter { ["nil", "null", "undefined", "NaN"].contains($0) || $0.hasPrefix("Optional(") }
+                #expect(leaked.isEmpty, "\(name) shows placeholder text: \(leaked)")
+            }
 
             // Sign in.
             try await browser.go(server.baseURL + "/console")
@@ -59,13 +65,26 @@ import Testing
             #expect(try await browser.text("#timeline").contains("PromotionalRevoked"))
             try await shot("5-revoked")
 
+            // Apple's notices about the app: a withdrawn consent and an external purchase token, and
+            // the user they concern.
+            for body in [try server.app.notificationV2("EXTERNAL_PURCHASE_TOKEN", subtype: "UNREPORTED",
+                                                       body: .externalPurchaseToken(id: "SANDBOX_ext-1", created: Date())),
+                         try server.app.notificationV2("RESCIND_CONSENT", body: .appData(SimulatedAppTransaction(
+                             appTransactionID: "704000000000001", originalPurchaseDate: Date(timeIntervalSinceNow: -86_400))))] {
+                #expect(try await server.send("POST", "/v1/apps/\(TestServer.bundleID)/notifications/apple", body: body).status == 200)
+            }
+            try await browser.go(server.baseURL + "/console/apps/\(TestServer.bundleID)")
+            let notices = try await browser.text("#notices")
+            #expect(notices.contains("external purchase token SANDBOX_ext-1") && notices.contains("consent withdrawn"), "\(notices)")
+            try await shot("6-app-notices")
+
             // Finance: the charts.
             try await browser.go(server.baseURL + "/console/apps/\(TestServer.bundleID)/metrics?environment=Sandbox")
             #expect(try await browser.evaluate("document.querySelectorAll('svg.chart').length") as? Int == 7)
             #expect(try await browser.evaluate("document.querySelectorAll('svg.chart polyline').length") as? Int ?? 0 >= 3, "lines drawn")
             #expect(try await browser.evaluate("[...document.querySelectorAll('svg.chart polyline')].every(l => getComputedStyle(l).stroke.startsWith('rgb('))") as? Bool == true,
                     "each line has a colour")
-            try await shot("6-metrics")
+            try await shot("7-metrics")
             print("console screenshots: \(Self.artefacts)")
         }
     }
