@@ -98,11 +98,12 @@ package enum TestCluster {
     /// already acknowledged (the outage test saw exactly that). fsync stays off — a process crash
     /// keeps whatever reached the operating system; only a power cut would not.
     /// `roles: false` leaves the cluster as initdb made it (for tests that make their own roles).
-    /// Room for 400 connections: the HTTP tests run some forty servers on one cluster at once, each
-    /// with its pool busy (the projection, change projection and webhook deliveries beside requests).
+    /// Room for 1,000 connections: the HTTP tests run some fifty servers on one cluster at once, each
+    /// with its pool busy (the projection, change projection and webhook deliveries beside requests);
+    /// at 400 a full run now and then found every slot taken.
     package static func privateCluster(roles: Bool = true) throws -> EmbeddedPostgres {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-fault-\(getpid())-\(UUID().uuidString.prefix(8))")
-        let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: true, settings: ["fsync": "off", "max_connections": "400"]),
+        let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: true, settings: ["fsync": "off", "max_connections": "1000"]),
                                            logger: quietLogger)
         try cluster.start()
         registerCleanup(cluster)
