@@ -48,15 +48,13 @@ package struct UserStateReader: Sendable {
     /// what decisions about the user are made on. `withEvidence`: the audit-only facts too (what
     /// was already asked of Apple, signed, or said by it).
     package func ledger(bundleID: String, userID: String, withEvidence: Bool = false) async throws -> AppLedger {
-        try await pool.withConnection { connection in
-            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: nil,
-                                           withEvidence: withEvidence, on: connection)
-        }
+        try await pool.withConnection { connection in try Self.ledger(bundleID: bundleID, userID: userID, withEvidence: withEvidence, on: connection) }
     }
 
     /// The same read on a connection the caller holds (a decision made inside its transaction).
-    package static func ledger(bundleID: String, userID: String, on connection: PostgresConnection) throws -> AppLedger {
-        try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: nil, on: connection)
+    package static func ledger(bundleID: String, userID: String, withEvidence: Bool = false, on connection: PostgresConnection) throws -> AppLedger {
+        try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: nil,
+                                       withEvidence: withEvidence, on: connection)
     }
 
     /// Every fact that touched the user, in recording order, Apple's notifications included:
