@@ -38,7 +38,7 @@ package struct VerifiedPayload: Sendable {
 }
 
 /// Verifies StoreKit 2 transactions, renewal info and App Store Server Notifications V2 the way
-/// Apple's own server libraries do (DESIGN-NOTES §2), against roots from configuration only.
+/// Apple's own server libraries do, against roots from configuration only.
 ///
 /// Validated chains are cached with the window in which every certificate of the chain is valid,
 /// so repeated evidence from the same leaf costs one ES256 check and the cache can never accept a
@@ -75,7 +75,7 @@ package final class SignedDataVerifier: Sendable {
         let parts = [jws[..<firstDot], jws[bytes.index(after: firstDot)..<secondDot], jws[bytes.index(after: secondDot)...]]
         // The payload is parsed once, by the ledger's own parser: its claims here, its fields by
         // the caller (`SignedFields`). JSONDecoder for the claims and JSONSerialization for the
-        // fields parsed each 1.5 KB payload twice, ~3 % of ingestion's CPU (issue 16).
+        // fields parsed each 1.5 KB payload twice, ~3 % of ingestion's CPU.
         guard let payload = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
               let tree = try? JSONTree.parse(payload), case .object = tree,
               let decoded = try? StorageDecoder.decode(ClaimsPayload.self, from: tree) else {

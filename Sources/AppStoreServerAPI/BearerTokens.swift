@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Synchronization
 
-/// The bearer JWTs the App Store Server API asks for (DESIGN-NOTES §6): ES256 with the app's key,
+/// The bearer JWTs the App Store Server API asks for: ES256 with the app's key,
 /// header `kid`, claims `iss`, `iat`, `exp`, `aud` "appstoreconnect-v1" and `bid`.
 ///
 /// Apple accepts a token for at most 60 minutes. One is made per key and reused until it has

@@ -4,7 +4,7 @@ import Foundation
 /// What to do after one attempt at a request to Apple: try again (after how long) or stop.
 /// Pure, so every rule is tested without a network: the client only carries it out.
 ///
-/// Rules (DESIGN-NOTES §6): 429 waits for its `Retry-After` — Apple documents a UNIX time in
+/// Rules: 429 waits for its `Retry-After` — Apple documents a UNIX time in
 /// milliseconds, delta seconds are accepted too — or backs off when it has none; 5xx, transport
 /// failures and Apple's retryable error codes back off with full jitter; anything else is final.
 /// Nothing is tried more than `maxAttempts` times, and no wait reaches past `totalBudget`.

@@ -4,7 +4,7 @@ import LedgerCore
 
 /// Where Apple's App Store Server API is and how patiently to ask it.
 package struct ServerAPIConfiguration: Sendable {
-    /// Apple's hosts (DESIGN-NOTES §6); the simulator's, or a proxy's, in tests and demos.
+    /// Apple's hosts; the simulator's, or a proxy's, in tests and demos.
     package static let appleProductionURL = "https://api.storekit.apple.com"
     package static let appleSandboxURL = "https://api.storekit-sandbox.apple.com"
 

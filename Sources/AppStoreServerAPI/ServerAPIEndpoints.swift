@@ -3,7 +3,7 @@ import Foundation
 import LedgerCore
 import NIOHTTP1
 
-/// Apple's endpoints, by Apple's paths (DESIGN-NOTES §6). Paged endpoints are read to the end.
+/// Apple's endpoints, by Apple's paths. Paged endpoints are read to the end.
 extension AppStoreServerAPIClient {
     /// A paged endpoint read to its end is bounded all the same: Apple pages by 20, so this is
     /// 20,000 transactions of one customer — more means a loop, not a customer.

@@ -17,7 +17,7 @@ package struct ChangeWorker: Sendable {
     /// The least time between two batches that did something. Woken by every projection batch,
     /// the worker without it ran a step for nearly every ingestion group (1,206 steps for 1,223
     /// groups at 4 connections), each reading its users' histories again. A webhook may wait this
-    /// much longer; under load a batch holds many groups' events (issue 16, docs/performance.md).
+    /// much longer; under load a batch holds many groups' events (docs/performance.md).
     let batchWindow: Duration
     let logger: Logger
 

@@ -7,7 +7,7 @@ import Logging
 /// Writes go through `ledger.append_events` (schema/0001), which does the stream lock, the
 /// idempotency and version checks, the hash chain and the insert in one call — one round trip and
 /// one short transaction per append. Reads of the global log only ever see events whose writing
-/// transaction is older than every transaction still running, so none is skipped (DESIGN-NOTES §1).
+/// transaction is older than every transaction still running, so none is skipped.
 package final class EventStore: Sendable {
     package let pool: PostgresPool
     let wakeup = Wakeup()

@@ -49,7 +49,7 @@ package enum ExpectedVersion: Sendable, Equatable, CustomStringConvertible {
 /// A place in the global order: the writing transaction, then the insert position.
 ///
 /// `position` alone is *not* a safe cursor — it is assigned at insert, not at commit — so every
-/// checkpoint stores both numbers and readers compare them as a pair (DESIGN-NOTES §1).
+/// checkpoint stores both numbers and readers compare them as a pair.
 package struct LogPosition: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
     package var transactionID: UInt64
     package var position: Int64

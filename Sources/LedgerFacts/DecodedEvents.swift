@@ -5,7 +5,7 @@ import Synchronization
 /// Stored events decoded before, by their type and data: an ingestion group decodes the events it
 /// appends to find whom they concern, reads every fact of those users back in the same transaction
 /// and decodes them again, and the change feed decodes them a third time — each time the same JSON
-/// into the same value (issue 16: decoding was the largest piece of the writer's own work).
+/// into the same value (decoding was the largest piece of the writer's own work).
 ///
 /// Keyed by the type and data themselves, not the event id: decoding is a pure function of those
 /// two, so an entry can never be stale, whatever was rolled back or written since. Two generations

@@ -164,7 +164,7 @@ extension PipelinedStatement {
     /// same index scans as their custom ones — yet PostgreSQL planned them anew on every call
     /// (a custom plan fitted to the array at hand always looks cheaper): at 32 connections the
     /// reads of an ingestion group spent 0.55 ms a group planning, and ran 0.8 → 0.5 ms on their
-    /// generic plans (issue 16). Not for a join with `unnest(…)`, whose generic plan is a hash
+    /// generic plans. Not for a join with `unnest(…)`, whose generic plan is a hash
     /// join over a whole table.
     package static let genericPlans = PipelinedStatement("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
 }

@@ -6,7 +6,7 @@ import Glibc
 /// One libpq connection. Every method blocks its calling thread.
 ///
 /// Never call it from Swift's cooperative pool: it has one thread per core, and a blocked
-/// query there freezes every task (DESIGN-NOTES §4). `PostgresPool` runs these calls on a
+/// query there freezes every task. `PostgresPool` runs these calls on a
 /// dedicated thread pool sized to its connection count.
 ///
 /// `@unchecked Sendable` because a connection moves between threads, but it is never *shared*:

@@ -50,7 +50,7 @@ package struct BatchConcerns {
             // (`PipelinedStatement.genericPlans`), and the generic plan of `= ANY($n)` on both
             // columns — its arrays of unknown length — was a sequential scan of the owners table
             // until it held ~10,000 rows (2.5–4 ms a call, a fifth of PostgreSQL's time at 4
-            // ingestion connections, issue 16). A lateral probe costs the same at any size.
+            // ingestion connections). A lateral probe costs the same at any size.
             statements.append(PipelinedStatement("""
                 SELECT o.bundle_id, o.user_id FROM unnest($1::text[], $2::text[]) AS k(b, t)
                  CROSS JOIN LATERAL (SELECT o.bundle_id, o.user_id FROM \(projection.owners) o

@@ -6,7 +6,7 @@ import LedgerPostgres
 
 /// An ingestion group's own appends applied to the active `users` projection in the group's
 /// transaction, so its requests are answered at commit — and every later read, on any server,
-/// sees them — without waiting for the live worker's next batch (issue 16: that wait was half of
+/// sees them — without waiting for the live worker's next batch (that wait was half of
 /// an ingestion's time at low concurrency). The worker still passes these events, to move its
 /// checkpoint, but leaves their transaction alone (`ledger.inline_projections`).
 ///

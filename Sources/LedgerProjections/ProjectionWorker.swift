@@ -55,7 +55,7 @@ package struct ProjectionWorker: Sendable {
                 if applied.count == batchSize { continue }
                 // Only passed what its writers applied themselves (`InlineProjection`): no answer of
                 // theirs waits for this checkpoint, so let a few groups gather first — woken for every
-                // group, the worker ran 500 batches a second at 4 connections (issue 16).
+                // group, the worker ran 500 batches a second at 4 connections.
                 if applied.count > 0, applied.users.isEmpty, passingWindow > .zero { try? await Task.sleep(for: passingWindow) }
                 // Events committed behind an open transaction: look again in a moment (their
                 // appenders' wake-ups are spent; waiting for the next append stalled every writer

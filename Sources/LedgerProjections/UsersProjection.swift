@@ -167,7 +167,7 @@ package struct UsersProjection: Sendable {
     /// the pairs joined by U+001F (which neither may contain) — for `a = ANY($1) AND b = ANY($2) AND
     /// a || chr(31) || b = ANY($3)`: an index scan PostgreSQL plans in a fraction of the time of a
     /// join with `unnest(…)`, which it planned anew for every call (a fifth of its time in
-    /// ingestion, issue 16). Almost always one app, so the first two lists are the pairs' own.
+    /// ingestion). Almost always one app, so the first two lists are the pairs' own.
     package static func pairs(_ pairs: [(String, String)]) -> [(any PostgresBindable)?] {
         [PostgresTextArray(Array(Set(pairs.map(\.0)))), PostgresTextArray(Array(Set(pairs.map(\.1)))),
          PostgresTextArray(pairs.map { $0.0 + "\u{1F}" + $0.1 })]

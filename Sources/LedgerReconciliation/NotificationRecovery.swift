@@ -7,7 +7,7 @@ import LedgerPostgres
 import Logging
 
 /// Recovers notifications the ledger missed: Apple retries a failed delivery for about three
-/// days (DESIGN-NOTES §6), so an outage longer than that loses them unless the app's
+/// days, so an outage longer than that loses them unless the app's
 /// notification history is read. For each environment the app accepts, this reads the history
 /// since the window it last covered (minus an overlap: Apple writes its history a little after
 /// each send), verifies every notification and records those not yet recorded — the same path

@@ -2,7 +2,7 @@ import Foundation
 
 /// A JSON object from Apple's legacy APIs, read the way they write it: numbers and booleans are
 /// usually strings ("1", "true"), sometimes not; each date comes three ways and only the `_ms`
-/// field is unambiguous (DESIGN-NOTES §2). Unknown fields are ignored, never an error.
+/// field is unambiguous. Unknown fields are ignored, never an error.
 struct LegacyFields {
     let object: [String: Any]
 

@@ -1,4 +1,4 @@
-/// What a verifyReceipt `status` means for the caller (DESIGN-NOTES §2).
+/// What a verifyReceipt `status` means for the caller.
 package enum ReceiptStatus: Sendable, Equatable {
     /// 0, or 21006 (valid, but the subscription expired: iOS 6-style receipts still carry it).
     case valid

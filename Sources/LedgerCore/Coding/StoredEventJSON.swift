@@ -4,7 +4,7 @@ import LedgerFormats
 /// The stored JSON of the two events every purchase records (its transaction and its claim),
 /// written by hand — byte for byte what `LedgerEvent.encoder` writes, or nothing.
 ///
-/// Why: `JSONEncoder` was 3 % of ingestion's CPU (issue 16). Why byte for byte: event ids derive
+/// Why: `JSONEncoder` was 3 % of ingestion's CPU. Why byte for byte: event ids derive
 /// from event data, so a request repeated after an upgrade must produce the same bytes to be
 /// recognised as the same event. So this writes only values whose JSONEncoder spelling it copies
 /// exactly — strings of printable ASCII without `"`, `\` or `/` (JSONEncoder escapes the slash),

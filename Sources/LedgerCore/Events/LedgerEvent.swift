@@ -1,6 +1,6 @@
 import Foundation
 
-/// How an app treats a transaction presented by a second user (DESIGN-NOTES §3, "replay across accounts").
+/// How an app treats a transaction presented by a second user: a purchase replayed across accounts.
 package enum RestorePolicy: String, Codable, Sendable {
     /// Ownership moves to the newcomer, recorded as `ownershipTransferred` (RevenueCat's default).
     case transfer

@@ -36,7 +36,7 @@ enum JSONBody {
         }
         // Decoded from that tree (bodies hold strings, numbers and lists: no dates, whose
         // representation differs between the two decoders); JSONDecoder parsed the body a second
-        // time (1 % of ingestion's CPU, issue 16). A body that does not decode goes through
+        // time (1 % of ingestion's CPU). A body that does not decode goes through
         // JSONDecoder again for its error, which names the path of the field at fault.
         if let value = try? StorageDecoder.decode(type, from: tree) { return value }
         do {
