@@ -154,7 +154,7 @@ let package = Package(
         // API keys: created, listed, revoked and recognised, with their scopes (ledger.api_keys).
         .target(
             name: "LedgerAccess",
-            dependencies: ["LedgerPostgres", "LedgerEventStore", "LedgerProjections", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["LedgerFormats", "LedgerPostgres", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // Changes: what each fact meant for each user, derived from the log; the change feed.
@@ -190,31 +190,38 @@ let package = Package(
             resources: [.copy("Templates")],
             swiftSettings: swiftSettings
         ),
-        // The HTTP edge (Hummingbird 2).
+        // The HTTP edge (Hummingbird 2): routes over the endpoints the composition root builds.
         .target(
             name: "LedgerHTTP",
             dependencies: [
+                "AppStoreServerAPI",
                 "LedgerAccess",
                 "LedgerChanges",
-                "LedgerWebhooks",
                 "LedgerConsole",
-                "LedgerReconciliation",
-                "AppStoreServerAPI",
-                "LedgerPostgres",
-                "LedgerEventStore",
-                "LedgerProjections",
-                "LedgerIngestion",
                 "LedgerCore",
                 "LedgerFormats",
-                "AppStore",
+                "LedgerIngestion",
+                "LedgerProjections",
+                "LedgerWebhooks",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             resources: [.copy("Resources/openapi.json")],
+            swiftSettings: swiftSettings
+        ),
+        // The composition root: every part of a running ledger built once, its background services
+        // and its pools as services of one group.
+        .target(
+            name: "LedgerServer",
+            dependencies: [
+                "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerChanges", "LedgerConsole", "LedgerEventStore", "LedgerHTTP",
+                "LedgerIngestion", "LedgerPostgres", "LedgerProjections", "LedgerReconciliation", "LedgerWebhooks",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The `ledger` command: serve, migrate, verify.
@@ -229,6 +236,7 @@ let package = Package(
                 "EmbeddedPostgres",
                 "LedgerEventStore",
                 "LedgerHTTP",
+                "LedgerServer",
                 "LedgerWebhooks",
                 "LedgerProjections",
                 "LedgerIngestion",
@@ -258,6 +266,7 @@ let package = Package(
                 "AppStoreSimulator",
                 "AppStoreServerAPI",
                 "LedgerHTTP",
+                "LedgerServer",
                 "LedgerIngestion",
                 "LedgerReconciliation",
                 "LedgerChanges",
@@ -371,7 +380,7 @@ let package = Package(
             name: "LedgerHTTPTests",
             dependencies: [
                 "LedgerAccess", "LedgerReconciliation", "AppStoreServerAPI",
-                "LedgerHTTP", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
+                "LedgerHTTP", "LedgerServer", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
                 "LedgerTestSupport", "LedgerFacts", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
                 "LedgerChanges", "LedgerWebhooks", "WebhookReceiver",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,8 +1,7 @@
 import Crypto
 import Foundation
-import LedgerEventStore
+import LedgerFormats
 import LedgerPostgres
-import LedgerProjections
 import Synchronization
 
 /// What an API key may do.

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerEventStore
+import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
 import Logging

@@ -2,7 +2,6 @@ import Foundation
 import LedgerAccess
 import LedgerCore
 import LedgerIngestion
-import LedgerPostgres
 import LedgerProjections
 
 /// What the console reads and acts through: the same parts the API uses.
@@ -15,12 +14,11 @@ package struct ConsoleContext: Sendable {
     package var evidence: EvidenceStore
     package var tokens: AppAccountTokens
     package var lookups: AppleLookups
-    package var pool: PostgresPool
     /// Evidence refused since this server started, by code (from its metrics).
     package var refusals: @Sendable () -> [(code: String, count: Int)]
 
     package init(sessions: ConsoleSessions, directory: AppDirectory, reader: UserStateReader, metrics: MetricsReader, actions: UserActions,
-                 evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups, pool: PostgresPool,
+                 evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups,
                  refusals: @escaping @Sendable () -> [(code: String, count: Int)]) {
         self.sessions = sessions
         self.directory = directory
@@ -30,7 +28,6 @@ package struct ConsoleContext: Sendable {
         self.evidence = evidence
         self.tokens = tokens
         self.lookups = lookups
-        self.pool = pool
         self.refusals = refusals
     }
 }

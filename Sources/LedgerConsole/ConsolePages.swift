@@ -3,14 +3,12 @@ import Foundation
 import Hummingbird
 import LedgerCore
 import LedgerIngestion
-import LedgerPostgres
 import LedgerProjections
 import Mustache
 
 extension ConsoleController {
     func appsPage(_ session: ConsoleSessions.Session) async throws -> Response {
-        let apps = try await console.pool.query("SELECT substr(stream, 5) AS bundle FROM ledger.streams WHERE stream LIKE 'app:%' ORDER BY 1")
-            .map { try $0["bundle"].string() }.filter(session.covers)
+        let apps = try await console.directory.bundleIDs().filter(session.covers)
         return render("apps", Merged(frame("Apps", app: nil, session), ["apps": apps]), session: session)
     }
 
@@ -54,22 +52,9 @@ extension ConsoleController {
             results.append(["label": id, "link": "/console/apps/\(Self.path(bundleID))/users/\(Self.path(id))", "why": why])
         }
         if !query.isEmpty, query.utf8.count <= 255 {
-            let found = try await console.pool.withConnection { connection in
-                try connection.pipeline([
-                    PipelinedStatement("SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundleID, query]),
-                    PipelinedStatement("""
-                        SELECT DISTINCT o.user_id, f.original_transaction_id FROM ledger.finance_rows f
-                          JOIN ledger.transaction_owners o ON o.bundle_id = f.bundle_id AND o.original_transaction_id = f.original_transaction_id
-                         WHERE f.bundle_id = $1 AND (f.transaction_id = $2 OR f.original_transaction_id = $2)
-                        UNION SELECT o.user_id, o.original_transaction_id FROM ledger.transaction_owners o
-                         WHERE o.bundle_id = $1 AND o.original_transaction_id = $2
-                        """, [bundleID, query]),
-                ], transaction: false)
-            }
-            if found[0].count > 0 { user(query, "a user") }
-            for row in found[1] {
-                user(try row["user_id"].string(), "owns or owned original transaction \(try row["original_transaction_id"].string())")
-            }
+            let found = try await console.reader.search(bundleID: bundleID, for: query)
+            if found.isUser { user(query, "a user") }
+            for (owner, original) in found.owners { user(owner, "owns or owned original transaction \(original)") }
             if let token = UUID(uuidString: query), let owner = try await console.tokens.user(of: token, bundleID: bundleID) {
                 user(owner, "appAccountToken \(token.uuidString.lowercased())")
             }

@@ -17,6 +17,35 @@ package enum LedgerStream {
     /// state shows it when one of the user's purchases carries the app transaction).
     package static func consent(_ bundleID: String) -> String { "consent:\(bundleID)" }
 
+    /// The app a stream belongs to: `kind:<bundle>[:<rest>]`, for the kinds above (bundle ids
+    /// never contain colons); nil for a stream that is not the domain's. On the UTF-8 bytes: a
+    /// rebuild asks this a million times, and splitting by Character (grapheme rules) showed in
+    /// its profile.
+    package static func bundleID(of stream: String) -> String? {
+        let utf8 = stream.utf8
+        guard let first = utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let kind = utf8[..<first]
+        guard kindBytes.contains(where: { $0.elementsEqual(kind) }) else { return nil }
+        let rest = utf8[utf8.index(after: first)...]
+        return String(rest.prefix { $0 != UInt8(ascii: ":") })
+    }
+
+    private static let kindBytes = kinds.map { Array($0.utf8) }
+
+    /// Whether a stream is one original transaction's: the streams whose writer decides ownership.
+    package static func isPurchase(_ stream: String) -> Bool { stream.utf8.starts(with: "purchase:".utf8) }
+
+    /// The SQL expression of `purchase(_:originalTransactionID:)` for two text expressions, for
+    /// statements that find a user's purchase streams through the owners table.
+    package static func purchaseSQL(bundle: String, originalTransactionID: String) -> String {
+        "'purchase:' || \(bundle) || ':' || \(originalTransactionID)"
+    }
+
+    /// The SQL pattern (`LIKE`) of every app's configuration stream, and how many characters
+    /// precede the bundle id in it.
+    package static let appStreamsPattern = "app:%"
+    package static let appPrefixLength = "app:".count
+
     package static func stream(of event: LedgerEvent, bundleID: String) -> String {
         switch event {
         case .appConfigured, .productConfigured:

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 import LedgerPostgres
 import Logging
 
@@ -9,7 +10,7 @@ import Logging
 /// one short transaction per append. Reads of the global log only ever see events whose writing
 /// transaction is older than every transaction still running, so none is skipped.
 package final class EventStore: Sendable {
-    package let pool: PostgresPool
+    let pool: PostgresPool
     let wakeup = Wakeup()
     let streamLocks = StreamLocks()
     private let publisher: AppendPublisher
@@ -171,6 +172,11 @@ package final class EventStore: Sendable {
     }
 
     /// The position of the last event appended (committed or not), 0 for an empty log: a gauge.
+    /// The names of the streams that match a SQL `LIKE` pattern, in order.
+    package func streamNames(like pattern: String) async throws -> [String] {
+        try await pool.query("SELECT stream FROM ledger.streams WHERE stream LIKE $1 ORDER BY stream", [pattern]).map { try $0["stream"].string() }
+    }
+
     package static func lastAppended(on connection: PostgresConnection) throws -> Int64 {
         try connection.query("SELECT coalesce(max(position), 0) AS n FROM ledger.events")[0]["n"].int64()
     }

@@ -1,3 +1,4 @@
+import LedgerFormats
 import LedgerPostgres
 import Logging
 

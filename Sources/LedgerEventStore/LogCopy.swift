@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 import LedgerPostgres
 
 /// The whole log streamed with one `COPY … TO STDOUT (FORMAT binary)`, for replays that read

@@ -14,24 +14,10 @@ package enum StoredFacts {
                 NewEvent(id: id, type: event.typeName, data: data, metadata: metadata, occurredAt: occurredAt))
     }
 
-    /// The app a stream belongs to: `kind:<bundle>[:<rest>]`. Bundle ids never contain colons.
-    package static func bundleID(ofStream stream: String) -> String? {
-        // On the UTF-8 bytes: a rebuild asks this a million times, and splitting by Character
-        // (grapheme rules) showed in its profile.
-        let utf8 = stream.utf8
-        guard let first = utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
-        let kind = utf8[..<first]
-        guard domainKinds.contains(where: { $0.elementsEqual(kind) }) else { return nil }
-        let rest = utf8[utf8.index(after: first)...]
-        return String(rest.prefix { $0 != UInt8(ascii: ":") })
-    }
-
-    private static let domainKinds = LedgerStream.kinds.map { Array($0.utf8) }
-
     /// Decodes a stored event into a domain fact; nil for streams that are not the domain's.
     /// Safe on several threads at once.
     package static func fact(from recorded: RecordedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
-        guard let bundleID = bundleID(ofStream: recorded.stream) else { return nil }
+        guard let bundleID = LedgerStream.bundleID(of: recorded.stream) else { return nil }
         let event = try DecodedEvents.shared.event(type: recorded.type, data: recorded.data)
         return (bundleID, RecordedFact(event: event, occurredAt: recorded.occurredAt, recordedAt: recorded.recordedAt,
                                        sequence: recorded.position.position, evidence: evidence(in: recorded.metadata)))
@@ -39,7 +25,7 @@ package enum StoredFacts {
 
     /// The same for an event streamed by `LogCopy` (a rebuild).
     package static func fact(from streamed: StreamedEvent) throws -> (bundleID: String, fact: RecordedFact)? {
-        guard let bundleID = bundleID(ofStream: streamed.stream) else { return nil }
+        guard let bundleID = LedgerStream.bundleID(of: streamed.stream) else { return nil }
         let tree = try streamed.data.withUnsafeBufferPointer { try JSONTree.parse($0) }
         let event = try LedgerEvent(typeName: streamed.type, tree: tree)
         return (bundleID, RecordedFact(event: event, occurredAt: streamed.occurredAt, recordedAt: streamed.recordedAt,

@@ -1,47 +1,33 @@
-import AppStore
 import Hummingbird
-import LedgerChanges
 import LedgerConsole
-import LedgerEventStore
-import LedgerIngestion
-import LedgerPostgres
-import LedgerProjections
 import Logging
 
-/// The composition root of the HTTP edge, shared by `ledger serve` and the tests.
+/// The HTTP edge's routes and middleware over the endpoints the composition root built.
 package func buildApplication(
-    services: LedgerServices, host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger,
+    endpoints: Endpoints, host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = Router(context: LedgerRequestContext.self)
     router.add(middleware: LimitsMiddleware(limits: limits))
-    router.add(middleware: RequestMetricsMiddleware(metrics: services.metrics))
+    router.add(middleware: RequestMetricsMiddleware(metrics: endpoints.metrics))
     router.add(middleware: ErrorMiddleware())
-    router.addRoutes(HealthController(services: services).routes)
-    OperationsController(metrics: services.metrics, pool: services.pool, reads: services.reads).register(on: router)
-    let ingestion = IngestionController(ingestor: services.ingestor, lookups: services.lookups, metrics: services.metrics)
+    router.addRoutes(HealthController(readiness: endpoints.readiness).routes)
+    OperationsController(metrics: endpoints.metrics, gauges: endpoints.gauges).register(on: router)
+    let ingestion = IngestionController(ingestor: endpoints.ingestor, lookups: endpoints.lookups, metrics: endpoints.metrics)
     ingestion.registerWebhook(on: router)
 
-    let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: services.keys)).add(middleware: PositionMiddleware())
-    let directory = services.directory
+    let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: endpoints.keys)).add(middleware: PositionMiddleware())
+    let directory = endpoints.directory
     AppsController(directory: directory).register(on: v1)
     ingestion.register(on: v1)
-    AppleController(lookups: services.lookups).register(on: v1)
-    OffersController(offers: OfferDesk(ingestor: services.ingestor)).register(on: v1)
-    UsersController(directory: directory, reader: UserStateReader(pool: services.pool, cache: services.timelines, replicas: services.reads),
-                    actions: services.actions).register(on: v1)
-    ExportController(directory: directory, reads: services.reads).register(on: v1)
-    ChangesController(directory: directory, feed: ChangeFeed(pool: services.pool, notifications: services.changes)).register(on: v1)
-    WebhooksController(directory: directory, registry: services.webhooks).register(on: v1)
-    let metrics = services.metrics
-    let console = ConsoleContext(
-        sessions: ConsoleSessions(pool: services.pool, keys: services.keys), directory: directory,
-        reader: UserStateReader(pool: services.pool, cache: services.timelines, replicas: services.reads), metrics: MetricsReader(reads: services.reads),
-        actions: services.actions, evidence: EvidenceStore(pool: services.pool), tokens: AppAccountTokens(store: services.store), lookups: services.lookups,
-        pool: services.pool,
-        refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
+    AppleController(lookups: endpoints.lookups).register(on: v1)
+    OffersController(offers: endpoints.offers).register(on: v1)
+    UsersController(directory: directory, reader: endpoints.users, actions: endpoints.actions).register(on: v1)
+    ExportController(directory: directory, exports: endpoints.exports).register(on: v1)
+    ChangesController(directory: directory, feed: endpoints.feed).register(on: v1)
+    WebhooksController(directory: directory, registry: endpoints.webhooks).register(on: v1)
     // The templates are part of the binary: a missing one is a build fault, found by every test.
-    try! ConsoleController<LedgerRequestContext>(console: console).register(on: router)
+    try! ConsoleController<LedgerRequestContext>(console: endpoints.console).register(on: router)
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: port), serverName: "ledger"),

@@ -4,6 +4,7 @@ import Foundation
 import LedgerCore
 import LedgerEventStore
 import LedgerFacts
+import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
 import Logging
@@ -103,6 +104,11 @@ package final class AppDirectory: Sendable {
                                 sharedSecret: secret, serverAPI: key, version: recorded.last?.version ?? 0)
     }
 
+    /// Every app that was ever configured, by bundle id.
+    package func bundleIDs() async throws -> [String] {
+        try await store.streamNames(like: LedgerStream.appStreamsPattern).compactMap(LedgerStream.bundleID(of:))
+    }
+
     /// The apps that have an App Store Server API key: those the reconciler asks Apple about.
     package func appsWithServerAPIKeys() async throws -> [String] {
         try await pool.query("SELECT bundle_id FROM ledger.app_server_api_keys ORDER BY bundle_id").map { try $0["bundle_id"].string() }
@@ -157,7 +163,7 @@ package final class AppDirectory: Sendable {
                 try await freshness.wait(for: position, logger: Logger(label: "ledger.apps"))
             }
         } catch EventStoreError.wrongExpectedVersion {
-            throw LedgerError(.conflict, "concurrent_change", "the app's configuration changed meanwhile; read it and try again")
+            throw LedgerError(.concurrentChange, "the app's configuration changed meanwhile; read it and try again")
         }
     }
 
@@ -165,7 +171,7 @@ package final class AppDirectory: Sendable {
     static func validate(bundleID: String) throws {
         let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: ".-_"))
         guard !bundleID.isEmpty, bundleID.count <= 155, bundleID.unicodeScalars.allSatisfy(allowed.contains) else {
-            throw LedgerError(.invalid, "invalid_bundle_id", "a bundle id is 1–155 letters, digits, '.', '-' or '_'")
+            throw LedgerError(.invalidBundleID, "a bundle id is 1–155 letters, digits, '.', '-' or '_'")
         }
     }
 }

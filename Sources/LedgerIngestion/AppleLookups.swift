@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFormats
 import LedgerProjections
 
 /// One piece of Apple's signed evidence, verified for the app: what it says and the piece itself.
@@ -160,7 +161,7 @@ package struct AppleLookups: Sendable {
                     return answer
                 }
             } catch let error as AppStoreError where error.code == .appleTransactionNotFound {
-                throw LedgerError(.notFound, "apple_order_not_found", "Apple knows no order \(orderID) of this app in the environments it accepts")
+                throw LedgerError(.appleOrderNotFound, "Apple knows no order \(orderID) of this app in the environments it accepts")
             }
             var pieces: [VerifiedPiece] = []
             for signed in lookup.signedTransactions ?? [] { pieces.append(try await transaction(signed, app)) }

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerEventStore
 import LedgerFacts
+import LedgerFormats
 
 /// Appends what a piece of evidence says, stream by stream, and — when a user presented it —
 /// who owns each original transaction it names, decided by the app's restore policy against
@@ -51,7 +52,7 @@ struct FactRecorder: Sendable {
         var policy: RestorePolicy
         /// Purchase streams are decided on what they hold; others (the per-app notifications
         /// stream grows without bound and decides nothing) are appended event by event.
-        var isDecided: Bool { stream.hasPrefix("purchase:") }
+        var isDecided: Bool { LedgerStream.isPurchase(stream) }
     }
 
     /// What to append to one stream, decided on the events it holds.

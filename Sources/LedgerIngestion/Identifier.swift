@@ -1,3 +1,5 @@
+import LedgerCore
+
 /// The one gate every identifier a client sends passes on its way into the log: user ids, grant
 /// ids, idempotency keys, currencies and entitlements.
 ///
@@ -9,23 +11,23 @@
 /// ids are verified digits, so nothing else that is joined can carry one.
 package struct Identifier: Sendable {
     package let field: String
-    package let code: String
+    package let code: LedgerError.Code
     package let maximumBytes: Int
 
-    package static let userID = Identifier(field: "user_id", code: "invalid_user_id", maximumBytes: 255)
-    package static let grantID = Identifier(field: "grant_id", code: "invalid_grant_id", maximumBytes: 255)
-    package static let idempotencyKey = Identifier(field: "idempotency_key", code: "invalid_idempotency_key", maximumBytes: 255)
-    package static let currency = Identifier(field: "currency", code: "invalid_amount", maximumBytes: 100)
-    package static let entitlement = Identifier(field: "entitlement", code: "invalid_grant", maximumBytes: 200)
-    package static let appPurchaseEntitlement = Identifier(field: "app_purchase.entitlements", code: "invalid_app_purchase", maximumBytes: 200)
-    package static let productEntitlement = Identifier(field: "entitlements", code: "invalid_entitlements", maximumBytes: 200)
-    package static let productCurrency = Identifier(field: "grants' currencies", code: "invalid_grants", maximumBytes: 100)
+    package static let userID = Identifier(field: "user_id", code: .invalidUserID, maximumBytes: 255)
+    package static let grantID = Identifier(field: "grant_id", code: .invalidGrantID, maximumBytes: 255)
+    package static let idempotencyKey = Identifier(field: "idempotency_key", code: .invalidIdempotencyKey, maximumBytes: 255)
+    package static let currency = Identifier(field: "currency", code: .invalidAmount, maximumBytes: 100)
+    package static let entitlement = Identifier(field: "entitlement", code: .invalidGrant, maximumBytes: 200)
+    package static let appPurchaseEntitlement = Identifier(field: "app_purchase.entitlements", code: .invalidAppPurchase, maximumBytes: 200)
+    package static let productEntitlement = Identifier(field: "entitlements", code: .invalidEntitlements, maximumBytes: 200)
+    package static let productCurrency = Identifier(field: "grants' currencies", code: .invalidGrants, maximumBytes: 100)
 
     /// `value`, or a 400 naming the field.
     @discardableResult
     package func check(_ value: String) throws -> String {
         guard !value.isEmpty, value.utf8.count <= maximumBytes, !value.unicodeScalars.contains(where: Self.isControl) else {
-            throw LedgerError(.invalid, code, "\(field) must be 1–\(maximumBytes) bytes without control characters")
+            throw LedgerError(code, "\(field) must be 1–\(maximumBytes) bytes without control characters")
         }
         return value
     }

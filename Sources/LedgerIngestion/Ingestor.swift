@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
 import Logging
@@ -85,7 +86,7 @@ package struct Ingestor: Sendable {
             _ = try await directory.app(bundleID)
             let result = try await tokens.link(token, to: userID, bundleID: bundleID)
             if result == .linkedToAnother {
-                throw LedgerError(.conflict, "app_account_token_linked_to_another_user", "this appAccountToken already stands for another user of this app")
+                throw LedgerError(.appAccountTokenLinkedToAnotherUser, "this appAccountToken already stands for another user of this app")
             }
             return result
         }
@@ -96,7 +97,7 @@ package struct Ingestor: Sendable {
         try await LedgerError.mapping {
             _ = try await directory.app(bundleID)
             guard let user = try await tokens.user(of: token, bundleID: bundleID) else {
-                throw LedgerError(.notFound, "unknown_app_account_token", "no user of this app is linked to that appAccountToken")
+                throw LedgerError(.unknownAppAccountToken, "no user of this app is linked to that appAccountToken")
             }
             return user
         }
@@ -111,11 +112,12 @@ package struct Ingestor: Sendable {
             return userID
         }
         guard let token else {
-            throw LedgerError(.invalid, "missing_user_id", "user_id is required unless the transaction carries an appAccountToken linked to a user")
+            throw LedgerError(.missingUserID, "user_id is required unless the transaction carries an appAccountToken linked to a user")
         }
         guard let linked = try await tokens.user(of: token, bundleID: bundleID) else {
-            throw LedgerError(.invalid, "unknown_app_account_token",
-                              "the transaction's appAccountToken \(token.uuidString.lowercased()) is linked to no user; send user_id, or link the token first")
+            throw LedgerError(.unknownAppAccountToken,
+                              "the transaction's appAccountToken \(token.uuidString.lowercased()) is linked to no user; send user_id, or link the token first",
+                              kind: .invalid)
         }
         return linked
     }
@@ -126,7 +128,7 @@ package struct Ingestor: Sendable {
             try Self.validate(userID: userID)
             let app = try await directory.app(bundleID)
             guard let secret = app.sharedSecret else {
-                throw LedgerError(AppStoreError(.sharedSecretMissing, "legacy receipts need the app's shared_secret; configure it first"))
+                throw LedgerError(.sharedSecretMissing, "legacy receipts need the app's shared_secret; configure it first")
             }
             let verified = try await receipts.verify(receiptData: receiptData, sharedSecret: secret, expecting: app.expectation)
             let receipt = EvidenceStore.Item(body: receiptData, kind: .receipt, bundleID: bundleID)
@@ -155,7 +157,7 @@ package struct Ingestor: Sendable {
         try await LedgerError.mapping {
             let app = try await directory.app(bundleID)
             guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
-                throw LedgerError(.invalid, "malformed_json", "the notification is not a JSON object")
+                throw LedgerError(.malformedJSON, "the notification is not a JSON object")
             }
             let events: [LedgerEvent]
             let digest: String
@@ -176,7 +178,7 @@ package struct Ingestor: Sendable {
                 digest = try await evidence.store(try JSONSerialization.data(withJSONObject: redacted, options: .sortedKeys),
                                                   kind: .notificationV1, bundleID: bundleID)
             } else {
-                throw LedgerError(.invalid, "malformed_evidence", "neither a V2 notification (signedPayload) nor a V1 one (notification_type)")
+                throw LedgerError(.malformed, "neither a V2 notification (signedPayload) nor a V1 one (notification_type)")
             }
             let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: .tokenHolders(try await tokenHolders(of: events, bundleID: bundleID)))
             // Apple asks before deciding a refund; the consumption responder answers (even when the
@@ -255,7 +257,7 @@ package struct Ingestor: Sendable {
     /// A restore the `keep` policy refused: the purchase stays with its owner, whose id is not disclosed.
     static func refuseKept(_ outcome: FactRecorder.Outcome) throws {
         if let original = outcome.keptByAnother.first {
-            throw LedgerError(.conflict, "transaction_owned_by_another_user",
+            throw LedgerError(.transactionOwnedByAnotherUser,
                               "transaction \(original) belongs to another user of this app, and its restore policy is keep")
         }
     }

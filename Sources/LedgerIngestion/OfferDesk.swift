@@ -29,12 +29,12 @@ package struct OfferDesk: Sendable {
         try await LedgerError.mapping {
             let (app, product, signer) = try await prepare(bundleID: bundleID, userID: userID, productID: productID)
             guard let rule = product.offers?[offerID] else {
-                throw LedgerError(.notFound, "unknown_offer", "product \(productID) declares no offer \(offerID); declare it in the catalogue (PUT …/products/\(productID) with \"offers\")")
+                throw LedgerError(.unknownOffer, "product \(productID) declares no offer \(offerID); declare it in the catalogue (PUT …/products/\(productID) with \"offers\")")
             }
             let ledger = try await ingestor.users.ledger(bundleID: bundleID, userID: userID)
             let timeline = ledger.timeline(of: userID)
             let decision = OfferEligibility.decide(rule, entitlements: product.entitlements, timeline: timeline, now: now)
-            guard decision.eligible else { throw LedgerError(.conflict, "not_eligible", "\(userID) is not eligible for offer \(offerID): \(decision.reason)") }
+            guard decision.eligible else { throw LedgerError(.notEligible, "\(userID) is not eligible for offer \(offerID): \(decision.reason)") }
             let nonce = UUID()
             let signed: Signed
             let transaction = try Self.checkedTransaction(transactionID)
@@ -67,7 +67,7 @@ package struct OfferDesk: Sendable {
             let decision = OfferEligibility.introductory(entitlements: product.entitlements, timeline: timeline, now: now)
             guard let transaction = try Self.checkedTransaction(transactionID)
                     ?? Self.customerTransaction(in: ledger, timeline: timeline, userID: userID, product: product, app: app) else {
-                throw LedgerError(.invalid, "missing_transaction_id",
+                throw LedgerError(.missingTransactionID,
                                   "Apple needs one of the customer's transaction ids (or their app transaction id) and the ledger knows none for \(userID): send transaction_id")
             }
             let nonce = UUID()
@@ -84,7 +84,7 @@ package struct OfferDesk: Sendable {
         try Identifier.userID.check(userID)
         let app = try await ingestor.directory.app(bundleID)
         guard let product = app.products.first(where: { $0.productID == productID }) else {
-            throw LedgerError(.notFound, "unknown_product", "no product \(productID) is configured for \(bundleID)")
+            throw LedgerError(.unknownProduct, "no product \(productID) is configured for \(bundleID)")
         }
         return (app, product, OfferSigner(credentials: try AppleLookups.key(of: app)))
     }
@@ -93,7 +93,7 @@ package struct OfferDesk: Sendable {
     private static func checkedTransaction(_ id: String?) throws -> String? {
         guard let id else { return nil }
         guard !id.isEmpty, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
-            throw LedgerError(.invalid, "invalid_transaction_id", "transaction_id is one of the customer's transaction ids (digits)")
+            throw LedgerError(.invalidTransactionID, "transaction_id is one of the customer's transaction ids (digits)")
         }
         return id
     }

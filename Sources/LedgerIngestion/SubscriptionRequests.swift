@@ -29,13 +29,13 @@ extension AppleLookups {
             let key = try Self.key(of: app)
             let stream = try await PurchaseStream.read(ingestor.store, bundleID: bundleID, originalTransactionID: originalTransactionID)
             guard let latest = stream.facts.compactMap(\.event.transactionFacts).max(by: { $0.purchaseDate < $1.purchaseDate }) else {
-                throw LedgerError(.notFound, "unknown_transaction", "the ledger knows no purchase \(originalTransactionID) of \(bundleID); sync or post it first")
+                throw LedgerError(.unknownTransaction, "the ledger knows no purchase \(originalTransactionID) of \(bundleID); sync or post it first")
             }
             guard latest.expiresDate != nil else {
-                throw LedgerError(.invalid, "not_a_subscription", "\(originalTransactionID) is not an auto-renewable subscription")
+                throw LedgerError(.notASubscription, "\(originalTransactionID) is not an auto-renewable subscription")
             }
             if latest.ownership == .familyShared {
-                throw LedgerError(AppStoreError(.familySharedNotSupported, "a family-shared subscription is extended through the family member who bought it"))
+                throw LedgerError(.familySharedNotSupported, "a family-shared subscription is extended through the family member who bought it")
             }
             let earlier = stream.facts.compactMap { fact -> RenewalExtension? in
                 if case .renewalExtended(let e) = fact.event { e } else { nil }
@@ -43,13 +43,13 @@ extension AppleLookups {
             // Apple takes the same request id again as the same request: a retry does not count twice.
             let retry = earlier.contains { $0.requestID == requestID }
             if !retry, Set(earlier.filter({ now.timeIntervalSince($0.requestedAt) < 365 * 86_400 }).map(\.requestID)).count >= RenewalExtension.perYear {
-                throw LedgerError(AppStoreError(.extensionLimitReached,
-                                                "\(originalTransactionID) was extended \(RenewalExtension.perYear) times in the last 365 days: Apple allows no more"))
+                throw LedgerError(.extensionLimitReached,
+                                  "\(originalTransactionID) was extended \(RenewalExtension.perYear) times in the last 365 days: Apple allows no more")
             }
             let answer = try await api.extendRenewalDate(originalTransactionID: originalTransactionID, days: days, reasonCode: reasonCode,
                                                          requestID: requestID, in: latest.environment, as: key)
             guard answer.success != false else {
-                throw LedgerError(AppStoreError(.extensionIneligible, "Apple did not extend \(originalTransactionID)"))
+                throw LedgerError(.extensionIneligible, "Apple did not extend \(originalTransactionID)")
             }
             let effective = answer.effectiveDate.map { Date(timeIntervalSince1970: $0 / 1000) }
             let request = RenewalExtension(originalTransactionID: originalTransactionID, days: days, reasonCode: reasonCode, requestID: requestID,
@@ -74,14 +74,14 @@ extension AppleLookups {
         try await LedgerError.mapping {
             try Self.checkExtension(days: days, reasonCode: reasonCode, requestID: requestID)
             for storefront in storefronts where storefront.count != 3 || !storefront.allSatisfy({ $0.isASCII && $0.isUppercase }) {
-                throw LedgerError(.invalid, "invalid_storefront", "storefronts are ISO 3166-1 alpha-3 codes such as USA, not \(storefront)")
+                throw LedgerError(.invalidStorefront, "storefronts are ISO 3166-1 alpha-3 codes such as USA, not \(storefront)")
             }
             let app = try await ingestor.directory.app(bundleID)
             guard let product = app.products.first(where: { $0.productID == productID }) else {
-                throw LedgerError(.notFound, "unknown_product", "no product \(productID) is configured for \(bundleID)")
+                throw LedgerError(.unknownProduct, "no product \(productID) is configured for \(bundleID)")
             }
             guard product.type == .autoRenewable else {
-                throw LedgerError(.invalid, "not_a_subscription", "\(productID) is \(product.type.rawValue): only auto-renewable subscriptions are extended")
+                throw LedgerError(.notASubscription, "\(productID) is \(product.type.rawValue): only auto-renewable subscriptions are extended")
             }
             let environment = try Self.extensionEnvironment(of: app, asked: asked)
             let accepted = try await api.extendForAllActiveSubscribers(productID: productID, days: days, reasonCode: reasonCode, requestID: requestID,
@@ -107,7 +107,7 @@ extension AppleLookups {
     static func extensionEnvironment(of app: AppConfiguration, asked: AppleEnvironment?) throws -> AppleEnvironment {
         if let asked {
             guard asked == .production || asked == .sandbox, app.settings.environments.contains(asked) else {
-                throw LedgerError(.invalid, "invalid_environment", "environment is Production or Sandbox, one the app accepts")
+                throw LedgerError(.invalidEnvironment, "environment is Production or Sandbox, one the app accepts")
             }
             return asked
         }
@@ -117,13 +117,13 @@ extension AppleLookups {
     /// Apple's limits, checked before asking: 1–90 days, a reason code 0–3, a request id.
     static func checkExtension(days: Int, reasonCode: Int, requestID: String) throws {
         guard (1...RenewalExtension.maximumDays).contains(days) else {
-            throw LedgerError(.invalid, "invalid_days", "days is 1–\(RenewalExtension.maximumDays): Apple extends a renewal date by at most 90 days")
+            throw LedgerError(.invalidDays, "days is 1–\(RenewalExtension.maximumDays): Apple extends a renewal date by at most 90 days")
         }
         guard (0...3).contains(reasonCode) else {
-            throw LedgerError(.invalid, "invalid_reason_code", "reason_code is 0 (undeclared), 1 (customer satisfaction), 2 (other) or 3 (service issue or outage)")
+            throw LedgerError(.invalidReasonCode, "reason_code is 0 (undeclared), 1 (customer satisfaction), 2 (other) or 3 (service issue or outage)")
         }
         guard (1...128).contains(requestID.utf8.count), requestID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
-            throw LedgerError(.invalid, "invalid_request_id", "request_id is 1–128 letters, digits, '-' or '_' (a UUID is usual); sending it again repeats the same request")
+            throw LedgerError(.invalidRequestID, "request_id is 1–128 letters, digits, '-' or '_' (a UUID is usual); sending it again repeats the same request")
         }
     }
 }

@@ -45,7 +45,7 @@ package struct UserActions: Sendable {
                 let ledger = try UserStateReader.ledger(bundleID: bundleID, userID: userID, on: locked.connection)
                 if let previous = try Self.previous(locked.event(id: id)) {
                     guard case .consumed(let original) = previous.event, original == request else {
-                        throw LedgerError(.conflict, "idempotency_key_reused", "this idempotency_key was used for a different consumption")
+                        throw LedgerError(.idempotencyKeyReused, "this idempotency_key was used for a different consumption")
                     }
                     return (ConsumptionResult(balance: previous.balanceAfter ?? ledger.userState(userID, at: Date()).balances[currency] ?? 0,
                                               replayed: true), nil)
@@ -54,9 +54,9 @@ package struct UserActions: Sendable {
                 let balance = ledger.userState(userID, at: now).balances[currency] ?? 0
                 switch Decide.consumption(request, balance: balance) {
                 case .failure(.invalidAmount):
-                    throw LedgerError(.invalid, "invalid_amount", "amount must be a positive whole number and currency non-empty")
+                    throw LedgerError(.invalidAmount, "amount must be a positive whole number and currency non-empty")
                 case .failure(.insufficientBalance(_, let balance, let requested)):
-                    throw LedgerError(.conflict, "insufficient_balance", "the balance of \(currency) is \(balance), less than \(requested)")
+                    throw LedgerError(.insufficientBalance, "the balance of \(currency) is \(balance), less than \(requested)")
                 case .success(let consumption):
                     let data = String(decoding: try LedgerEvent.consumed(consumption).encodedData(), as: UTF8.self)
                     let event = NewEvent(id: id, type: LedgerEventType.consumed.rawValue, data: data, metadata: #"{"balance_after": \#(balance - amount)}"#, occurredAt: now)
@@ -79,10 +79,10 @@ package struct UserActions: Sendable {
             _ = try await directory.app(bundleID)
             let now = Date()
             guard !entitlement.isEmpty, !reason.isEmpty else {
-                throw LedgerError(.invalid, "invalid_grant", "a grant names an entitlement and a reason")
+                throw LedgerError(.invalidGrant, "a grant names an entitlement and a reason")
             }
             try Identifier.entitlement.check(entitlement)
-            if let expiresAt, expiresAt <= now { throw LedgerError(.invalid, "invalid_grant", "the grant would already have ended") }
+            if let expiresAt, expiresAt <= now { throw LedgerError(.invalidGrant, "the grant would already have ended") }
             let grant = PromotionalGrant(grantID: grantID ?? UUID().uuidString.lowercased(), userID: userID, entitlement: entitlement,
                                          startsAt: now, expiresAt: expiresAt, reason: reason, actor: actor)
             let stream = LedgerStream.user(bundleID, userID: userID)
@@ -111,7 +111,7 @@ package struct UserActions: Sendable {
                 let existing = try locked.events()
                 let grants = try existing.compactMap { try StoredFacts.fact(from: $0)?.fact.event }
                 guard grants.contains(where: { if case .promotionalGranted(let g) = $0 { g.grantID == grantID } else { false } }) else {
-                    throw LedgerError(.notFound, "unknown_grant", "user \(userID) has no grant \(grantID)")
+                    throw LedgerError(.unknownGrant, "user \(userID) has no grant \(grantID)")
                 }
                 let revocation = PromotionalRevocation(grantID: grantID, userID: userID, reason: reason.isEmpty ? "revoked" : reason, actor: actor)
                 let id = StableID.make(stream, LedgerEventType.promotionalRevoked.rawValue, grantID)

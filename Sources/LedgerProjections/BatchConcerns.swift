@@ -65,7 +65,7 @@ package struct BatchConcerns {
                 SELECT DISTINCT o.bundle_id, o.user_id FROM unnest($1::text[], $2::text[]) AS k(b, a)
                   JOIN ledger.events e ON (e.data ->> 'appTransactionID') = k.a
                    AND e.event_type IN ('Purchased', 'Restored', 'Renewed', 'Recovered') AND e.data ? 'appTransactionID'
-                   AND e.stream = 'purchase:' || k.b || ':' || (e.data ->> 'originalTransactionID')
+                   AND e.stream = \(LedgerStream.purchaseSQL(bundle: "k.b", originalTransactionID: "(e.data ->> 'originalTransactionID')"))
                   JOIN \(projection.owners) o ON o.bundle_id = k.b AND o.original_transaction_id = (e.data ->> 'originalTransactionID')
                 """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.appTransactionID))]))
         }

@@ -152,3 +152,26 @@ package struct FinanceExport: Sendable {
          row.offerTypeName, row.offerIdentifier, row.offerDiscountType]
     }
 }
+
+/// Where finance exports are read: a replica that has every batch this server knows of, one node
+/// for every page of an export.
+package struct FinanceExports: Sendable {
+    let reads: ReadReplicas
+
+    package init(reads: ReadReplicas) { self.reads = reads }
+
+    /// An export ready to stream. The node is chosen here, before a caller answers anything, so
+    /// a database that is away fails the request cleanly rather than mid-body.
+    package struct Opened: Sendable {
+        let export: FinanceExport
+        let pool: PostgresPool
+
+        package func forEachPage(_ body: ([FinanceRow]) async throws -> Void) async throws {
+            try await export.forEachPage(on: pool, body)
+        }
+    }
+
+    package func open(_ export: FinanceExport) async throws -> Opened {
+        Opened(export: export, pool: try await reads.pool(atLeast: await reads.requiredForAll()))
+    }
+}

@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerEventStore
 import LedgerFacts
+import LedgerFormats
 import LedgerPostgres
 
 /// An ingestion group's own appends applied to the active `users` projection in the group's

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerEventStore
+import LedgerFormats
 import LedgerPostgres
 
 /// Streams the log on its own connection and thread (`LogCopy`), a few batches ahead of the

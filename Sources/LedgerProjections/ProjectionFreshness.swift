@@ -1,4 +1,5 @@
 import LedgerEventStore
+import LedgerFormats
 import LedgerPostgres
 import Logging
 

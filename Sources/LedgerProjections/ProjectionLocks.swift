@@ -1,3 +1,4 @@
+import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
 

@@ -1,4 +1,5 @@
 import LedgerEventStore
+import LedgerFormats
 
 /// How far this process's projection worker has applied the log, for writers that answer only
 /// once their write is visible (read-your-writes). A waiter is resumed by the worker's own

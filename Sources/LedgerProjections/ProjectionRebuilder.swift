@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerEventStore
 import LedgerFacts
+import LedgerFormats
 import LedgerPostgres
 import Logging
 

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFormats
 import LedgerPostgres
 
 /// Applies the log to the `users` projection one batch at a time, each batch in one transaction

@@ -5,6 +5,8 @@ import Logging
 /// Keeps the active projection version up to date for as long as it runs: a batch at a time while
 /// there is work, then a sleep until the next append (or a poll interval, for other processes').
 package struct ProjectionWorker: Sendable {
+    let pool: PostgresPool
+    /// Wakes the worker when this process appends.
     let store: EventStore
     let batchSize: Int
     let pollInterval: Duration
@@ -17,8 +19,9 @@ package struct ProjectionWorker: Sendable {
     /// recorded alone (a notification, a grant) that arrives meanwhile waits this much longer.
     let passingWindow: Duration
 
-    package init(store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
+    package init(pool: PostgresPool, store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
                 cache: TimelineCache? = nil, durable: Bool = false, passingWindow: Duration = .milliseconds(10), logger: Logger) {
+        self.pool = pool
         self.store = store
         self.passingWindow = passingWindow
         self.durable = durable
@@ -38,7 +41,7 @@ package struct ProjectionWorker: Sendable {
             let epoch = cache?.epoch ?? 0
             let origin = cache?.origin
             do {
-                let applied = try await store.pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin, durable: durable) }
+                let applied = try await pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin, durable: durable) }
                 // After the commit, in this order: a writer woken by the progress finds its
                 // user's new timeline in the cache (or none), never the old one. An empty batch
                 // reports the checkpoint too: another process's worker may have applied this

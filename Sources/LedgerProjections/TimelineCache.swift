@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFormats
 import LedgerPostgres
 import Logging
 import Synchronization

@@ -157,7 +157,7 @@ package struct UsersProjection: Sendable {
         return [
             PipelinedStatement("SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o WHERE \(owned)", keys),
             PipelinedStatement(EventStore.selectEventsSQL + """
-                 WHERE e.stream = ANY($4::text[] || ARRAY(SELECT 'purchase:' || o.bundle_id || ':' || o.original_transaction_id FROM \(owners) o WHERE \(owned)))
+                 WHERE e.stream = ANY($4::text[] || ARRAY(SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o WHERE \(owned)))
                    AND e.event_type <> ALL($5::text[]) ORDER BY e.position
                 """, keys + [PostgresTextArray(Array(streams)), PostgresTextArray(Array(Self.ignoredTypes))]),
         ]
@@ -248,7 +248,7 @@ package struct UsersProjection: Sendable {
         // sequential scan of the whole log.)
         let rows = try connection.query(EventStore.selectEventsSQL + """
               JOIN (SELECT unnest($1::text[]) AS stream
-                    UNION SELECT 'purchase:' || o.bundle_id || ':' || o.original_transaction_id FROM \(owners) o
+                    UNION SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o
                      WHERE o.bundle_id = $4 AND o.user_id = $5) AS s ON e.stream = s.stream
              WHERE e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.recorded_at <= $3)
              ORDER BY e.position
@@ -259,20 +259,6 @@ package struct UsersProjection: Sendable {
         }
         return ledger
     }
-}
-
-package struct UserKey: Hashable, Sendable {
-    package var bundleID: String
-    package var userID: String
-    package init(bundleID: String, userID: String) {
-        self.bundleID = bundleID
-        self.userID = userID
-    }
-}
-
-package struct TransactionKey: Hashable, Sendable {
-    package var bundleID: String
-    package var originalTransactionID: String
 }
 
 extension LedgerEvent {

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFormats
 import LedgerIngestion
 import LedgerPostgres
 import Logging

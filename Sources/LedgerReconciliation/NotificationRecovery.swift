@@ -72,7 +72,7 @@ package struct NotificationRecovery: Sendable {
     package func reconcile(bundleID: String, since: Date? = nil, now: Date = Date()) async throws -> [Report] {
         let app = try await ingestor.directory.app(bundleID)
         guard let key = app.serverAPI else {
-            throw LedgerError(.unverifiable, AppStoreError.Code.appleAPINotConfigured.rawValue,
+            throw LedgerError(.appleAPINotConfigured,
                               "\(bundleID) has no App Store Server API key; configure app_store_server_api first")
         }
         var reports: [Report] = []
@@ -98,7 +98,7 @@ package struct NotificationRecovery: Sendable {
                     try await record(signed, bundleID: lease.bundleID, into: &report)
                 }
                 guard try await coverage.renew(lease) else {
-                    throw LedgerError(.conflict, "reconciliation_lease_lost", "another server took over reconciling \(lease.bundleID)")
+                    throw LedgerError(.reconciliationLeaseLost, "another server took over reconciling \(lease.bundleID)")
                 }
             }
         } catch {

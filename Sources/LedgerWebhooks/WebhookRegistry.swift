@@ -26,12 +26,6 @@ package struct ParkedChange: Sendable, Equatable {
     package var parkedAt: Date
 }
 
-/// Why a webhook definition was refused, in the words the API answers with.
-package struct WebhookDefinitionError: Error, Equatable {
-    package var field: String
-    package var message: String
-}
-
 /// Each app's webhooks and what they have set aside, in PostgreSQL.
 package struct WebhookRegistry: Sendable {
     let pool: PostgresPool
@@ -40,22 +34,22 @@ package struct WebhookRegistry: Sendable {
 
     /// Checks a definition before it is stored: an absolute http(s) URL, a secret long enough to
     /// sign with, known change types.
-    package static func validate(name: String, url: String, secret: String, types: [String]?) throws(WebhookDefinitionError) {
+    package static func validate(name: String, url: String, secret: String, types: [String]?) throws(LedgerError) {
         guard name.range(of: "^[A-Za-z0-9._-]{1,64}$", options: .regularExpression) != nil else {
-            throw WebhookDefinitionError(field: "name", message: "1 to 64 letters, digits, '.', '_' or '-'")
+            throw LedgerError(.invalidWebhook, "name: 1 to 64 letters, digits, '.', '_' or '-'")
         }
         guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host?.isEmpty == false,
               url.utf8.count <= 2048 else {
-            throw WebhookDefinitionError(field: "url", message: "an absolute http:// or https:// URL of at most 2048 characters")
+            throw LedgerError(.invalidWebhook, "url: an absolute http:// or https:// URL of at most 2048 characters")
         }
         guard (16...256).contains(secret.utf8.count) else {
-            throw WebhookDefinitionError(field: "secret", message: "16 to 256 characters (32 random bytes, hex-encoded, is a good secret)")
+            throw LedgerError(.invalidWebhook, "secret: 16 to 256 characters (32 random bytes, hex-encoded, is a good secret)")
         }
         let known = Set(Change.Kind.allCases.map(\.rawValue))
         if let unknown = types?.first(where: { !known.contains($0) }) {
-            throw WebhookDefinitionError(field: "types", message: "unknown change type '\(unknown)'; known: \(known.sorted().joined(separator: ", "))")
+            throw LedgerError(.invalidWebhook, "types: unknown change type '\(unknown)'; known: \(known.sorted().joined(separator: ", "))")
         }
-        if types?.isEmpty == true { throw WebhookDefinitionError(field: "types", message: "omit it for every type, or name at least one") }
+        if types?.isEmpty == true { throw LedgerError(.invalidWebhook, "types: omit it for every type, or name at least one") }
     }
 
     /// Creates or replaces a webhook (true: created). A new one delivers the changes announced

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LedgerHTTP
+import LedgerServer
 import LedgerPostgres
 import LedgerReconciliation
 import Logging
@@ -41,16 +42,14 @@ struct BackfillCommand: AsyncParsableCommand {
         let settings = database.settings.applying { $0.poolSize = max($0.poolSize, min(concurrency, 32)) }
         let display = LineProgress(terminal: isatty(STDERR_FILENO) == 1)
         let summary = try await database.withDatabase(logger: logger) { opened, migrator in
-            let (services, replicas) = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
+            let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
             // The projection follows along, as under a server.
-            let group = ServiceGroup(configuration: .init(services: services.backgroundServices(delivering: false, logger: logger), logger: logger))
+            let group = ServiceGroup(configuration: .init(services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
             let background = Task { try await group.run() }
             let backfill = Backfill(lookups: services.lookups, ingestor: services.ingestor, pool: services.pool, concurrency: concurrency, logger: logger)
             let result = await Result(catching: { try await backfill.run(bundleID: app, lines: lines, progress: display.show) })
             await group.triggerGracefulShutdown()
             _ = await background.result
-            await services.pool.close()
-            for replica in replicas { await replica.close() }
             return try result.get()
         }
         display.finish()

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerCore
 import LedgerHTTP
+import LedgerServer
 import LedgerPostgres
 import LedgerReconciliation
 import Logging
@@ -34,16 +35,14 @@ struct ReconcileCommand: AsyncParsableCommand {
         let logger = LoggingSetup.logger("ledger.reconcile")
         let settings = database.settings
         let reports = try await database.withDatabase(logger: logger) { opened, migrator in
-            let (services, replicas) = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
+            let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
             // What is recorded is projected here too, so each notification is answered as the server would.
-            let group = ServiceGroup(configuration: .init(services: services.backgroundServices(delivering: false, logger: logger), logger: logger))
+            let group = ServiceGroup(configuration: .init(services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
             let background = Task { try await group.run() }
             defer { background.cancel() }
             let result = await Result(catching: { try await services.recovery.reconcile(bundleID: app, since: since.flatMap(RFC3339.parseInstant)) })
             await group.triggerGracefulShutdown()
             _ = await background.result
-            await services.pool.close()
-            for replica in replicas { await replica.close() }
             return try result.get()
         }
         for report in reports { print(report) }

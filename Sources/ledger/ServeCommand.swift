@@ -7,6 +7,7 @@ import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
 import LedgerSchema
+import LedgerServer
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -59,9 +60,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     private static func serve(_ opened: Database, migrator: Migrator, settings: Configuration, logger: Logger) async throws {
-        let (services, replicas) = try makeServices(opened, migrator: migrator, settings: settings, logger: logger)
+        let services = try makeServices(opened, migrator: migrator, settings: settings, logger: logger)
         let host = settings.host
-        let app = buildApplication(services: services, host: host, port: settings.port, limits: settings.limits, logger: logger) { port in
+        let app = services.application(host: host, port: settings.port, limits: settings.limits, logger: logger) { port in
             logger.info("ledger listening", metadata: ["http.address": "http://\(host):\(port)", "db": "\(opened.owner)"])
         }
         if let interval = settings.reconcileInterval {
@@ -70,17 +71,16 @@ struct ServeCommand: AsyncParsableCommand {
         let group = ServiceGroup(configuration: .init(
             // Shut down last-listed first: the HTTP server stops accepting and finishes its requests
             // (which may wait for the projection) before the projection worker and LISTEN stop.
-            services: services.backgroundServices(reconcileInterval: settings.reconcileInterval, logger: logger) + [app],
+            // The pools are listed first, so they are closed last.
+            services: [services.pools] + services.backgroundServices(reconcileInterval: settings.reconcileInterval, logger: logger) + [app],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
-        await services.pool.close()
-        for replica in replicas { await replica.close() }
         logger.info("ledger stopped")
     }
 
     /// The server's parts from the settings — the same for `serve` and for commands that record
     /// what they learn from Apple (`reconcile`): one composition, no second way to build it.
-    static func makeServices(_ opened: Database, migrator: Migrator, settings: Configuration, logger: Logger) throws -> (LedgerServices, [PostgresPool]) {
+    static func makeServices(_ opened: Database, migrator: Migrator, settings: Configuration, logger: Logger) throws -> LedgerServices {
         let trust = try AppleTrust.load(paths: settings.appleRootCertificates, logger: logger)
         let pool = PostgresPool(configuration: opened.application, size: settings.poolSize, logger: logger)
         let replicas = settings.readDatabaseURLs.map { url in
@@ -92,7 +92,7 @@ struct ServeCommand: AsyncParsableCommand {
         let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: trust.verifier(),
                                       receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, replicas: replicas,
                                       replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks, logger: logger)
-        return (services, replicas)
+        return services
     }
 }
 

@@ -1,4 +1,5 @@
 import AppStore
+import LedgerCore
 import Testing
 
 /// Every documented verifyReceipt status maps to the outcome Apple documents (no fixtures needed).

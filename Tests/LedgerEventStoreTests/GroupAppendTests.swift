@@ -1,5 +1,5 @@
 import Foundation
-import LedgerEventStore
+@testable import LedgerEventStore
 import LedgerPostgres
 import LedgerTestSupport
 import Synchronization

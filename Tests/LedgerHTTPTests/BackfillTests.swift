@@ -4,6 +4,7 @@ import LedgerAccess
 import LedgerHTTP
 import LedgerPostgres
 import LedgerReconciliation
+import LedgerServer
 import LedgerTestSupport
 import Testing
 

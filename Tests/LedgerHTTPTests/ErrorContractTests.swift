@@ -15,7 +15,7 @@ import Testing
                                                expiresDate: Date(timeIntervalSinceNow: 86_400))
 
     func events(_ server: TestServer) async throws -> Int {
-        try await server.store.pool.withConnection { try $0.query("SELECT count(*) FROM ledger.events")[0][0].int() }
+        try await server.pool.withConnection { try $0.query("SELECT count(*) FROM ledger.events")[0][0].int() }
     }
 
     @Test func keysAreRequiredScopedAndLimitedToTheirApp() async throws {

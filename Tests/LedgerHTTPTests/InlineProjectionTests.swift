@@ -4,6 +4,7 @@ import LedgerAccess
 import LedgerCore
 import LedgerEventStore
 import LedgerFacts
+import LedgerFormats
 import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections

@@ -7,6 +7,7 @@ import LedgerHTTP
 import LedgerIngestion
 import LedgerPostgres
 import LedgerReconciliation
+import LedgerServer
 import LedgerTestSupport
 import Testing
 

@@ -3,9 +3,11 @@ import EmbeddedPostgres
 import Foundation
 import LedgerAccess
 import LedgerEventStore
+import LedgerFormats
 import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
+import LedgerServer
 import LedgerTestSupport
 import NIOHTTP1
 import Testing

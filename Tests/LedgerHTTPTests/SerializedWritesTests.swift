@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import LedgerAccess
 import LedgerEventStore
+import LedgerFormats
 import LedgerHTTP
 import LedgerPostgres
 import NIOCore

@@ -12,6 +12,7 @@ import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
 import LedgerSchema
+import LedgerServer
 import LedgerTestSupport
 import LedgerWebhooks
 import Logging
@@ -117,7 +118,7 @@ final class TestServer: Sendable {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var serverLogger = logger
         serverLogger.logLevel = .critical  // a cancelled server's closing connections are not news
-        let application = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: serverLogger) { port in continuation.yield(port) }
+        let application = services.application(host: "127.0.0.1", port: 0, logger: serverLogger) { port in continuation.yield(port) }
         // As `ledger serve` runs it: a service group, stopped by a graceful shutdown (last listed first).
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(pollInterval: .milliseconds(50), projecting: projecting, logger: logger) + [application],
                                                       logger: serverLogger))

@@ -1,3 +1,4 @@
+import LedgerCore
 import LedgerEventStore
 @testable import LedgerIngestion
 import LedgerPostgres
@@ -10,7 +11,7 @@ import Testing
     @Test func theStoresWordsBecomeTheCauseNotTheMessage() async throws {
         let refused = EventStoreError.invalidEvents(#"value too long; detail: Key (stream)=(user:secret-player-id) already exists"#)
         let error = try await #require(throws: LedgerError.self) { try await LedgerError.mapping { throw refused } }
-        #expect(error.code == "invalid_request" && error.kind == .invalid)
+        #expect(error.code == .invalidRequest && error.kind == .invalid)
         #expect(!error.message.contains("secret-player-id"))
         #expect("\(error.underlying.map { "\($0)" } ?? "")".contains("secret-player-id"), "the cause is kept for the log")
 

@@ -1,3 +1,4 @@
+import LedgerCore
 import LedgerIngestion
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 
     @Test func ordinaryIdentifiersPassAndLengthIsBounded() throws {
         #expect(try Identifier.userID.check("player-42 🎮 Zoë") == "player-42 🎮 Zoë")
-        #expect(throws: LedgerError(.invalid, "invalid_user_id", "user_id must be 1–255 bytes without control characters")) {
+        #expect(throws: LedgerError(.invalidUserID, "user_id must be 1–255 bytes without control characters")) {
             try Identifier.userID.check(String(repeating: "x", count: 256))
         }
     }

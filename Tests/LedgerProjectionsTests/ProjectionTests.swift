@@ -113,7 +113,7 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         let half = history.facts.count / 2
         try await append(history.facts[..<half], to: store)
 
-        let worker = Task { await ProjectionWorker(store: store, batchSize: 20, pollInterval: .milliseconds(20), logger: TestCluster.quietLogger).run() }
+        let worker = Task { await ProjectionWorker(pool: pool, store: store, batchSize: 20, pollInterval: .milliseconds(20), logger: TestCluster.quietLogger).run() }
         let rest = Array(history.facts[half...])
         let appender = Task { try await append(rest, to: store) }
         // Readers during the rebuild always get a complete version: v1's rows, then v2's.

@@ -14,9 +14,9 @@ import Testing
     }
 
     @Test func streamsNameTheirApp() {
-        #expect(StoredFacts.bundleID(ofStream: "purchase:com.example.app:2000000123") == "com.example.app")
-        #expect(StoredFacts.bundleID(ofStream: "user:com.example.app:user:with:colons") == "com.example.app")
-        #expect(StoredFacts.bundleID(ofStream: "test-stream") == nil)
-        #expect(StoredFacts.bundleID(ofStream: "hash-check") == nil)
+        #expect(LedgerStream.bundleID(of: "purchase:com.example.app:2000000123") == "com.example.app")
+        #expect(LedgerStream.bundleID(of: "user:com.example.app:user:with:colons") == "com.example.app")
+        #expect(LedgerStream.bundleID(of: "test-stream") == nil)
+        #expect(LedgerStream.bundleID(of: "hash-check") == nil)
     }
 }

@@ -11,6 +11,7 @@ import LedgerIngestion
 import LedgerPostgres
 import LedgerReconciliation
 import LedgerSchema
+import LedgerServer
 import Logging
 import ServiceLifecycle
 

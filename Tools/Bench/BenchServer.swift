@@ -6,6 +6,7 @@ import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerSchema
+import LedgerServer
 import Logging
 import ServiceLifecycle
 
@@ -26,7 +27,7 @@ struct BenchServer {
         let services = LedgerServices(pool: pool, store: EventStore(pool: pool, logger: logger), migrator: migrator,
                                       verifier: SignedDataVerifier(roots: [authority.root]), receipts: VerifyReceiptConfiguration(), logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = buildApplication(services: services, host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
+        let app = services.application(host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger) + [app], logger: logger))
         let task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()

@@ -9,6 +9,7 @@ import LedgerHTTP
 import LedgerIngestion
 import LedgerPostgres
 import LedgerProjections
+import LedgerServer
 import NIOCore
 import NIOHTTP1
 

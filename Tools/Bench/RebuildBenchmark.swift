@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
 import LedgerSchema

@@ -5,11 +5,13 @@ import Foundation
 import LedgerAccess
 import LedgerCore
 import LedgerEventStore
+import LedgerFormats
 import LedgerHTTP
 import LedgerIngestion
 import LedgerPostgres
 import LedgerProjections
 import LedgerSchema
+import LedgerServer
 import Logging
 import ServiceLifecycle
 
@@ -79,7 +81,7 @@ struct ReplicaBenchmark: AsyncParsableCommand {
 
         // Reads: no timeline cache, so every read is a query; one reader of each kind.
         let onPrimary = UserStateReader(pool: pool, replicas: .primaryOnly(pool, logger: logger))
-        let onReplica = UserStateReader(pool: pool, replicas: ReadReplicas(primary: pool, replicas: [replica], logger: logger))
+        let onReplica = UserStateReader(pool: pool, replicas: ReadReplicas(primary: pool, replicas: [replica], checkpoint: ProjectionRunner.activeCheckpoint(on:), logger: logger))
         var primaryRates: [Double] = [], replicaRates: [Double] = []
         for _ in 0..<rounds {
             primaryRates.append(try await readRate(onPrimary, bundle: bundle))

@@ -6,6 +6,7 @@ import LedgerAccess
 import LedgerHTTP
 import LedgerIngestion
 import LedgerPostgres
+import LedgerServer
 import Logging
 import ServiceLifecycle
 import Synchronization

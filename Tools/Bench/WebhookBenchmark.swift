@@ -10,6 +10,7 @@ import LedgerHTTP
 import LedgerIngestion
 import LedgerPostgres
 import LedgerSchema
+import LedgerServer
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -1,3 +1,5 @@
+import LedgerCore
+
 /// What a verifyReceipt `status` means for the caller.
 package enum ReceiptStatus: Sendable, Equatable {
     /// 0, or 21006 (valid, but the subscription expired: iOS 6-style receipts still carry it).

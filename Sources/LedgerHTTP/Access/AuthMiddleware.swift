@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerAccess
+import LedgerCore
 import LedgerIngestion
 
 /// Finds the API key of a `/v1` request (`Authorization: Bearer <key>`). Routes then check the
@@ -11,18 +12,18 @@ struct AuthMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
-            throw APIError(.unauthorized, "missing_api_key", "send Authorization: Bearer <key>")
+            throw LedgerError(.missingAPIKey, "send Authorization: Bearer <key>")
         }
         guard let secret = Self.bearerToken(header) else {
-            throw APIError(.unauthorized, "invalid_api_key", "the Authorization header must be Bearer <key>")
+            throw LedgerError(.invalidAPIKey, "the Authorization header must be Bearer <key>")
         }
         let key: APIKey?
         do {
             key = try await keys.authenticate(secret)
         } catch {
-            throw APIError(.serviceUnavailable, "database_unavailable", "the database is unavailable; try again shortly", retryAfter: 5)
+            throw LedgerError(.databaseUnavailable, "the database is unavailable; try again shortly")
         }
-        guard let key else { throw APIError(.unauthorized, "invalid_api_key", "this key is unknown or revoked") }
+        guard let key else { throw LedgerError(.invalidAPIKey, "this key is unknown or revoked") }
         var context = context
         context.key = key
         return try await next(request, context)

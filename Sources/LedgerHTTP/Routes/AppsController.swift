@@ -16,13 +16,13 @@ struct AppsController {
             let body = try await JSONBody.decode(Wire.AppBody.self, from: request, context: context)
             let settings = try Self.settings(from: body)
             if let secret = body.shared_secret, secret.isEmpty || secret.utf8.count > 512 {
-                throw APIError.invalid("invalid_shared_secret", "shared_secret must be 1–512 bytes")
+                throw LedgerError(.invalidSharedSecret, "shared_secret must be 1–512 bytes")
             }
             let key = try body.app_store_server_api.map { key in
                 do {
                     return try ServerAPICredentials(issuerID: key.issuer_id, keyID: key.key_id, privateKeyPEM: key.private_key, bundleID: bundleID)
                 } catch let invalid as ServerAPICredentials.Invalid {
-                    throw APIError.invalid("invalid_app_store_server_api", invalid.description)
+                    throw LedgerError(.invalidAppStoreServerAPI, invalid.description)
                 }
             }
             return try JSONBody.response(Self.body(try await directory.configure(bundleID, settings: settings, sharedSecret: body.shared_secret,
@@ -51,24 +51,24 @@ struct AppsController {
         let names = body.environments ?? ["Production", "Sandbox"]
         let environments = try names.map { name in
             guard let environment = AppleEnvironment(rawValue: name) else {
-                throw APIError.invalid("invalid_environment", "environments are Production, Sandbox, Xcode or LocalTesting, not \(name)")
+                throw LedgerError(.invalidEnvironment, "environments are Production, Sandbox, Xcode or LocalTesting, not \(name)")
             }
             return environment
         }
-        guard !environments.isEmpty else { throw APIError.invalid("invalid_environment", "name at least one environment") }
+        guard !environments.isEmpty else { throw LedgerError(.invalidEnvironment, "name at least one environment") }
         if environments.contains(.production), environments.contains(where: { $0 == .xcode || $0 == .localTesting }) {
-            throw APIError.invalid("invalid_environment", "Xcode and LocalTesting data are never accepted beside Production")
+            throw LedgerError(.invalidEnvironment, "Xcode and LocalTesting data are never accepted beside Production")
         }
         let policy = try body.restore_policy.map { name in
             guard let policy = RestorePolicy(rawValue: name) else {
-                throw APIError.invalid("invalid_restore_policy", "restore_policy is transfer or keep")
+                throw LedgerError(.invalidRestorePolicy, "restore_policy is transfer or keep")
             }
             return policy
         } ?? .transfer
-        if let id = body.apple_app_id, id <= 0 { throw APIError.invalid("invalid_apple_app_id", "apple_app_id is a positive number") }
+        if let id = body.apple_app_id, id <= 0 { throw LedgerError(.invalidAppleAppID, "apple_app_id is a positive number") }
         let consumption = try body.consumption_policy.map { given in
             if let preference = given.refund_preference, !ConsumptionPolicy.refundPreferences.contains(preference) {
-                throw APIError.invalid("invalid_consumption_policy", "refund_preference is DECLINE, GRANT_FULL or GRANT_PRORATED")
+                throw LedgerError(.invalidConsumptionPolicy, "refund_preference is DECLINE, GRANT_FULL or GRANT_PRORATED")
             }
             return ConsumptionPolicy(customerConsented: given.customer_consented, refundPreference: given.refund_preference,
                                      sampleContentProvided: given.sample_content_provided ?? false)
@@ -80,33 +80,33 @@ struct AppsController {
     static func appPurchase(_ body: Wire.AppPurchaseBody) throws -> AppPurchaseRule {
         for name in body.entitlements { try Identifier.appPurchaseEntitlement.check(name) }
         guard !body.entitlements.isEmpty else {
-            throw APIError.invalid("invalid_app_purchase", "app_purchase.entitlements names at least one entitlement")
+            throw LedgerError(.invalidAppPurchase, "app_purchase.entitlements names at least one entitlement")
         }
         var before: Date?
         if let text = body.originally_purchased_before {
             guard let date = RFC3339.parseInstant(text) else {
-                throw APIError.invalid("invalid_app_purchase", "originally_purchased_before is an RFC 3339 time or a date (2025-06-01)")
+                throw LedgerError(.invalidAppPurchase, "originally_purchased_before is an RFC 3339 time or a date (2025-06-01)")
             }
             before = date
         }
         if let version = body.originally_before_version,
            version.isEmpty || version.utf8.count > 64 || !version.allSatisfy({ $0.isNumber || $0 == "." || $0.isLetter }) {
-            throw APIError.invalid("invalid_app_purchase", "originally_before_version is a version such as 2.0 or a build number")
+            throw LedgerError(.invalidAppPurchase, "originally_before_version is a version such as 2.0 or a build number")
         }
         guard body.originally_before_version != nil || before != nil else {
-            throw APIError.invalid("invalid_app_purchase", "app_purchase needs originally_before_version, originally_purchased_before, or both")
+            throw LedgerError(.invalidAppPurchase, "app_purchase needs originally_before_version, originally_purchased_before, or both")
         }
         return AppPurchaseRule(entitlements: body.entitlements, originallyBeforeVersion: body.originally_before_version, originallyPurchasedBefore: before)
     }
 
     static func definition(_ productID: String, _ body: Wire.ProductBody) throws -> ProductDefinition {
         guard let type = ProductType(rawValue: body.type) else {
-            throw APIError.invalid("invalid_product_type", "type is one of \(ProductType.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw LedgerError(.invalidProductType, "type is one of \(ProductType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard !productID.isEmpty, productID.utf8.count <= 255 else { throw APIError.invalid("invalid_product_id", "product ids are 1–255 bytes") }
+        guard !productID.isEmpty, productID.utf8.count <= 255 else { throw LedgerError(.invalidProductID, "product ids are 1–255 bytes") }
         let grants = body.grants ?? [:]
         guard grants.allSatisfy({ !$0.key.isEmpty && $0.value > 0 }) else {
-            throw APIError.invalid("invalid_grants", "grants map currency names to positive amounts per unit")
+            throw LedgerError(.invalidGrants, "grants map currency names to positive amounts per unit")
         }
         // The same gate as every identifier: a NUL cannot be stored at all, and other control
         // characters would split what the ledger joins with them.
@@ -114,11 +114,11 @@ struct AppsController {
         for currency in grants.keys { try Identifier.productCurrency.check(currency) }
         var duration: ISODuration?
         if let text = body.duration {
-            guard let parsed = ISODuration(text) else { throw APIError.invalid("invalid_duration", "duration is ISO 8601, e.g. P30D or P1M") }
+            guard let parsed = ISODuration(text) else { throw LedgerError(.invalidDuration, "duration is ISO 8601, e.g. P30D or P1M") }
             duration = parsed
         }
         if type == .nonRenewing, duration == nil {
-            throw APIError.invalid("invalid_duration", "a non_renewing product needs a duration (e.g. P30D)")
+            throw LedgerError(.invalidDuration, "a non_renewing product needs a duration (e.g. P30D)")
         }
         return ProductDefinition(productID: productID, type: type, entitlements: body.entitlements ?? [], grants: grants, duration: duration,
                                  offers: try body.offers.map(Self.offers))
@@ -129,15 +129,15 @@ struct AppsController {
         try given.reduce(into: [:]) { rules, entry in
             let (id, body) = entry
             guard !id.isEmpty, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
-                throw APIError.invalid("invalid_offer", "offer ids are 1–64 letters, digits, '.', '_' or '-', as set up in App Store Connect")
+                throw LedgerError(.invalidOffer, "offer ids are 1–64 letters, digits, '.', '_' or '-', as set up in App Store Connect")
             }
             guard let eligible = OfferRule.Eligible(rawValue: body.eligible) else {
-                throw APIError.invalid("invalid_offer", "offer \(id): eligible is anyone, new, active or lapsed")
+                throw LedgerError(.invalidOffer, "offer \(id): eligible is anyone, new, active or lapsed")
             }
             var lapsedFor: ISODuration?
             if let text = body.lapsed_for {
                 guard eligible == .lapsed, let duration = ISODuration(text) else {
-                    throw APIError.invalid("invalid_offer", "offer \(id): lapsed_for is an ISO 8601 duration (P30D) and goes with eligible lapsed")
+                    throw LedgerError(.invalidOffer, "offer \(id): lapsed_for is an ISO 8601 duration (P30D) and goes with eligible lapsed")
                 }
                 lapsedFor = duration
             }

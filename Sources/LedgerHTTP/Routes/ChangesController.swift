@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import LedgerAccess
 import LedgerChanges
+import LedgerCore
 import LedgerIngestion
 
 /// The change feed, `GET /v1/apps/{bundle_id}/changes`: changes in log order after a cursor, for
@@ -18,7 +19,7 @@ struct ChangesController {
             _ = try await directory.app(bundleID)
             let wait = try request.uri.queryParameters["wait"].map { text -> Int in
                 guard let seconds = Int(String(text)), (0...Self.longestWait).contains(seconds) else {
-                    throw APIError.invalid("invalid_wait", "wait is 0–\(Self.longestWait) seconds")
+                    throw LedgerError(.invalidWait, "wait is 0–\(Self.longestWait) seconds")
                 }
                 return seconds
             } ?? 0

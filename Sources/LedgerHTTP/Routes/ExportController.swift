@@ -3,14 +3,13 @@ import Hummingbird
 import LedgerAccess
 import LedgerCore
 import LedgerIngestion
-import LedgerPostgres
 import LedgerProjections
 
 /// `GET /v1/apps/{bundle_id}/exports/transactions` (scope `finance`): the finance view streamed
 /// page by page, so a month of millions of rows needs no more memory than one page.
 struct ExportController {
     let directory: AppDirectory
-    let reads: ReadReplicas
+    let exports: FinanceExports
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/apps/:bundle_id/exports/transactions") { request, context in
@@ -18,12 +17,10 @@ struct ExportController {
             _ = try await directory.app(bundleID)
             let export = try Self.export(bundleID: bundleID, request)
             let format = try Self.format(request)
-            // From a replica that has every batch this server knows of (one node for every page);
-            // chosen before the status line, so a database that is away fails the request cleanly.
-            let pool = try await reads.pool(atLeast: await reads.requiredForAll())
+            let opened = try await exports.open(export)
             let body = ResponseBody { writer in
                 if format == .csv { try await writer.write(ByteBuffer(string: FinanceExport.csvHeader())) }
-                try await export.forEachPage(on: pool) { rows in
+                try await opened.forEachPage { rows in
                     var buffer = ByteBuffer()
                     for row in rows { buffer.writeString(format == .csv ? FinanceExport.csvLine(row) : FinanceExport.jsonLine(row)) }
                     try await writer.write(buffer)
@@ -40,7 +37,7 @@ struct ExportController {
 
     static func format(_ request: Request) throws -> FinanceExport.Format {
         guard let text = request.uri.queryParameters["format"] else { return .csv }
-        guard let format = FinanceExport.Format(rawValue: String(text)) else { throw APIError.invalid("invalid_format", "format is csv or jsonl") }
+        guard let format = FinanceExport.Format(rawValue: String(text)) else { throw LedgerError(.invalidFormat, "format is csv or jsonl") }
         return format
     }
 
@@ -51,10 +48,10 @@ struct ExportController {
         switch requested {
         case nil, "Production": environment = .production
         case "Sandbox": environment = .sandbox
-        default: throw APIError.invalid("invalid_environment", "environment is Production (the default) or Sandbox")
+        default: throw LedgerError(.invalidEnvironment, "environment is Production (the default) or Sandbox")
         }
         let from = try request.instant("from"), to = try request.instant("to")
-        if let from, let to, from >= to { throw APIError.invalid("invalid_time", "from must be before to") }
+        if let from, let to, from >= to { throw LedgerError(.invalidTime, "from must be before to") }
         return FinanceExport(bundleID: bundleID, environment: environment, from: from, to: to, knownAt: try request.knownAt())
     }
 }

@@ -46,7 +46,7 @@ extension AppleController {
     static func environment(_ name: String?) throws -> AppleEnvironment? {
         guard let name else { return nil }
         guard let environment = AppleEnvironment(rawValue: name) else {
-            throw APIError.invalid("invalid_environment", "environment is Production or Sandbox")
+            throw LedgerError(.invalidEnvironment, "environment is Production or Sandbox")
         }
         return environment
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerAccess
+import LedgerCore
 import LedgerIngestion
 
 /// Evidence in: the app's signed transactions and receipts (scope `ingest`), and Apple's
@@ -61,7 +62,7 @@ struct IngestionController {
 
     private static func token(_ context: LedgerRequestContext) throws -> UUID {
         guard let token = UUID(uuidString: try context.parameters.require("token")) else {
-            throw APIError.invalid("invalid_app_account_token", "an appAccountToken is a UUID, e.g. 7e3fb20b-4cdb-47cc-936d-99d65f608138")
+            throw LedgerError(.invalidAppAccountToken, "an appAccountToken is a UUID, e.g. 7e3fb20b-4cdb-47cc-936d-99d65f608138")
         }
         return token
     }
@@ -85,7 +86,7 @@ struct IngestionController {
             metrics.increment("ledger_evidence_total", ["kind": kind, "result": "accepted"])
             return value
         } catch let error as LedgerError {
-            metrics.increment("ledger_evidence_total", ["kind": kind, "result": error.code])
+            metrics.increment("ledger_evidence_total", ["kind": kind, "result": error.code.rawValue])
             throw error
         }
     }

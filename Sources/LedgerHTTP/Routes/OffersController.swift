@@ -2,6 +2,7 @@ import AppStoreServerAPI
 import Foundation
 import Hummingbird
 import LedgerAccess
+import LedgerCore
 import LedgerIngestion
 
 /// Offers signed for a user the ledger's history makes eligible (scope `ingest`: the game server
@@ -15,7 +16,7 @@ struct OffersController {
             let (bundleID, userID) = try context.appAndUser(.ingest)
             let body = try await JSONBody.decode(Wire.OfferSignRequest.self, from: request, context: context)
             guard let format = OfferDesk.Format(rawValue: body.format ?? "jws") else {
-                throw APIError.invalid("invalid_format", "format is jws (StoreKit 2, iOS 18.4+) or legacy (SKPaymentDiscount)")
+                throw LedgerError(.invalidFormat, "format is jws (StoreKit 2, iOS 18.4+) or legacy (SKPaymentDiscount)")
             }
             switch try await offers.sign(bundleID: bundleID, userID: userID, productID: body.product_id, offerID: body.offer_id,
                                          format: format, transactionID: body.transaction_id) {

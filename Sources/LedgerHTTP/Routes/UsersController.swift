@@ -54,13 +54,13 @@ struct UsersController {
             var expiresAt: Date?
             switch (body.duration, body.until) {
             case (let duration?, nil):
-                guard let parsed = ISODuration(duration) else { throw APIError.invalid("invalid_duration", "duration is ISO 8601, e.g. P7D") }
+                guard let parsed = ISODuration(duration) else { throw LedgerError(.invalidDuration, "duration is ISO 8601, e.g. P7D") }
                 expiresAt = parsed.added(to: now)
             case (nil, let until?):
-                guard let end = RFC3339.parse(until) else { throw APIError.invalid("invalid_time", "until must be an RFC 3339 time") }
+                guard let end = RFC3339.parse(until) else { throw LedgerError(.invalidTime, "until must be an RFC 3339 time") }
                 expiresAt = end
             case (nil, nil): expiresAt = nil
-            default: throw APIError.invalid("invalid_grant", "give duration or until, not both")
+            default: throw LedgerError(.invalidGrant, "give duration or until, not both")
             }
             let grant = try await actions.grant(bundleID: bundleID, userID: userID, entitlement: body.entitlement, expiresAt: expiresAt,
                                                 reason: body.reason, grantID: body.grant_id, actor: context.key?.name)

@@ -55,11 +55,7 @@ struct WebhooksController {
             let name = try context.parameters.require("name")
             _ = try await directory.app(bundleID)
             let body = try await JSONBody.decode(Definition.self, from: request, context: context)
-            do {
-                try WebhookRegistry.validate(name: name, url: body.url, secret: body.secret, types: body.types)
-            } catch let error as WebhookDefinitionError {
-                throw APIError.invalid("invalid_webhook", "\(error.field): \(error.message)")
-            }
+            try WebhookRegistry.validate(name: name, url: body.url, secret: body.secret, types: body.types)
             let created = try await registry.put(bundleID: bundleID, name: name, url: body.url, secret: body.secret, types: body.types)
             let listed = try await registry.list(bundleID: bundleID).first { $0.name == name }
             return try JSONBody.response(listed.map(Listed.init), status: created ? .created : .ok)
@@ -98,14 +94,14 @@ struct WebhooksController {
             let name = try context.parameters.require("name")
             struct Replay: Decodable { var from_position: Int64 }
             let body = try await JSONBody.decode(Replay.self, from: request, context: context)
-            guard body.from_position >= 1 else { throw APIError.invalid("invalid_position", "from_position is a change position, 1 or more") }
+            guard body.from_position >= 1 else { throw LedgerError(.invalidPosition, "from_position is a change position, 1 or more") }
             guard let users = try await registry.replay(bundleID: bundleID, name: name, from: body.from_position) else { throw Self.unknown(name) }
             struct Replayed: Encodable { var from_position: Int64; var users: Int }
             return try JSONBody.response(Replayed(from_position: body.from_position, users: users), status: .accepted)
         }
     }
 
-    static func unknown(_ name: String) -> APIError {
-        APIError(.notFound, "unknown_webhook", "this app has no webhook named \(name)")
+    static func unknown(_ name: String) -> LedgerError {
+        LedgerError(.unknownWebhook, "this app has no webhook named \(name)")
     }
 }

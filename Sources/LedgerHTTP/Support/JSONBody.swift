@@ -21,9 +21,9 @@ enum JSONBody {
         do {
             return Data(try await request.body.collect(upTo: context.maxUploadSize).readableBytesView)
         } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw APIError(.contentTooLarge, "body_too_large", "the body is over \(context.maxUploadSize) bytes")
+            throw LedgerError(.bodyTooLarge, "the body is over \(context.maxUploadSize) bytes")
         } catch is NIOTooManyBytesError {
-            throw APIError(.contentTooLarge, "body_too_large", "the body is over \(context.maxUploadSize) bytes")
+            throw LedgerError(.bodyTooLarge, "the body is over \(context.maxUploadSize) bytes")
         }
     }
 
@@ -32,7 +32,7 @@ enum JSONBody {
         // The ledger's own parser: JSONSerialization building a Foundation tree of a 4 KB JWS body
         // just to see an object showed in the ingestion profile.
         guard let tree = try? JSONTree.parse(data), case .object = tree else {
-            throw APIError.invalid("malformed_json", "the body must be a JSON object")
+            throw LedgerError(.malformedJSON, "the body must be a JSON object")
         }
         // Decoded from that tree (bodies hold strings, numbers and lists: no dates, whose
         // representation differs between the two decoders); JSONDecoder parsed the body a second
@@ -42,11 +42,11 @@ enum JSONBody {
         do {
             return try decoder.decode(type, from: data)
         } catch let DecodingError.keyNotFound(key, _) {
-            throw APIError.invalid("invalid_body", "\(key.stringValue) is required")
+            throw LedgerError(.invalidBody, "\(key.stringValue) is required")
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw APIError.invalid("invalid_body", "\(path(context)) has the wrong type")
+            throw LedgerError(.invalidBody, "\(path(context)) has the wrong type")
         } catch let DecodingError.dataCorrupted(context) {
-            throw APIError.invalid("invalid_body", "\(path(context)): \(context.debugDescription)")
+            throw LedgerError(.invalidBody, "\(path(context)): \(context.debugDescription)")
         }
     }
 

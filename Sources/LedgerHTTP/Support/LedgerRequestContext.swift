@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LedgerAccess
+import LedgerCore
 import Logging
 
 /// Per-request state: the authenticated key, once the auth middleware has found one.
@@ -32,12 +33,12 @@ package struct LedgerRequestContext: RequestContext {
 
     /// The key must carry `scope` (admin carries all) and, if limited to one app, this app.
     func authorize(_ scope: Scope, _ bundleID: String) throws {
-        guard let key else { throw APIError(.unauthorized, "missing_api_key", "send Authorization: Bearer <key>") }
+        guard let key else { throw LedgerError(.missingAPIKey, "send Authorization: Bearer <key>") }
         guard key.grants(scope) else {
-            throw APIError(.forbidden, "insufficient_scope", "this key lacks the \(scope.rawValue) scope")
+            throw LedgerError(.insufficientScope, "this key lacks the \(scope.rawValue) scope")
         }
         guard key.covers(bundleID: bundleID) else {
-            throw APIError(.forbidden, "app_not_allowed", "this key is limited to another app")
+            throw LedgerError(.appNotAllowed, "this key is limited to another app")
         }
     }
 }

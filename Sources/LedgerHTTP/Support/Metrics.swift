@@ -54,7 +54,20 @@ package final class Metrics: Sendable {
     }
 
     /// The exposition text; `gauges` are sampled by the caller at scrape time.
-    func render(gauges: [(name: String, help: String, value: Double)]) -> String {
+    /// A value sampled when `/metrics` is scraped.
+    package struct Gauge: Sendable {
+        package var name: String
+        package var help: String
+        package var value: Double
+
+        package init(_ name: String, _ help: String, _ value: Double) {
+            self.name = name
+            self.help = help
+            self.value = value
+        }
+    }
+
+    func render(gauges: [Gauge]) -> String {
         let snapshot = state.withLock { $0 }
         var out = "# HELP ledger_http_requests_total HTTP requests by route, method and status.\n# TYPE ledger_http_requests_total counter\n"
         for (labels, value) in snapshot.requests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
-import LedgerEventStore
+import LedgerCore
+import LedgerFormats
 
 /// Read-your-writes across servers and replicas, for clients that want it: a write's answer
 /// carries `Ledger-Position` (the log position it reflects, `WrittenPosition`), and a read that
@@ -22,7 +23,7 @@ struct PositionMiddleware<Context: RequestContext>: RouterMiddleware {
     static func readAfter(_ request: Request) throws -> LogPosition? {
         guard let text = request.headers[requestHeader] else { return nil }
         guard let position = LogPosition(text) else {
-            throw APIError.invalid("invalid_position", "Ledger-Read-After is the Ledger-Position of an earlier answer, e.g. 1234.5678")
+            throw LedgerError(.invalidPosition, "Ledger-Read-After is the Ledger-Position of an earlier answer, e.g. 1234.5678")
         }
         return position
     }

@@ -9,7 +9,7 @@ extension Request {
     func instant(_ name: String) throws -> Date? {
         guard let text = uri.queryParameters[Substring(name)] else { return nil }
         guard let date = RFC3339.parseInstant(String(text)) else {
-            throw APIError.invalid("invalid_time", "\(name) must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31 (midnight UTC)")
+            throw LedgerError(.invalidTime, "\(name) must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31 (midnight UTC)")
         }
         return date
     }
@@ -19,7 +19,7 @@ extension Request {
     func knownAt() throws -> Date? {
         let knownAt = try instant("known_at")
         if let knownAt, knownAt > Date().addingTimeInterval(1) {
-            throw APIError.invalid("invalid_time", "known_at is in the future: the ledger cannot know yet what will be recorded")
+            throw LedgerError(.invalidTime, "known_at is in the future: the ledger cannot know yet what will be recorded")
         }
         return knownAt
     }

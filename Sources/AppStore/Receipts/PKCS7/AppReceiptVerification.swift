@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 @_spi(FixedExpiryValidationTime) import X509
 
 extension SignedDataVerifier {

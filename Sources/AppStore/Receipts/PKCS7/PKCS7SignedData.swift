@@ -1,4 +1,5 @@
 import Crypto
+import LedgerCore
 import SwiftASN1
 import X509
 

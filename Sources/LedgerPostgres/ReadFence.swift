@@ -1,4 +1,4 @@
-import LedgerEventStore
+import LedgerFormats
 import Synchronization
 
 /// How far a replica must have replayed the `users` projection before it may answer a read,
@@ -13,8 +13,14 @@ import Synchronization
 /// What happened before this process listened — at start, or after its LISTEN connection broke —
 /// is unknown; then `needsBaseline` is true until the primary's checkpoint is given as a floor.
 package final class ReadFence: Sendable {
+    /// A user of an app (the domain's `UserKey`, which this layer does not import).
+    private struct User: Hashable {
+        var bundleID: String
+        var userID: String
+    }
+
     private struct State {
-        var users: [UserKey: LogPosition] = [:]
+        var users: [User: LogPosition] = [:]
         /// At least every user's last change, for users no longer (or never) listed.
         var floor: LogPosition = .start
         var latest: LogPosition = .start
@@ -28,7 +34,7 @@ package final class ReadFence: Sendable {
 
     /// What a read of one user must wait for.
     package func required(bundleID: String, userID: String) -> LogPosition {
-        state.withLock { state in max(state.floor, state.users[UserKey(bundleID: bundleID, userID: userID)] ?? .start) }
+        state.withLock { state in max(state.floor, state.users[User(bundleID: bundleID, userID: userID)] ?? .start) }
     }
 
     /// What a read of everything must wait for.
@@ -44,7 +50,7 @@ package final class ReadFence: Sendable {
                 state.users.removeAll(keepingCapacity: true)
             }
             for user in users {
-                let key = UserKey(bundleID: user.bundleID, userID: user.userID)
+                let key = User(bundleID: user.bundleID, userID: user.userID)
                 state.users[key] = max(state.users[key] ?? .start, position)
             }
             state.latest = max(state.latest, position)

@@ -1,8 +1,10 @@
+import Hummingbird
 import LedgerChanges
 import LedgerEventStore
+import LedgerHTTP
 import LedgerPostgres
-import Logging
 import LedgerProjections
+import Logging
 import LedgerReconciliation
 import LedgerWebhooks
 import ServiceLifecycle
@@ -24,7 +26,29 @@ package struct BackgroundLoop: Service, CustomStringConvertible {
     }
 }
 
+/// The server's pools as a service: it waits for the graceful shutdown and then closes them.
+/// Listed first in the service group, it is stopped last, once everything that uses the pools
+/// has stopped.
+struct ClosingPools: Service, CustomStringConvertible {
+    let pools: [PostgresPool]
+    var description: String { "database pools" }
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        for pool in pools { await pool.close() }
+    }
+}
+
 extension LedgerServices {
+    /// The pools (primary and replicas), closed when the service group stops: list it first.
+    package var pools: some Service { ClosingPools(pools: [pool] + replicaPools) }
+
+    /// The HTTP server over `endpoints`.
+    package func application(host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger,
+                             onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        buildApplication(endpoints: endpoints, host: host, port: port, limits: limits, logger: logger, onServerRunning: onServerRunning)
+    }
+
     /// What runs beside the HTTP server, in start order (a service group stops them in reverse,
     /// so list the HTTP server after these: it stops first and finishes its requests while the
     /// projection worker still runs):
@@ -41,7 +65,7 @@ extension LedgerServices {
         let (store, timelines, pool, recovery, directory, consumption, changes) = (store, timelines, pool, recovery, directory, consumption, changes)
         // With replicas, a read after an ingestion waits on a replica for this worker's checkpoint
         // to pass the write (ReadFence): the worker then passes inline-projected events at once.
-        let worker = ProjectionWorker(store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
+        let worker = ProjectionWorker(pool: pool, store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
                                       durable: !reads.replicas.isEmpty, passingWindow: reads.replicas.isEmpty ? .milliseconds(10) : .zero,
                                       logger: logger)
         var loops = [

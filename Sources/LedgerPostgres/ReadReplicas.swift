@@ -1,14 +1,14 @@
 import Foundation
-import LedgerEventStore
-import LedgerPostgres
+import LedgerFormats
 import Logging
 import Synchronization
 
 /// Reads served by PostgreSQL streaming replicas (`LEDGER_READ_DATABASE_URL`), each only once it
 /// has replayed what the read must see (`ReadFence`), so read-your-writes holds across nodes.
 ///
-/// A replica is checked by reading its own `users` checkpoint — the same number the fence is
-/// made of — and is remembered as having reached it, so a read whose fence it already passed
+/// A replica is checked by reading its own checkpoint of the projection reads are served from
+/// (`checkpoint`, given by that projection: this type knows nodes, not tables) — the same number
+/// the fence is made of — and is remembered as having reached it, so a read whose fence it already passed
 /// costs no check. One that is behind is polled every millisecond up to `maximumWait`, then the
 /// primary answers. With the primary away (it cannot be asked, nor can anything newer be written
 /// meanwhile) a replica answers with what it has. With no replica configured every read goes to
@@ -18,6 +18,7 @@ package final class ReadReplicas: Sendable {
     package let replicas: [PostgresPool]
     package let fence: ReadFence
     let maximumWait: Duration
+    let checkpoint: @Sendable (PostgresConnection) throws -> LogPosition
     let logger: Logger
     /// Each replica's checkpoint as last read: replay never goes backwards.
     private let reached: Mutex<[LogPosition]>
@@ -38,8 +39,9 @@ package final class ReadReplicas: Sendable {
     package var sources: Sources { served.withLock { $0 } }
 
     package init(primary: PostgresPool, replicas: [PostgresPool], fence: ReadFence = ReadFence(), maximumWait: Duration = .milliseconds(250),
-                logger: Logger) {
+                checkpoint: @escaping @Sendable (PostgresConnection) throws -> LogPosition, logger: Logger) {
         self.primary = primary
+        self.checkpoint = checkpoint
         self.replicas = replicas
         self.fence = fence
         self.maximumWait = maximumWait
@@ -50,7 +52,8 @@ package final class ReadReplicas: Sendable {
 
     /// The primary alone: what a server without replicas reads from.
     package static func primaryOnly(_ pool: PostgresPool, fence: ReadFence = ReadFence(), logger: Logger) -> ReadReplicas {
-        ReadReplicas(primary: pool, replicas: [], fence: fence, logger: logger)
+        // With no replica nothing is ever checked against a checkpoint.
+        ReadReplicas(primary: pool, replicas: [], fence: fence, checkpoint: { _ in .start }, logger: logger)
     }
 
     /// What a read of `user` must see, at least `minimum` (a write the caller just made).
@@ -130,7 +133,7 @@ package final class ReadReplicas: Sendable {
         var result: [(String, String)] = []
         for (index, replica) in replicas.enumerated() {
             do {
-                let position = try await replica.withConnection(Self.checkpoint)
+                let position = try await replica.withConnection(checkpoint)
                 reached.withLock { $0[index] = max($0[index], position) }
                 result.append(("replica \(index + 1)", position >= fence.latest ? "ok" : "ok, replaying (at \(position), fence \(fence.latest))"))
             } catch {
@@ -153,7 +156,7 @@ package final class ReadReplicas: Sendable {
         let known = reached.withLock { $0[index] }
         let (answer, checked) = try await replicas[index].withConnection { connection -> (T?, LogPosition?) in
             guard known < position else { return (try body(connection), nil) }
-            let now = try Self.checkpoint(connection)
+            let now = try self.checkpoint(connection)
             return (now < position ? nil : try body(connection), now)
         }
         if let checked { reached.withLock { $0[index] = max($0[index], checked) } }
@@ -163,10 +166,6 @@ package final class ReadReplicas: Sendable {
     /// At start and after missed announcements: the fence's floor is the primary's checkpoint now.
     private func establishBaseline() async {
         guard !replicas.isEmpty, fence.needsBaseline else { return }
-        if let position = try? await primary.withConnection(Self.checkpoint) { fence.advanceAll(to: position) }
-    }
-
-    static func checkpoint(_ connection: PostgresConnection) throws -> LogPosition {
-        try ProjectionRunner.activeCheckpoint(on: connection)
+        if let position = try? await primary.withConnection(checkpoint) { fence.advanceAll(to: position) }
     }
 }

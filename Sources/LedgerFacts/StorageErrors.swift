@@ -1,0 +1,29 @@
+import LedgerCore
+import LedgerEventStore
+import LedgerPostgres
+
+/// A database failure, as the caller is told of it (declared here, in the bridge between storage
+/// and domain, because neither side imports the other): 503 only for what passes (the database away
+/// or starting, a pool full, a serialisation failure); anything else is a fault — logged where
+/// the request ends with PostgreSQL's words (redacted of the statement's values), and a 500
+/// without them: no database text reaches a client.
+extension PostgresError: LedgerErrorConvertible {
+    package var ledgerError: LedgerError {
+        isTransient
+            ? LedgerError(.databaseUnavailable, "the database is unavailable; try again shortly", underlying: self)
+            : LedgerError(.internalError, "the ledger failed unexpectedly; the server's log has the cause", underlying: self)
+    }
+}
+
+/// The store's failures that reach a caller unmapped: its database's, as the database's.
+extension EventStoreError: LedgerErrorConvertible {
+    package var ledgerError: LedgerError {
+        switch self {
+        case .database(let cause): cause.ledgerError
+        case .invalidEvents:
+            LedgerError(.invalidRequest, "a value in the request is not accepted by the ledger's storage", underlying: self)
+        case .wrongExpectedVersion, .idempotencyConflict:
+            LedgerError(.conflict, "what this request would record contradicts what is recorded", underlying: self)
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import AppStore
+import AppStoreServerAPI
+import LedgerAccess
+import LedgerChanges
+import LedgerConsole
+import LedgerEventStore
+import LedgerHTTP
+import LedgerIngestion
+import LedgerPostgres
+import LedgerProjections
+import LedgerReconciliation
+import LedgerWebhooks
+import Logging
+
+/// The composition root: every part of a running ledger built once from its pools, for
+/// `ledger serve`, the commands that record what they learn from Apple, the tests and the
+/// benchmarks. The HTTP edge gets `endpoints`; the service group gets `backgroundServices`.
+package struct LedgerServices: Sendable {
+    package let pool: PostgresPool
+    /// Pools on PostgreSQL streaming replicas of `pool`'s database (may be none).
+    package let replicaPools: [PostgresPool]
+    package let store: EventStore
+    package let migrator: Migrator
+    package let ingestor: Ingestor
+    package let actions: UserActions
+    package let keys: APIKeyStore
+    package let metrics: Metrics
+    package let directory: AppDirectory
+    /// The projection worker reports through this, so writes answer as soon as it applied them.
+    package let progress: ProjectionProgress
+    /// The timelines this server has read or written, kept true by every batch's NOTIFY.
+    package let timelines: TimelineCache
+    /// Where user states, audit trails and exports are read: replicas when configured.
+    package let reads: ReadReplicas
+    package let users: UserStateReader
+    /// What is asked of Apple's App Store Server API: sync on restore, order lookup.
+    package let lookups: AppleLookups
+    /// Missed notifications recovered from Apple's notification history.
+    package let recovery: NotificationRecovery
+    /// Apple's CONSUMPTION_REQUESTs answered.
+    package let consumption: ConsumptionResponder
+    /// Changes announced, by this server's change projection or any other's (LISTEN).
+    package let changes: ChangeNotifications
+    /// Each app's webhooks, and how their deliveries are paced.
+    package let webhooks: WebhookRegistry
+    package let webhookPolicy: WebhookPolicy
+
+    package init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
+                receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [], replicaWait: Duration = .milliseconds(250),
+                keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), logger: Logger) {
+        let metrics = Metrics()
+        self.pool = pool
+        self.replicaPools = replicas
+        self.store = store
+        self.migrator = migrator
+        self.metrics = metrics
+        let client = VerifyReceiptClient(configuration: receipts, logger: logger) { outcome in
+            metrics.increment("ledger_apple_calls_total", ["api": "verifyReceipt", "outcome": outcome.rawValue])
+        }
+        let progress = ProjectionProgress()
+        let timelines = TimelineCache()
+        self.timelines = timelines
+        let reads = ReadReplicas(primary: pool, replicas: replicas, fence: timelines.fence, maximumWait: replicaWait,
+                                 checkpoint: ProjectionRunner.activeCheckpoint(on:), logger: logger)
+        self.reads = reads
+        let users = UserStateReader(pool: pool, cache: timelines, replicas: reads)
+        self.users = users
+        let freshness = ProjectionFreshness(pool: pool, progress: progress)
+        let directory = AppDirectory(pool: pool, store: store, freshness: freshness, replicas: reads)
+        self.progress = progress
+        self.directory = directory
+        self.ingestor = Ingestor(store: store, evidence: EvidenceStore(pool: pool), directory: directory, verifier: verifier, receipts: client,
+                                 freshness: freshness, reader: users, logger: logger)
+        let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) { outcome in
+            metrics.increment("ledger_apple_calls_total", ["api": "app_store_server_api", "outcome": outcome.rawValue])
+        }
+        self.lookups = AppleLookups(ingestor: ingestor, api: api)
+        self.recovery = NotificationRecovery(ingestor: ingestor, api: api, pool: pool, logger: logger) { result, _ in
+            metrics.increment("ledger_reconcile_notifications_total", ["result": result])
+        }
+        self.consumption = ConsumptionResponder(requests: ingestor.consumptionRequests, directory: directory, reader: users, api: api, logger: logger) { outcome in
+            metrics.increment("ledger_consumption_requests_total", ["outcome": outcome])
+        }
+        self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
+        self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
+        self.changes = ChangeNotifications()
+        self.webhooks = WebhookRegistry(pool: pool)
+        self.webhookPolicy = webhookPolicy
+    }
+
+    /// What the HTTP edge calls.
+    package var endpoints: Endpoints {
+        let metrics = self.metrics
+        let console = ConsoleContext(
+            sessions: ConsoleSessions(pool: pool, keys: keys), directory: directory, reader: users, metrics: MetricsReader(reads: reads),
+            actions: actions, evidence: EvidenceStore(pool: pool), tokens: AppAccountTokens(store: store), lookups: lookups,
+            refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
+        let health = Health(pool: pool, migrator: migrator, reads: reads)
+        return Endpoints(ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
+                         users: users, keys: keys, exports: FinanceExports(reads: reads), feed: ChangeFeed(pool: pool, notifications: changes),
+                         webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
+    }
+}
