@@ -53,7 +53,7 @@ package struct ChangeProjection: Sendable {
             // Whom the batch concerns, found as the `users` projection finds them.
             var concerns = BatchConcerns(facts)
             let lookups = concerns.lookups(in: UsersProjection(version: opened.version))
-            if !lookups.isEmpty { try concerns.add(try connection.pipeline(lookups, transaction: false)) }
+            if !lookups.isEmpty { try concerns.add(try connection.send(lookups.trip), of: lookups) }
             let users = concerns.users.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
             var derived: [(bundleID: String, change: Change)] = []
             var clocks: [(UserKey, ChangeLog)] = []
@@ -175,10 +175,11 @@ package struct ChangeProjection: Sendable {
     /// Every fact that can concern each user (the `users` projection's own read), in log order.
     private func histories(of users: [UserKey], version: Int, on connection: PostgresConnection) throws -> [(UserKey, [(LogPosition, RecordedFact)])] {
         guard !users.isEmpty else { return [] }
-        let results = try connection.pipeline(UsersProjection(version: version).reads(users, alsoStreams: []), transaction: false)
-        let concerned = try BatchConcerns.streams(of: users, owned: results[0])
+        let reads = UsersProjection(version: version).reads(users, alsoStreams: [])
+        let results = try connection.send(reads.trip)
+        let concerned = try BatchConcerns.streams(of: users, owned: results[reads.owned])
         var histories: [UserKey: [(LogPosition, RecordedFact)]] = [:]
-        for row in results[1] {
+        for row in results[reads.events] {
             let event = try RecordedEvent(row: row)
             guard let (_, fact) = try StoredFacts.fact(from: event) else { continue }
             for user in concerned[event.stream] ?? [] { histories[user, default: []].append((event.position, fact)) }

@@ -16,19 +16,28 @@ package enum GroupAppendOutcome<Decision: Sendable>: Sendable {
 /// (`EventStore.withGroupAppend`'s `finish`).
 package struct GroupCommit<Decision: Sendable> {
     package let connection: PostgresConnection
-    /// What `finish`'s first round trip must begin with: nothing when the streams were read in
-    /// an opening round trip; BEGIN, `alongside` and the streams' locks when they were assumed
-    /// new (`assumingNewStreams`) — `alongside`'s results are then that round trip's from index 1.
-    package let opening: [PipelinedStatement]
-    /// The results of the opening round trip's `alongside` statements, in order (empty when
-    /// they go with `opening`).
-    package let alongside: [PostgresRows]
+    /// What `finish`'s first round trip must begin with: nothing when the streams were read in an
+    /// opening round trip; BEGIN, the caller's `alongside` and the streams' locks when they were
+    /// assumed new (`assumingNewStreams`). `finish` builds on a copy of it.
+    package let opening: RoundTrip
+    /// Where the caller's `alongside` is in the opening round trip.
+    let alongsidePart: RoundTrip.Part
+    /// The opening round trip's results, when it was sent before `finish`.
+    let opened: RoundTripResults?
     /// The group's streams as read under their locks.
     package let existing: [String: [RecordedEvent]]
     /// The group's appends, decided, and the statement that appends them.
     package let appends: [StreamAppend]
     package let append: PipelinedStatement
     package let decision: Decision
+
+    /// The results of the caller's `alongside`, for its own slots, once they are back: from the
+    /// opening round trip if it was sent before `finish`, else nil.
+    package var openedAlongside: RoundTripResults? { opened.map { $0[alongsidePart] } }
+
+    /// The results of the caller's `alongside`, for its own slots, given the results of the first
+    /// round trip `finish` sent (built on `opening`).
+    package func alongside(in first: RoundTripResults) -> RoundTripResults { (opened ?? first)[alongsidePart] }
 }
 
 extension EventStore {
@@ -56,32 +65,35 @@ extension EventStore {
     /// purchases (a backfill, a launch): one round trip less.
     package func withGroupAppend<Decision: Sendable>(
         streams: [String],
-        alongside: [PipelinedStatement] = [],
+        alongside: RoundTrip = RoundTrip(),
         assumingNewStreams: Bool = false,
         lazyWithoutAppends: Bool = false,
         decide: @escaping @Sendable ([String: [RecordedEvent]]) -> (Decision, [StreamAppend]),
         finish: (@Sendable (GroupCommit<Decision>) throws -> (appended: PostgresRows, decision: Decision))? = nil
     ) async throws -> GroupAppendOutcome<Decision> {
-        let locked = [PipelinedStatement("BEGIN")] + alongside + [Self.streamLocksStatement(streams)]
+        var begun = RoundTrip([PipelinedStatement("BEGIN")])
+        let alongsidePart = begun.include(alongside)
+        begun.add([Self.streamLocksStatement(streams)])
+        let locked = begun
         let outcome: GroupAppendOutcome<Decision>
         let assumed = assumingNewStreams ? decide([:]) : nil
         if let assumed, !assumed.1.isEmpty {
             // The streams taken to be new: begun, locked and appended in one round trip.
             let (decision, appends) = assumed
             outcome = try await pool.withConnection { connection in
-                Self.appendAndCommit(GroupCommit(connection: connection, opening: locked, alongside: [], existing: [:], appends: appends,
-                                                 append: Self.newStreamsStatement(appends), decision: decision), finish: finish)
+                Self.appendAndCommit(GroupCommit(connection: connection, opening: locked, alongsidePart: alongsidePart, opened: nil, existing: [:],
+                                                 appends: appends, append: Self.newStreamsStatement(appends), decision: decision), finish: finish)
             }
         } else {
-            let opening = locked + [
-                PipelinedStatement(Self.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
-                                   [PostgresTextArray(streams)]),
-            ]
+            var reading = locked
+            let read = reading.add(PipelinedStatement(Self.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
+                                                      [PostgresTextArray(streams)]))
+            let opening = reading
             outcome = try await pool.withConnection { connection in
                 do {
                     var existing: [String: [RecordedEvent]] = [:]
-                    let opened = try connection.pipeline(opening, transaction: false)
-                    for row in opened.last! {
+                    let opened = try connection.send(opening)
+                    for row in opened[read] {
                         let event = try RecordedEvent(row: row)
                         existing[event.stream, default: []].append(event)
                     }
@@ -91,7 +103,7 @@ extension EventStore {
                         _ = try connection.pipeline(closing, transaction: false)
                         return .nothingToAppend(decision)
                     }
-                    return Self.appendAndCommit(GroupCommit(connection: connection, opening: [], alongside: Array(opened.dropFirst().prefix(alongside.count)),
+                    return Self.appendAndCommit(GroupCommit(connection: connection, opening: RoundTrip(), alongsidePart: alongsidePart, opened: opened,
                                                             existing: existing, appends: appends, append: Self.groupStatement(appends), decision: decision),
                                                 finish: finish)
                 } catch {
@@ -113,8 +125,10 @@ extension EventStore {
     ) -> GroupAppendOutcome<Decision> {
         do {
             guard let finish else {
-                let rows = try commit.connection.pipeline(commit.opening + [commit.append, PipelinedStatement("COMMIT")], transaction: false)[commit.opening.count]
-                return .appended(commit.decision, try groupResults(commit.appends, rows: rows))
+                var trip = commit.opening
+                let appended = trip.add(commit.append)
+                trip.add([PipelinedStatement("COMMIT")])
+                return .appended(commit.decision, try groupResults(commit.appends, rows: try commit.connection.send(trip)[appended]))
             }
             let finished = try finish(commit)
             return .appended(finished.decision, try groupResults(commit.appends, rows: finished.appended))

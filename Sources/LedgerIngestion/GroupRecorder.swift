@@ -1,8 +1,8 @@
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFacts
 import LedgerPostgres
-import LedgerProjections
 import Synchronization
 
 /// Group commit for evidence a user presents: requests that arrive while a group is being
@@ -13,7 +13,7 @@ import Synchronization
 /// time per ingestion went to statements and commits, not rows. Two round trips when the group
 /// takes its purchase streams to be new (`NewStreamGuess`): no read of them before deciding.
 ///
-/// The group's transaction applies its own appends to the `users` projection (`InlineProjection`),
+/// The group's transaction applies its own appends to the `users` projection (a `GroupProjection`),
 /// so each request is answered at commit with its user's new timeline, not after the worker's
 /// next batch.
 ///
@@ -45,13 +45,14 @@ final class GroupRecorder: Sendable {
     let store: EventStore
     let evidence: EvidenceStore
     let recorder: FactRecorder
-    let inline: InlineProjection
+    /// Applies each group's appends in its transaction, so its requests are answered at commit.
+    let projection: any GroupProjection
     private let queue: Mutex<GroupQueue<Waiting>>
     private let guess = Mutex(NewStreamGuess())
 
-    init(store: EventStore, evidence: EvidenceStore, recorder: FactRecorder, inline: InlineProjection, maximumGroup: Int = 64) {
+    init(store: EventStore, evidence: EvidenceStore, recorder: FactRecorder, projection: any GroupProjection, maximumGroup: Int = 64) {
         self.store = store
-        self.inline = inline
+        self.projection = projection
         self.evidence = evidence
         self.recorder = recorder
         self.queue = Mutex(GroupQueue(maximumGroup: maximumGroup))
@@ -121,21 +122,18 @@ final class GroupRecorder: Sendable {
     private func append(_ requests: [Request], assumingVersion: Int?) async throws -> GroupAppendOutcome<Decided> {
         let streams = Array(Set(requests.flatMap { $0.work.map(\.stream) }))
         let presenters = Set(requests.compactMap { request in request.presenter.map { UserKey(bundleID: request.bundleID, userID: $0) } })
-        let inline = self.inline
-        let outcome = try await store.withGroupAppend(streams: streams, alongside: [InlineProjection.activeVersion, PipelinedStatement.genericPlans, EvidenceStore.insert(requests.flatMap(\.evidence))],
-                                                      assumingNewStreams: assumingVersion != nil,
+        let projection = self.projection
+        var alongside = RoundTrip()
+        let version = projection.open(&alongside)
+        alongside.add([PipelinedStatement.genericPlans, EvidenceStore.insert(requests.flatMap(\.evidence))])
+        let outcome = try await store.withGroupAppend(streams: streams, alongside: alongside, assumingNewStreams: assumingVersion != nil,
                                                       // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
                                                       lazyWithoutAppends: true, decide: { existing in
             let decided = Self.decide(requests, existing: existing)
             return (Decided(results: decided.results, appendedBy: decided.appendedBy), decided.appends)
         }, finish: { commit in
             var decided = commit.decision
-            // Without an opening round trip the version is read with the reads, after BEGIN: the
-            // first of `alongside`.
-            let version: InlineProjection.Version = if let assumingVersion, !commit.opening.isEmpty { .assumed(assumingVersion, checkedAt: 1) }
-                                                    else { .read(commit.alongside[0]) }
-            let (appended, projected) = try inline.appendAndProject(commit.append, opening: commit.opening, appends: commit.appends, version: version,
-                                                                    streams: commit.existing, presenters: presenters, on: commit.connection)
+            let (appended, projected) = try projection.appendAndProject(commit, opened: version, assumingVersion: assumingVersion, presenters: presenters)
             decided.projected = projected
             return (appended, decided)
         })
@@ -175,7 +173,7 @@ final class GroupRecorder: Sendable {
     private struct Decided: Sendable {
         var results: [Result]
         var appendedBy: [Int]
-        var projected: InlineProjection.Projected?
+        var projected: GroupProjected?
     }
 
     /// Every request decided on the streams as read; a stream already taken by an earlier request

@@ -33,7 +33,7 @@ package struct Ingestor: Sendable {
         self.freshness = freshness
         self.evidence = evidence
         self.recorder = FactRecorder(store: store)
-        self.group = GroupRecorder(store: store, evidence: evidence, recorder: recorder, inline: InlineProjection(cache: reader.cache))
+        self.group = GroupRecorder(store: store, evidence: evidence, recorder: recorder, projection: InlineProjection(cache: reader.cache))
         self.tokens = AppAccountTokens(store: store)
         self.consumptionRequests = ConsumptionRequests(pool: evidence.pool, store: store)
         self.verifier = verifier

@@ -89,6 +89,7 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDe
 
 /// Runs `body`, naming what it does in any `PostgresError` it throws: the operator then reads
 /// "applying migration 0002_projections: …", not a bare SQLSTATE.
+@discardableResult
 package func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
     do {
         return try body()
@@ -98,6 +99,7 @@ package func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () thr
 }
 
 /// `whilePostgres` for asynchronous work.
+@discardableResult
 package func whilePostgres<T>(_ doing: @autoclosure () -> String, _ body: () async throws -> T) async throws -> T {
     do {
         return try await body()

@@ -40,10 +40,20 @@ package struct BatchConcerns {
         }
     }
 
-    /// The statements that find the rest of the users (rows of `bundle_id`, `user_id`): the owners
-    /// of the transactions, every user of the changed apps.
-    package func lookups(in projection: UsersProjection) -> [PipelinedStatement] {
-        var statements: [PipelinedStatement] = []
+    /// The statements that find the rest of the users, and where each one's rows of `bundle_id`,
+    /// `user_id` are.
+    package struct Lookups: Sendable {
+        package private(set) var trip = RoundTrip()
+        fileprivate var slots: [RoundTrip.Slot] = []
+        package var isEmpty: Bool { slots.isEmpty }
+
+        fileprivate mutating func append(_ statement: PipelinedStatement) { slots.append(trip.add(statement)) }
+    }
+
+    /// The statements that find the rest of the users: the owners of the transactions, every user
+    /// of the changed apps.
+    package func lookups(in projection: UsersProjection) -> Lookups {
+        var statements = Lookups()
         let keys = Array(transactions)
         if !keys.isEmpty {
             // One index probe per transaction, whatever the plan: the callers run on generic plans
@@ -78,10 +88,10 @@ package struct BatchConcerns {
         return statements
     }
 
-    /// Adds the users the lookups' rows name (results without those columns are skipped).
-    package mutating func add(_ results: [PostgresRows]) throws {
-        for rows in results where rows.columns.contains("user_id") {
-            for row in rows { users.insert(UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())) }
+    /// Adds the users the lookups found (`found`: the results of their round trip).
+    package mutating func add(_ found: RoundTripResults, of lookups: Lookups) throws {
+        for slot in lookups.slots {
+            for row in found[slot] { users.insert(UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())) }
         }
     }
 

@@ -14,7 +14,7 @@ import LedgerPostgres
 /// The same computation as the worker's (`UsersProjection.changes`): the users the events concern
 /// recomputed from every fact the log holds for them, under the locks that keep concurrent
 /// recomputations in order (`ProjectionLocks`).
-package struct InlineProjection: Sendable {
+package struct InlineProjection: GroupProjection {
     let cache: TimelineCache?
 
     package init(cache: TimelineCache?) {
@@ -23,59 +23,50 @@ package struct InlineProjection: Sendable {
 
     /// The opening round trip's share: the active version, held FOR SHARE as the worker holds it
     /// (a rebuild's switch waits for the group, and the group writes the version readers read).
-    package static let activeVersion = PipelinedStatement("SELECT active_version FROM ledger.projections WHERE name = $1 FOR SHARE",
-                                                          [UsersProjection.name])
-
-    /// What a group's transaction projected.
-    package struct Projected: Sendable {
-        /// The group's last event: what the answers reflect.
-        package var position: LogPosition
-        package var timelines: [UserKey: UserTimeline]
-        /// The version of the `users` projection it wrote.
-        package var version: Int
+    package func open(_ trip: inout RoundTrip) -> RoundTrip.Slot {
+        trip.add(PipelinedStatement("SELECT active_version FROM ledger.projections WHERE name = $1 FOR SHARE", [UsersProjection.name]))
     }
 
-    /// How the group's transaction knows the active version, which names the tables it reads.
-    package enum Version {
-        /// Read (`activeVersion`) in a round trip before.
-        case read(PostgresRows)
-        /// The version the group before found, read (`activeVersion`) in the same round trip as
-        /// the reads that depend on it, at `checkedAt` of the statements that lead it: when it moved
-        /// meanwhile (a rebuild switched), the group fails before it writes anything.
-        case assumed(Int, checkedAt: Int)
-    }
-
-    /// Appends (`append`, the group's statement), applies the appended events, commits.
+    /// Appends (`commit.append`, the group's statement), applies the appended events, commits.
     ///
-    /// `opening`: statements the first round trip begins with (`GroupCommit.opening`).
-    /// `streams`: every event of the group's purchase streams as read under their locks before
-    /// deciding: who owns them is recorded from these (a claim the worker has not applied yet
-    /// would otherwise be missing from the timeline of the user presenting the purchase again).
-    /// `presenters`: users whose answer is wanted, recomputed whatever the events say.
-    package func appendAndProject(_ append: PipelinedStatement, opening: [PipelinedStatement] = [], appends: [StreamAppend], version known: Version,
-                                 streams: [String: [RecordedEvent]], presenters: Set<UserKey>,
-                                 on connection: PostgresConnection) throws -> (appended: PostgresRows, projected: Projected) {
+    /// The version names the tables the group reads and writes: read in the opening round trip,
+    /// or — without one — the version the group before found (`assumingVersion`), read in the same
+    /// round trip as the reads that depend on it: when it moved meanwhile (a rebuild switched),
+    /// the group fails before it writes anything.
+    ///
+    /// Who owns the group's purchases is recorded from `commit.existing`, every event of its
+    /// purchase streams as read under their locks before deciding (a claim the worker has not
+    /// applied yet would otherwise be missing from the timeline of the user presenting the purchase
+    /// again). `presenters`: users whose answer is wanted, recomputed whatever the events say.
+    package func appendAndProject<Decision: Sendable>(_ commit: GroupCommit<Decision>, opened: RoundTrip.Slot, assumingVersion: Int?,
+                                                      presenters: Set<UserKey>) throws -> (appended: PostgresRows, projected: GroupProjected) {
         let version: Int
-        switch known {
-        case .read(let rows): version = try Self.version(in: rows)
-        case .assumed(let assumed, _): version = assumed
+        if let alongside = commit.openedAlongside {
+            version = try Self.version(in: alongside[opened])
+        } else if let assumingVersion {
+            version = assumingVersion
+        } else {
+            throw PostgresError(code: .decoding, message: "a group without an opening round trip assumed no version of \(UsersProjection.name)")
         }
         let projection = UsersProjection(version: version)
         let epoch = cache?.epoch ?? 0
-        let (concerns, moneyMoved) = try Self.concerns(of: appends, streams: streams, presenters: presenters)
+        let streams = commit.existing
+        let (concerns, moneyMoved) = try Self.concerns(of: commit.appends, streams: streams, presenters: presenters)
         // A purchase stream the group appends to and read empty (or took to be new, which its
         // append checks) has no finance rows yet.
-        let appendedStreams = Set(appends.map(\.stream))
+        let appendedStreams = Set(commit.appends.map(\.stream))
         let begun = moneyMoved.filter { key in
             let stream = LedgerStream.purchase(key.bundleID, originalTransactionID: key.originalTransactionID)
             return appendedStreams.contains(stream) && streams[stream] == nil
         }
-        let (changes, leading) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, begun: begun, leading: opening + [append],
-                                                        locking: .users, on: connection)
-        if case .assumed(_, let index) = known, try Self.version(in: leading[index]) != version {
+        var leading = commit.opening
+        let append = leading.add(commit.append)
+        let (changes, first) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, begun: begun, leading: leading,
+                                                      locking: .users, on: commit.connection)
+        if commit.openedAlongside == nil, try Self.version(in: commit.alongside(in: first)[opened]) != version {
             throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) switched versions while a group assumed \(version)")
         }
-        let appended = leading[opening.count]
+        let appended = first[append]
         var last = LogPosition.start
         for row in appended {
             last = max(last, LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["event_position"].int64()))
@@ -85,12 +76,12 @@ package struct InlineProjection: Sendable {
         if !changes.users.isEmpty {
             closing.append(TimelineCache.announcement(changes.users, origin: cache?.origin, position: last))
         }
-        _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
+        _ = try commit.connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
         // After the commit, as the worker does: this process's readers find the new timelines.
         cache?.replace(zip(changes.users, changes.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch, committedAt: last)
         var timelines: [UserKey: UserTimeline] = [:]
         for (user, timeline) in zip(changes.users, changes.timelines) { timelines[UserKey(bundleID: user.bundleID, userID: user.userID)] = timeline }
-        return (appended, Projected(position: last, timelines: timelines, version: version))
+        return (appended, GroupProjected(position: last, timelines: timelines, version: version))
     }
 
     private static func version(in rows: PostgresRows) throws -> Int {

@@ -72,19 +72,18 @@ package struct UsersProjection: Sendable {
         return (decoded, moneyMoved)
     }
 
-    /// `changes(for:)` on concerns the caller found. `leading` statements go first in the first
-    /// round trip (the inline projection's append: what it projects), their results returned.
-    /// `locking`: the active version, which ingestion writes too (`ProjectionLocks`).
-    /// `begun`: transactions among `moneyMoved` whose streams the caller knows had no events
-    /// before (an ingestion group's new purchases): they have no rows to replace.
-    func changes(concerns: BatchConcerns, moneyMoved: Set<TransactionKey>, begun: Set<TransactionKey> = [], leading: [PipelinedStatement] = [],
-                 locking: ProjectionLocks.Scope, on connection: PostgresConnection) throws -> (changes: Changes, leading: [PostgresRows]) {
+    /// `changes(for:)` on concerns the caller found. `leading` goes first in the first round trip
+    /// (the inline projection's append: what it projects); the first round trip's results are
+    /// returned for its slots. `locking`: the active version, which ingestion writes too
+    /// (`ProjectionLocks`). `begun`: transactions among `moneyMoved` whose streams the caller knows
+    /// had no events before (an ingestion group's new purchases): they have no rows to replace.
+    func changes(concerns: BatchConcerns, moneyMoved: Set<TransactionKey>, begun: Set<TransactionKey> = [], leading: RoundTrip = RoundTrip(),
+                 locking: ProjectionLocks.Scope, on connection: PostgresConnection) throws -> (changes: Changes, leading: RoundTripResults) {
         var concerns = concerns
         // Round trip 1: the owners of transactions that changed, and every user of an app whose
         // catalogue changed (it can touch any of their purchases). The users a batch names itself
         // (claimants, both sides of a transfer) are among its concerns already.
         let lookups = concerns.lookups(in: self)
-        let first = leading + lookups
 
         // Round trip 2: the locks; the new owners recorded; every fact of every affected user and
         // of every transaction whose money moved, in one read (a moved transaction is usually an
@@ -102,29 +101,52 @@ package struct UsersProjection: Sendable {
             """, [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))])]
         let moved = Array(moneyMoved)
         let movedStreams = moved.map { LedgerStream.purchase($0.bundleID, originalTransactionID: $0.originalTransactionID) }
-        func reading(_ affected: Set<UserKey>) -> (users: [UserKey], statements: [PipelinedStatement]) {
-            let users = affected.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
-            guard !users.isEmpty || !moved.isEmpty else { return (users, recordOwners) }
-            return (users, ProjectionLocks.statements(locking, users: users, purchaseStreams: movedStreams) + recordOwners + self.reads(users, alsoStreams: movedStreams))
+        struct Reading {
+            var users: [UserKey]
+            var trip = RoundTrip()
+            /// The reads, and where they are in `trip`; none with nobody to read.
+            var reads: (Reads, RoundTrip.Part)?
         }
-        var (users, reads) = lookups.isEmpty ? reading(concerns.users) : ([], [])
-        let firstResults = first.isEmpty && reads.isEmpty ? [] : try connection.pipeline(first + reads, transaction: false)
-        let leadingResults = Array(firstResults.prefix(leading.count))
-        var results = Array(firstResults.dropFirst(first.count))
-        if !lookups.isEmpty {
-            try concerns.add(Array(firstResults.dropFirst(leading.count)))
-            (users, reads) = reading(concerns.users)
-            results = reads.isEmpty ? [] : try connection.pipeline(reads, transaction: false)
+        func reading(_ affected: Set<UserKey>) -> Reading {
+            var reading = Reading(users: affected.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) })
+            guard !reading.users.isEmpty || !moved.isEmpty else {
+                reading.trip.add(recordOwners)
+                return reading
+            }
+            reading.trip.add(ProjectionLocks.statements(locking, users: reading.users, purchaseStreams: movedStreams) + recordOwners)
+            let reads = self.reads(reading.users, alsoStreams: movedStreams)
+            reading.reads = (reads, reading.trip.include(reads.trip))
+            return reading
         }
+        var first = leading
+        let lookupsPart = first.include(lookups.trip)
+        var second = lookups.isEmpty ? reading(concerns.users) : nil
+        let secondPart = second.map { first.include($0.trip) }
+        let firstResults = try connection.send(first)
+        let secondResults: RoundTripResults
+        if let secondPart {
+            secondResults = firstResults[secondPart]
+        } else {
+            try concerns.add(firstResults[lookupsPart], of: lookups)
+            let found = reading(concerns.users)
+            second = found
+            secondResults = try connection.send(found.trip)
+        }
+        let users = second?.users ?? []
         var facts: [StreamFact] = []
-        for row in results.last ?? PostgresRows() {
-            let recorded = try RecordedEvent(row: row)
-            if let (bundleID, fact) = try StoredFacts.fact(from: recorded) { facts.append((recorded.stream, bundleID, fact)) }
+        var owned = PostgresRows()
+        if let (reads, part) = second?.reads {
+            let read = secondResults[part]
+            owned = read[reads.owned]
+            for row in read[reads.events] {
+                let recorded = try RecordedEvent(row: row)
+                if let (bundleID, fact) = try StoredFacts.fact(from: recorded) { facts.append((recorded.stream, bundleID, fact)) }
+            }
         }
 
         var changes = Changes(users: users.map { ($0.bundleID, $0.userID) })
         if !users.isEmpty {
-            let ledgers = try userLedgers(users, owned: results[results.count - 2], facts: facts)
+            let ledgers = try userLedgers(users, owned: owned, facts: facts)
             var texts: [String] = []
             for user in users {
                 let timeline = (ledgers[user] ?? AppLedger(bundleID: user.bundleID)).timeline(of: user.userID)
@@ -138,14 +160,23 @@ package struct UsersProjection: Sendable {
                 """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID)), PostgresTextArray(texts)]))
         }
         if !moved.isEmpty { changes.writes += financeWrites(moved, streams: movedStreams, facts: facts, begun: begun) }
-        return (changes, leadingResults)
+        return (changes, firstResults)
+    }
+
+    /// The two reads of a batch, and where each one's rows are.
+    package struct Reads: Sendable {
+        package let trip: RoundTrip
+        /// The transactions the users own or owned (`bundle_id`, `user_id`, `original_transaction_id`).
+        package let owned: RoundTrip.Slot
+        /// Every event that concerns any of the users, in log order.
+        package let events: RoundTrip.Slot
     }
 
     /// The two reads of a batch: the transactions the users own, and every event of every stream
     /// that concerns any of them (their app's, their own, their purchases' — found through the
     /// owners table inside the statement, as `userLedger` does for one user) or is in `alsoStreams`.
     /// Evidence-only events are left out, as a rebuild leaves them out.
-    package func reads(_ users: [UserKey], alsoStreams: [String]) -> [PipelinedStatement] {
+    package func reads(_ users: [UserKey], alsoStreams: [String]) -> Reads {
         var streams = Set(alsoStreams)
         for user in users {
             streams.insert(LedgerStream.app(user.bundleID))
@@ -154,13 +185,13 @@ package struct UsersProjection: Sendable {
         }
         let keys = Self.pairs(users.map { ($0.bundleID, $0.userID) })
         let owned = "o.bundle_id = ANY($1::text[]) AND o.user_id = ANY($2::text[]) AND o.bundle_id || chr(31) || o.user_id = ANY($3::text[])"
-        return [
-            PipelinedStatement("SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o WHERE \(owned)", keys),
-            PipelinedStatement(EventStore.selectEventsSQL + """
-                 WHERE e.stream = ANY($4::text[] || ARRAY(SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o WHERE \(owned)))
-                   AND e.event_type <> ALL($5::text[]) ORDER BY e.position
-                """, keys + [PostgresTextArray(Array(streams)), PostgresTextArray(Array(Self.ignoredTypes))]),
-        ]
+        var trip = RoundTrip()
+        let ownedSlot = trip.add(PipelinedStatement("SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o WHERE \(owned)", keys))
+        let eventsSlot = trip.add(PipelinedStatement(EventStore.selectEventsSQL + """
+             WHERE e.stream = ANY($4::text[] || ARRAY(SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o WHERE \(owned)))
+               AND e.event_type <> ALL($5::text[]) ORDER BY e.position
+            """, keys + [PostgresTextArray(Array(streams)), PostgresTextArray(Array(Self.ignoredTypes))]))
+        return Reads(trip: trip, owned: ownedSlot, events: eventsSlot)
     }
 
     /// Pairs of keys as three parameters — the distinct first parts, the distinct second parts and

@@ -34,7 +34,7 @@ struct ClosingPools: Service, CustomStringConvertible {
     var description: String { "database pools" }
 
     func run() async throws {
-        try? await gracefulShutdown()
+        await gracefulShutdown()
         for pool in pools { await pool.close() }
     }
 }

@@ -68,7 +68,7 @@ import Testing
         let fresh = [uniqueStream("new"), uniqueStream("new")]
         let seen = Mutex<[[String: [RecordedEvent]]]>([])
         func group(_ streams: [String]) async throws -> GroupAppendOutcome<Int> {
-            try await store.withGroupAppend(streams: streams, alongside: [alongside], assumingNewStreams: true, decide: { existing in
+            try await store.withGroupAppend(streams: streams, alongside: RoundTrip([alongside]), assumingNewStreams: true, decide: { existing in
                 seen.withLock { $0.append(existing) }
                 return (streams.count, streams.map { StreamAppend(stream: $0, events: [testEvent()], expectedVersion: .noStream) })
             })

@@ -125,7 +125,7 @@ struct AppendBenchmark: AsyncParsableCommand {
     private func rawCopy(_ connection: PostgresConnection, shaped: Bool) throws -> Double {
         let hash = "\\\\x" + String(repeating: "07", count: 32)
         let started = Date()
-        for batch in 0..<batches {
+        for _ in 0..<batches {
             let stream = "copy-\(UUID().uuidString.lowercased())"
             var text = ""
             for n in 0..<batchSize {
