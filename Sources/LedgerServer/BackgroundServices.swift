@@ -22,7 +22,7 @@ package struct BackgroundLoop: Service, CustomStringConvertible {
     }
 
     package func run() async throws {
-        try await cancelWhenGracefulShutdown { await body() }
+        await cancelWhenGracefulShutdown { await body() }
     }
 }
 
@@ -34,7 +34,7 @@ struct ClosingPools: Service, CustomStringConvertible {
     var description: String { "database pools" }
 
     func run() async throws {
-        await gracefulShutdown()
+        try? await gracefulShutdown()
         for pool in pools { await pool.close() }
     }
 }
