@@ -373,11 +373,71 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerIngestionTests",
-            dependencies: ["LedgerIngestion", "LedgerEventStore", "LedgerPostgres"],
+            dependencies: ["LedgerIngestion", "LedgerCore", "LedgerDomainTestSupport", "LedgerEventStore", "LedgerFacts", "LedgerFormats", "LedgerPostgres"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerFormatsTests",
+            dependencies: ["LedgerFormats"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerFactsTests",
+            dependencies: ["LedgerFacts", "LedgerCore", "LedgerDomainTestSupport", "LedgerEventStore", "LedgerPostgres"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerSchemaTests",
+            dependencies: ["LedgerSchema", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EmbeddedPostgresTests",
+            dependencies: ["EmbeddedPostgres", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerAccessTests",
+            dependencies: ["LedgerAccess", "LedgerPostgres", "LedgerTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerChangesTests",
+            dependencies: ["LedgerChanges"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerWebhooksTests",
+            dependencies: ["LedgerWebhooks", "LedgerCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerReconciliationTests",
+            dependencies: ["LedgerReconciliation"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerConsoleTests",
+            dependencies: ["LedgerConsole"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LedgerHTTPTests",
+            dependencies: ["LedgerHTTP", "LedgerCore", "LedgerFacts", "LedgerPostgres", .product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: swiftSettings
+        ),
+        // The composed server without a database: routes, middleware and refusals in memory.
+        .testTarget(
+            name: "LedgerServerTests",
+            dependencies: ["LedgerServer", "LedgerHTTP", "AppStore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdTesting", package: "hummingbird")],
+            swiftSettings: swiftSettings
+        ),
+        // The whole server as it is deployed: real PostgreSQL, replicas, the App Store simulator,
+        // webhook receivers and a browser, through HTTP.
+        .testTarget(
+            name: "LedgerIntegrationTests",
             dependencies: [
                 "LedgerAccess", "LedgerReconciliation", "AppStoreServerAPI",
                 "LedgerHTTP", "LedgerServer", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",

@@ -66,8 +66,9 @@ struct FactRecorder: Sendable {
         var seen: LogPosition?
     }
 
-    /// The evidence's events grouped by stream, in order of first appearance.
-    func work(for events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date) throws -> [StreamWork] {
+    /// The evidence's events grouped by stream, in order of first appearance, each with its stable
+    /// ids and the claim to decide. Pure: what is recorded is decided by `plan` on what is read.
+    static func work(for events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date) throws -> [StreamWork] {
         var byStream: [String: [LedgerEvent]] = [:]
         var order: [String] = []
         for event in events {
@@ -94,7 +95,7 @@ struct FactRecorder: Sendable {
     }
 
     func record(_ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date = Date()) async throws -> Outcome {
-        try await record(work(for: events, bundleID: bundleID, evidence: evidence, claimant: claimant, now: now), bundleID: bundleID)
+        try await record(Self.work(for: events, bundleID: bundleID, evidence: evidence, claimant: claimant, now: now), bundleID: bundleID)
     }
 
     /// Appends each stream's work on its own, deciding on what the stream holds and deciding again

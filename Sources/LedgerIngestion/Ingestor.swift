@@ -196,7 +196,7 @@ package struct Ingestor: Sendable {
     /// Keeps the evidence and records its events, together with other requests arriving meanwhile
     /// (`GroupRecorder`); events reference the last piece of evidence (a receipt's: Apple's answer).
     func record(_ events: [LedgerEvent], evidence: [EvidenceStore.Item], bundleID: String, claimant: FactRecorder.Claimant) async throws -> FactRecorder.Outcome {
-        let work = try recorder.work(for: events, bundleID: bundleID, evidence: evidence.last?.digest, claimant: claimant, now: Date())
+        let work = try FactRecorder.work(for: events, bundleID: bundleID, evidence: evidence.last?.digest, claimant: claimant, now: Date())
         return try await group.record(GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID, presenter: claimant.presenter))
     }
 
@@ -208,7 +208,7 @@ package struct Ingestor: Sendable {
         var index: [String: Int] = [:]
         var ids: Set<UUID> = []
         for piece in pieces {
-            for var work in try recorder.work(for: piece.events, bundleID: bundleID, evidence: piece.item.digest, claimant: claimant, now: Date()) {
+            for var work in try FactRecorder.work(for: piece.events, bundleID: bundleID, evidence: piece.item.digest, claimant: claimant, now: Date()) {
                 work.candidates = work.candidates.filter { ids.insert($0.id).inserted }
                 if let at = index[work.stream] { merged[at].candidates += work.candidates } else {
                     index[work.stream] = merged.count

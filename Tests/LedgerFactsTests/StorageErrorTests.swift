@@ -1,0 +1,29 @@
+import LedgerCore
+import LedgerEventStore
+import LedgerFacts
+import LedgerPostgres
+import Testing
+
+/// A storage failure tells the caller what it means, never what it says: what passes is a 503,
+/// anything else a fault whose words stay with it as the cause.
+@Suite struct StorageErrorTests {
+    @Test func aTransientDatabaseFailureIsUnavailableAndAnyOtherAFault() {
+        for state in ["08006", "57P01", "40001", "40P01", "53300", "25006"] {
+            let error = PostgresError(code: .server, sqlState: state, message: "x").ledgerError
+            #expect(error.code == .databaseUnavailable && error.kind == .unavailable, "\(state)")
+        }
+        let fault = PostgresError(code: .server, sqlState: "42501", message: "permission denied for table events").ledgerError
+        #expect(fault.code == .internalError && fault.kind == .fault)
+        #expect(!fault.message.contains("permission"))
+        #expect("\(fault.underlying.map { "\($0)" } ?? "")".contains("permission denied"), "kept for the log")
+    }
+
+    @Test func theStoresRefusalsBecomeTheCallersWords() {
+        let refused = EventStoreError.invalidEvents("value too long for stream user:com.example:secret-user").ledgerError
+        #expect(refused.code == .invalidRequest && !refused.message.contains("secret-user"))
+        let moved = EventStoreError.wrongExpectedVersion(stream: "purchase:com.example:1", expected: .exact(1), actual: 2).ledgerError
+        #expect(moved.kind == .conflict)
+        let away = EventStoreError.database(PostgresError(code: .connectionLost, message: "gone")).ledgerError
+        #expect(away.code == .databaseUnavailable)
+    }
+}
