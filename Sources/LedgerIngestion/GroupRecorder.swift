@@ -31,7 +31,7 @@ final class GroupRecorder: Sendable {
         var presenter: String?
     }
 
-    private enum Result: Sendable {
+    enum Result: Sendable {
         case recorded(FactRecorder.Outcome)
         /// Record the work alone — after storing the evidence, unless the group stored it.
         case alone(evidenceStored: Bool)
@@ -178,7 +178,7 @@ final class GroupRecorder: Sendable {
 
     /// Every request decided on the streams as read; a stream already taken by an earlier request
     /// of the group sends the later one to record alone (its evidence is stored with the group's).
-    private static func decide(_ requests: [Request], existing: [String: [RecordedEvent]])
+    static func decide(_ requests: [Request], existing: [String: [RecordedEvent]])
         -> (results: [Result], appends: [StreamAppend], appendedBy: [Int]) {
         var results = [Result](repeating: .alone(evidenceStored: true), count: requests.count)
         var appends: [StreamAppend] = []
