@@ -39,7 +39,7 @@ struct BackfillCommand: AsyncParsableCommand {
         do { text = try String(contentsOfFile: file, encoding: .utf8) } catch { throw ValidationError("cannot read \(file) as UTF-8 text") }
         let lines: [BackfillLine]
         do { lines = try BackfillFile.parse(text) } catch let invalid as BackfillFile.Invalid { throw ValidationError("\(file), \(invalid)") }
-        let settings = database.settings.applying { $0.poolSize = max($0.poolSize, min(concurrency, 32)) }
+        let settings = try database.settings.applying { $0.poolSize = max($0.poolSize, min(concurrency, 32)) }
         let display = LineProgress(terminal: isatty(STDERR_FILENO) == 1)
         let summary = try await database.withDatabase(logger: logger) { opened, migrator in
             let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)

@@ -33,48 +33,40 @@ struct Configuration: Sendable {
     // Webhooks.
     var webhooks = WebhookPolicy()
 
-    /// What this process was started with.
-    static let environment = Configuration(environment: ProcessInfo.processInfo.environment)
+    /// What this process was started with, or what in it could not be read.
+    static let environment = Result<Configuration, ConfigurationError> { () throws(ConfigurationError) in try Configuration(environment: ProcessInfo.processInfo.environment) }
 
-    init(environment: [String: String]) {
-        func text(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        func number(_ name: String) -> Int? { text(name).flatMap { Int($0) } }
-        databaseURL = text("LEDGER_DATABASE_URL")
-        dataDirectory = text("LEDGER_DATA_DIR")
-        databaseRole = text("LEDGER_DATABASE_ROLE") ?? databaseRole
-        postgresBinaries = text("LEDGER_POSTGRES_BIN")
-        host = text("LEDGER_HOST") ?? host
-        port = number("LEDGER_PORT") ?? port
-        poolSize = number("LEDGER_POOL_SIZE") ?? poolSize
-        readDatabaseURLs = Self.list(text("LEDGER_READ_DATABASE_URL"))
-        readReplicaWait = number("LEDGER_READ_REPLICA_WAIT_MS").map { .milliseconds($0) } ?? readReplicaWait
-        limits = RequestLimits(maximumBody: number("LEDGER_MAX_BODY_BYTES") ?? RequestLimits.defaultMaximumBody)
-        appleRootCertificates = text("LEDGER_APPLE_ROOT_CERTIFICATES")
+    /// The settings `environment` gives; a value that does not parse is an error naming it.
+    init(environment: [String: String]) throws(ConfigurationError) {
+        var read = EnvironmentReader(environment)
+        databaseURL = read.text("LEDGER_DATABASE_URL")
+        dataDirectory = read.text("LEDGER_DATA_DIR")
+        databaseRole = read.text("LEDGER_DATABASE_ROLE") ?? databaseRole
+        postgresBinaries = read.text("LEDGER_POSTGRES_BIN")
+        host = read.text("LEDGER_HOST") ?? host
+        port = read.number("LEDGER_PORT", in: 0...65_535) ?? port
+        poolSize = read.number("LEDGER_POOL_SIZE", in: 1...1_000) ?? poolSize
+        readDatabaseURLs = Self.list(read.text("LEDGER_READ_DATABASE_URL"))
+        readReplicaWait = read.milliseconds("LEDGER_READ_REPLICA_WAIT_MS", in: 0...60_000) ?? readReplicaWait
+        limits = RequestLimits(maximumBody: read.number("LEDGER_MAX_BODY_BYTES", in: 1_024...1_073_741_824) ?? RequestLimits.defaultMaximumBody)
+        appleRootCertificates = read.text("LEDGER_APPLE_ROOT_CERTIFICATES")
         verifyReceipt = .fromEnvironment(environment)
+        verifyReceipt.excludeOldTransactions = read.flag("LEDGER_APPLE_EXCLUDE_OLD_TRANSACTIONS") ?? verifyReceipt.excludeOldTransactions
         serverAPI = .fromEnvironment(environment)
-        if let text = text("LEDGER_APPLE_RECONCILE_INTERVAL") { reconcileInterval = Self.interval(text) ?? reconcileInterval }
-        logLevel = text("LEDGER_LOG_LEVEL").flatMap(Logger.Level.init(rawValue:)) ?? logLevel
-        if let timeout = text("LEDGER_WEBHOOK_TIMEOUT").flatMap(Self.interval) ?? nil { webhooks.attemptTimeout = timeout }
-        if let window = text("LEDGER_WEBHOOK_RETRY_WINDOW").flatMap(Self.interval) ?? nil { webhooks.retryWindow = window }
-        if let longest = text("LEDGER_WEBHOOK_LONGEST_RETRY").flatMap(Self.interval) ?? nil { webhooks.longestRetry = longest }
-        if let first = number("LEDGER_WEBHOOK_FIRST_RETRY_MS"), first > 0 { webhooks.firstRetry = .milliseconds(first) }
-        if let concurrency = number("LEDGER_WEBHOOK_CONCURRENCY"), concurrency > 0 { webhooks.concurrency = concurrency }
-        if let poll = number("LEDGER_WEBHOOK_POLL_MS"), poll > 0 { webhooks.pollInterval = .milliseconds(poll) }
+        if let interval = read.interval("LEDGER_APPLE_RECONCILE_INTERVAL", offAllowed: true) { reconcileInterval = interval }
+        logLevel = read.choice("LEDGER_LOG_LEVEL", of: Logger.Level.self) ?? logLevel
+        if let timeout = read.interval("LEDGER_WEBHOOK_TIMEOUT") ?? nil { webhooks.attemptTimeout = timeout }
+        if let window = read.interval("LEDGER_WEBHOOK_RETRY_WINDOW") ?? nil { webhooks.retryWindow = window }
+        if let longest = read.interval("LEDGER_WEBHOOK_LONGEST_RETRY") ?? nil { webhooks.longestRetry = longest }
+        if let first = read.milliseconds("LEDGER_WEBHOOK_FIRST_RETRY_MS", in: 1...3_600_000) { webhooks.firstRetry = first }
+        if let concurrency = read.number("LEDGER_WEBHOOK_CONCURRENCY", in: 1...10_000) { webhooks.concurrency = concurrency }
+        if let poll = read.milliseconds("LEDGER_WEBHOOK_POLL_MS", in: 1...3_600_000) { webhooks.pollInterval = poll }
+        guard read.problems.isEmpty else { throw ConfigurationError(problems: read.problems) }
     }
 
     /// Comma-separated values, blanks dropped.
     static func list(_ text: String?) -> [String] {
         (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-    }
-
-    /// `off`, or seconds with an optional unit: `3600`, `90s`, `15m`, `1h`. Unreadable: nil.
-    static func interval(_ text: String) -> Duration?? {
-        let value = text.trimmingCharacters(in: .whitespaces).lowercased()
-        if value == "off" || value == "0" { return .some(nil) }
-        let units: [Character: Int] = ["s": 1, "m": 60, "h": 3600]
-        let (digits, unit) = units[value.last ?? " "].map { (value.dropLast(), $0) } ?? (Substring(value), 1)
-        guard let number = Int(digits), number > 0 else { return nil }
-        return .some(.seconds(number * unit))
     }
 
     /// This configuration with `change` applied (a command's flags).

@@ -20,19 +20,22 @@ struct DatabaseOptions: ParsableArguments {
         "Role the server switches to after connecting (env LEDGER_DATABASE_ROLE, default ledger_app).", valueName: "role"))
     var role: String?
 
-    /// The environment's settings with these flags applied.
+    /// The environment's settings with these flags applied; a variable that does not parse stops
+    /// the command with a sentence naming it.
     var settings: Configuration {
-        Configuration.environment.applying { settings in
-            if let databaseURL { settings.databaseURL = databaseURL }
-            if let dataDirectory { settings.dataDirectory = dataDirectory }
-            if let role { settings.databaseRole = role }
+        get throws {
+            try Configuration.environment.get().applying { settings in
+                if let databaseURL { settings.databaseURL = databaseURL }
+                if let dataDirectory { settings.dataDirectory = dataDirectory }
+                if let role { settings.databaseRole = role }
+            }
         }
     }
 
     /// Opens the configured database, or starts the embedded cluster, and hands back a handle that
     /// knows whether it must stop the cluster again.
     func open(logger: Logger) throws -> Database {
-        let settings = self.settings
+        let settings = try self.settings
         let role = try ApplicationRole(settings.databaseRole)
         if let url = settings.databaseURL, !url.isEmpty {
             logger.info("database: \(PostgresConfiguration(connectionString: url)), from \(databaseURL == nil ? "LEDGER_DATABASE_URL" : "--database-url")")

@@ -21,7 +21,8 @@ struct Ledger: AsyncParsableCommand {
 /// Level from `LEDGER_LOG_LEVEL` (trace … critical, default info).
 enum LoggingSetup {
     static let bootstrapped: Void = {
-        let level = Configuration.environment.logLevel
+        // A level that does not parse is reported by the command, which reads the settings first.
+        let level = (try? Configuration.environment.get())?.logLevel ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

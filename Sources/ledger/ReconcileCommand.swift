@@ -33,7 +33,7 @@ struct ReconcileCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = LoggingSetup.logger("ledger.reconcile")
-        let settings = database.settings
+        let settings = try database.settings
         let reports = try await database.withDatabase(logger: logger) { opened, migrator in
             let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
             // What is recorded is projected here too, so each notification is answered as the server would.

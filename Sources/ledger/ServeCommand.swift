@@ -42,18 +42,20 @@ struct ServeCommand: AsyncParsableCommand {
 
     /// The environment's settings with this command's flags applied.
     var settings: Configuration {
-        database.settings.applying { settings in
-            if let host { settings.host = host }
-            if let port { settings.port = port }
-            if let poolSize { settings.poolSize = poolSize }
-            if let readDatabaseURLs { settings.readDatabaseURLs = Configuration.list(readDatabaseURLs) }
-            if let readReplicaWait { settings.readReplicaWait = .milliseconds(readReplicaWait) }
+        get throws {
+            try database.settings.applying { settings in
+                if let host { settings.host = host }
+                if let port { settings.port = port }
+                if let poolSize { settings.poolSize = poolSize }
+                if let readDatabaseURLs { settings.readDatabaseURLs = Configuration.list(readDatabaseURLs) }
+                if let readReplicaWait { settings.readReplicaWait = .milliseconds(readReplicaWait) }
+            }
         }
     }
 
     func run() async throws {
         let logger = LoggingSetup.logger("ledger")
-        let settings = self.settings
+        let settings = try self.settings
         try await database.withDatabase(logger: logger) { opened, migrator in
             try await Self.serve(opened, migrator: migrator, settings: settings, logger: logger)
         }

@@ -117,5 +117,20 @@ import FoundationNetworking
         #expect(outcome.output.contains("connection_failed"))
         #expect(!outcome.output.contains("hunter2"))
     }
-}
 
+    /// A setting that does not parse stops the command before it touches anything, naming every
+    /// variable at fault; it never quietly becomes the default (a server on another port).
+    @Test func aSettingThatDoesNotParseIsAnErrorNamingIt() throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = "postgresql://ledger@127.0.0.1:1/ledger?connect_timeout=1"
+        environment["LEDGER_PORT"] = "80a"
+        environment["LEDGER_APPLE_RECONCILE_INTERVAL"] = "hourly"
+        environment["LEDGER_LOG_LEVEL"] = "loud"
+        let outcome = try ChildProcess.run(Self.ledgerBinary, ["serve"], environment: environment)
+        #expect(outcome.status != 0)
+        #expect(outcome.output.contains("LEDGER_PORT is '80a'"), "\(outcome.output)")
+        #expect(outcome.output.contains("LEDGER_APPLE_RECONCILE_INTERVAL is 'hourly'"))
+        #expect(outcome.output.contains("LEDGER_LOG_LEVEL is 'loud'"))
+        #expect(!outcome.output.contains("connection_failed"), "nothing is tried with settings that are wrong")
+    }
+}

@@ -33,7 +33,6 @@ package struct VerifyReceiptConfiguration: Sendable {
         var configuration = Self()
         if let url = environment["LEDGER_APPLE_VERIFY_RECEIPT_URL"], !url.isEmpty { configuration.productionURL = url }
         if let url = environment["LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL"], !url.isEmpty { configuration.sandboxURL = url }
-        configuration.excludeOldTransactions = environment["LEDGER_APPLE_EXCLUDE_OLD_TRANSACTIONS"] == "true"
         return configuration
     }
 }
