@@ -120,13 +120,13 @@ let package = Package(
         // The bridge both sides share: a domain event as a stored event, and back.
         .target(
             name: "LedgerFacts",
-            dependencies: ["LedgerCore", "LedgerFormats", "LedgerEventStore"],
+            dependencies: ["LedgerCore", "LedgerFormats", "LedgerEventStore", "LedgerPostgres"],
             swiftSettings: swiftSettings
         ),
         // Projections: the domain's state derived from the log, stored, rebuilt blue-green.
         .target(
             name: "LedgerProjections",
-            dependencies: ["LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         // Evidence in, events out: verification against each app's configuration, raw evidence
@@ -134,7 +134,7 @@ let package = Package(
         .target(
             name: "LedgerIngestion",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerProjections", "LedgerPostgres",
+                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerProjections", "LedgerPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -145,7 +145,7 @@ let package = Package(
         .target(
             name: "LedgerReconciliation",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerEventStore", "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
+                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerEventStore", "LedgerFormats", "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -160,7 +160,7 @@ let package = Package(
         // Changes: what each fact meant for each user, derived from the log; the change feed.
         .target(
             name: "LedgerChanges",
-            dependencies: ["LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerPostgres", "LedgerProjections",
+            dependencies: ["LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
@@ -262,6 +262,7 @@ let package = Package(
                 "LedgerCore",
                 "LedgerProjections",
                 "LedgerFacts",
+                "LedgerFormats",
                 "AppStore",
                 "AppStoreSimulator",
                 "AppStoreServerAPI",
@@ -432,6 +433,11 @@ let package = Package(
             dependencies: ["LedgerServer", "LedgerHTTP", "AppStore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HummingbirdTesting", package: "hummingbird")],
+            swiftSettings: swiftSettings
+        ),
+        // The repository read as a newcomer reads it: docs/architecture.md against the imports.
+        .testTarget(
+            name: "RepositoryTests",
             swiftSettings: swiftSettings
         ),
         // The whole server as it is deployed: real PostgreSQL, replicas, the App Store simulator,
