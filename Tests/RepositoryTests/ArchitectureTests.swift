@@ -109,4 +109,11 @@ import Testing
         }
         #expect(try Self.imports(of: "LedgerCore").isSubset(of: ["LedgerFormats"]), "the domain is pure")
     }
+
+    @Test func theReadmesLayoutNamesEveryModule() throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        for folder in Self.folders.values where folder.hasPrefix("Sources/") {
+            #expect(readme.contains("    \(folder) "), "README.md's layout does not list \(folder)")
+        }
+    }
 }
