@@ -126,7 +126,9 @@ let package = Package(
         // Projections: the domain's state derived from the log, stored, rebuilt blue-green.
         .target(
             name: "LedgerProjections",
-            dependencies: ["LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Evidence in, events out: verification against each app's configuration, raw evidence
@@ -160,8 +162,10 @@ let package = Package(
         // Changes: what each fact meant for each user, derived from the log; the change feed.
         .target(
             name: "LedgerChanges",
-            dependencies: ["LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Webhooks: signed deliveries of changes, at least once, in order per user.
@@ -358,18 +362,27 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerProjectionsTests",
-            dependencies: ["LedgerProjections", "LedgerFacts", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport", "LedgerDomainTestSupport"],
+            dependencies: [
+                "LedgerProjections", "LedgerFacts", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport",
+                "LedgerDomainTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AppStoreTests",
-            dependencies: ["AppStore", "AppStoreSimulator", "LedgerCore", .product(name: "Logging", package: "swift-log"), .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"), .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "AppStore", "AppStoreSimulator", "LedgerCore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AppStoreServerAPITests",
-            dependencies: ["AppStoreServerAPI", "AppStore", "AppStoreSimulator", "LedgerCore", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "AppStoreServerAPI", "AppStore", "AppStoreSimulator", "LedgerCore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -430,9 +443,11 @@ let package = Package(
         // The composed server without a database: routes, middleware and refusals in memory.
         .testTarget(
             name: "LedgerServerTests",
-            dependencies: ["LedgerServer", "LedgerHTTP", "AppStore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport",
-                           .product(name: "Hummingbird", package: "hummingbird"),
-                           .product(name: "HummingbirdTesting", package: "hummingbird")],
+            dependencies: [
+                "LedgerServer", "LedgerHTTP", "AppStore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The repository read as a newcomer reads it: docs/architecture.md against the imports.
@@ -462,10 +477,12 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerCLITests",
-            dependencies: ["ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
-                           "LedgerIngestion", "LedgerProjections", "LedgerCore", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
-                           "WebhookReceiver",
-                           .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
+                "LedgerIngestion", "LedgerProjections", "LedgerCore", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
+                "WebhookReceiver",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

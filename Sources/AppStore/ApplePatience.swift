@@ -1,4 +1,5 @@
 import LedgerCore
+
 /// How patiently a client asks Apple: attempts, the full-jitter backoff between them
 /// (`FullJitter`), the whole call's budget and each request's timeout. One shape for every
 /// client of Apple's (verifyReceipt, the App Store Server API), each with its own defaults.

@@ -9,7 +9,8 @@ package enum EvidenceEvents {
     /// already revoked it.
     package static func events(for transaction: DecodedTransaction) -> [LedgerEvent] {
         let facts = transaction.facts
-        let isRenewal = transaction.transactionReason == "RENEWAL"
+        let isRenewal =
+            transaction.transactionReason == "RENEWAL"
             || (transaction.transactionReason == nil && facts.transactionID != facts.originalTransactionID)
         var events: [LedgerEvent] = [isRenewal ? .renewed(facts) : .purchased(facts)]
         if let revocation = transaction.revocation { events.append(revocation.kind == .familyRevoke ? .revoked(revocation) : .refunded(revocation)) }
@@ -22,9 +23,11 @@ package enum EvidenceEvents {
     package static func events(for verified: VerifiedNotificationV2) -> [LedgerEvent] {
         var events: [LedgerEvent] = [.appleNotificationReceived(verified.notification)]
         if verified.notification.notificationType == "RESCIND_CONSENT", let app = verified.appTransaction, let id = app.appTransactionID {
-            events.append(.consentRescinded(ConsentRescission(
-                appTransactionID: id, environment: app.environment,
-                rescindedAt: verified.notification.signedDate ?? app.signedDate, notificationUUID: verified.notification.notificationUUID)))
+            events.append(
+                .consentRescinded(
+                    ConsentRescission(
+                        appTransactionID: id, environment: app.environment,
+                        rescindedAt: verified.notification.signedDate ?? app.signedDate, notificationUUID: verified.notification.notificationUUID)))
         }
         let type = verified.notification.notificationType
         let subtype = verified.notification.subtype
@@ -34,9 +37,11 @@ package enum EvidenceEvents {
             case "DID_RENEW" where subtype == "BILLING_RECOVERY":
                 transactionEvents[0] = .recovered(transaction.facts)
             case "REFUND_REVERSED":
-                transactionEvents.append(.refundReversed(RefundReversal(
-                    transactionID: transaction.facts.transactionID, originalTransactionID: transaction.facts.originalTransactionID,
-                    signedDate: verified.notification.signedDate ?? transaction.facts.signedDate)))
+                transactionEvents.append(
+                    .refundReversed(
+                        RefundReversal(
+                            transactionID: transaction.facts.transactionID, originalTransactionID: transaction.facts.originalTransactionID,
+                            signedDate: verified.notification.signedDate ?? transaction.facts.signedDate)))
             default: break
             }
             events += transactionEvents
@@ -54,10 +59,13 @@ package enum EvidenceEvents {
 
     /// The app's own purchase, presented for `userID` (by the app, or pulled from Apple on a sync).
     package static func events(for appTransaction: DecodedAppTransaction, userID: String) -> [LedgerEvent] {
-        [.appTransactionRecorded(AppTransactionFacts(
-            userID: userID, appTransactionID: appTransaction.appTransactionID, environment: appTransaction.environment,
-            originalApplicationVersion: appTransaction.originalApplicationVersion, originalPurchaseDate: appTransaction.originalPurchaseDate,
-            preorderDate: appTransaction.preorderDate, originalPlatform: appTransaction.originalPlatform))]
+        [
+            .appTransactionRecorded(
+                AppTransactionFacts(
+                    userID: userID, appTransactionID: appTransaction.appTransactionID, environment: appTransaction.environment,
+                    originalApplicationVersion: appTransaction.originalApplicationVersion, originalPurchaseDate: appTransaction.originalPurchaseDate,
+                    preorderDate: appTransaction.preorderDate, originalPlatform: appTransaction.originalPlatform))
+        ]
     }
 
     /// A subscription's renewal info as Apple's Get All Subscription Statuses states it beside its
@@ -82,10 +90,11 @@ package enum EvidenceEvents {
             let facts = line.facts(environment: environment, statedAt: statedAt)
             events.append(facts.transactionID == facts.originalTransactionID ? .purchased(facts) : .renewed(facts))
             if let cancelled = line.cancellationDate {
-                let revocation = RevocationFacts(environment: environment, transactionID: line.transactionID,
-                                                 originalTransactionID: line.originalTransactionID, revocationDate: cancelled,
-                                                 reason: line.cancellationReason,
-                                                 kind: line.ownership == .familyShared ? .familyRevoke : .refundFull, signedDate: statedAt)
+                let revocation = RevocationFacts(
+                    environment: environment, transactionID: line.transactionID,
+                    originalTransactionID: line.originalTransactionID, revocationDate: cancelled,
+                    reason: line.cancellationReason,
+                    kind: line.ownership == .familyShared ? .familyRevoke : .refundFull, signedDate: statedAt)
                 events.append(revocation.kind == .familyRevoke ? .revoked(revocation) : .refunded(revocation))
             }
         }

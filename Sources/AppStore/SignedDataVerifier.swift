@@ -68,8 +68,9 @@ package final class SignedDataVerifier: Sendable {
         // Split on the UTF-8 bytes: splitting the String by Characters was a tenth of the time.
         let bytes = jws.utf8
         guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")),
-              let secondDot = bytes[bytes.index(after: firstDot)...].firstIndex(of: UInt8(ascii: ".")),
-              !bytes[bytes.index(after: secondDot)...].contains(UInt8(ascii: ".")) else {
+            let secondDot = bytes[bytes.index(after: firstDot)...].firstIndex(of: UInt8(ascii: ".")),
+            !bytes[bytes.index(after: secondDot)...].contains(UInt8(ascii: "."))
+        else {
             throw AppStoreError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
         }
         let parts = [jws[..<firstDot], jws[bytes.index(after: firstDot)..<secondDot], jws[bytes.index(after: secondDot)...]]
@@ -77,8 +78,9 @@ package final class SignedDataVerifier: Sendable {
         // the caller (`SignedFields`). JSONDecoder for the claims and JSONSerialization for the
         // fields parsed each 1.5 KB payload twice, ~3 % of ingestion's CPU.
         guard let payload = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
-              let tree = try? JSONTree.parse(payload), case .object = tree,
-              let decoded = try? StorageDecoder.decode(ClaimsPayload.self, from: tree) else {
+            let tree = try? JSONTree.parse(payload), case .object = tree,
+            let decoded = try? StorageDecoder.decode(ClaimsPayload.self, from: tree)
+        else {
             throw AppStoreError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
         }
         let claims = try Claims(decoded, tree: tree, kind: kind)
@@ -109,8 +111,9 @@ package final class SignedDataVerifier: Sendable {
         }
 
         guard signature.count == 64,
-              let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-              key.isValidSignature(ecdsa, for: Data(jws.utf8[..<parts[1].endIndex])) else {
+            let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+            key.isValidSignature(ecdsa, for: Data(jws.utf8[..<parts[1].endIndex]))
+        else {
             throw AppStoreError(.invalidSignature, "the ES256 signature does not match the leaf certificate")
         }
         let environment = try claims.check(against: expectation, kind: kind)
@@ -125,7 +128,8 @@ package final class SignedDataVerifier: Sendable {
     /// LocalTesting (never beside Production), and only for data of those environments.
     private static func localTestingKey(_ base64: String) throws -> P256.Signing.PublicKey {
         guard let der = Base64URL.decode(Substring(base64)), let certificate = try? Certificate(derEncoded: Array(der)),
-              let key = P256.Signing.PublicKey(certificate.publicKey) else {
+            let key = P256.Signing.PublicKey(certificate.publicKey)
+        else {
             throw AppStoreError(.missingCertificateChain, "the x5c certificate is not a valid P-256 certificate")
         }
         return key
@@ -135,8 +139,9 @@ package final class SignedDataVerifier: Sendable {
     /// `date`; returns the leaf's signing key and remembers it under `cacheKey` for the chain's window.
     private func validatedKey(_ x5c: [String], at date: Date, cacheKey: String) async throws -> P256.Signing.PublicKey {
         guard let leafDER = Base64URL.decode(Substring(x5c[0])), let intermediateDER = Base64URL.decode(Substring(x5c[1])),
-              let leaf = try? Certificate(derEncoded: Array(leafDER)),
-              let intermediate = try? Certificate(derEncoded: Array(intermediateDER)) else {
+            let leaf = try? Certificate(derEncoded: Array(leafDER)),
+            let intermediate = try? Certificate(derEncoded: Array(intermediateDER))
+        else {
             throw AppStoreError(.missingCertificateChain, "an x5c certificate is not valid DER")
         }
         guard intermediate.extensions[oid: Self.intermediateMarker] != nil, leaf.extensions[oid: Self.leafMarker] != nil else {
@@ -145,7 +150,8 @@ package final class SignedDataVerifier: Sendable {
         var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(fixedExpiryValidationTime: date) }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
         guard case .validCertificate(let chain) = result, chain.count == 3, chain[1] == intermediate,
-              let key = P256.Signing.PublicKey(leaf.publicKey) else {
+            let key = P256.Signing.PublicKey(leaf.publicKey)
+        else {
             throw AppStoreError(.untrustedChain, "the chain does not lead to a configured root, or was not valid when signed")
         }
         let notBefore = chain.map(\.notValidBefore).max()!
@@ -210,7 +216,8 @@ struct Claims {
     /// and `appData`. A body with none of them is a shape Apple added since: its app is the one
     /// object member that names a `bundleId`, so next year's notifications are checked, not lost.
     static func notificationScope(_ payload: ClaimsPayload, tree: JSONTree) throws -> ClaimsPayload.Scope {
-        let known = [payload.data, payload.summary, payload.appData].compactMap { $0 }
+        let known =
+            [payload.data, payload.summary, payload.appData].compactMap { $0 }
             + [payload.externalPurchaseToken.map(Self.tokenScope)].compactMap { $0 }
         if known.count > 1 {
             throw AppStoreError(.malformed, "the notification carries more than one of data, summary, externalPurchaseToken and appData")

@@ -48,28 +48,31 @@ package struct TrustStore: Sendable {
     package static func load(paths list: String) throws -> TrustStore {
         let paths = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard !paths.isEmpty else { throw LoadError.notConfigured }
-        return TrustStore(roots: try paths.map { path in
-            guard let data = FileManager.default.contents(atPath: path) else { throw LoadError.unreadable(path: path) }
-            let der: [UInt8]
-            if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
-                guard let certificate = try? Certificate(pemEncoded: text) else { throw LoadError.notACertificate(path: path) }
-                var serializer = DER.Serializer()
-                try serializer.serialize(certificate)
-                der = serializer.serializedBytes
-            } else {
-                der = Array(data)
-            }
-            guard let certificate = try? Certificate(derEncoded: der) else { throw LoadError.notACertificate(path: path) }
-            return Root(path: path, certificate: certificate, fingerprint: SHA256.hash(data: der).map { String(format: "%02x", $0) }.joined())
-        })
+        return TrustStore(
+            roots: try paths.map { path in
+                guard let data = FileManager.default.contents(atPath: path) else { throw LoadError.unreadable(path: path) }
+                let der: [UInt8]
+                if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
+                    guard let certificate = try? Certificate(pemEncoded: text) else { throw LoadError.notACertificate(path: path) }
+                    var serializer = DER.Serializer()
+                    try serializer.serialize(certificate)
+                    der = serializer.serializedBytes
+                } else {
+                    der = Array(data)
+                }
+                guard let certificate = try? Certificate(derEncoded: der) else { throw LoadError.notACertificate(path: path) }
+                return Root(path: path, certificate: certificate, fingerprint: SHA256.hash(data: der).map { String(format: "%02x", $0) }.joined())
+            })
     }
 
     /// Lines for the start-up log: which configured roots are Apple's.
     package var summary: [String] {
         roots.map { root in
-            root.isAppleRootCAG3 ? "trusting Apple Root CA - G3 (\(root.path))"
-                : root.isAppleIncRoot ? "trusting Apple Inc. Root for legacy receipts (\(root.path))"
-                : "trusting a root that is NOT Apple's (\(root.path), sha256 \(root.fingerprint)): only for tests and the local simulator"
+            root.isAppleRootCAG3
+                ? "trusting Apple Root CA - G3 (\(root.path))"
+                : root.isAppleIncRoot
+                    ? "trusting Apple Inc. Root for legacy receipts (\(root.path))"
+                    : "trusting a root that is NOT Apple's (\(root.path), sha256 \(root.fingerprint)): only for tests and the local simulator"
         }
     }
 

@@ -40,9 +40,12 @@ package final class BearerTokens: Sendable {
 
     static func sign(_ credentials: ServerAPICredentials, issuedAt: Int64, expiresAt: Int64) throws -> String {
         let header: [String: Any] = ["alg": "ES256", "kid": credentials.keyID, "typ": "JWT"]
-        let claims: [String: Any] = ["iss": credentials.issuerID, "iat": issuedAt, "exp": expiresAt,
-                                     "aud": audience, "bid": credentials.bundleID]
-        let input = try Base64URLEncoding.encode(JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
+        let claims: [String: Any] = [
+            "iss": credentials.issuerID, "iat": issuedAt, "exp": expiresAt,
+            "aud": audience, "bid": credentials.bundleID,
+        ]
+        let input =
+            try Base64URLEncoding.encode(JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
             + Base64URLEncoding.encode(JSONSerialization.data(withJSONObject: claims, options: .sortedKeys))
         let signature = try credentials.privateKey.signature(for: Data(input.utf8))
         return input + "." + Base64URLEncoding.encode(signature.rawRepresentation)

@@ -67,20 +67,26 @@ package struct OfferSigner: Sendable {
     /// The legacy promotional offer signature (`SKPaymentDiscount`): ECDSA P-256 with SHA-256, DER,
     /// base64, over bundle id, key id, product id, offer id, application username and nonce (both
     /// lowercased) and the timestamp in milliseconds, joined by U+2063 INVISIBLE SEPARATOR.
-    package func legacyPromotionalOffer(productID: String, offerID: String, applicationUsername: String, nonce: UUID = UUID(),
-                                        at now: Date = Date()) throws -> LegacyOfferSignature {
+    package func legacyPromotionalOffer(
+        productID: String, offerID: String, applicationUsername: String, nonce: UUID = UUID(),
+        at now: Date = Date()
+    ) throws -> LegacyOfferSignature {
         let timestamp = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
         let lowercasedNonce = nonce.uuidString.lowercased()
-        let message = Self.legacyMessage(bundleID: credentials.bundleID, keyID: credentials.keyID, productID: productID, offerID: offerID,
-                                         applicationUsername: applicationUsername, nonce: lowercasedNonce, timestamp: timestamp)
+        let message = Self.legacyMessage(
+            bundleID: credentials.bundleID, keyID: credentials.keyID, productID: productID, offerID: offerID,
+            applicationUsername: applicationUsername, nonce: lowercasedNonce, timestamp: timestamp)
         let signature = try credentials.privateKey.signature(for: Data(message.utf8))
-        return LegacyOfferSignature(keyID: credentials.keyID, nonce: lowercasedNonce, timestamp: timestamp,
-                                    signature: signature.derRepresentation.base64EncodedString(), applicationUsername: applicationUsername.lowercased())
+        return LegacyOfferSignature(
+            keyID: credentials.keyID, nonce: lowercasedNonce, timestamp: timestamp,
+            signature: signature.derRepresentation.base64EncodedString(), applicationUsername: applicationUsername.lowercased())
     }
 
     /// What the legacy signature signs, exactly as StoreKit rebuilds it to check.
-    package static func legacyMessage(bundleID: String, keyID: String, productID: String, offerID: String, applicationUsername: String,
-                                      nonce: String, timestamp: Int64) -> String {
+    package static func legacyMessage(
+        bundleID: String, keyID: String, productID: String, offerID: String, applicationUsername: String,
+        nonce: String, timestamp: Int64
+    ) -> String {
         [bundleID, keyID, productID, offerID, applicationUsername.lowercased(), nonce.lowercased(), String(timestamp)].joined(separator: "\u{2063}")
     }
 }

@@ -26,8 +26,10 @@ struct RetryPlan: Sendable {
     let configuration: ServerAPIConfiguration
 
     /// `attempts`: made so far, this one included; `elapsed`: since the first began.
-    func decide(after outcome: Outcome, attempts: Int, elapsed: Duration, now: Date,
-                random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }) -> Decision {
+    func decide(
+        after outcome: Outcome, attempts: Int, elapsed: Duration, now: Date,
+        random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }
+    ) -> Decision {
         guard Self.mayPass(outcome), attempts < configuration.patience.maxAttempts else { return .stop }
         var wait = backoff(beforeRetry: attempts - 1, random: random)
         if case .answered(429, let header?, _) = outcome, let asked = Self.retryAfter(header, now: now) {
@@ -47,7 +49,7 @@ struct RetryPlan: Sendable {
     /// large (Apple's documented form), else seconds; a time already past waits nothing.
     static func retryAfter(_ header: String, now: Date) -> Duration? {
         guard let value = Int64(header.trimmingCharacters(in: .whitespaces)), value >= 0 else { return nil }
-        if value > 100_000_000_000 {  // after 1973 in milliseconds; 3,000 years in seconds
+        if value > 100_000_000_000 { // after 1973 in milliseconds; 3,000 years in seconds
             let milliseconds = value - Int64((now.timeIntervalSince1970 * 1000).rounded())
             return .milliseconds(max(0, milliseconds))
         }

@@ -25,8 +25,10 @@ package struct AppStoreServerAPIClient: Sendable {
     /// Apple's pages are a few hundred KB at most; a larger answer is not Apple's.
     static let maximumAnswer = 16 * 1024 * 1024
 
-    package init(configuration: ServerAPIConfiguration, http: HTTPClient = .shared, tokens: BearerTokens = BearerTokens(),
-                logger: Logger, observe: @escaping @Sendable (ServerAPIOutcome) -> Void = { _ in }) {
+    package init(
+        configuration: ServerAPIConfiguration, http: HTTPClient = .shared, tokens: BearerTokens = BearerTokens(),
+        logger: Logger, observe: @escaping @Sendable (ServerAPIOutcome) -> Void = { _ in }
+    ) {
         self.configuration = configuration
         self.http = http
         self.tokens = tokens
@@ -36,8 +38,10 @@ package struct AppStoreServerAPIClient: Sendable {
 
     /// One request, retried as `RetryPlan` decides. `path` is Apple's path with its identifiers
     /// already checked (`segment`); `query` values are percent-encoded here.
-    func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: Data? = nil,
-              in environment: AppleEnvironment, as credentials: ServerAPICredentials, expecting expected: Set<Int> = [200]) async throws -> Data {
+    func send(
+        _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: Data? = nil,
+        in environment: AppleEnvironment, as credentials: ServerAPICredentials, expecting expected: Set<Int> = [200]
+    ) async throws -> Data {
         guard let base = configuration.baseURL(environment) else {
             throw AppStoreError(.appleAPIRefused, "\(environment.rawValue) data cannot be asked of Apple's App Store Server API")
         }
@@ -74,7 +78,11 @@ package struct AppStoreServerAPIClient: Sendable {
             switch plan.decide(after: outcome, attempts: attempts, elapsed: clock.now - started, now: Date()) {
             case .retry(let wait):
                 if case .answered(429, _, _) = outcome { observe(.rateLimited) } else { observe(.retried) }
-                logger.debug("retrying App Store Server API call", metadata: ["apple.path": "\(path)", "apple.wait_ms": "\(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)"])
+                logger.debug(
+                    "retrying App Store Server API call",
+                    metadata: [
+                        "apple.path": "\(path)", "apple.wait_ms": "\(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)",
+                    ])
                 try await Task.sleep(for: wait)
             case .stop:
                 throw failure(outcome, answer: answer, path: path, credentials: credentials, attempts: attempts)
@@ -98,9 +106,10 @@ package struct AppStoreServerAPIClient: Sendable {
         case 401, 403:
             observe(.unauthorized)
             tokens.forget(credentials)
-            return AppStoreError(.appleAPIUnauthorized,
-                                 "Apple refused the App Store Server API key \(credentials.keyID) of \(credentials.bundleID) (HTTP \(status)): "
-                                 + "check its issuer_id, key_id and private_key, and that it is an active In-App Purchase key of this app's team")
+            return AppStoreError(
+                .appleAPIUnauthorized,
+                "Apple refused the App Store Server API key \(credentials.keyID) of \(credentials.bundleID) (HTTP \(status)): "
+                    + "check its issuer_id, key_id and private_key, and that it is an active In-App Purchase key of this app's team")
         case 429:
             observe(.unavailable)
             return AppStoreError(.appleUnavailable, "Apple's rate limit was reached" + (retryAfter.map { " (Retry-After \($0))" } ?? "") + "; try again later")
@@ -143,7 +152,8 @@ package struct AppStoreServerAPIClient: Sendable {
     }
 
     static func percentEncoded(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? ""
+        value.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~"))
+            ?? ""
     }
 
     static func timeAmount(_ duration: Duration) -> TimeAmount {

@@ -14,13 +14,16 @@ package struct ServerAPIConfiguration: Sendable {
     /// reaching past the budget ends the call at once, as unavailable.
     package var patience: ApplePatience
 
-    package init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
-                maxAttempts: Int = 5, backoffBase: Duration = .milliseconds(500), backoffCap: Duration = .seconds(8),
-                totalBudget: Duration = .seconds(60), requestTimeout: Duration = .seconds(30)) {
+    package init(
+        productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
+        maxAttempts: Int = 5, backoffBase: Duration = .milliseconds(500), backoffCap: Duration = .seconds(8),
+        totalBudget: Duration = .seconds(60), requestTimeout: Duration = .seconds(30)
+    ) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
-        self.patience = ApplePatience(maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
-                                      totalBudget: totalBudget, requestTimeout: requestTimeout)
+        self.patience = ApplePatience(
+            maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
+            totalBudget: totalBudget, requestTimeout: requestTimeout)
     }
 
     /// `LEDGER_APPLE_SERVER_API_URL` and `LEDGER_APPLE_SERVER_API_SANDBOX_URL`; Apple's hosts by

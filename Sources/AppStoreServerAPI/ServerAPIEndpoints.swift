@@ -12,17 +12,26 @@ extension AppStoreServerAPIClient {
     /// Get Transaction History v2: every transaction of the customer's purchases of this app that
     /// `transactionID` belongs to, oldest first, all pages. Returns the signed transactions and the
     /// last page's revision (to continue from later).
-    package func transactionHistory(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
-        async throws -> (signedTransactions: [String], revision: String?) {
-        try await revisionPages("/inApps/v2/history/" + Self.segment(transactionID, "a transaction id"), extra: [("sort", "ASCENDING")],
-                                in: environment, as: credentials)
+    package func transactionHistory(
+        _ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    )
+        async throws -> (signedTransactions: [String], revision: String?)
+    {
+        try await revisionPages(
+            "/inApps/v2/history/" + Self.segment(transactionID, "a transaction id"), extra: [("sort", "ASCENDING")],
+            in: environment, as: credentials)
     }
 
     /// Get Refund History v2: the customer's refunded transactions, all pages.
-    package func refundHistory(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
-        async throws -> [String] {
-        try await revisionPages("/inApps/v2/refund/lookup/" + Self.segment(transactionID, "a transaction id"), extra: [],
-                                in: environment, as: credentials).signedTransactions
+    package func refundHistory(
+        _ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    )
+        async throws -> [String]
+    {
+        try await revisionPages(
+            "/inApps/v2/refund/lookup/" + Self.segment(transactionID, "a transaction id"), extra: [],
+            in: environment, as: credentials
+        ).signedTransactions
     }
 
     /// Get Transaction Info: one signed transaction.
@@ -36,11 +45,15 @@ extension AppStoreServerAPIClient {
 
     /// Get App Transaction Info: the app itself as bought on the account of the customer
     /// `transactionID` belongs to; nil when Apple says the customer has none (4040019).
-    package func appTransactionInfo(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
-        async throws -> String? {
+    package func appTransactionInfo(
+        _ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    )
+        async throws -> String?
+    {
         do {
-            let data = try await send(.GET, "/inApps/v1/transactions/appTransactions/" + Self.segment(transactionID, "a transaction id"),
-                                      in: environment, as: credentials)
+            let data = try await send(
+                .GET, "/inApps/v1/transactions/appTransactions/" + Self.segment(transactionID, "a transaction id"),
+                in: environment, as: credentials)
             return try decode(AppTransactionInfoResponse.self, data).signedAppTransactionInfo
         } catch let error as AppStoreError where error.code == .appleAppTransactionNotFound {
             return nil
@@ -48,31 +61,43 @@ extension AppStoreServerAPIClient {
     }
 
     /// Get All Subscription Statuses: each subscription group's latest transaction and renewal info.
-    package func subscriptionStatuses(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
-        async throws -> StatusResponse {
-        try decode(StatusResponse.self, try await send(.GET, "/inApps/v1/subscriptions/" + Self.segment(transactionID, "a transaction id"),
-                                                       in: environment, as: credentials))
+    package func subscriptionStatuses(
+        _ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    )
+        async throws -> StatusResponse
+    {
+        try decode(
+            StatusResponse.self,
+            try await send(
+                .GET, "/inApps/v1/subscriptions/" + Self.segment(transactionID, "a transaction id"),
+                in: environment, as: credentials))
     }
 
     /// Look Up Order ID: the transactions of the order on the customer's emailed receipt.
     package func lookUpOrder(_ orderID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> OrderLookupResponse {
-        try decode(OrderLookupResponse.self, try await send(.GET, "/inApps/v1/lookup/" + Self.segment(orderID, "an order id"),
-                                                            in: environment, as: credentials))
+        try decode(
+            OrderLookupResponse.self,
+            try await send(
+                .GET, "/inApps/v1/lookup/" + Self.segment(orderID, "an order id"),
+                in: environment, as: credentials))
     }
 
     /// Get Notification History for `[start, end]` (Apple keeps 180 days), one page at a time
     /// handed to `page` as it arrives, so a long history is recorded while it is read.
-    package func notificationHistory(from start: Date, to end: Date, onlyFailures: Bool = false, transactionID: String? = nil,
-                                    in environment: AppleEnvironment, as credentials: ServerAPICredentials,
-                                    page: (NotificationHistoryPage) async throws -> Void) async throws {
+    package func notificationHistory(
+        from start: Date, to end: Date, onlyFailures: Bool = false, transactionID: String? = nil,
+        in environment: AppleEnvironment, as credentials: ServerAPICredentials,
+        page: (NotificationHistoryPage) async throws -> Void
+    ) async throws {
         var request: [String: Any] = ["startDate": Self.milliseconds(start), "endDate": Self.milliseconds(end)]
         if onlyFailures { request["onlyFailures"] = true }
         if let transactionID { request["transactionId"] = try Self.segment(transactionID, "a transaction id") }
         let body = try JSONSerialization.data(withJSONObject: request, options: .sortedKeys)
         var token: String?
         for _ in 0..<Self.maximumPages {
-            let data = try await send(.POST, "/inApps/v1/notifications/history", query: token.map { [("paginationToken", $0)] } ?? [],
-                                      body: body, in: environment, as: credentials)
+            let data = try await send(
+                .POST, "/inApps/v1/notifications/history", query: token.map { [("paginationToken", $0)] } ?? [],
+                body: body, in: environment, as: credentials)
             let current = try decode(NotificationHistoryPage.self, data)
             try await page(current)
             guard current.hasMore == true, let next = current.paginationToken, next != token else { return }
@@ -82,12 +107,15 @@ extension AppStoreServerAPIClient {
     }
 
     /// Send Consumption Information v2 (Apple answers 202 Accepted).
-    package func sendConsumption(_ information: ConsumptionInformation, for transactionID: String, in environment: AppleEnvironment,
-                                as credentials: ServerAPICredentials) async throws {
+    package func sendConsumption(
+        _ information: ConsumptionInformation, for transactionID: String, in environment: AppleEnvironment,
+        as credentials: ServerAPICredentials
+    ) async throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        _ = try await send(.PUT, "/inApps/v2/transactions/consumption/" + Self.segment(transactionID, "a transaction id"),
-                           body: try encoder.encode(information), in: environment, as: credentials, expecting: [200, 202])
+        _ = try await send(
+            .PUT, "/inApps/v2/transactions/consumption/" + Self.segment(transactionID, "a transaction id"),
+            body: try encoder.encode(information), in: environment, as: credentials, expecting: [200, 202])
     }
 
     /// Request a Test Notification: Apple sends a TEST notification to the app's URL.
@@ -96,15 +124,24 @@ extension AppStoreServerAPIClient {
     }
 
     /// Get Test Notification Status: the test notification and how its delivery went.
-    package func testNotificationStatus(_ token: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials)
-        async throws -> TestNotificationStatus {
-        try decode(TestNotificationStatus.self, try await send(.GET, "/inApps/v1/notifications/test/" + Self.segment(token, "a test notification token"),
-                                                               in: environment, as: credentials))
+    package func testNotificationStatus(
+        _ token: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    )
+        async throws -> TestNotificationStatus
+    {
+        try decode(
+            TestNotificationStatus.self,
+            try await send(
+                .GET, "/inApps/v1/notifications/test/" + Self.segment(token, "a test notification token"),
+                in: environment, as: credentials))
     }
 
     /// The pages of an endpoint that continues by `revision` until `hasMore` is false.
-    private func revisionPages(_ path: String, extra: [(String, String)], in environment: AppleEnvironment, as credentials: ServerAPICredentials)
-        async throws -> (signedTransactions: [String], revision: String?) {
+    private func revisionPages(
+        _ path: String, extra: [(String, String)], in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    )
+        async throws -> (signedTransactions: [String], revision: String?)
+    {
         var signed: [String] = []
         var revision: String?
         for _ in 0..<Self.maximumPages {

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs a program to completion with `posix_spawn` and `waitpid`, output captured in a file.
@@ -40,7 +41,7 @@ package enum ChildProcess {
 
         var pid: pid_t = 0
         let spawnStatus = withCStrings([executable] + arguments) { argv in
-            guard let environment else { return posix_spawn(&pid, executable, &actions, nil, argv, environ) }  // inherited as it is
+            guard let environment else { return posix_spawn(&pid, executable, &actions, nil, argv, environ) } // inherited as it is
             return withCStrings(environment.map { "\($0.key)=\($0.value)" }) { envp in posix_spawn(&pid, executable, &actions, nil, argv, envp) }
         }
         guard spawnStatus == 0 else {
@@ -69,7 +70,7 @@ package enum ChildProcess {
 
     private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
         let copies = strings.map { strdup($0) } + [nil]
-        defer { copies.forEach { free($0) } }
+        defer { for copy in copies { free(copy) } }
         return copies.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 }

@@ -68,7 +68,8 @@ package struct EmbeddedPostgres: Sendable {
         try prepareFolders()
         if !FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("PG_VERSION").path) {
             logger.info("initialising embedded PostgreSQL", metadata: ["postgres.data": "\(dataDirectory.path)"])
-            try run(binaries.initdb, ["-D", dataDirectory.path, "-U", Self.superuser, "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-instructions"])
+            try run(
+                binaries.initdb, ["-D", dataDirectory.path, "-U", Self.superuser, "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-instructions"])
         }
         if isRunning() {
             logger.info("embedded PostgreSQL already running", metadata: ["postgres.data": "\(dataDirectory.path)"])
@@ -87,8 +88,12 @@ package struct EmbeddedPostgres: Sendable {
         }
         settings.merge(options.settings) { $1 }
         let serverOptions = settings.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }.joined(separator: " ")
-        try run(binaries.pgCtl, ["start", "-w", "-t", "60", "-D", dataDirectory.path,
-                                 "-l", dataDirectory.appendingPathComponent("server.log").path, "-o", serverOptions])
+        try run(
+            binaries.pgCtl,
+            [
+                "start", "-w", "-t", "60", "-D", dataDirectory.path,
+                "-l", dataDirectory.appendingPathComponent("server.log").path, "-o", serverOptions,
+            ])
         logger.info("embedded PostgreSQL started", metadata: ["postgres.socket": "\(socketDirectory.path)"])
         return true
     }
@@ -100,8 +105,12 @@ package struct EmbeddedPostgres: Sendable {
         precondition(self.options.loopback, "a standby streams over loopback: start the primary with loopback: true")
         let standby = try EmbeddedPostgres(dataDirectory: dataDirectory, options: options, logger: logger)
         try standby.prepareFolders()
-        try run(binaries.pgBasebackup, ["-D", standby.dataDirectory.path, "-h", "127.0.0.1", "-p", String(self.options.port),
-                                        "-U", Self.superuser, "-R", "-X", "stream", "-c", "fast"])
+        try run(
+            binaries.pgBasebackup,
+            [
+                "-D", standby.dataDirectory.path, "-h", "127.0.0.1", "-p", String(self.options.port),
+                "-U", Self.superuser, "-R", "-X", "stream", "-c", "fast",
+            ])
         return standby
     }
 
@@ -146,7 +155,7 @@ package struct EmbeddedPostgres: Sendable {
             } catch {
                 throw EmbeddedPostgresError.notAccessible(
                     "the postgres user cannot reach \(dataDirectory.path) (a parent folder is closed to it); "
-                    + "set LEDGER_DATA_DIR to a folder it can reach, e.g. /var/tmp/ledger")
+                        + "set LEDGER_DATA_DIR to a folder it can reach, e.g. /var/tmp/ledger")
             }
         }
     }
@@ -154,7 +163,8 @@ package struct EmbeddedPostgres: Sendable {
     /// Runs a server program (as `postgres` when we are root) and returns its output.
     @discardableResult
     func run(_ program: URL, _ arguments: [String], asPostgres: Bool = true) throws -> String {
-        let outcome = asPostgres && runsAsPostgresUser
+        let outcome =
+            asPostgres && runsAsPostgresUser
             ? try ChildProcess.run("/usr/sbin/runuser", ["-u", "postgres", "--", program.path] + arguments)
             : try ChildProcess.run(program.path, arguments)
         guard outcome.status == 0 else {

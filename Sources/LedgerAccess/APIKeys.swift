@@ -52,7 +52,8 @@ package final class APIKeyStore: Sendable {
         for index in random.indices { random[index] = UInt8.random(in: 0...255) }
         let secret = "lk_" + Hex.encode(random)
         let key = APIKey(id: UUID(), name: name, prefix: String(secret.prefix(10)), scopes: scopes, bundleID: bundleID, createdAt: Date())
-        try await pool.query("""
+        try await pool.query(
+            """
             INSERT INTO ledger.api_keys (id, name, prefix, key_hash, scopes, bundle_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
             """, [key.id, name, key.prefix, PostgresBytes(Self.hash(secret)), PostgresTextArray(scopes.map(\.rawValue).sorted()), bundleID, key.createdAt])
         return (key, secret)
@@ -64,7 +65,8 @@ package final class APIKeyStore: Sendable {
 
     /// Revokes by id or by name; returns how many keys it revoked.
     package func revoke(_ idOrName: String) async throws -> Int {
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             UPDATE ledger.api_keys SET revoked_at = now()
              WHERE revoked_at IS NULL AND (id::text = $1 OR name = $1 OR prefix = $1) RETURNING id
             """, [idOrName])
@@ -80,7 +82,7 @@ package final class APIKeyStore: Sendable {
         if let cached = cache.withLock({ $0[hash] }), now - cached.at < cacheTTL { return cached.key }
         let key = try await find(hash: Array(hash))
         cache.withLock { cache in
-            if cache.count > 10_000 { cache.removeAll() }  // bounded: unknown secrets are cached too
+            if cache.count > 10_000 { cache.removeAll() } // bounded: unknown secrets are cached too
             cache[hash] = (key, now)
         }
         return key
@@ -89,7 +91,8 @@ package final class APIKeyStore: Sendable {
     private func find(hash: [UInt8]) async throws -> APIKey? {
         let sql = "SELECT \(Self.columns) FROM ledger.api_keys WHERE key_hash = $1 AND revoked_at IS NULL"
         if let replicas, !replicas.replicas.isEmpty,
-           let key = try? await replicas.read(atLeast: .start, { try $0.query(sql, [PostgresBytes(hash)]).first.map(Self.key(from:)) }) {
+            let key = try? await replicas.read(atLeast: .start, { try $0.query(sql, [PostgresBytes(hash)]).first.map(Self.key(from:)) })
+        {
             return key
         }
         return try await pool.query(sql, [PostgresBytes(hash)]).first.map(Self.key(from:))
@@ -98,10 +101,11 @@ package final class APIKeyStore: Sendable {
     static let columns = "id, name, prefix, array_to_string(scopes, ',') AS scopes, bundle_id, created_at, revoked_at"
 
     static func key(from row: PostgresRow) throws -> APIKey {
-        APIKey(id: try row["id"].uuid(), name: try row["name"].string(), prefix: try row["prefix"].string(),
-               scopes: Set(try row["scopes"].string().split(separator: ",").compactMap { Scope(rawValue: String($0)) }),
-               bundleID: row["bundle_id"].text, createdAt: try row["created_at"].date(),
-               revokedAt: row["revoked_at"].text == nil ? nil : try row["revoked_at"].date())
+        APIKey(
+            id: try row["id"].uuid(), name: try row["name"].string(), prefix: try row["prefix"].string(),
+            scopes: Set(try row["scopes"].string().split(separator: ",").compactMap { Scope(rawValue: String($0)) }),
+            bundleID: row["bundle_id"].text, createdAt: try row["created_at"].date(),
+            revokedAt: row["revoked_at"].text == nil ? nil : try row["revoked_at"].date())
     }
 
     static func hash(_ secret: String) -> [UInt8] { Array(SHA256.hash(data: Data(secret.utf8))) }
@@ -110,6 +114,8 @@ package final class APIKeyStore: Sendable {
 package enum APIKeyError: Error, CustomStringConvertible {
     case invalid(String)
     package var description: String {
-        switch self { case .invalid(let reason): reason }
+        switch self {
+        case .invalid(let reason): reason
+        }
     }
 }

@@ -26,7 +26,8 @@ package struct ChangeFeed: Sendable {
             // Read the mark before the table: a change committed between the two raises it, so the
             // wait below returns at once instead of sleeping through it.
             let mark = notifications.position
-            let rows = try await pool.query("""
+            let rows = try await pool.query(
+                """
                 SELECT position, body FROM ledger.changes WHERE bundle_id = $1 AND position > $2 ORDER BY position LIMIT $3
                 """, [bundleID, after, limit])
             if rows.count > 0 || clock.now >= deadline {

@@ -66,9 +66,11 @@ package struct ChangeProjection: Sendable {
             }
             var closing = writes(derived, after: opened.maxPosition)
             closing.append(clockStatement(clocks))
-            closing.append(PipelinedStatement("""
-                UPDATE ledger.projection_checkpoints SET tx_id = $1::text::xid8, position = $2, updated_at = now() WHERE name = 'changes' AND version = 1
-                """, [last.transactionID, last.position]))
+            closing.append(
+                PipelinedStatement(
+                    """
+                    UPDATE ledger.projection_checkpoints SET tx_id = $1::text::xid8, position = $2, updated_at = now() WHERE name = 'changes' AND version = 1
+                    """, [last.transactionID, last.position]))
             return try close(closing, derived: derived.count, after: opened.maxPosition, events: batch.count, on: connection)
         } catch {
             connection.rollbackIfNeeded()
@@ -81,7 +83,8 @@ package struct ChangeProjection: Sendable {
     package func sweep(on connection: PostgresConnection, now: Date = Date(), limit: Int = 500) throws -> Outcome {
         do {
             guard let opened = try open(on: connection, readingEvents: false) else { return Outcome() }
-            let due = try connection.query("""
+            let due = try connection.query(
+                """
                 SELECT k.bundle_id, k.user_id, k.checked_until, t.timeline FROM ledger.change_clock k
                   LEFT JOIN ledger.user_timelines_v\(opened.version) t ON t.bundle_id = k.bundle_id AND t.user_id = k.user_id
                  WHERE k.next_expiry < $1 ORDER BY k.next_expiry LIMIT $2
@@ -94,7 +97,8 @@ package struct ChangeProjection: Sendable {
             var keys: [UserKey] = [], checked: [Date] = [], next: [Date?] = []
             for row in due {
                 let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
-                let timeline = try row["timeline"].optionalString().map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
+                let timeline =
+                    try row["timeline"].optionalString().map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
                     ?? UserTimeline(userID: user.userID)
                 derived += ChangeLog.expiries(userID: user.userID, timeline: timeline, from: try row["checked_until"].date(), until: now)
                     .map { (user.bundleID, $0) }
@@ -139,11 +143,13 @@ package struct ChangeProjection: Sendable {
             PipelinedStatement("SELECT coalesce(max(position), 0) AS position FROM ledger.changes"),
         ]
         if readingEvents {
-            statements.append(PipelinedStatement(EventStore.selectEventsSQL + """
-                 WHERE (e.tx_id, e.position) > (\(Self.checkpoint))
-                   AND (e.tx_id, e.position) <= (SELECT c.tx_id, c.position FROM \(Self.users))
-                 ORDER BY e.tx_id, e.position LIMIT $1
-                """, [batchSize]))
+            statements.append(
+                PipelinedStatement(
+                    EventStore.selectEventsSQL + """
+                         WHERE (e.tx_id, e.position) > (\(Self.checkpoint))
+                           AND (e.tx_id, e.position) <= (SELECT c.tx_id, c.position FROM \(Self.users))
+                         ORDER BY e.tx_id, e.position LIMIT $1
+                        """, [batchSize]))
             // The step's reads of owners and histories after it find rows by `= ANY`, as the
             // `users` projection's do: generic plans (`PipelinedStatement.genericPlans`). Not for
             // the clock sweep (`next_expiry < $1 … LIMIT $2` is where a custom plan can matter).
@@ -157,9 +163,10 @@ package struct ChangeProjection: Sendable {
         guard let version = try results[4].first?["active_version"].int() else {
             throw PostgresError(code: .decoding, message: "projection users has no active version")
         }
-        return Opened(after: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64()),
-                      version: version, maxPosition: try results[5][0]["position"].int64(),
-                      events: readingEvents ? results[6] : PostgresRows())
+        return Opened(
+            after: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64()),
+            version: version, maxPosition: try results[5][0]["position"].int64(),
+            events: readingEvents ? results[6] : PostgresRows())
     }
 
     private func close(_ statements: [PipelinedStatement], derived: Int, after: Int64, events: Int, on connection: PostgresConnection) throws -> Outcome {
@@ -193,8 +200,10 @@ package struct ChangeProjection: Sendable {
     /// told that the user has more (a new webhook starts after the position it was created at).
     private func writes(_ derived: [(bundleID: String, change: Change)], after position: Int64) -> [PipelinedStatement] {
         guard !derived.isEmpty else { return [PipelinedStatement("SELECT 0 AS inserted")] }
-        var columns = (positions: [String](), ids: [String](), apps: [String](), users: [String](), types: [String](),
-                       occurred: [String](), recorded: [String](), bodies: [String]())
+        var columns = (
+            positions: [String](), ids: [String](), apps: [String](), users: [String](), types: [String](),
+            occurred: [String](), recorded: [String](), bodies: [String]()
+        )
         for (index, (bundleID, change)) in derived.enumerated() {
             let number = position + Int64(index) + 1
             let id = StableID.make(bundleID, change.userID, change.kind.rawValue, change.identity).uuidString.lowercased()
@@ -207,22 +216,28 @@ package struct ChangeProjection: Sendable {
             columns.recorded.append(PostgresTimestamp.format(change.recordedAt))
             columns.bodies.append(String(decoding: ChangeJSON.bytes(change, id: id, app: bundleID, position: number), as: UTF8.self))
         }
-        return [PipelinedStatement("""
-            WITH inserted AS (
-                INSERT INTO ledger.changes (position, id, bundle_id, user_id, type, occurred_at, recorded_at, body)
-                SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[])
-                ON CONFLICT (id) DO NOTHING
-                RETURNING bundle_id, user_id, position),
-            queued AS (
-                INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
-                SELECT w.bundle_id, w.name, i.user_id, w.starts_after, max(i.position)
-                  FROM inserted i JOIN ledger.webhooks w ON w.bundle_id = i.bundle_id
-                 GROUP BY w.bundle_id, w.name, i.user_id, w.starts_after
-                ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE SET wanted = greatest(q.wanted, EXCLUDED.wanted))
-            SELECT count(*) AS inserted FROM inserted
-            """, [PostgresTextArray(columns.positions), PostgresTextArray(columns.ids), PostgresTextArray(columns.apps),
-                  PostgresTextArray(columns.users), PostgresTextArray(columns.types), PostgresTextArray(columns.occurred),
-                  PostgresTextArray(columns.recorded), PostgresTextArray(columns.bodies)])]
+        return [
+            PipelinedStatement(
+                """
+                WITH inserted AS (
+                    INSERT INTO ledger.changes (position, id, bundle_id, user_id, type, occurred_at, recorded_at, body)
+                    SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[])
+                    ON CONFLICT (id) DO NOTHING
+                    RETURNING bundle_id, user_id, position),
+                queued AS (
+                    INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
+                    SELECT w.bundle_id, w.name, i.user_id, w.starts_after, max(i.position)
+                      FROM inserted i JOIN ledger.webhooks w ON w.bundle_id = i.bundle_id
+                     GROUP BY w.bundle_id, w.name, i.user_id, w.starts_after
+                    ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE SET wanted = greatest(q.wanted, EXCLUDED.wanted))
+                SELECT count(*) AS inserted FROM inserted
+                """,
+                [
+                    PostgresTextArray(columns.positions), PostgresTextArray(columns.ids), PostgresTextArray(columns.apps),
+                    PostgresTextArray(columns.users), PostgresTextArray(columns.types), PostgresTextArray(columns.occurred),
+                    PostgresTextArray(columns.recorded), PostgresTextArray(columns.bodies),
+                ])
+        ]
     }
 
     private func clockStatement(_ logs: [(UserKey, ChangeLog)]) -> PipelinedStatement {
@@ -239,12 +254,16 @@ package struct ChangeProjection: Sendable {
 
     /// Where each user's expiries have been derived up to, and when the next one is due.
     private func clockStatement(_ keys: [UserKey], checked: [Date], next: [Date?]) -> PipelinedStatement {
-        PipelinedStatement("""
+        PipelinedStatement(
+            """
             INSERT INTO ledger.change_clock AS k (bundle_id, user_id, checked_until, next_expiry)
             SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
             ON CONFLICT (bundle_id, user_id) DO UPDATE
                SET checked_until = greatest(k.checked_until, EXCLUDED.checked_until), next_expiry = EXCLUDED.next_expiry
-            """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.userID)),
-                  PostgresTextArray(checked.map(PostgresTimestamp.format)), PostgresNullableTextArray(next.map { $0.map(PostgresTimestamp.format) })])
+            """,
+            [
+                PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.userID)),
+                PostgresTextArray(checked.map(PostgresTimestamp.format)), PostgresNullableTextArray(next.map { $0.map(PostgresTimestamp.format) }),
+            ])
     }
 }

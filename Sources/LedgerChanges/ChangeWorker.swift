@@ -22,9 +22,11 @@ package struct ChangeWorker: Sendable {
     let batchWindow: Duration
     let logger: Logger
 
-    package init(pool: PostgresPool, progress: ProjectionProgress?, notifications: ChangeNotifications, batchSize: Int = 500,
-                 pollInterval: Duration = .milliseconds(250), sweepInterval: Duration = .seconds(1), batchWindow: Duration = .milliseconds(20),
-                 logger: Logger) {
+    package init(
+        pool: PostgresPool, progress: ProjectionProgress?, notifications: ChangeNotifications, batchSize: Int = 500,
+        pollInterval: Duration = .milliseconds(250), sweepInterval: Duration = .seconds(1), batchWindow: Duration = .milliseconds(20),
+        logger: Logger
+    ) {
         self.batchWindow = batchWindow
         self.pool = pool
         self.projection = ChangeProjection(batchSize: batchSize)

@@ -17,9 +17,11 @@ package struct ConsoleContext: Sendable {
     /// Evidence refused since this server started, by code (from its metrics).
     package var refusals: @Sendable () -> [(code: String, count: Int)]
 
-    package init(sessions: ConsoleSessions, directory: AppDirectory, reader: UserStateReader, metrics: MetricsReader, actions: UserActions,
-                 evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups,
-                 refusals: @escaping @Sendable () -> [(code: String, count: Int)]) {
+    package init(
+        sessions: ConsoleSessions, directory: AppDirectory, reader: UserStateReader, metrics: MetricsReader, actions: UserActions,
+        evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups,
+        refusals: @escaping @Sendable () -> [(code: String, count: Int)]
+    ) {
         self.sessions = sessions
         self.directory = directory
         self.reader = reader

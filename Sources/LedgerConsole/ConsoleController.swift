@@ -48,7 +48,9 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
             try await page(request) { session in try await appPage(try app(context, session), session) }
         }
         group.get("apps/:bundle_id/find") { request, context in
-            try await page(request) { session in try await findPage(try app(context, session), query: request.uri.queryParameters["q"].map(String.init) ?? "", session) }
+            try await page(request) { session in
+                try await findPage(try app(context, session), query: request.uri.queryParameters["q"].map(String.init) ?? "", session)
+            }
         }
         group.get("apps/:bundle_id/users/:user_id") { request, context in
             try await page(request) { session in
@@ -62,17 +64,19 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
             try await act(request, context) { session, form, bundleID, userID in
                 let days = Int(form["days"] ?? "") ?? 0
                 guard (1...3650).contains(days) else { return "days is 1–3650" }
-                _ = try await console.actions.grant(bundleID: bundleID, userID: userID, entitlement: form["entitlement"] ?? "",
-                                                    expiresAt: Date().addingTimeInterval(Double(days) * 86_400), reason: form["reason"] ?? "",
-                                                    grantID: nil, actor: session.keyName)
+                _ = try await console.actions.grant(
+                    bundleID: bundleID, userID: userID, entitlement: form["entitlement"] ?? "",
+                    expiresAt: Date().addingTimeInterval(Double(days) * 86_400), reason: form["reason"] ?? "",
+                    grantID: nil, actor: session.keyName)
                 return nil
             }
         }
         group.post("apps/:bundle_id/users/:user_id/grants/:grant_id/revoke") { request, context in
             let grantID = try Self.parameter("grant_id", context)
             return try await act(request, context) { session, form, bundleID, userID in
-                try await console.actions.revokeGrant(bundleID: bundleID, userID: userID, grantID: grantID, reason: form["reason"] ?? "",
-                                                      actor: session.keyName)
+                try await console.actions.revokeGrant(
+                    bundleID: bundleID, userID: userID, grantID: grantID, reason: form["reason"] ?? "",
+                    actor: session.keyName)
                 return nil
             }
         }
@@ -81,8 +85,9 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
             return try await act(request, context) { session, form, bundleID, _ in
                 guard let days = Int(form["days"] ?? ""), let reason = Int(form["reason"] ?? "") else { return "days and reason are numbers" }
                 // The form's own request id: sending the same form twice extends once.
-                _ = try await console.lookups.extend(bundleID: bundleID, originalTransactionID: original, days: days, reasonCode: reason,
-                                                     requestID: form["request_id"] ?? UUID().uuidString, actor: session.keyName)
+                _ = try await console.lookups.extend(
+                    bundleID: bundleID, originalTransactionID: original, days: days, reasonCode: reason,
+                    requestID: form["request_id"] ?? UUID().uuidString, actor: session.keyName)
                 return "Extended \(original) by \(days) days at Apple."
             }
         }
@@ -102,8 +107,9 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
     /// A page for a signed-in session; otherwise the sign-in page.
     func page(_ request: Request, _ body: (ConsoleSessions.Session) async throws -> Response) async throws -> Response {
         guard let token = Self.token(request), let session = try await console.sessions.session(token) else {
-            return render("signin", Frame(title: "Sign in", error: Self.token(request) == nil ? nil : "Your session ended. Sign in again."),
-                          session: nil, status: .unauthorized)
+            return render(
+                "signin", Frame(title: "Sign in", error: Self.token(request) == nil ? nil : "Your session ended. Sign in again."),
+                session: nil, status: .unauthorized)
         }
         do {
             return try await body(session)
@@ -115,7 +121,8 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
     func signIn(_ request: Request, _ context: Context) async throws -> Response {
         let form = try await Form(request, context)
         guard let (token, _) = try await console.sessions.signIn(with: form["key"] ?? "") else {
-            return render("signin", Frame(title: "Sign in", error: "That key is unknown, revoked, or lacks the read scope."), session: nil, status: .unauthorized)
+            return render(
+                "signin", Frame(title: "Sign in", error: "That key is unknown, revoked, or lacks the read scope."), session: nil, status: .unauthorized)
         }
         let forwarded = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
         let secure = forwarded || request.uri.scheme == .https
@@ -125,20 +132,27 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
     }
 
     /// A form post that acts (admin, the session's CSRF token), then back to the user page.
-    func act(_ request: Request, _ context: Context,
-             _ body: (ConsoleSessions.Session, Form, String, String) async throws -> String?) async throws -> Response {
+    func act(
+        _ request: Request, _ context: Context,
+        _ body: (ConsoleSessions.Session, Form, String, String) async throws -> String?
+    ) async throws -> Response {
         guard let token = Self.token(request), let session = try await console.sessions.session(token) else {
             return render("signin", Frame(title: "Sign in", error: "Your session ended. Sign in again."), session: nil, status: .unauthorized)
         }
         let form = try await Form(request, context)
         guard let sent = form["csrf"], sent == session.csrf else {
-            return render("signin", Frame(title: "Refused", error: "This form is stale or was not sent from the console (CSRF token)."), session: session, status: .forbidden)
+            return render(
+                "signin", Frame(title: "Refused", error: "This form is stale or was not sent from the console (CSRF token)."), session: session,
+                status: .forbidden)
         }
         guard session.may(.admin) else {
-            return render("signin", Frame(title: "Refused", error: "This key may look but not act (it lacks the admin scope)."), session: session, status: .forbidden)
+            return render(
+                "signin", Frame(title: "Refused", error: "This key may look but not act (it lacks the admin scope)."), session: session, status: .forbidden)
         }
         let bundleID = try Self.parameter("bundle_id", context), userID = try Self.parameter("user_id", context)
-        guard session.covers(bundleID) else { return render("signin", Frame(title: "Refused", error: "This key is limited to another app."), session: session, status: .forbidden) }
+        guard session.covers(bundleID) else {
+            return render("signin", Frame(title: "Refused", error: "This key is limited to another app."), session: session, status: .forbidden)
+        }
         var location = "/console/apps/\(Self.path(bundleID))/users/\(Self.path(userID))"
         do {
             if let problem = try await body(session, form, bundleID, userID) { location += "?message=" + Self.path(problem) }
@@ -194,7 +208,8 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
         headers[.cacheControl] = "no-store"
-        headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        headers[HTTPField.Name("Content-Security-Policy")!] =
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
         headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
@@ -202,7 +217,8 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
 
     /// A path segment, percent-encoded.
     static func path(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? ""
+        text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~"))
+            ?? ""
     }
 }
 

@@ -13,10 +13,14 @@ extension ConsoleController {
     }
 
     func appPage(_ bundleID: String, _ session: ConsoleSessions.Session) async throws -> Response {
-        guard let app = try await console.directory.find(bundleID) else { throw ConsolePageError(status: .notFound, message: "No app \(bundleID) is configured.") }
+        guard let app = try await console.directory.find(bundleID) else {
+            throw ConsolePageError(status: .notFound, message: "No app \(bundleID) is configured.")
+        }
         let products = app.products.sorted { $0.productID < $1.productID }.map { product -> [String: String] in
-            ["id": product.productID, "type": product.type.rawValue, "entitlements": product.entitlements.joined(separator: ", "),
-             "grants": product.grants.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")]
+            [
+                "id": product.productID, "type": product.type.rawValue, "entitlements": product.entitlements.joined(separator: ", "),
+                "grants": product.grants.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
+            ]
         }
         let values: [String: Any] = [
             "environments": app.settings.environments.map(\.rawValue).joined(separator: ", "),
@@ -29,12 +33,16 @@ extension ConsoleController {
             "notices": try await console.reader.appNotices(bundleID: bundleID).compactMap { fact -> [String: String]? in
                 switch fact.event {
                 case .appleNotificationReceived(let notification):
-                    return ["signed": RFC3339.string(fact.occurredAt), "type": notification.notificationType, "subtype": notification.subtype ?? "",
-                            "environment": notification.environment?.rawValue ?? "", "detail": Explanation.notice(notification),
-                            "evidence": fact.evidence.map { "/console/apps/\(Self.path(bundleID))/evidence/\($0)" } ?? ""]
+                    return [
+                        "signed": RFC3339.string(fact.occurredAt), "type": notification.notificationType, "subtype": notification.subtype ?? "",
+                        "environment": notification.environment?.rawValue ?? "", "detail": Explanation.notice(notification),
+                        "evidence": fact.evidence.map { "/console/apps/\(Self.path(bundleID))/evidence/\($0)" } ?? "",
+                    ]
                 case .massRenewalExtensionRequested(let request):
-                    return ["signed": RFC3339.string(fact.occurredAt), "type": "extension asked of Apple", "subtype": "",
-                            "environment": request.environment.rawValue, "detail": UserPage.summary(fact.event), "evidence": ""]
+                    return [
+                        "signed": RFC3339.string(fact.occurredAt), "type": "extension asked of Apple", "subtype": "",
+                        "environment": request.environment.rawValue, "detail": UserPage.summary(fact.event), "evidence": "",
+                    ]
                 default:
                     return nil
                 }
@@ -62,8 +70,12 @@ extension ConsoleController {
                 do {
                     let order = try await console.lookups.order(bundleID: bundleID, orderID: query)
                     for line in order.lines {
-                        if let owner = line.owner { user(owner, "order \(order.orderID): \(line.transaction.productID), transaction \(line.transaction.transactionID)") }
-                        else { notes.append("Order \(order.orderID): transaction \(line.transaction.transactionID) (\(line.transaction.productID)) is owned by nobody yet.") }
+                        if let owner = line.owner {
+                            user(owner, "order \(order.orderID): \(line.transaction.productID), transaction \(line.transaction.transactionID)")
+                        } else {
+                            notes.append(
+                                "Order \(order.orderID): transaction \(line.transaction.transactionID) (\(line.transaction.productID)) is owned by nobody yet.")
+                        }
                     }
                 } catch let error as LedgerError {
                     notes.append("Apple's order lookup: \(error.message)")
@@ -77,12 +89,14 @@ extension ConsoleController {
         let parameters = request.uri.queryParameters
         let at = parameters["at"].flatMap { Self.instant(String($0)) }, knownAt = parameters["known_at"].flatMap { Self.instant(String($0)) }
         _ = try await console.directory.app(bundleID)
-        let state = at == nil && knownAt == nil
+        let state =
+            at == nil && knownAt == nil
             ? try await console.reader.currentState(bundleID: bundleID, userID: userID)
             : try await console.reader.state(bundleID: bundleID, userID: userID, at: at ?? knownAt!, knownAt: knownAt)
         let trail = try await console.reader.auditTrail(bundleID: bundleID, userID: userID, knownAt: knownAt)
         let page = UserPage.build(state: state, trail: trail, userID: userID, evidenceLink: "/console/apps/\(Self.path(bundleID))/evidence/")
-        let note = (at == nil && knownAt == nil ? "Now" : "As of \(RFC3339.string(state.asOf))")
+        let note =
+            (at == nil && knownAt == nil ? "Now" : "As of \(RFC3339.string(state.asOf))")
             + (knownAt.map { ", by what the ledger knew at \(RFC3339.string($0))" } ?? ", by everything the ledger knows") + "."
         var values: [String: Any] = [
             "userID": userID, "userPath": Self.path(userID), "page": page, "hasTransferred": !page.transferred.isEmpty,
@@ -138,8 +152,9 @@ extension ConsoleController {
                 series[name, default: Array(repeating: 0, count: days.count)][position] += Double(point.value) / chart.scale
             }
             let ordered = chart.byDimension ? series.keys.sorted() : chart.kinds.map(\.rawValue).filter { series[$0] != nil }
-            return Chart(kind: chart.kinds.map(\.rawValue).joined(separator: ","),
-                         svg: SVGChart.lines(title: chart.title, days: days, series: ordered.map { SVGChart.Series(name: $0, values: series[$0]!) }))
+            return Chart(
+                kind: chart.kinds.map(\.rawValue).joined(separator: ","),
+                svg: SVGChart.lines(title: chart.title, days: days, series: ordered.map { SVGChart.Series(name: $0, values: series[$0]!) }))
         }
         let values: [String: Any] = [
             "from": String(RFC3339.string(from).prefix(10)), "to": String(RFC3339.string(to).prefix(10)), "environment": environment.rawValue,
@@ -151,7 +166,8 @@ extension ConsoleController {
 
     func metricsCSV(_ bundleID: String, request: Request) async throws -> Response {
         let (from, to, environment) = range(request)
-        let kinds = Set((request.uri.queryParameters["kind"].map(String.init) ?? "").split(separator: ",").compactMap { MetricContribution.Kind(rawValue: String($0)) })
+        let kinds = Set(
+            (request.uri.queryParameters["kind"].map(String.init) ?? "").split(separator: ",").compactMap { MetricContribution.Kind(rawValue: String($0)) })
         var csv = "day,environment,metric,dimension,value\n"
         for point in try await console.metrics.daily(bundleID: bundleID, environment: environment, from: from, through: to)
         where kinds.isEmpty || kinds.contains(point.kind) {

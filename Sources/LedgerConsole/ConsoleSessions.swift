@@ -34,15 +34,17 @@ package struct ConsoleSessions: Sendable {
     package func signIn(with secret: String) async throws -> (token: String, session: Session)? {
         guard let key = try await keys.authenticate(secret), key.grants(.read) else { return nil }
         let token = Self.random(), csrf = Self.random()
-        try await pool.query("INSERT INTO ledger.console_sessions (token_hash, key_id, csrf) VALUES ($1, $2, $3)",
-                             [PostgresBytes(Self.hash(token)), key.id, csrf])
+        try await pool.query(
+            "INSERT INTO ledger.console_sessions (token_hash, key_id, csrf) VALUES ($1, $2, $3)",
+            [PostgresBytes(Self.hash(token)), key.id, csrf])
         return (token, Session(keyName: key.name, scopes: key.scopes, bundleID: key.bundleID, csrf: csrf))
     }
 
     /// The session of a cookie's token, if it is alive (and now seen).
     package func session(_ token: String) async throws -> Session? {
         guard token.utf8.count == 64 else { return nil }
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             UPDATE ledger.console_sessions s SET last_seen_at = now() FROM ledger.api_keys k
              WHERE s.token_hash = $1 AND k.id = s.key_id AND k.revoked_at IS NULL
                AND s.last_seen_at > now() - $2 * interval '1 millisecond'

@@ -19,7 +19,8 @@ enum SVGChart {
         let minimum = min(0, series.flatMap(\.values).min() ?? 0)
         func x(_ index: Int) -> Double { left + (days.count > 1 ? Double(index) / Double(days.count - 1) : 0.5) * plotWidth }
         func y(_ value: Double) -> Double { top + plotHeight - (value - minimum) / (maximum - minimum) * plotHeight }
-        var svg = ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \##(Int(width)) \##(Int(height + Double(series.count / 4 + 1) * 16))" role="img" class="chart">"##
+        var svg =
+            ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \##(Int(width)) \##(Int(height + Double(series.count / 4 + 1) * 16))" role="img" class="chart">"##
         svg += "<title>\(escape(title))</title>"
         svg += ##"<text x="\##(left)" y="16" class="chart-title">\##(escape(title))</text>"##
         for step in 0...4 {
@@ -29,7 +30,8 @@ enum SVGChart {
         }
         if let first = days.first, let last = days.last {
             svg += ##"<text x="\##(left)" y="\##(height - 12)" class="axis">\##(escape(String(RFC3339.string(first).prefix(10))))</text>"##
-            svg += ##"<text x="\##(width - right)" y="\##(height - 12)" text-anchor="end" class="axis">\##(escape(String(RFC3339.string(last).prefix(10))))</text>"##
+            svg +=
+                ##"<text x="\##(width - right)" y="\##(height - 12)" text-anchor="end" class="axis">\##(escape(String(RFC3339.string(last).prefix(10))))</text>"##
         }
         for (index, line) in series.enumerated() {
             let color = palette[index % palette.count]

@@ -23,7 +23,7 @@ struct UserPage {
     }
     struct Purchase: Sendable { var transaction: String; var product: String; var date: String; var revoked: String }
     struct Grant: Sendable { var grantID: String; var entitlement: String; var until: String; var reason: String }
-    
+
     var entitlements: [Row] = []
     var balances: [Balance] = []
     var subscriptions: [Subscription] = []
@@ -37,7 +37,7 @@ struct UserPage {
 
     static func build(state: UserState, trail: [RecordedFact], userID: String, evidenceLink: String) -> UserPage {
         var page = UserPage()
-        var revocations: [String: (at: Date, refund: Bool)] = [:]   // original transaction → why it was taken back
+        var revocations: [String: (at: Date, refund: Bool)] = [:] // original transaction → why it was taken back
         var grants: [String: PromotionalGrant] = [:]
         for fact in trail where fact.occurredAt <= state.asOf {
             switch fact.event {
@@ -54,26 +54,32 @@ struct UserPage {
         for (name, entitlement) in state.entitlements.sorted(by: { $0.key < $1.key }) {
             let subscription = state.subscriptions.first { $0.originalTransactionID == entitlement.originalTransactionID }
             let revoked = entitlement.active ? nil : entitlement.originalTransactionID.flatMap { revocations[$0] }
-            page.entitlements.append(Row(name: name, sentence: Explanation.sentence(for: entitlement, at: state.asOf, subscription: subscription, revoked: revoked),
-                                         active: entitlement.active, product: entitlement.productID, source: entitlement.ownership.rawValue))
+            page.entitlements.append(
+                Row(
+                    name: name, sentence: Explanation.sentence(for: entitlement, at: state.asOf, subscription: subscription, revoked: revoked),
+                    active: entitlement.active, product: entitlement.productID, source: entitlement.ownership.rawValue))
         }
         page.balances = state.balances.sorted { $0.key < $1.key }.map { Balance(currency: $0.key, amount: $0.value, debt: $0.value < 0) }
         page.subscriptions = state.subscriptions.map {
-            Subscription(original: $0.originalTransactionID, product: $0.productID, status: $0.status.rawValue.replacingOccurrences(of: "_", with: " "),
-                         expires: $0.expiresAt.map(Explanation.day) ?? "—", renews: $0.willRenew.map { $0 ? "yes" : "no" } ?? "—",
-                         plan: Explanation.plan($0.billingPlanType, committedUntil: $0.commitmentExpiresAt),
-                         offer: Explanation.offer(type: $0.offerType, id: $0.offerIdentifier), extendable: $0.status != .revoked)
+            Subscription(
+                original: $0.originalTransactionID, product: $0.productID, status: $0.status.rawValue.replacingOccurrences(of: "_", with: " "),
+                expires: $0.expiresAt.map(Explanation.day) ?? "—", renews: $0.willRenew.map { $0 ? "yes" : "no" } ?? "—",
+                plan: Explanation.plan($0.billingPlanType, committedUntil: $0.commitmentExpiresAt),
+                offer: Explanation.offer(type: $0.offerType, id: $0.offerIdentifier), extendable: $0.status != .revoked)
         }
         page.consent = state.consentRescindedAt.map(Explanation.consentRescinded)
         page.purchases = state.purchases.map {
-            Purchase(transaction: $0.transactionID, product: $0.productID, date: Explanation.day($0.purchaseDate), revoked: $0.revokedAt.map(Explanation.day) ?? "")
+            Purchase(
+                transaction: $0.transactionID, product: $0.productID, date: Explanation.day($0.purchaseDate), revoked: $0.revokedAt.map(Explanation.day) ?? "")
         }
         page.grants = grants.values.sorted { $0.grantID < $1.grantID }.map {
             Grant(grantID: $0.grantID, entitlement: $0.entitlement, until: $0.expiresAt.map(Explanation.day) ?? "until revoked", reason: $0.reason)
         }
         page.events = trail.reversed().map { fact in
-            var row = ["position": String(fact.sequence), "type": fact.event.typeName, "occurred": RFC3339.string(fact.occurredAt),
-                       "recorded": RFC3339.string(fact.recordedAt), "summary": summary(fact.event)]
+            var row = [
+                "position": String(fact.sequence), "type": fact.event.typeName, "occurred": RFC3339.string(fact.occurredAt),
+                "recorded": RFC3339.string(fact.recordedAt), "summary": summary(fact.event),
+            ]
             if let evidence = fact.evidence { row["evidence"] = evidenceLink + evidence }
             return row
         }
@@ -96,7 +102,8 @@ struct UserPage {
         case .ownershipTransferred(let t): return "\(t.originalTransactionID) from \(t.fromUserID) to \(t.toUserID)"
         case .consumed(let c): return "spent \(c.amount) \(c.currency) (\(c.idempotencyKey))"
         case .promotionalGranted(let g):
-            return "\(g.entitlement) granted \(g.expiresAt.map { "until \(RFC3339.string($0))" } ?? "until revoked"): \(g.reason)" + (g.actor.map { ", by \($0)" } ?? "")
+            return "\(g.entitlement) granted \(g.expiresAt.map { "until \(RFC3339.string($0))" } ?? "until revoked"): \(g.reason)"
+                + (g.actor.map { ", by \($0)" } ?? "")
         case .promotionalRevoked(let r): return "grant \(r.grantID) revoked: \(r.reason)" + (r.actor.map { ", by \($0)" } ?? "")
         case .appleNotificationReceived(let n): return "\(n.notificationType) from Apple"
         case .consumptionInformationSent: return "consumption information sent to Apple"
@@ -104,7 +111,9 @@ struct UserPage {
             return "the app bought on an Apple account: version \(a.originalApplicationVersion ?? "?")"
                 + (a.originalPurchaseDate.map { ", \(RFC3339.string($0))" } ?? "") + (a.appTransactionID.map { ", app transaction \($0)" } ?? "")
         case .offerSigned(let o):
-            let what = o.kind == .introductoryEligibility ? "introductory offer eligibility (\(o.eligible == true ? "eligible" : "not eligible"))"
+            let what =
+                o.kind == .introductoryEligibility
+                ? "introductory offer eligibility (\(o.eligible == true ? "eligible" : "not eligible"))"
                 : "offer \(o.offerID ?? "?")" + (o.kind == .promotionalOfferLegacy ? " (legacy signature)" : "")
             return "signed \(what) for \(o.productID): \(o.reason)"
         case .renewalExtended(let e):
@@ -125,7 +134,8 @@ struct UserPage {
         let text = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if let payload = jwsPayload(text) { return "JWS (verified when recorded), payload:\n" + pretty(payload) }
         if let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any], let signed = object["signedPayload"] as? String,
-           let payload = jwsPayload(signed) {
+            let payload = jwsPayload(signed)
+        {
             return "App Store Server Notification V2 (verified when recorded), payload:\n" + pretty(payload)
         }
         return pretty(body)
@@ -141,7 +151,8 @@ struct UserPage {
 
     static func pretty(_ data: Data) -> String {
         guard let object = try? JSONSerialization.jsonObject(with: data),
-              let again = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
+            let again = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        else {
             return String(decoding: data, as: UTF8.self)
         }
         return String(decoding: again, as: UTF8.self)

@@ -16,8 +16,10 @@ package enum ConsumptionAssessment {
     ///   100 coins bought, 30 left → 70 % consumed; 500 left → 0 %.
     /// - Subscriptions and passes: the share of the paid period elapsed at `instant`.
     /// - Anything else (non-consumables): not stated.
-    package static func assess(_ transaction: TransactionFacts, product: ProductDefinition?, owner: String?,
-                              balances: [String: Int64], at instant: Date) -> Result {
+    package static func assess(
+        _ transaction: TransactionFacts, product: ProductDefinition?, owner: String?,
+        balances: [String: Int64], at instant: Date
+    ) -> Result {
         guard owner != nil else { return Result(deliveryStatus: "UNDELIVERED_OTHER", consumptionPercentage: nil) }
         let full = 100_000
         if let product, product.type == .consumable, !product.grants.isEmpty {

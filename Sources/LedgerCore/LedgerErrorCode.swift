@@ -113,26 +113,30 @@ extension LedgerError {
         package var kind: Kind {
             switch self {
             case .malformedJSON, .invalidBody, .invalidRequest, .invalidTime, .invalidPosition, .invalidLimit,
-                 .invalidCursor, .invalidWait, .invalidAmount, .invalidIdempotencyKey, .invalidUserID, .invalidGrantID,
-                 .invalidBundleID, .invalidEnvironment, .invalidRestorePolicy, .invalidProductID, .invalidProductType,
-                 .invalidDuration, .invalidEntitlements, .invalidGrants, .invalidGrant, .invalidFormat,
-                 .invalidSharedSecret, .invalidAppStoreServerAPI, .invalidConsumptionPolicy, .invalidAppleAppID,
-                 .invalidAppPurchase, .invalidOffer, .invalidWebhook, .invalidTransactionID, .invalidDays,
-                 .invalidReasonCode, .invalidRequestID, .invalidStorefront, .missingUserID, .missingTransactionID,
-                 .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID: .invalid
+                .invalidCursor, .invalidWait, .invalidAmount, .invalidIdempotencyKey, .invalidUserID, .invalidGrantID,
+                .invalidBundleID, .invalidEnvironment, .invalidRestorePolicy, .invalidProductID, .invalidProductType,
+                .invalidDuration, .invalidEntitlements, .invalidGrants, .invalidGrant, .invalidFormat,
+                .invalidSharedSecret, .invalidAppStoreServerAPI, .invalidConsumptionPolicy, .invalidAppleAppID,
+                .invalidAppPurchase, .invalidOffer, .invalidWebhook, .invalidTransactionID, .invalidDays,
+                .invalidReasonCode, .invalidRequestID, .invalidStorefront, .missingUserID, .missingTransactionID,
+                .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID:
+                .invalid
             case .missingAPIKey, .invalidAPIKey: .unauthenticated
             case .insufficientScope, .appNotAllowed: .forbidden
             case .notFound, .unknownApp, .unknownProduct, .unknownOffer, .unknownGrant, .unknownTransaction,
-                 .unknownAppAccountToken, .unknownWebhook, .appleTransactionNotFound, .appleAppTransactionNotFound,
-                 .appleOrderNotFound: .notFound
+                .unknownAppAccountToken, .unknownWebhook, .appleTransactionNotFound, .appleAppTransactionNotFound,
+                .appleOrderNotFound:
+                .notFound
             case .methodNotAllowed: .methodNotAllowed
             case .conflict, .concurrentChange, .insufficientBalance, .transactionOwnedByAnotherUser,
-                 .idempotencyKeyReused, .appAccountTokenLinkedToAnotherUser, .notEligible, .reconciliationLeaseLost,
-                 .extensionIneligible, .extensionLimitReached, .familySharedNotSupported: .conflict
+                .idempotencyKeyReused, .appAccountTokenLinkedToAnotherUser, .notEligible, .reconciliationLeaseLost,
+                .extensionIneligible, .extensionLimitReached, .familySharedNotSupported:
+                .conflict
             case .bodyTooLarge: .tooLarge
             case .unsupportedAlgorithm, .missingCertificateChain, .untrustedChain, .invalidSignature, .bundleMismatch,
-                 .appMismatch, .environmentNotAllowed, .receiptInvalid, .sharedSecretMismatch, .sharedSecretMissing,
-                 .appleAPIUnauthorized, .appleAPINotConfigured, .appleAPIRefused: .unverifiable
+                .appMismatch, .environmentNotAllowed, .receiptInvalid, .sharedSecretMismatch, .sharedSecretMissing,
+                .appleAPIUnauthorized, .appleAPINotConfigured, .appleAPIRefused:
+                .unverifiable
             case .appleUnavailable, .databaseUnavailable: .unavailable
             case .internalError: .fault
             }

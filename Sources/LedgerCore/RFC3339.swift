@@ -19,7 +19,7 @@ package enum RFC3339 {
     package static func parseInstant(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return parse(text) }
-        return parse(text + "T00:00:00Z")  // nil for 2026-02-30: the reader refuses days that do not exist
+        return parse(text + "T00:00:00Z") // nil for 2026-02-30: the reader refuses days that do not exist
     }
 
     /// Accepts RFC 3339 with or without fractional seconds, with any offset, to the microsecond

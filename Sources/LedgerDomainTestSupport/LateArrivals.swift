@@ -32,7 +32,8 @@ extension RecordedFact {
     package var isFromApple: Bool {
         switch event {
         case .purchased, .restored, .renewed, .recovered, .autoRenewChanged, .renewalPreferenceChanged, .renewalFailed,
-             .expired, .refunded, .revoked, .refundReversed, .appleNotificationReceived, .consentRescinded, .appTransactionRecorded: true
+            .expired, .refunded, .revoked, .refundReversed, .appleNotificationReceived, .consentRescinded, .appTransactionRecorded:
+            true
         default: false
         }
     }

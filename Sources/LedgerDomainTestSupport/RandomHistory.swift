@@ -15,12 +15,15 @@ package enum SampleCatalogue {
     package static let free = ProductDefinition(productID: "free.tier", type: .freeSubscription, entitlements: ["basic"])
     package static let all = [monthly, yearly, premium, lifetime, coins, season, free]
 
-    package static func transaction(_ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
-                                   quantity: Int = 1, price: Int64? = 4990, ownership: OwnershipType = .purchased,
-                                   upgraded: Bool = false, environment: AppleEnvironment = .production) -> TransactionFacts {
-        TransactionFacts(environment: environment, transactionID: id, originalTransactionID: original ?? id, productID: product,
-                         purchaseDate: date, expiresDate: expires, quantity: quantity, ownership: ownership, isUpgraded: upgraded,
-                         price: price, currency: "EUR", storefront: "FRA", signedDate: date)
+    package static func transaction(
+        _ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
+        quantity: Int = 1, price: Int64? = 4990, ownership: OwnershipType = .purchased,
+        upgraded: Bool = false, environment: AppleEnvironment = .production
+    ) -> TransactionFacts {
+        TransactionFacts(
+            environment: environment, transactionID: id, originalTransactionID: original ?? id, productID: product,
+            purchaseDate: date, expiresDate: expires, quantity: quantity, ownership: ownership, isUpgraded: upgraded,
+            price: price, currency: "EUR", storefront: "FRA", signedDate: date)
     }
 }
 
@@ -55,7 +58,10 @@ package struct RandomHistory {
 
     package init(seed: UInt64, steps: Int) {
         rng = SplitMix64(state: seed)
-        for definition in [SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.season, SampleCatalogue.free] {
+        for definition in [
+            SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.season,
+            SampleCatalogue.free,
+        ] {
             record(.productConfigured(definition), at: day(-100))
         }
         // The app was paid before version 2: its buyers keep `founder`.
@@ -76,7 +82,7 @@ package struct RandomHistory {
     }
 
     private mutating func step() {
-        clock += Double(Int.random(in: 1...300, using: &rng)) * 3_600  // 1 hour … 12.5 days, always forward
+        clock += Double(Int.random(in: 1...300, using: &rng)) * 3_600 // 1 hour … 12.5 days, always forward
         let user = Self.users.randomElement(using: &rng)!
         switch Int.random(in: 0..<13, using: &rng) {
         case 0, 1, 2: buy(user)
@@ -92,28 +98,37 @@ package struct RandomHistory {
     }
 
     private mutating func buy(_ user: String) {
-        let product = [SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.coins, SampleCatalogue.season, SampleCatalogue.free]
-            .randomElement(using: &rng)!
+        let product = [
+            SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.coins,
+            SampleCatalogue.season, SampleCatalogue.free,
+        ]
+        .randomElement(using: &rng)!
         let id = next()
         let expires = product.type == .autoRenewable ? clock + (product.productID == "pro.yearly" ? 365 : 30) * 86_400 : nil
         var facts = SampleCatalogue.transaction(id, product: product.productID, at: clock, expires: expires, quantity: Int.random(in: 1...3, using: &rng))
         // Each user buys in their own copy of the app, but a transfer hands a purchase (and its
         // app transaction) to another user.
         facts.appTransactionID = "app-\(user)"
-        if counter % 4 == 1 {  // now and then the app's own purchase too, early or late (no draw)
-            record(.appTransactionRecorded(AppTransactionFacts(userID: user, appTransactionID: "app-\(user)", environment: .production,
-                                                               originalApplicationVersion: counter % 8 == 1 ? "1.\(counter)" : "2.\(counter)",
-                                                               originalPurchaseDate: clock - 86_400)))
+        if counter % 4 == 1 { // now and then the app's own purchase too, early or late (no draw)
+            record(
+                .appTransactionRecorded(
+                    AppTransactionFacts(
+                        userID: user, appTransactionID: "app-\(user)", environment: .production,
+                        originalApplicationVersion: counter % 8 == 1 ? "1.\(counter)" : "2.\(counter)",
+                        originalPurchaseDate: clock - 86_400)))
         }
-        if counter % 3 == 0 {  // every third purchase with an introductory offer (no draw: the histories stay as they were)
+        if counter % 3 == 0 { // every third purchase with an introductory offer (no draw: the histories stay as they were)
             facts.offerType = 1
             facts.offerIdentifier = "intro-\(product.productID)"
             facts.offerDiscountType = "FREE_TRIAL"
         }
         if Bool.random(using: &rng) {
             // The notification first, the app's claim a little later (or never).
-            record(.appleNotificationReceived(AppleNotification(version: "2", notificationType: "SUBSCRIBED", notificationUUID: next(),
-                                                                originalTransactionID: id, signedDate: clock)))
+            record(
+                .appleNotificationReceived(
+                    AppleNotification(
+                        version: "2", notificationType: "SUBSCRIBED", notificationUUID: next(),
+                        originalTransactionID: id, signedDate: clock)))
         }
         record(.purchased(facts))
         originals.append((id, product, user))
@@ -143,8 +158,9 @@ package struct RandomHistory {
     private mutating func refund() {
         guard let transaction = transactions.randomElement(using: &rng) else { return }
         let kind: RevocationFacts.Kind = [.refundFull, .refundProrated, .familyRevoke].randomElement(using: &rng)!
-        let facts = RevocationFacts(environment: .production, transactionID: transaction.id, originalTransactionID: transaction.original,
-                                    revocationDate: clock - 3_600, kind: kind, percentage: kind == .refundProrated ? 40_000 : nil, signedDate: clock)
+        let facts = RevocationFacts(
+            environment: .production, transactionID: transaction.id, originalTransactionID: transaction.original,
+            revocationDate: clock - 3_600, kind: kind, percentage: kind == .refundProrated ? 40_000 : nil, signedDate: clock)
         record(kind == .familyRevoke ? .revoked(facts) : .refunded(facts))
         refunded.append(transaction)
     }
@@ -157,11 +173,14 @@ package struct RandomHistory {
     private mutating func renewalChange() {
         guard let original = originals.filter({ $0.product.type == .autoRenewable }).randomElement(using: &rng) else { return }
         let retry = Bool.random(using: &rng)
-        let facts = RenewalFacts(environment: .production, originalTransactionID: original.id, productID: original.product.productID,
-                                 autoRenewProductID: Bool.random(using: &rng) ? "pro.monthly" : nil, willAutoRenew: Bool.random(using: &rng),
-                                 expirationIntent: retry ? 2 : nil, isInBillingRetry: retry,
-                                 gracePeriodExpiresDate: retry && Bool.random(using: &rng) ? clock + 6 * 86_400 : nil, signedDate: clock)
-        let events: [(RenewalFacts) -> LedgerEvent] = [LedgerEvent.autoRenewChanged, LedgerEvent.renewalFailed, LedgerEvent.expired, LedgerEvent.renewalPreferenceChanged]
+        let facts = RenewalFacts(
+            environment: .production, originalTransactionID: original.id, productID: original.product.productID,
+            autoRenewProductID: Bool.random(using: &rng) ? "pro.monthly" : nil, willAutoRenew: Bool.random(using: &rng),
+            expirationIntent: retry ? 2 : nil, isInBillingRetry: retry,
+            gracePeriodExpiresDate: retry && Bool.random(using: &rng) ? clock + 6 * 86_400 : nil, signedDate: clock)
+        let events: [(RenewalFacts) -> LedgerEvent] = [
+            LedgerEvent.autoRenewChanged, LedgerEvent.renewalFailed, LedgerEvent.expired, LedgerEvent.renewalPreferenceChanged,
+        ]
         record(events.randomElement(using: &rng)!(facts))
     }
 
@@ -177,8 +196,11 @@ package struct RandomHistory {
         } else {
             let id = next()
             let expires: Date? = Bool.random(using: &rng) ? clock + Double(Int.random(in: 1...40, using: &rng)) * 86_400 : nil
-            record(.promotionalGranted(PromotionalGrant(grantID: id, userID: user, entitlement: ["pro", "vip"].randomElement(using: &rng)!,
-                                                        startsAt: clock, expiresAt: expires, reason: "goodwill")))
+            record(
+                .promotionalGranted(
+                    PromotionalGrant(
+                        grantID: id, userID: user, entitlement: ["pro", "vip"].randomElement(using: &rng)!,
+                        startsAt: clock, expiresAt: expires, reason: "goodwill")))
             grants.append((id, user))
         }
     }

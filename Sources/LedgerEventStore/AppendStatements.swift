@@ -71,7 +71,7 @@ enum AppendStatements {
                 switch error.constraint {
                 case "events_event_id_key":
                     if let replay = try replay(event, on: stream, connection) { return replay }
-                    continue  // the conflicting append rolled back after all: try again
+                    continue // the conflicting append rolled back after all: try again
                 case "events_stream_version_key":
                     // Another append to this stream committed first.
                     if expected == .any { continue }

@@ -26,8 +26,10 @@ package enum EventHash {
         package var occurredAtMicros: Int64
         package var recordedAtMicros: Int64
 
-        package init(stream: String, version: Int64, eventID: UUID, type: String, data: String, metadata: String,
-                    occurredAtMicros: Int64, recordedAtMicros: Int64) {
+        package init(
+            stream: String, version: Int64, eventID: UUID, type: String, data: String, metadata: String,
+            occurredAtMicros: Int64, recordedAtMicros: Int64
+        ) {
             self.stream = stream
             self.version = version
             self.eventID = eventID

@@ -139,7 +139,8 @@ package final class EventStore: Sendable {
                 // 23505 on the event id: the same id was committed concurrently on another stream;
                 // on retry the function sees it and answers replay or conflict. Lost connection and
                 // deadlock: the append is idempotent, so retrying once is safe.
-                let retryable = (error.sqlState == "23505" && error.constraint == "events_event_id_key")
+                let retryable =
+                    (error.sqlState == "23505" && error.constraint == "events_event_id_key")
                     || error.code == .connectionLost || error.sqlState == "40P01"
                 if retryable && attempt < 3 { continue }
                 let (stream, expected) = describe(error)
@@ -152,9 +153,10 @@ package final class EventStore: Sendable {
         var events: [AppendedEvent] = []
         var replay = false
         for row in rows {
-            events.append(AppendedEvent(
-                id: try row["event_id"].uuid(), version: try row["version"].int64(),
-                position: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["event_position"].int64())))
+            events.append(
+                AppendedEvent(
+                    id: try row["event_id"].uuid(), version: try row["version"].int64(),
+                    position: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["event_position"].int64())))
             replay = try row["duplicate"].bool()
         }
         return AppendResult(stream: stream, events: events, wasReplay: replay)
@@ -165,9 +167,11 @@ package final class EventStore: Sendable {
     /// A stream's events in version order, starting after `afterVersion`.
     package func read(stream: String, afterVersion: Int64 = 0, limit: Int = 1000) async throws -> [RecordedEvent] {
         try await pool.withConnection { connection in
-            try connection.query(Self.selectEventsSQL + """
-                 WHERE e.stream = $1 AND e.version > $2 ORDER BY e.version LIMIT $3
-                """, [stream, afterVersion, limit]).map(RecordedEvent.init(row:))
+            try connection.query(
+                Self.selectEventsSQL + """
+                     WHERE e.stream = $1 AND e.version > $2 ORDER BY e.version LIMIT $3
+                    """, [stream, afterVersion, limit]
+            ).map(RecordedEvent.init(row:))
         }
     }
 
@@ -245,7 +249,7 @@ package final class EventStore: Sendable {
             channels[channel]?(payload)
         }
         listener.start()
-        await publisher.run()  // until cancelled
+        await publisher.run() // until cancelled
         await listener.stop()
     }
 

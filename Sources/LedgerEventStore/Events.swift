@@ -59,8 +59,10 @@ package struct RecordedEvent: Sendable, Equatable {
     package var recordedAt: Date
     package var position: LogPosition
 
-    package init(id: UUID, stream: String, version: Int64, type: String, data: String, metadata: String, occurredAt: Date, recordedAt: Date,
-                 position: LogPosition) {
+    package init(
+        id: UUID, stream: String, version: Int64, type: String, data: String, metadata: String, occurredAt: Date, recordedAt: Date,
+        position: LogPosition
+    ) {
         self.id = id
         self.stream = stream
         self.version = version

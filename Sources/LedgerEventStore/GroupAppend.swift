@@ -81,13 +81,17 @@ extension EventStore {
             // The streams taken to be new: begun, locked and appended in one round trip.
             let (decision, appends) = assumed
             outcome = try await pool.withConnection { connection in
-                Self.appendAndCommit(GroupCommit(connection: connection, opening: locked, alongsidePart: alongsidePart, opened: nil, existing: [:],
-                                                 appends: appends, append: Self.newStreamsStatement(appends), decision: decision), finish: finish)
+                Self.appendAndCommit(
+                    GroupCommit(
+                        connection: connection, opening: locked, alongsidePart: alongsidePart, opened: nil, existing: [:],
+                        appends: appends, append: Self.newStreamsStatement(appends), decision: decision), finish: finish)
             }
         } else {
             var reading = locked
-            let read = reading.add(PipelinedStatement(Self.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
-                                                      [PostgresTextArray(streams)]))
+            let read = reading.add(
+                PipelinedStatement(
+                    Self.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
+                    [PostgresTextArray(streams)]))
             let opening = reading
             outcome = try await pool.withConnection { connection in
                 do {
@@ -103,9 +107,11 @@ extension EventStore {
                         _ = try connection.pipeline(closing, transaction: false)
                         return .nothingToAppend(decision)
                     }
-                    return Self.appendAndCommit(GroupCommit(connection: connection, opening: RoundTrip(), alongsidePart: alongsidePart, opened: opened,
-                                                            existing: existing, appends: appends, append: Self.groupStatement(appends), decision: decision),
-                                                finish: finish)
+                    return Self.appendAndCommit(
+                        GroupCommit(
+                            connection: connection, opening: RoundTrip(), alongsidePart: alongsidePart, opened: opened,
+                            existing: existing, appends: appends, append: Self.groupStatement(appends), decision: decision),
+                        finish: finish)
                 } catch {
                     connection.rollbackIfNeeded()
                     throw error

@@ -63,7 +63,8 @@ extension EventStore {
 
     /// The same locks for several streams, taken in key order so two groups never deadlock.
     package static func streamLocksStatement(_ streams: [String]) -> PipelinedStatement {
-        PipelinedStatement("""
+        PipelinedStatement(
+            """
             SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended(s, 0) AS k FROM unnest($1::text[]) AS s ORDER BY 1) AS keys
             """, [PostgresTextArray(streams)])
     }

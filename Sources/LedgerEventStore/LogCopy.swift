@@ -12,19 +12,23 @@ package enum LogCopy {
     /// `position`, in log order, in batches of up to `batchSize` raw rows. Events whose type is in
     /// `excludedTypes` are left out by the server; a checkpoint at the last event returned is
     /// still exact, because whatever excluded events follow it are skipped again when read.
-    package static func stream(on connection: PostgresConnection, after position: LogPosition, excludingTypes excludedTypes: Set<String>,
-                              batchSize: Int, _ body: (LogRows) throws -> Void) throws {
+    package static func stream(
+        on connection: PostgresConnection, after position: LogPosition, excludingTypes excludedTypes: Set<String>,
+        batchSize: Int, _ body: (LogRows) throws -> Void
+    ) throws {
         let excluded = excludedTypes.sorted().map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
         let filter = excluded.isEmpty ? "" : " AND e.event_type NOT IN (\(excluded.joined(separator: ", ")))"
         var batch = LogRows()
         var sawHeader = false
-        try connection.copyOut("""
+        try connection.copyOut(
+            """
             COPY (SELECT e.stream, e.event_type, e.data, e.metadata, e.occurred_at, e.recorded_at, e.tx_id, e.position
                     FROM ledger.events e
                    WHERE (e.tx_id, e.position) > ('\(position.transactionID)'::xid8, \(position.position)::bigint)
                      AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot())\(filter)
                    ORDER BY e.tx_id, e.position) TO STDOUT (FORMAT binary)
-            """) { chunk in
+            """
+        ) { chunk in
             var row = chunk
             if !sawHeader {
                 row = try LogRows.afterHeader(chunk)
@@ -76,14 +80,15 @@ package struct LogRows: Sendable {
                 guard let length = reader.int(4), length >= 0, let field = reader.take(Int(length)) else { throw malformed() }
                 fields.append(field)
             }
-            guard fields[2].first == 1, fields[3].first == 1,  // jsonb version 1
-                  let occurred = BinaryReader.int64(fields[4]), let recorded = BinaryReader.int64(fields[5]),
-                  let transaction = BinaryReader.int64(fields[6]), let position = BinaryReader.int64(fields[7])
+            guard fields[2].first == 1, fields[3].first == 1, // jsonb version 1
+                let occurred = BinaryReader.int64(fields[4]), let recorded = BinaryReader.int64(fields[5]),
+                let transaction = BinaryReader.int64(fields[6]), let position = BinaryReader.int64(fields[7])
             else { throw malformed() }
-            return StreamedEvent(stream: String(decoding: fields[0], as: UTF8.self), type: String(decoding: fields[1], as: UTF8.self),
-                                 data: Array(fields[2].dropFirst()), metadata: String(decoding: fields[3].dropFirst(), as: UTF8.self),
-                                 occurredAt: Self.date(postgresMicroseconds: occurred), recordedAt: Self.date(postgresMicroseconds: recorded),
-                                 position: LogPosition(transactionID: UInt64(bitPattern: transaction), position: position))
+            return StreamedEvent(
+                stream: String(decoding: fields[0], as: UTF8.self), type: String(decoding: fields[1], as: UTF8.self),
+                data: Array(fields[2].dropFirst()), metadata: String(decoding: fields[3].dropFirst(), as: UTF8.self),
+                occurredAt: Self.date(postgresMicroseconds: occurred), recordedAt: Self.date(postgresMicroseconds: recorded),
+                position: LogPosition(transactionID: UInt64(bitPattern: transaction), position: position))
         }
     }
 
@@ -98,7 +103,8 @@ package struct LogRows: Sendable {
     static func afterHeader(_ chunk: UnsafeBufferPointer<UInt8>) throws -> UnsafeBufferPointer<UInt8> {
         var reader = BinaryReader(bytes: chunk)
         guard let signature = reader.take(Self.signature.count), signature.elementsEqual(Self.signature),
-              reader.int(4) != nil, let extensionLength = reader.int(4), reader.take(Int(extensionLength)) != nil else {
+            reader.int(4) != nil, let extensionLength = reader.int(4), reader.take(Int(extensionLength)) != nil
+        else {
             throw MalformedRow(row: "binary COPY header")
         }
         return reader.rest

@@ -34,7 +34,7 @@ final class StreamLocks: Sendable {
         await withCheckedContinuation { continuation in
             let nowFree = held.withLock { held -> Bool in
                 guard held[stream] != nil else {
-                    held[stream] = Queue()   // released between the two looks
+                    held[stream] = Queue() // released between the two looks
                     return true
                 }
                 held[stream]!.waiting.append(continuation)

@@ -26,7 +26,7 @@ package final class Watermark<Value: Comparable & Sendable>: Sendable {
             for id in reached.keys { state.waiters[id] = nil }
             return reached.values.map(\.continuation)
         }
-        reached.forEach { $0.resume() }
+        for waiter in reached { waiter.resume() }
     }
 
     package func raise(to value: Value) { raise { max($0, value) } }

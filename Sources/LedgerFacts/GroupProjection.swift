@@ -16,8 +16,10 @@ package protocol GroupProjection: Sendable {
     /// `presenters`, commits. `assumingVersion`: the projection's version as the group before found
     /// it, used before the opening's read of it is back (both sent in one round trip) and checked
     /// against it before anything commits.
-    func appendAndProject<Decision: Sendable>(_ commit: GroupCommit<Decision>, opened: RoundTrip.Slot, assumingVersion: Int?,
-                                              presenters: Set<UserKey>) throws -> (appended: PostgresRows, projected: GroupProjected)
+    func appendAndProject<Decision: Sendable>(
+        _ commit: GroupCommit<Decision>, opened: RoundTrip.Slot, assumingVersion: Int?,
+        presenters: Set<UserKey>
+    ) throws -> (appended: PostgresRows, projected: GroupProjected)
 }
 
 /// What a group's transaction projected.

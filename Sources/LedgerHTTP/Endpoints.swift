@@ -26,10 +26,12 @@ package struct Endpoints: Sendable {
     /// Gauges sampled when `/metrics` is scraped.
     package var gauges: @Sendable () async -> [Metrics.Gauge]
 
-    package init(ingestor: Ingestor, lookups: AppleLookups, offers: OfferDesk, directory: AppDirectory, actions: UserActions,
-                 users: UserStateReader, keys: APIKeyStore, exports: FinanceExports, feed: ChangeFeed, webhooks: WebhookRegistry,
-                 console: ConsoleContext, metrics: Metrics, readiness: @escaping @Sendable () async -> Readiness,
-                 gauges: @escaping @Sendable () async -> [Metrics.Gauge]) {
+    package init(
+        ingestor: Ingestor, lookups: AppleLookups, offers: OfferDesk, directory: AppDirectory, actions: UserActions,
+        users: UserStateReader, keys: APIKeyStore, exports: FinanceExports, feed: ChangeFeed, webhooks: WebhookRegistry,
+        console: ConsoleContext, metrics: Metrics, readiness: @escaping @Sendable () async -> Readiness,
+        gauges: @escaping @Sendable () async -> [Metrics.Gauge]
+    ) {
         self.ingestor = ingestor
         self.lookups = lookups
         self.offers = offers

@@ -68,7 +68,7 @@ package final class AppDirectory: Sendable {
             found = try await replicas!.read(atLeast: .start) { connection in try Self.find(bundleID, on: connection) }
         }
         cache.withLock { cache in
-            if cache.count > 10_000 { cache.removeAll() }  // unknown bundle ids are cached too: keep it bounded
+            if cache.count > 10_000 { cache.removeAll() } // unknown bundle ids are cached too: keep it bounded
             cache[bundleID] = (found, now)
         }
         guard let found else { throw LedgerError.unknownApp(bundleID) }
@@ -93,15 +93,18 @@ package final class AppDirectory: Sendable {
         }
         let secret = try connection.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID])
             .first.map { try $0["shared_secret"].string() }
-        let key = try connection.query("SELECT issuer_id, key_id, private_key FROM ledger.app_server_api_keys WHERE bundle_id = $1", [bundleID])
+        let key =
+            try connection.query("SELECT issuer_id, key_id, private_key FROM ledger.app_server_api_keys WHERE bundle_id = $1", [bundleID])
             .first.map { row in
                 // Checked when configured; a key that no longer parses is reported when it is used.
-                try? ServerAPICredentials(issuerID: try row["issuer_id"].string(), keyID: try row["key_id"].string(),
-                                          privateKeyPEM: try row["private_key"].string(), bundleID: bundleID)
+                try? ServerAPICredentials(
+                    issuerID: try row["issuer_id"].string(), keyID: try row["key_id"].string(),
+                    privateKeyPEM: try row["private_key"].string(), bundleID: bundleID)
             } ?? nil
-        return AppConfiguration(bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(),
-                                products: products.values.sorted { $0.productID < $1.productID },
-                                sharedSecret: secret, serverAPI: key, version: recorded.last?.version ?? 0)
+        return AppConfiguration(
+            bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(),
+            products: products.values.sorted { $0.productID < $1.productID },
+            sharedSecret: secret, serverAPI: key, version: recorded.last?.version ?? 0)
     }
 
     /// Every app that was ever configured, by bundle id.
@@ -116,18 +119,22 @@ package final class AppDirectory: Sendable {
 
     /// Creates or changes an app. The secret and the App Store Server API key, when given,
     /// replace the stored ones.
-    package func configure(_ bundleID: String, settings: AppSettings, sharedSecret: String?,
-                          serverAPI: ServerAPICredentials? = nil) async throws -> AppConfiguration {
+    package func configure(
+        _ bundleID: String, settings: AppSettings, sharedSecret: String?,
+        serverAPI: ServerAPICredentials? = nil
+    ) async throws -> AppConfiguration {
         try Self.validate(bundleID: bundleID)
         if let serverAPI {
-            try await pool.query("""
+            try await pool.query(
+                """
                 INSERT INTO ledger.app_server_api_keys (bundle_id, issuer_id, key_id, private_key) VALUES ($1, $2, $3, $4)
                 ON CONFLICT (bundle_id) DO UPDATE SET issuer_id = EXCLUDED.issuer_id, key_id = EXCLUDED.key_id,
                     private_key = EXCLUDED.private_key, updated_at = now()
                 """, [bundleID, serverAPI.issuerID, serverAPI.keyID, serverAPI.privateKeyPEM])
         }
         if let sharedSecret {
-            try await pool.query("""
+            try await pool.query(
+                """
                 INSERT INTO ledger.app_secrets (bundle_id, shared_secret) VALUES ($1, $2)
                 ON CONFLICT (bundle_id) DO UPDATE SET shared_secret = EXCLUDED.shared_secret, updated_at = now()
                 """, [bundleID, sharedSecret])

@@ -39,8 +39,11 @@ package struct AppleLookups: Sendable {
 
     /// The customer `transactionID` belongs to, asked of Apple and recorded for `userID` under the
     /// app's restore policy: what sync and backfill share.
-    private func recordCustomer(of transactionID: String, for userID: String, bundleID: String) async throws
-        -> (pieces: [VerifiedPiece], outcome: FactRecorder.Outcome) {
+    private func recordCustomer(
+        of transactionID: String, for userID: String, bundleID: String
+    ) async throws
+        -> (pieces: [VerifiedPiece], outcome: FactRecorder.Outcome)
+    {
         try Identifier.userID.check(userID)
         let app = try await ingestor.directory.app(bundleID)
         var pieces = try await customer(of: transactionID, app)
@@ -56,8 +59,9 @@ package struct AppleLookups: Sendable {
         }.1
         guard let signed else { return nil }
         let decoded = try await ingestor.verifier.verifyAppTransaction(signed, expecting: app.expectation)
-        return VerifiedPiece(events: EvidenceEvents.events(for: decoded, userID: userID),
-                             item: .init(body: signed, kind: .appTransaction, bundleID: app.bundleID))
+        return VerifiedPiece(
+            events: EvidenceEvents.events(for: decoded, userID: userID),
+            item: .init(body: signed, kind: .appTransaction, bundleID: app.bundleID))
     }
 
     /// What one backfilled customer added: their transactions, and how far the log must be
@@ -81,8 +85,9 @@ package struct AppleLookups: Sendable {
         try await LedgerError.mapping {
             let (pieces, outcome) = try await recordCustomer(of: transactionID, for: userID, bundleID: bundleID)
             try Ingestor.refuseKept(outcome)
-            return Imported(transactionIDs: Set(pieces.flatMap(\.events).compactMap(\.transactionFacts?.transactionID)),
-                            position: outcome.lastPosition)
+            return Imported(
+                transactionIDs: Set(pieces.flatMap(\.events).compactMap(\.transactionFacts?.transactionID)),
+                position: outcome.lastPosition)
         }
     }
 
@@ -126,8 +131,10 @@ package struct AppleLookups: Sendable {
             if let signed = last.signedTransactionInfo { pieces.append(try await transaction(signed, app)) }
             if let signed = last.signedRenewalInfo {
                 let renewal = try await ingestor.verifier.verifyRenewal(signed, expecting: app.expectation)
-                pieces.append(VerifiedPiece(events: EvidenceEvents.events(for: renewal, status: last.status),
-                                            item: .init(body: signed, kind: .signedRenewalInfo, bundleID: app.bundleID)))
+                pieces.append(
+                    VerifiedPiece(
+                        events: EvidenceEvents.events(for: renewal, status: last.status),
+                        item: .init(body: signed, kind: .signedRenewalInfo, bundleID: app.bundleID)))
             }
         }
         return pieces
@@ -181,23 +188,28 @@ package struct AppleLookups: Sendable {
 
     func transaction(_ signed: String, _ app: AppConfiguration) async throws -> VerifiedPiece {
         let transaction = try await ingestor.verifier.verifyTransaction(signed, expecting: app.expectation)
-        return VerifiedPiece(events: EvidenceEvents.events(for: transaction),
-                             item: .init(body: signed, kind: .signedTransaction, bundleID: app.bundleID))
+        return VerifiedPiece(
+            events: EvidenceEvents.events(for: transaction),
+            item: .init(body: signed, kind: .signedTransaction, bundleID: app.bundleID))
     }
 
     /// The app's key, or the error that says it must be configured first.
     static func key(of app: AppConfiguration) throws -> ServerAPICredentials {
         guard let key = app.serverAPI else {
-            throw AppStoreError(.appleAPINotConfigured,
-                                "asking Apple needs the app's App Store Server API key; configure app_store_server_api (issuer_id, key_id, private_key) first")
+            throw AppStoreError(
+                .appleAPINotConfigured,
+                "asking Apple needs the app's App Store Server API key; configure app_store_server_api (issuer_id, key_id, private_key) first")
         }
         return key
     }
 
     /// Asks each environment the app accepts, Production first, until one knows the thing asked:
     /// a sandbox purchase is unknown to production, and App Review's are sandbox ones.
-    static func firstEnvironment<T>(of app: AppConfiguration, _ ask: (AppleEnvironment, ServerAPICredentials) async throws -> T)
-        async throws -> (AppleEnvironment, T) {
+    static func firstEnvironment<T>(
+        of app: AppConfiguration, _ ask: (AppleEnvironment, ServerAPICredentials) async throws -> T
+    )
+        async throws -> (AppleEnvironment, T)
+    {
         let key = try key(of: app)
         let environments = [AppleEnvironment.production, .sandbox].filter(app.settings.environments.contains)
         var notFound: AppStoreError?

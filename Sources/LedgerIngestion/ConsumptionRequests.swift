@@ -31,17 +31,22 @@ package struct ConsumptionRequests: Sendable {
     /// Remembers a request to answer; the same request again changes nothing.
     func enqueue(_ notification: AppleNotification, transaction: TransactionFacts, bundleID: String) async throws {
         guard let uuid = notification.notificationUUID, [.production, .sandbox].contains(transaction.environment) else { return }
-        try await pool.query("""
+        try await pool.query(
+            """
             INSERT INTO ledger.consumption_requests
                 (bundle_id, notification_uuid, transaction_id, original_transaction_id, environment, requested_at)
             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
-            """, [bundleID, uuid, transaction.transactionID, transaction.originalTransactionID, transaction.environment.rawValue,
-                  notification.signedDate ?? Date()])
+            """,
+            [
+                bundleID, uuid, transaction.transactionID, transaction.originalTransactionID, transaction.environment.rawValue,
+                notification.signedDate ?? Date(),
+            ])
     }
 
     /// Up to `limit` unanswered requests still within Apple's deadline, claimed by `holder` for a minute.
     package func claim(limit: Int, holder: UUID) async throws -> [Pending] {
-        try await pool.query("""
+        try await pool.query(
+            """
             UPDATE ledger.consumption_requests r
                SET claimed_by = $1, claimed_until = now() + interval '60 seconds', attempts = r.attempts + 1
              WHERE (r.bundle_id, r.notification_uuid) IN (
@@ -50,16 +55,19 @@ package struct ConsumptionRequests: Sendable {
                       AND (w.claimed_until IS NULL OR w.claimed_until < now())
                     ORDER BY w.requested_at LIMIT $2 FOR UPDATE SKIP LOCKED)
             RETURNING r.bundle_id, r.notification_uuid, r.transaction_id, r.original_transaction_id, r.environment, r.attempts
-            """, [holder, limit]).map { row in
-            Pending(bundleID: try row["bundle_id"].string(), notificationUUID: try row["notification_uuid"].string(),
-                    transactionID: try row["transaction_id"].string(), originalTransactionID: try row["original_transaction_id"].string(),
-                    environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? .production, attempts: try row["attempts"].int())
+            """, [holder, limit]
+        ).map { row in
+            Pending(
+                bundleID: try row["bundle_id"].string(), notificationUUID: try row["notification_uuid"].string(),
+                transactionID: try row["transaction_id"].string(), originalTransactionID: try row["original_transaction_id"].string(),
+                environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? .production, attempts: try row["attempts"].int())
         }
     }
 
     /// The request is settled (answered, or never to be answered): `outcome` says which.
     package func settle(_ pending: Pending, outcome: String) async throws {
-        try await pool.query("""
+        try await pool.query(
+            """
             UPDATE ledger.consumption_requests SET answered_at = now(), outcome = $3, claimed_by = NULL, claimed_until = NULL
              WHERE bundle_id = $1 AND notification_uuid = $2
             """, [pending.bundleID, pending.notificationUUID, String(outcome.prefix(500))])
@@ -67,7 +75,8 @@ package struct ConsumptionRequests: Sendable {
 
     /// The request failed for now (Apple away); tried again after `delay`.
     package func retry(_ pending: Pending, after delay: Duration, failure: String) async throws {
-        try await pool.query("""
+        try await pool.query(
+            """
             UPDATE ledger.consumption_requests SET claimed_until = now() + make_interval(secs => $3), outcome = $4
              WHERE bundle_id = $1 AND notification_uuid = $2
             """, [pending.bundleID, pending.notificationUUID, Double(delay.components.seconds), "failed: " + String(failure.prefix(480))])

@@ -5,6 +5,6 @@ import LedgerPostgres
 /// `sha256:<hex>` of raw evidence: its address in `ledger.evidence`.
 enum EvidenceDigest {
     static func of(_ body: Data) -> String {
-        "sha256:" + Hex.encode(SHA256.hash(data: body))  // String(format:) per byte showed in an ingestion profile
+        "sha256:" + Hex.encode(SHA256.hash(data: body)) // String(format:) per byte showed in an ingestion profile
     }
 }

@@ -4,10 +4,12 @@ import LedgerPostgres
 /// Raw evidence kept content-addressed (`ledger.evidence`), so an auditor can re-verify what an
 /// event was derived from. Storing the same bytes again is a no-op.
 package struct EvidenceStore: Sendable {
-    package enum Kind: String, Sendable { case signedTransaction = "signed_transaction", signedRenewalInfo = "signed_renewal_info",
-                                          receipt, receiptAnswer = "receipt_answer",
-                                          notificationV1 = "notification_v1", notificationV2 = "notification_v2",
-                                          appTransaction = "app_transaction" }
+    package enum Kind: String, Sendable {
+        case signedTransaction = "signed_transaction", signedRenewalInfo = "signed_renewal_info",
+            receipt, receiptAnswer = "receipt_answer",
+            notificationV1 = "notification_v1", notificationV2 = "notification_v2",
+            appTransaction = "app_transaction"
+    }
 
     /// One piece of evidence as text (a JWS, base64, JSON: all of it UTF-8), named by its digest.
     struct Item: Sendable {
@@ -40,7 +42,8 @@ package struct EvidenceStore: Sendable {
         // evidence, and a request pays one disk flush instead of two. One pipelined round trip.
         let statements = [
             PipelinedStatement.commitWithoutWaitingForDisk,
-            PipelinedStatement("""
+            PipelinedStatement(
+                """
                 INSERT INTO ledger.evidence (digest, bundle_id, kind, body, answers) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT (digest) DO NOTHING
                 """, [digest, bundleID, kind.rawValue, PostgresBytes(Array(body)), answers]),
@@ -64,12 +67,16 @@ package struct EvidenceStore: Sendable {
             bodies.append(item.body)
             answers.append(item.answers)
         }
-        return PipelinedStatement("""
+        return PipelinedStatement(
+            """
             INSERT INTO ledger.evidence (digest, bundle_id, kind, body, answers)
             SELECT d, b, k, convert_to(t, 'UTF8'), a FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS e(d, b, k, t, a)
             ON CONFLICT (digest) DO NOTHING
-            """, [PostgresTextArray(digests), PostgresTextArray(bundles), PostgresTextArray(kinds), PostgresTextArray(bodies),
-                  PostgresNullableTextArray(answers)])
+            """,
+            [
+                PostgresTextArray(digests), PostgresTextArray(bundles), PostgresTextArray(kinds), PostgresTextArray(bodies),
+                PostgresNullableTextArray(answers),
+            ])
     }
 
     /// The raw bytes behind a digest, for audits.

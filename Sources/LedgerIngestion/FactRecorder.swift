@@ -82,15 +82,17 @@ struct FactRecorder: Sendable {
             let candidates = try events.map { event in
                 let data = String(decoding: try event.encodedData(), as: UTF8.self)
                 // A notification is identified by Apple's UUID: a redelivery is a no-op even if re-signed.
-                let id = if case .appleNotificationReceived(let n) = event, let uuid = n.notificationUUID {
-                    StableID.make(bundleID, "notification", uuid)
-                } else {
-                    StableID.make(stream, event.typeName, data)
-                }
+                let id =
+                    if case .appleNotificationReceived(let n) = event, let uuid = n.notificationUUID {
+                        StableID.make(bundleID, "notification", uuid)
+                    } else {
+                        StableID.make(stream, event.typeName, data)
+                    }
                 return try StoredFacts.newEvent(event, bundleID: bundleID, id: id, occurredAt: event.appleSignedDate ?? now, evidence: evidence).event
             }
-            return StreamWork(stream: stream, candidates: candidates, claim: original.flatMap { original in claimant.user(original).map { (original, $0) } },
-                              policy: claimant.policy)
+            return StreamWork(
+                stream: stream, candidates: candidates, claim: original.flatMap { original in claimant.user(original).map { (original, $0) } },
+                policy: claimant.policy)
         }
     }
 
@@ -131,7 +133,7 @@ struct FactRecorder: Sendable {
         let known = Set(existing.map(\.id))
         var plan = Plan(expected: existing.last.map { .exact($0.version) } ?? .noStream, seen: existing.last?.position)
         if work.candidates.contains(where: { known.contains($0.id) && $0.type == LedgerEventType.appleNotificationReceived.rawValue }) {
-            return plan  // this notification was recorded before, with everything it said
+            return plan // this notification was recorded before, with everything it said
         }
         // What the stream holds, decoded once: the latest fact of each restatement slot, and
         // the history an ownership decision is made on.
@@ -174,8 +176,10 @@ struct FactRecorder: Sendable {
     /// Ownership decisions are told apart by the stream version they were decided at, so the same
     /// user can claim again after a transfer away, and a retried request is still a replay.
     private static func ownership(_ event: LedgerEvent, _ stream: String, _ bundleID: String, _ version: Int, _ now: Date) throws -> NewEvent {
-        try StoredFacts.newEvent(event, bundleID: bundleID, id: StableID.make(stream, event.typeName, String(version), event.ownerDescription),
-                               occurredAt: now).event
+        try StoredFacts.newEvent(
+            event, bundleID: bundleID, id: StableID.make(stream, event.typeName, String(version), event.ownerDescription),
+            occurredAt: now
+        ).event
     }
 }
 

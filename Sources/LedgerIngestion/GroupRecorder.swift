@@ -126,17 +126,20 @@ final class GroupRecorder: Sendable {
         var alongside = RoundTrip()
         let version = projection.open(&alongside)
         alongside.add([PipelinedStatement.genericPlans, EvidenceStore.insert(requests.flatMap(\.evidence))])
-        let outcome = try await store.withGroupAppend(streams: streams, alongside: alongside, assumingNewStreams: assumingVersion != nil,
-                                                      // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
-                                                      lazyWithoutAppends: true, decide: { existing in
-            let decided = Self.decide(requests, existing: existing)
-            return (Decided(results: decided.results, appendedBy: decided.appendedBy), decided.appends)
-        }, finish: { commit in
-            var decided = commit.decision
-            let (appended, projected) = try projection.appendAndProject(commit, opened: version, assumingVersion: assumingVersion, presenters: presenters)
-            decided.projected = projected
-            return (appended, decided)
-        })
+        let outcome = try await store.withGroupAppend(
+            streams: streams, alongside: alongside, assumingNewStreams: assumingVersion != nil,
+            // Only replays: the evidence alone need not wait for the disk (see EvidenceStore).
+            lazyWithoutAppends: true,
+            decide: { existing in
+                let decided = Self.decide(requests, existing: existing)
+                return (Decided(results: decided.results, appendedBy: decided.appendedBy), decided.appends)
+            },
+            finish: { commit in
+                var decided = commit.decision
+                let (appended, projected) = try projection.appendAndProject(commit, opened: version, assumingVersion: assumingVersion, presenters: presenters)
+                decided.projected = projected
+                return (appended, decided)
+            })
         if case .appended(let decided, _) = outcome, let version = decided.projected?.version {
             guess.withLock { $0.written(version: version, assumed: assumingVersion != nil) }
         }
@@ -158,7 +161,8 @@ final class GroupRecorder: Sendable {
             // Every request the group recorded is answered from the timelines its transaction wrote.
             return zip(requests, decided.results).map { request, result in
                 guard case .recorded(var outcome) = result, let user = request.presenter,
-                      let timeline = projected.timelines[UserKey(bundleID: request.bundleID, userID: user)] else { return result }
+                    let timeline = projected.timelines[UserKey(bundleID: request.bundleID, userID: user)]
+                else { return result }
                 outcome.projected = (timeline, projected.position)
                 return .recorded(outcome)
             }
@@ -178,13 +182,16 @@ final class GroupRecorder: Sendable {
 
     /// Every request decided on the streams as read; a stream already taken by an earlier request
     /// of the group sends the later one to record alone (its evidence is stored with the group's).
-    static func decide(_ requests: [Request], existing: [String: [RecordedEvent]])
-        -> (results: [Result], appends: [StreamAppend], appendedBy: [Int]) {
+    static func decide(
+        _ requests: [Request], existing: [String: [RecordedEvent]]
+    )
+        -> (results: [Result], appends: [StreamAppend], appendedBy: [Int])
+    {
         var results = [Result](repeating: .alone(evidenceStored: true), count: requests.count)
         var appends: [StreamAppend] = []
-        var appendedBy: [Int] = []   // request index of each append
+        var appendedBy: [Int] = [] // request index of each append
         var taken: Set<String> = []
-        let now = Date()   // decisions are stamped when made, on what was just read
+        let now = Date() // decisions are stamped when made, on what was just read
         for (index, request) in requests.enumerated() {
             guard request.work.allSatisfy({ !taken.contains($0.stream) }) else { continue }
             taken.formUnion(request.work.map(\.stream))

@@ -26,8 +26,10 @@ package struct Ingestor: Sendable {
     let logger: Logger
 
     /// `reader` answers the user's state once `freshness` says the projection holds what was recorded.
-    package init(store: EventStore, evidence: EvidenceStore, directory: AppDirectory, verifier: SignedDataVerifier,
-                receipts: VerifyReceiptClient, freshness: ProjectionFreshness, reader: UserStateReader, logger: Logger) {
+    package init(
+        store: EventStore, evidence: EvidenceStore, directory: AppDirectory, verifier: SignedDataVerifier,
+        receipts: VerifyReceiptClient, freshness: ProjectionFreshness, reader: UserStateReader, logger: Logger
+    ) {
         self.store = store
         self.directory = directory
         self.freshness = freshness
@@ -51,8 +53,9 @@ package struct Ingestor: Sendable {
             let transaction = try await verifier.verifyTransaction(signedTransaction, expecting: app.expectation)
             let presenter = try await presenter(userID, token: transaction.facts.appAccountToken, bundleID: bundleID)
             let item = EvidenceStore.Item(body: signedTransaction, kind: .signedTransaction, bundleID: bundleID)
-            let outcome = try await record(EvidenceEvents.events(for: transaction), evidence: [item], bundleID: bundleID,
-                                           claimant: .presenter(presenter, policy: app.settings.restorePolicy))
+            let outcome = try await record(
+                EvidenceEvents.events(for: transaction), evidence: [item], bundleID: bundleID,
+                claimant: .presenter(presenter, policy: app.settings.restorePolicy))
             return try await answer(outcome, bundleID: bundleID, userID: presenter)
         }
     }
@@ -67,8 +70,9 @@ package struct Ingestor: Sendable {
             let decoded = try await verifier.verifyAppTransaction(signedAppTransaction, expecting: app.expectation)
             let digest = try await evidence.store(Data(signedAppTransaction.utf8), kind: .appTransaction, bundleID: bundleID)
             do {
-                let outcome = try await recorder.record(EvidenceEvents.events(for: decoded, userID: userID), bundleID: bundleID, evidence: digest,
-                                                        claimant: .presenter(userID, policy: app.settings.restorePolicy))
+                let outcome = try await recorder.record(
+                    EvidenceEvents.events(for: decoded, userID: userID), bundleID: bundleID, evidence: digest,
+                    claimant: .presenter(userID, policy: app.settings.restorePolicy))
                 return try await answer(outcome, bundleID: bundleID, userID: userID)
             } catch EventStoreError.idempotencyConflict {
                 // The fact's id derives from everything it says, so the same id here is the same
@@ -115,9 +119,10 @@ package struct Ingestor: Sendable {
             throw LedgerError(.missingUserID, "user_id is required unless the transaction carries an appAccountToken linked to a user")
         }
         guard let linked = try await tokens.user(of: token, bundleID: bundleID) else {
-            throw LedgerError(.unknownAppAccountToken,
-                              "the transaction's appAccountToken \(token.uuidString.lowercased()) is linked to no user; send user_id, or link the token first",
-                              kind: .invalid)
+            throw LedgerError(
+                .unknownAppAccountToken,
+                "the transaction's appAccountToken \(token.uuidString.lowercased()) is linked to no user; send user_id, or link the token first",
+                kind: .invalid)
         }
         return linked
     }
@@ -134,14 +139,18 @@ package struct Ingestor: Sendable {
             let receipt = EvidenceStore.Item(body: receiptData, kind: .receipt, bundleID: bundleID)
             // What Apple answered, in brief (the receipt itself is kept too). No optional may reach
             // JSONSerialization: it raises on one instead of throwing.
-            var summary: [String: Any] = ["status": verified.response.status, "environment": verified.environment.rawValue, "bundle_id": bundleID,
-                                          "transactions": verified.response.transactions.map(\.transactionID)]
+            var summary: [String: Any] = [
+                "status": verified.response.status, "environment": verified.environment.rawValue, "bundle_id": bundleID,
+                "transactions": verified.response.transactions.map(\.transactionID),
+            ]
             if let requested = verified.response.requestDate { summary["request_date_ms"] = Int64(requested.timeIntervalSince1970 * 1000) }
             let answer = String(decoding: try JSONSerialization.data(withJSONObject: summary, options: .sortedKeys), as: UTF8.self)
-            let events = EvidenceEvents.events(for: verified.response, environment: verified.environment,
-                                               statedAt: verified.response.requestDate ?? Date())
-            let outcome = try await record(events, evidence: [receipt, .init(body: answer, kind: .receiptAnswer, bundleID: bundleID, answers: receipt.digest)],
-                                           bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy))
+            let events = EvidenceEvents.events(
+                for: verified.response, environment: verified.environment,
+                statedAt: verified.response.requestDate ?? Date())
+            let outcome = try await record(
+                events, evidence: [receipt, .init(body: answer, kind: .receiptAnswer, bundleID: bundleID, answers: receipt.digest)],
+                bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy))
             return try await self.answer(outcome, bundleID: bundleID, userID: userID)
         }
     }
@@ -175,12 +184,14 @@ package struct Ingestor: Sendable {
                 // The password is the app's secret: it is redacted before the body is kept.
                 var redacted = object
                 redacted["password"] = "<redacted>"
-                digest = try await evidence.store(try JSONSerialization.data(withJSONObject: redacted, options: .sortedKeys),
-                                                  kind: .notificationV1, bundleID: bundleID)
+                digest = try await evidence.store(
+                    try JSONSerialization.data(withJSONObject: redacted, options: .sortedKeys),
+                    kind: .notificationV1, bundleID: bundleID)
             } else {
                 throw LedgerError(.malformed, "neither a V2 notification (signedPayload) nor a V1 one (notification_type)")
             }
-            let outcome = try await recorder.record(events, bundleID: bundleID, evidence: digest, claimant: .tokenHolders(try await tokenHolders(of: events, bundleID: bundleID)))
+            let outcome = try await recorder.record(
+                events, bundleID: bundleID, evidence: digest, claimant: .tokenHolders(try await tokenHolders(of: events, bundleID: bundleID)))
             // Apple asks before deciding a refund; the consumption responder answers (even when the
             // notification was recorded before: a crash between the two must not lose the request).
             if let (notification, transaction) = consumptionRequest {
@@ -195,7 +206,8 @@ package struct Ingestor: Sendable {
 
     /// Keeps the evidence and records its events, together with other requests arriving meanwhile
     /// (`GroupRecorder`); events reference the last piece of evidence (a receipt's: Apple's answer).
-    func record(_ events: [LedgerEvent], evidence: [EvidenceStore.Item], bundleID: String, claimant: FactRecorder.Claimant) async throws -> FactRecorder.Outcome {
+    func record(_ events: [LedgerEvent], evidence: [EvidenceStore.Item], bundleID: String, claimant: FactRecorder.Claimant) async throws -> FactRecorder.Outcome
+    {
         let work = try FactRecorder.work(for: events, bundleID: bundleID, evidence: evidence.last?.digest, claimant: claimant, now: Date())
         return try await group.record(GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID, presenter: claimant.presenter))
     }
@@ -210,7 +222,9 @@ package struct Ingestor: Sendable {
         for piece in pieces {
             for var work in try FactRecorder.work(for: piece.events, bundleID: bundleID, evidence: piece.item.digest, claimant: claimant, now: Date()) {
                 work.candidates = work.candidates.filter { ids.insert($0.id).inserted }
-                if let at = index[work.stream] { merged[at].candidates += work.candidates } else {
+                if let at = index[work.stream] {
+                    merged[at].candidates += work.candidates
+                } else {
                     index[work.stream] = merged.count
                     merged.append(work)
                 }
@@ -257,8 +271,9 @@ package struct Ingestor: Sendable {
     /// A restore the `keep` policy refused: the purchase stays with its owner, whose id is not disclosed.
     static func refuseKept(_ outcome: FactRecorder.Outcome) throws {
         if let original = outcome.keptByAnother.first {
-            throw LedgerError(.transactionOwnedByAnotherUser,
-                              "transaction \(original) belongs to another user of this app, and its restore policy is keep")
+            throw LedgerError(
+                .transactionOwnedByAnotherUser,
+                "transaction \(original) belongs to another user of this app, and its restore policy is keep")
         }
     }
 

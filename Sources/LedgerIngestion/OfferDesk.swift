@@ -24,12 +24,16 @@ package struct OfferDesk: Sendable {
     /// A promotional (or win-back) offer for `userID`, if the product's declared rule lets them
     /// have it: 404 for an unknown product or offer, 409 `not_eligible` saying why not, 422 when
     /// the app has no In-App Purchase key to sign with.
-    package func sign(bundleID: String, userID: String, productID: String, offerID: String, format: Format,
-                      transactionID: String?, now: Date = Date()) async throws -> Signed {
+    package func sign(
+        bundleID: String, userID: String, productID: String, offerID: String, format: Format,
+        transactionID: String?, now: Date = Date()
+    ) async throws -> Signed {
         try await LedgerError.mapping {
             let (app, product, signer) = try await prepare(bundleID: bundleID, userID: userID, productID: productID)
             guard let rule = product.offers?[offerID] else {
-                throw LedgerError(.unknownOffer, "product \(productID) declares no offer \(offerID); declare it in the catalogue (PUT …/products/\(productID) with \"offers\")")
+                throw LedgerError(
+                    .unknownOffer,
+                    "product \(productID) declares no offer \(offerID); declare it in the catalogue (PUT …/products/\(productID) with \"offers\")")
             }
             let ledger = try await ingestor.users.ledger(bundleID: bundleID, userID: userID)
             let timeline = ledger.timeline(of: userID)
@@ -37,20 +41,25 @@ package struct OfferDesk: Sendable {
             guard decision.eligible else { throw LedgerError(.notEligible, "\(userID) is not eligible for offer \(offerID): \(decision.reason)") }
             let nonce = UUID()
             let signed: Signed
-            let transaction = try Self.checkedTransaction(transactionID)
+            let transaction =
+                try Self.checkedTransaction(transactionID)
                 ?? Self.customerTransaction(in: ledger, timeline: timeline, userID: userID, product: product, app: app)
             switch format {
             case .jws:
                 signed = .jws(try signer.promotionalOffer(productID: productID, offerID: offerID, transactionID: transaction, nonce: nonce, at: now))
             case .legacy:
                 let token = ledger.transactions(ownedBy: userID).last(where: { $0.appAccountToken != nil })?.appAccountToken
-                signed = .legacy(try signer.legacyPromotionalOffer(productID: productID, offerID: offerID,
-                                                                   applicationUsername: token?.uuidString.lowercased() ?? "", nonce: nonce, at: now))
+                signed = .legacy(
+                    try signer.legacyPromotionalOffer(
+                        productID: productID, offerID: offerID,
+                        applicationUsername: token?.uuidString.lowercased() ?? "", nonce: nonce, at: now))
             }
-            try await record(OfferSignature(userID: userID, kind: format == .jws ? .promotionalOffer : .promotionalOfferLegacy, productID: productID,
-                                            offerID: offerID, eligible: true, nonce: nonce.uuidString.lowercased(),
-                                            transactionID: format == .jws ? transaction : nil, keyID: signer.keyID, signedAt: now,
-                                            reason: decision.reason), app: app)
+            try await record(
+                OfferSignature(
+                    userID: userID, kind: format == .jws ? .promotionalOffer : .promotionalOfferLegacy, productID: productID,
+                    offerID: offerID, eligible: true, nonce: nonce.uuidString.lowercased(),
+                    transactionID: format == .jws ? transaction : nil, keyID: signer.keyID, signedAt: now,
+                    reason: decision.reason), app: app)
             return signed
         }
     }
@@ -58,23 +67,32 @@ package struct OfferDesk: Sendable {
     /// Whether StoreKit may apply the product's introductory offer to `userID`: only if the user
     /// never held any of its entitlements, on any Apple account. Signed either way, so the app
     /// hands StoreKit the ledger's answer instead of Apple's per-account guess.
-    package func introductoryEligibility(bundleID: String, userID: String, productID: String, transactionID: String?,
-                                         now: Date = Date()) async throws -> (eligible: Bool, signature: String, reason: String) {
+    package func introductoryEligibility(
+        bundleID: String, userID: String, productID: String, transactionID: String?,
+        now: Date = Date()
+    ) async throws -> (eligible: Bool, signature: String, reason: String) {
         try await LedgerError.mapping {
             let (app, product, signer) = try await prepare(bundleID: bundleID, userID: userID, productID: productID)
             let ledger = try await ingestor.users.ledger(bundleID: bundleID, userID: userID)
             let timeline = ledger.timeline(of: userID)
             let decision = OfferEligibility.introductory(entitlements: product.entitlements, timeline: timeline, now: now)
-            guard let transaction = try Self.checkedTransaction(transactionID)
-                    ?? Self.customerTransaction(in: ledger, timeline: timeline, userID: userID, product: product, app: app) else {
-                throw LedgerError(.missingTransactionID,
-                                  "Apple needs one of the customer's transaction ids (or their app transaction id) and the ledger knows none for \(userID): send transaction_id")
+            guard
+                let transaction = try Self.checkedTransaction(transactionID)
+                    ?? Self.customerTransaction(in: ledger, timeline: timeline, userID: userID, product: product, app: app)
+            else {
+                throw LedgerError(
+                    .missingTransactionID,
+                    "Apple needs one of the customer's transaction ids (or their app transaction id) and the ledger knows none for \(userID): send transaction_id"
+                )
             }
             let nonce = UUID()
-            let signature = try signer.introductoryEligibility(productID: productID, allow: decision.eligible, transactionID: transaction, nonce: nonce, at: now)
-            try await record(OfferSignature(userID: userID, kind: .introductoryEligibility, productID: productID, offerID: nil,
-                                            eligible: decision.eligible, nonce: nonce.uuidString.lowercased(), transactionID: transaction,
-                                            keyID: signer.keyID, signedAt: now, reason: decision.reason), app: app)
+            let signature = try signer.introductoryEligibility(
+                productID: productID, allow: decision.eligible, transactionID: transaction, nonce: nonce, at: now)
+            try await record(
+                OfferSignature(
+                    userID: userID, kind: .introductoryEligibility, productID: productID, offerID: nil,
+                    eligible: decision.eligible, nonce: nonce.uuidString.lowercased(), transactionID: transaction,
+                    keyID: signer.keyID, signedAt: now, reason: decision.reason), app: app)
             return (decision.eligible, signature, decision.reason)
         }
     }
@@ -101,8 +119,10 @@ package struct OfferDesk: Sendable {
     /// The customer's transaction StoreKit should see named: the user's latest purchase of a
     /// product unlocking what this one does (its subscription group, in practice), else their
     /// latest purchase of the app's, else their app transaction.
-    private static func customerTransaction(in ledger: AppLedger, timeline: UserTimeline, userID: String, product: ProductDefinition,
-                                            app: AppConfiguration) -> String? {
+    private static func customerTransaction(
+        in ledger: AppLedger, timeline: UserTimeline, userID: String, product: ProductDefinition,
+        app: AppConfiguration
+    ) -> String? {
         let owned = ledger.transactions(ownedBy: userID)
         let wanted = Set(product.entitlements)
         let related = owned.last { transaction in

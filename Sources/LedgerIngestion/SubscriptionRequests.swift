@@ -21,8 +21,10 @@ extension AppleLookups {
     /// request and restates the subscription as Apple now states it (its later expiry), so the
     /// answer and every read after it show the new date; Apple's RENEWAL_EXTENDED notification
     /// restates it again, changing nothing.
-    package func extend(bundleID: String, originalTransactionID: String, days: Int, reasonCode: Int, requestID: String,
-                        actor: String, now: Date = Date()) async throws -> Extended {
+    package func extend(
+        bundleID: String, originalTransactionID: String, days: Int, reasonCode: Int, requestID: String,
+        actor: String, now: Date = Date()
+    ) async throws -> Extended {
         try await LedgerError.mapping {
             try Self.checkExtension(days: days, reasonCode: reasonCode, requestID: requestID)
             let app = try await ingestor.directory.app(bundleID)
@@ -43,18 +45,22 @@ extension AppleLookups {
             // Apple takes the same request id again as the same request: a retry does not count twice.
             let retry = earlier.contains { $0.requestID == requestID }
             if !retry, Set(earlier.filter({ now.timeIntervalSince($0.requestedAt) < 365 * 86_400 }).map(\.requestID)).count >= RenewalExtension.perYear {
-                throw LedgerError(.extensionLimitReached,
-                                  "\(originalTransactionID) was extended \(RenewalExtension.perYear) times in the last 365 days: Apple allows no more")
+                throw LedgerError(
+                    .extensionLimitReached,
+                    "\(originalTransactionID) was extended \(RenewalExtension.perYear) times in the last 365 days: Apple allows no more")
             }
-            let answer = try await api.extendRenewalDate(originalTransactionID: originalTransactionID, days: days, reasonCode: reasonCode,
-                                                         requestID: requestID, in: latest.environment, as: key)
+            let answer = try await api.extendRenewalDate(
+                originalTransactionID: originalTransactionID, days: days, reasonCode: reasonCode,
+                requestID: requestID, in: latest.environment, as: key)
             guard answer.success != false else {
                 throw LedgerError(.extensionIneligible, "Apple did not extend \(originalTransactionID)")
             }
             let effective = answer.effectiveDate.map { Date(timeIntervalSince1970: $0 / 1000) }
-            let request = RenewalExtension(originalTransactionID: originalTransactionID, days: days, reasonCode: reasonCode, requestID: requestID,
-                                           actor: actor, requestedAt: now, effectiveDate: effective, webOrderLineItemID: answer.webOrderLineItemId)
-            var last = retry ? nil : try await ingestor.recorder.record([.renewalExtended(request)], bundleID: bundleID, evidence: nil, claimant: .nobody).lastPosition
+            let request = RenewalExtension(
+                originalTransactionID: originalTransactionID, days: days, reasonCode: reasonCode, requestID: requestID,
+                actor: actor, requestedAt: now, effectiveDate: effective, webOrderLineItemID: answer.webOrderLineItemId)
+            var last =
+                retry ? nil : try await ingestor.recorder.record([.renewalExtended(request)], bundleID: bundleID, evidence: nil, claimant: .nobody).lastPosition
             // The subscription as Apple states it now. Apple's notification says it again if this fails.
             if let statuses = try? await api.subscriptionStatuses(originalTransactionID, in: latest.environment, as: key) {
                 let pieces = try await statusPieces(statuses, app, only: originalTransactionID)
@@ -69,8 +75,10 @@ extension AppleLookups {
 
     /// Extends every active subscriber of `productID` at Apple (in `storefronts`, or all); Apple
     /// works through them and later sends a RENEWAL_EXTENSION / SUMMARY. Returns the request id.
-    package func extendAll(bundleID: String, productID: String, days: Int, reasonCode: Int, requestID: String, storefronts: [String],
-                           environment asked: AppleEnvironment?, actor: String, now: Date = Date()) async throws -> String {
+    package func extendAll(
+        bundleID: String, productID: String, days: Int, reasonCode: Int, requestID: String, storefronts: [String],
+        environment asked: AppleEnvironment?, actor: String, now: Date = Date()
+    ) async throws -> String {
         try await LedgerError.mapping {
             try Self.checkExtension(days: days, reasonCode: reasonCode, requestID: requestID)
             for storefront in storefronts where storefront.count != 3 || !storefront.allSatisfy({ $0.isASCII && $0.isUppercase }) {
@@ -84,21 +92,26 @@ extension AppleLookups {
                 throw LedgerError(.notASubscription, "\(productID) is \(product.type.rawValue): only auto-renewable subscriptions are extended")
             }
             let environment = try Self.extensionEnvironment(of: app, asked: asked)
-            let accepted = try await api.extendForAllActiveSubscribers(productID: productID, days: days, reasonCode: reasonCode, requestID: requestID,
-                                                                       storefronts: storefronts, in: environment, as: try Self.key(of: app))
-            let request = MassRenewalExtension(productID: productID, days: days, reasonCode: reasonCode, requestID: accepted, storefronts: storefronts,
-                                               environment: environment, actor: actor, requestedAt: now)
+            let accepted = try await api.extendForAllActiveSubscribers(
+                productID: productID, days: days, reasonCode: reasonCode, requestID: requestID,
+                storefronts: storefronts, in: environment, as: try Self.key(of: app))
+            let request = MassRenewalExtension(
+                productID: productID, days: days, reasonCode: reasonCode, requestID: accepted, storefronts: storefronts,
+                environment: environment, actor: actor, requestedAt: now)
             _ = try await ingestor.recorder.record([.massRenewalExtensionRequested(request)], bundleID: bundleID, evidence: nil, claimant: .nobody)
             return accepted
         }
     }
 
     /// How far Apple got with a mass extension.
-    package func extensionStatus(bundleID: String, productID: String, requestID: String, environment asked: AppleEnvironment?) async throws -> MassExtensionStatus {
+    package func extensionStatus(
+        bundleID: String, productID: String, requestID: String, environment asked: AppleEnvironment?
+    ) async throws -> MassExtensionStatus {
         try await LedgerError.mapping {
             let app = try await ingestor.directory.app(bundleID)
-            return try await api.massExtensionStatus(productID: productID, requestID: requestID, in: try Self.extensionEnvironment(of: app, asked: asked),
-                                                     as: try Self.key(of: app))
+            return try await api.massExtensionStatus(
+                productID: productID, requestID: requestID, in: try Self.extensionEnvironment(of: app, asked: asked),
+                as: try Self.key(of: app))
         }
     }
 
@@ -152,7 +165,8 @@ extension AppleLookups {
             for original in owned.sorted() {
                 let facts = ledger.facts(ofTransaction: original)
                 guard let latest = facts.compactMap(\.event.transactionFacts).max(by: { $0.signedDate < $1.signedDate }),
-                      latest.environment == .production || latest.environment == .sandbox else { continue }
+                    latest.environment == .production || latest.environment == .sandbox
+                else { continue }
                 let sent = facts.contains { if case .appAccountTokenSent(let t) = $0.event { t.appAccountToken == token } else { false } }
                 let status: String
                 if latest.appAccountToken == token {
@@ -164,8 +178,12 @@ extension AppleLookups {
                 } else {
                     do {
                         try await api.setAppAccountToken(token, originalTransactionID: original, in: latest.environment, as: key)
-                        _ = try await ingestor.recorder.record([.appAccountTokenSent(AppAccountTokenSent(
-                            originalTransactionID: original, appAccountToken: token, userID: userID, sentAt: now))],
+                        _ = try await ingestor.recorder.record(
+                            [
+                                .appAccountTokenSent(
+                                    AppAccountTokenSent(
+                                        originalTransactionID: original, appAccountToken: token, userID: userID, sentAt: now))
+                            ],
                             bundleID: bundleID, evidence: nil, claimant: .nobody)
                         status = "sent"
                     } catch let error as AppStoreError {

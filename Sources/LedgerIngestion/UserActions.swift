@@ -47,8 +47,11 @@ package struct UserActions: Sendable {
                     guard case .consumed(let original) = previous.event, original == request else {
                         throw LedgerError(.idempotencyKeyReused, "this idempotency_key was used for a different consumption")
                     }
-                    return (ConsumptionResult(balance: previous.balanceAfter ?? ledger.userState(userID, at: Date()).balances[currency] ?? 0,
-                                              replayed: true), nil)
+                    return (
+                        ConsumptionResult(
+                            balance: previous.balanceAfter ?? ledger.userState(userID, at: Date()).balances[currency] ?? 0,
+                            replayed: true), nil
+                    )
                 }
                 let now = Date()
                 let balance = ledger.userState(userID, at: now).balances[currency] ?? 0
@@ -59,7 +62,8 @@ package struct UserActions: Sendable {
                     throw LedgerError(.insufficientBalance, "the balance of \(currency) is \(balance), less than \(requested)")
                 case .success(let consumption):
                     let data = String(decoding: try LedgerEvent.consumed(consumption).encodedData(), as: UTF8.self)
-                    let event = NewEvent(id: id, type: LedgerEventType.consumed.rawValue, data: data, metadata: #"{"balance_after": \#(balance - amount)}"#, occurredAt: now)
+                    let event = NewEvent(
+                        id: id, type: LedgerEventType.consumed.rawValue, data: data, metadata: #"{"balance_after": \#(balance - amount)}"#, occurredAt: now)
                     let appended = try locked.append([event], expectedVersion: version == 0 ? .noStream : .exact(version))
                     return (ConsumptionResult(balance: balance - amount, replayed: false), appended)
                 }
@@ -71,8 +75,10 @@ package struct UserActions: Sendable {
 
     /// A promotional entitlement from support, from now until `expiresAt` (nil: until revoked).
     /// `actor`: the API key's name, recorded with the grant.
-    package func grant(bundleID: String, userID: String, entitlement: String, expiresAt: Date?, reason: String, grantID: String?,
-                       actor: String? = nil) async throws -> PromotionalGrant {
+    package func grant(
+        bundleID: String, userID: String, entitlement: String, expiresAt: Date?, reason: String, grantID: String?,
+        actor: String? = nil
+    ) async throws -> PromotionalGrant {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             if let grantID { try Identifier.grantID.check(grantID) }
@@ -83,14 +89,16 @@ package struct UserActions: Sendable {
             }
             try Identifier.entitlement.check(entitlement)
             if let expiresAt, expiresAt <= now { throw LedgerError(.invalidGrant, "the grant would already have ended") }
-            let grant = PromotionalGrant(grantID: grantID ?? UUID().uuidString.lowercased(), userID: userID, entitlement: entitlement,
-                                         startsAt: now, expiresAt: expiresAt, reason: reason, actor: actor)
+            let grant = PromotionalGrant(
+                grantID: grantID ?? UUID().uuidString.lowercased(), userID: userID, entitlement: entitlement,
+                startsAt: now, expiresAt: expiresAt, reason: reason, actor: actor)
             let stream = LedgerStream.user(bundleID, userID: userID)
             let id = StableID.make(stream, LedgerEventType.promotionalGranted.rawValue, grant.grantID)
             let (recorded, appended) = try await store.serialized(on: stream) { locked -> (PromotionalGrant, AppendResult?) in
                 if let earlier = try locked.event(id: id), let (_, fact) = try StoredFacts.fact(from: earlier),
-                   case .promotionalGranted(let recorded) = fact.event {
-                    return (recorded, nil)  // the same grant id again: already granted
+                    case .promotionalGranted(let recorded) = fact.event
+                {
+                    return (recorded, nil) // the same grant id again: already granted
                 }
                 let (_, event) = try StoredFacts.newEvent(.promotionalGranted(grant), bundleID: bundleID, id: id, occurredAt: now)
                 return (grant, try locked.append([event], expectedVersion: .any))

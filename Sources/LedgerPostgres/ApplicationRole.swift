@@ -16,9 +16,12 @@ package struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
     /// Plain lower-case identifiers only: the name is written into migrations' GRANTs and into
     /// the SQL shown to a DBA, so it must need no quoting.
     package init(_ name: String = ApplicationRole.defaultName) throws {
-        let valid = (1...63).contains(name.utf8.count)
+        let valid =
+            (1...63).contains(name.utf8.count)
             && name.utf8.first.map { $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) } == true
-            && name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+            && name.utf8.allSatisfy {
+                $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+            }
         guard valid else { throw ApplicationRoleError.invalidName(name) }
         self.name = name
     }
@@ -34,14 +37,16 @@ package struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
     }
 
     func standing(on connection: PostgresConnection) throws -> Standing {
-        let row = try connection.query("""
+        let row = try connection.query(
+            """
             SELECT current_user AS login,
                    EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS present,
                    (SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user) AS creates,
                    CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) THEN pg_has_role(current_user, $1, 'MEMBER') ELSE false END AS member
             """, [name])[0]
-        return Standing(login: try row["login"].string(), exists: try row["present"].bool(), isMember: try row["member"].bool(),
-                        mayCreateRoles: try row["creates"].bool())
+        return Standing(
+            login: try row["login"].string(), exists: try row["present"].bool(), isMember: try row["member"].bool(),
+            mayCreateRoles: try row["creates"].bool())
     }
 
     /// Makes the role usable by the connected login: creates it and joins it when allowed, or

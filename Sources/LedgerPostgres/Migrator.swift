@@ -122,15 +122,16 @@ package struct Migrator: Sendable {
             // Only when absent: CREATE … IF NOT EXISTS checks the CREATE privilege first.
             let present = try connection.query("SELECT to_regclass('ledger.schema_migrations') IS NOT NULL AS present")
             guard try !present[0]["present"].bool() else { return }
-            try connection.execute(script: """
-                CREATE SCHEMA IF NOT EXISTS ledger;
-                CREATE TABLE IF NOT EXISTS ledger.schema_migrations (
-                    version    integer PRIMARY KEY,
-                    name       text NOT NULL,
-                    checksum   text NOT NULL,
-                    applied_at timestamptz NOT NULL DEFAULT now()
-                );
-                """)
+            try connection.execute(
+                script: """
+                    CREATE SCHEMA IF NOT EXISTS ledger;
+                    CREATE TABLE IF NOT EXISTS ledger.schema_migrations (
+                        version    integer PRIMARY KEY,
+                        name       text NOT NULL,
+                        checksum   text NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now()
+                    );
+                    """)
         }
         let applied = try appliedChecksums(connection)
         let known = Set(migrations.map(\.version))

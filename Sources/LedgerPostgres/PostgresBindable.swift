@@ -57,7 +57,7 @@ package struct PostgresTextArray: PostgresBindable {
             for index in bytes.indices where bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "\\") {
                 out += UnsafeBufferPointer(rebasing: bytes[start..<index])
                 out.append(UInt8(ascii: "\\"))
-                start = index  // the escaped byte opens the next run
+                start = index // the escaped byte opens the next run
             }
             out += UnsafeBufferPointer(rebasing: bytes[start...])
         }
@@ -70,12 +70,13 @@ package struct PostgresNullableTextArray: PostgresBindable {
     package var elements: [String?]
     package init(_ elements: [String?]) { self.elements = elements }
     package var postgresText: String {
-        "{" + elements.map { element in
-            guard let element else { return "NULL" }
-            var out: [UInt8] = []
-            PostgresTextArray.appendQuoted(element, to: &out)
-            return String(decoding: out, as: UTF8.self)
-        }.joined(separator: ",") + "}"
+        "{"
+            + elements.map { element in
+                guard let element else { return "NULL" }
+                var out: [UInt8] = []
+                PostgresTextArray.appendQuoted(element, to: &out)
+                return String(decoding: out, as: UTF8.self)
+            }.joined(separator: ",") + "}"
     }
 }
 

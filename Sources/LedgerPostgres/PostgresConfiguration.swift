@@ -1,5 +1,5 @@
-import Foundation
 import CLibPQ
+import Foundation
 
 /// Where and how to connect. Wraps a libpq connection string (URL or `key=value` form) so the
 /// operator can use every libpq option, while logs only ever see the redacted `description`.
@@ -29,7 +29,8 @@ package struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// The same server, another database.
     package func with(database: String) -> PostgresConfiguration {
         var copy = self
-        copy.connectionString = connectionString.contains("://")
+        copy.connectionString =
+            connectionString.contains("://")
             ? Self.replacingURLDatabase(in: connectionString, with: database)
             : connectionString + " dbname='\(database)'"
         return copy

@@ -1,6 +1,7 @@
 import CLibPQ
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One statement of a pipeline: constant SQL and its parameters.
@@ -134,7 +135,7 @@ extension PostgresConnection {
         while true {
             var buffer: UnsafeMutablePointer<CChar>?
             let length = PQgetCopyData(handle, &buffer, 0)
-            if length == -1 { break }  // done; the result follows
+            if length == -1 { break } // done; the result follows
             guard length >= 0, let buffer else { throw connectionError() }
             defer { PQfreemem(buffer) }
             // After a failure the rest is drained (the connection stays usable), then it is thrown.

@@ -1,6 +1,7 @@
 import CLibPQ
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One libpq connection. Every method blocks its calling thread.
@@ -35,7 +36,7 @@ package final class PostgresConnection: @unchecked Sendable {
         ]
         let handle = withCStringArray(keywords) { keywordPointers in
             withCStringArray(values) { valuePointers in
-                PQconnectdbParams(keywordPointers, valuePointers, 1)  // 1: expand a URL given as dbname
+                PQconnectdbParams(keywordPointers, valuePointers, 1) // 1: expand a URL given as dbname
             }
         }
         guard let handle else {
@@ -147,10 +148,11 @@ package final class PostgresConnection: @unchecked Sendable {
         }
         let message = field(Int32(UInt8(ascii: "M"))) ?? String(cString: PQresultErrorMessage(result))
         guard let sqlState = field(Int32(UInt8(ascii: "C"))) else { return connectionError() }
-        return PostgresRedaction.redact(PostgresError(
-            code: .server, sqlState: sqlState, message: message, detail: field(Int32(UInt8(ascii: "D"))),
-            hint: field(Int32(UInt8(ascii: "H"))), constraint: field(Int32(UInt8(ascii: "n")))
-        ))
+        return PostgresRedaction.redact(
+            PostgresError(
+                code: .server, sqlState: sqlState, message: message, detail: field(Int32(UInt8(ascii: "D"))),
+                hint: field(Int32(UInt8(ascii: "H"))), constraint: field(Int32(UInt8(ascii: "n")))
+            ))
     }
 
     /// A failure with no SQLSTATE: the statement may or may not have reached the server, and the
@@ -199,7 +201,7 @@ func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePoint
 /// Keeps C copies of the strings alive for the duration of `body`, NULL-terminated.
 func withOptionalCStringArray<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
     let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0)! } }
-    defer { copies.forEach { free($0) } }
+    defer { for copy in copies { free(copy) } }
     let pointers = copies.map { UnsafePointer($0) } + [nil]
     return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
 }

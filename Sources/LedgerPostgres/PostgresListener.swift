@@ -28,8 +28,9 @@ package final class PostgresListener: Sendable {
         configuration: PostgresConfiguration, channels: [String], logger: Logger,
         handler: @escaping @Sendable (PostgresNotification) -> Void
     ) {
-        precondition(channels.allSatisfy { $0.allSatisfy { $0.isLowercase || $0 == "_" || $0.isNumber } && !$0.isEmpty },
-                     "channel names are plain lower-case identifiers")
+        precondition(
+            channels.allSatisfy { $0.allSatisfy { $0.isLowercase || $0 == "_" || $0.isNumber } && !$0.isEmpty },
+            "channel names are plain lower-case identifiers")
         self.configuration = configuration
         self.channels = channels
         self.handler = handler
@@ -44,7 +45,7 @@ package final class PostgresListener: Sendable {
                 defer { state.waiters = [] }
                 return state.waiters
             }
-            waiters.forEach { $0.resume() }
+            for waiter in waiters { waiter.resume() }
         }
         thread.name = "ledger-listen"
         thread.start()
@@ -87,7 +88,7 @@ package final class PostgresListener: Sendable {
         let handle = connection.handle
         while !isStopped {
             var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, 200)  // wake five times a second to notice stop()
+            let ready = poll(&descriptor, 1, 200) // wake five times a second to notice stop()
             if ready < 0, errno != EINTR { throw connection.connectionError() }
             guard ready > 0 else { continue }
             guard PQconsumeInput(handle) == 1, connection.isHealthy else { throw connection.connectionError() }

@@ -43,7 +43,8 @@ enum PostgresRedaction {
             detail.replaceSubrange(start.upperBound..<end.lowerBound, with: placeholder)
         }
         if let start = detail.range(of: "Failing row contains ("), let end = detail.range(of: ")", options: .backwards),
-           start.upperBound <= end.lowerBound {
+            start.upperBound <= end.lowerBound
+        {
             detail.replaceSubrange(start.upperBound..<end.lowerBound, with: placeholder)
         }
         if let start = detail.range(of: "Token \""), let end = detail.range(of: "\" is invalid"), start.upperBound <= end.lowerBound {

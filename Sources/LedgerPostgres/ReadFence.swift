@@ -46,7 +46,7 @@ package final class ReadFence: Sendable {
     package func advance(_ users: [(bundleID: String, userID: String)], to position: LogPosition) {
         state.withLock { state in
             if state.users.count + users.count > capacity {
-                state.floor = max(state.floor, state.latest)   // forgetting users raises everyone's fence
+                state.floor = max(state.floor, state.latest) // forgetting users raises everyone's fence
                 state.users.removeAll(keepingCapacity: true)
             }
             for user in users {

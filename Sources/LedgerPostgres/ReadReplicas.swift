@@ -38,8 +38,10 @@ package final class ReadReplicas: Sendable {
 
     package var sources: Sources { served.withLock { $0 } }
 
-    package init(primary: PostgresPool, replicas: [PostgresPool], fence: ReadFence = ReadFence(), maximumWait: Duration = .milliseconds(250),
-                checkpoint: @escaping @Sendable (PostgresConnection) throws -> LogPosition, logger: Logger) {
+    package init(
+        primary: PostgresPool, replicas: [PostgresPool], fence: ReadFence = ReadFence(), maximumWait: Duration = .milliseconds(250),
+        checkpoint: @escaping @Sendable (PostgresConnection) throws -> LogPosition, logger: Logger
+    ) {
         self.primary = primary
         self.checkpoint = checkpoint
         self.replicas = replicas
@@ -81,8 +83,10 @@ package final class ReadReplicas: Sendable {
     }
 
     /// The read, and which replica answered it (nil: the primary).
-    private func readNamingSource<T: Sendable>(atLeast position: LogPosition,
-                                               _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> (answer: T, replica: Int?) {
+    private func readNamingSource<T: Sendable>(
+        atLeast position: LogPosition,
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> (answer: T, replica: Int?) {
         guard !replicas.isEmpty else { return (try await primary.withConnection(body), nil) }
         let clock = ContinuousClock()
         let deadline = clock.now + maximumWait
@@ -119,8 +123,9 @@ package final class ReadReplicas: Sendable {
             for index in replicas.indices {
                 if let answer = try? await attempt(index, atLeast: .start, body) {
                     served.withLock { $0.replicaBehindFence += 1 }
-                    logger.warning("primary unavailable; answered from a replica behind the fence",
-                                   metadata: ["fence": "\(position)", "error": "\(error)"])
+                    logger.warning(
+                        "primary unavailable; answered from a replica behind the fence",
+                        metadata: ["fence": "\(position)", "error": "\(error)"])
                     return (answer, index)
                 }
             }
@@ -151,8 +156,10 @@ package final class ReadReplicas: Sendable {
         }
     }
 
-    private func attempt<T: Sendable>(_ index: Int, atLeast position: LogPosition,
-                                      _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T? {
+    private func attempt<T: Sendable>(
+        _ index: Int, atLeast position: LogPosition,
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T? {
         let known = reached.withLock { $0[index] }
         let (answer, checked) = try await replicas[index].withConnection { connection -> (T?, LogPosition?) in
             guard known < position else { return (try body(connection), nil) }

@@ -9,9 +9,11 @@ extension UserStateReader {
     /// page lists so that support and finance see them at all.
     package func appNotices(bundleID: String, limit: Int = 50) async throws -> [RecordedFact] {
         try await pool.withConnection { connection in
-            try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version DESC LIMIT $2",
-                                 [LedgerStream.notifications(bundleID), limit])
-                .compactMap { row in try StoredFacts.fact(from: RecordedEvent(row: row))?.fact }
+            try connection.query(
+                EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version DESC LIMIT $2",
+                [LedgerStream.notifications(bundleID), limit]
+            )
+            .compactMap { row in try StoredFacts.fact(from: RecordedEvent(row: row))?.fact }
         }
     }
 }

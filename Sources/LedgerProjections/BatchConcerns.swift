@@ -61,29 +61,35 @@ package struct BatchConcerns {
             // columns — its arrays of unknown length — was a sequential scan of the owners table
             // until it held ~10,000 rows (2.5–4 ms a call, a fifth of PostgreSQL's time at 4
             // ingestion connections). A lateral probe costs the same at any size.
-            statements.append(PipelinedStatement("""
-                SELECT o.bundle_id, o.user_id FROM unnest($1::text[], $2::text[]) AS k(b, t)
-                 CROSS JOIN LATERAL (SELECT o.bundle_id, o.user_id FROM \(projection.owners) o
-                                      WHERE o.bundle_id = k.b AND o.original_transaction_id = k.t OFFSET 0) AS o
-                """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.originalTransactionID))]))
+            statements.append(
+                PipelinedStatement(
+                    """
+                    SELECT o.bundle_id, o.user_id FROM unnest($1::text[], $2::text[]) AS k(b, t)
+                     CROSS JOIN LATERAL (SELECT o.bundle_id, o.user_id FROM \(projection.owners) o
+                                          WHERE o.bundle_id = k.b AND o.original_transaction_id = k.t OFFSET 0) AS o
+                    """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.originalTransactionID))]))
         }
         if !appTransactions.isEmpty {
             // The purchases made in each app transaction (found by 0017's partial index, whose
             // predicate this repeats), then their owners.
             let keys = Array(appTransactions)
-            statements.append(PipelinedStatement("""
-                SELECT DISTINCT o.bundle_id, o.user_id FROM unnest($1::text[], $2::text[]) AS k(b, a)
-                  JOIN ledger.events e ON (e.data ->> 'appTransactionID') = k.a
-                   AND e.event_type IN ('Purchased', 'Restored', 'Renewed', 'Recovered') AND e.data ? 'appTransactionID'
-                   AND e.stream = \(LedgerStream.purchaseSQL(bundle: "k.b", originalTransactionID: "(e.data ->> 'originalTransactionID')"))
-                  JOIN \(projection.owners) o ON o.bundle_id = k.b AND o.original_transaction_id = (e.data ->> 'originalTransactionID')
-                """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.appTransactionID))]))
+            statements.append(
+                PipelinedStatement(
+                    """
+                    SELECT DISTINCT o.bundle_id, o.user_id FROM unnest($1::text[], $2::text[]) AS k(b, a)
+                      JOIN ledger.events e ON (e.data ->> 'appTransactionID') = k.a
+                       AND e.event_type IN ('Purchased', 'Restored', 'Renewed', 'Recovered') AND e.data ? 'appTransactionID'
+                       AND e.stream = \(LedgerStream.purchaseSQL(bundle: "k.b", originalTransactionID: "(e.data ->> 'originalTransactionID')"))
+                      JOIN \(projection.owners) o ON o.bundle_id = k.b AND o.original_transaction_id = (e.data ->> 'originalTransactionID')
+                    """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.appTransactionID))]))
         }
         for bundleID in apps {
-            statements.append(PipelinedStatement("""
-                SELECT $1::text AS bundle_id, user_id FROM \(projection.owners) WHERE bundle_id = $1
-                 UNION SELECT $1, user_id FROM \(projection.timelines) WHERE bundle_id = $1
-                """, [bundleID]))
+            statements.append(
+                PipelinedStatement(
+                    """
+                    SELECT $1::text AS bundle_id, user_id FROM \(projection.owners) WHERE bundle_id = $1
+                     UNION SELECT $1, user_id FROM \(projection.timelines) WHERE bundle_id = $1
+                    """, [bundleID]))
         }
         return statements
     }

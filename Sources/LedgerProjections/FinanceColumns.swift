@@ -19,11 +19,13 @@ struct FinanceColumns {
     }
 
     var parameters: [(any PostgresBindable)?] {
-        [PostgresTextArray(bundleIDs), PostgresTextArray(originals), PostgresTextArray(seqs), PostgresTextArray(kinds),
-         PostgresTextArray(transactionIDs), PostgresNullableTextArray(userIDs), PostgresTextArray(productIDs), PostgresTextArray(quantities),
-         PostgresNullableTextArray(prices), PostgresNullableTextArray(currencies), PostgresNullableTextArray(storefronts),
-         PostgresTextArray(environments), PostgresTextArray(times), PostgresTextArray(recorded),
-         PostgresNullableTextArray(offerTypes), PostgresNullableTextArray(offerIDs), PostgresNullableTextArray(offerDiscounts)]
+        [
+            PostgresTextArray(bundleIDs), PostgresTextArray(originals), PostgresTextArray(seqs), PostgresTextArray(kinds),
+            PostgresTextArray(transactionIDs), PostgresNullableTextArray(userIDs), PostgresTextArray(productIDs), PostgresTextArray(quantities),
+            PostgresNullableTextArray(prices), PostgresNullableTextArray(currencies), PostgresNullableTextArray(storefronts),
+            PostgresTextArray(environments), PostgresTextArray(times), PostgresTextArray(recorded),
+            PostgresNullableTextArray(offerTypes), PostgresNullableTextArray(offerIDs), PostgresNullableTextArray(offerDiscounts),
+        ]
     }
 }
 
@@ -34,11 +36,12 @@ struct MetricColumns {
     var isEmpty: Bool { columns[0].isEmpty }
 
     mutating func append(_ transaction: TransactionKey, _ c: MetricContribution) {
-        let row: [String?] = [transaction.bundleID, transaction.originalTransactionID, c.kind.rawValue, c.environment.rawValue, c.dimension,
-                              PostgresTimestamp.format(c.from), c.until.map(PostgresTimestamp.format), String(c.value)]
+        let row: [String?] = [
+            transaction.bundleID, transaction.originalTransactionID, c.kind.rawValue, c.environment.rawValue, c.dimension,
+            PostgresTimestamp.format(c.from), c.until.map(PostgresTimestamp.format), String(c.value),
+        ]
         for (index, value) in row.enumerated() { columns[index].append(value) }
     }
 
     var parameters: [(any PostgresBindable)?] { columns.map { PostgresNullableTextArray($0) } }
 }
-

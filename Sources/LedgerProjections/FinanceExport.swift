@@ -30,9 +30,11 @@ package struct FinanceExport: Sendable {
         self.knownAt = knownAt
     }
 
-    package static let columns = ["transaction_id", "original_transaction_id", "user_id", "product_id", "kind", "quantity",
-                                 "price", "price_milliunits", "currency", "occurred_at", "environment", "storefront", "recorded_at",
-                                 "offer_type", "offer_id", "offer_discount_type"]
+    package static let columns = [
+        "transaction_id", "original_transaction_id", "user_id", "product_id", "kind", "quantity",
+        "price", "price_milliunits", "currency", "occurred_at", "environment", "storefront", "recorded_at",
+        "offer_type", "offer_id", "offer_discount_type",
+    ]
 
     /// Calls `body` with each page of rows, in (occurred_at, original transaction, seq) order.
     package func forEachPage(on pool: PostgresPool, _ body: ([FinanceRow]) async throws -> Void) async throws {
@@ -59,7 +61,8 @@ package struct FinanceExport: Sendable {
                 conditions.append("occurred_at >= \(at)")
                 conditions.append("(occurred_at, original_transaction_id, seq) > (\(at)::timestamptz, \(bind(original))::text, \(bind(seq))::int)")
             }
-            let rows = try await pool.query("""
+            let rows = try await pool.query(
+                """
                 SELECT kind, transaction_id, original_transaction_id, user_id, product_id, quantity, price, currency, storefront,
                        environment, occurred_at, recorded_at, seq, offer_type, offer_id, offer_discount_type
                   FROM ledger.finance_rows
@@ -70,15 +73,16 @@ package struct FinanceExport: Sendable {
             var page: [FinanceRow] = []
             page.reserveCapacity(rows.count)
             for row in rows {
-                page.append(FinanceRow(
-                    kind: FinanceRow.Kind(rawValue: try row["kind"].string()) ?? .purchase, transactionID: try row["transaction_id"].string(),
-                    originalTransactionID: try row["original_transaction_id"].string(), userID: row["user_id"].text,
-                    productID: try row["product_id"].string(), quantity: try row["quantity"].int(),
-                    price: row["price"].text.flatMap { Int64($0) }, currency: row["currency"].text,
-                    occurredAt: try row["occurred_at"].date(), environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? environment,
-                    storefront: row["storefront"].text, recordedAt: try row["recorded_at"].date(),
-                    offerType: row["offer_type"].text.flatMap { Int($0) }, offerIdentifier: row["offer_id"].text,
-                    offerDiscountType: row["offer_discount_type"].text))
+                page.append(
+                    FinanceRow(
+                        kind: FinanceRow.Kind(rawValue: try row["kind"].string()) ?? .purchase, transactionID: try row["transaction_id"].string(),
+                        originalTransactionID: try row["original_transaction_id"].string(), userID: row["user_id"].text,
+                        productID: try row["product_id"].string(), quantity: try row["quantity"].int(),
+                        price: row["price"].text.flatMap { Int64($0) }, currency: row["currency"].text,
+                        occurredAt: try row["occurred_at"].date(), environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? environment,
+                        storefront: row["storefront"].text, recordedAt: try row["recorded_at"].date(),
+                        offerType: row["offer_type"].text.flatMap { Int($0) }, offerIdentifier: row["offer_id"].text,
+                        offerDiscountType: row["offer_discount_type"].text))
                 after = (try row["occurred_at"].date(), try row["original_transaction_id"].string(), try row["seq"].int())
             }
             if !page.isEmpty { try await body(page) }
@@ -94,14 +98,17 @@ package struct FinanceExport: Sendable {
         var parameters: [(any PostgresBindable)?] = [bundleID, environment.rawValue]
         if let from { parameters.append(from); conditions.append("occurred_at >= $\(parameters.count)") }
         if let to { parameters.append(to); conditions.append("occurred_at < $\(parameters.count)") }
-        let originals = try await pool.query("""
+        let originals = try await pool.query(
+            """
             SELECT DISTINCT original_transaction_id AS original FROM ledger.finance_rows WHERE \(conditions.joined(separator: " AND "))
-            """, parameters).map { try $0["original"].string() }
+            """, parameters
+        ).map { try $0["original"].string() }
         var rows: [FinanceRow] = []
         for start in stride(from: 0, to: originals.count, by: 500) {
             let streams = originals[start..<min(start + 500, originals.count)].map { LedgerStream.purchase(bundleID, originalTransactionID: $0) }
-            let events = try await pool.query(EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) AND e.recorded_at <= $2 ORDER BY e.position",
-                                              [PostgresTextArray(streams), instant])
+            let events = try await pool.query(
+                EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) AND e.recorded_at <= $2 ORDER BY e.position",
+                [PostgresTextArray(streams), instant])
             var ledgers: [String: AppLedger] = [:]
             for event in events {
                 let recorded = try RecordedEvent(row: event)
@@ -114,7 +121,11 @@ package struct FinanceExport: Sendable {
                 }
             }
         }
-        return rows.sorted { ($0.occurredAt, $0.originalTransactionID, $0.transactionID, $0.kind.rawValue) < ($1.occurredAt, $1.originalTransactionID, $1.transactionID, $1.kind.rawValue) }
+        return rows.sorted {
+            ($0.occurredAt, $0.originalTransactionID, $0.transactionID, $0.kind.rawValue) < (
+                $1.occurredAt, $1.originalTransactionID, $1.transactionID, $1.kind.rawValue
+            )
+        }
     }
 
     package static func csvHeader() -> String { columns.joined(separator: ",") + "\r\n" }
@@ -146,10 +157,12 @@ package struct FinanceExport: Sendable {
     }
 
     static func fields(_ row: FinanceRow) -> [String?] {
-        [row.transactionID, row.originalTransactionID, row.userID, row.productID, row.kind.rawValue, String(row.quantity),
-         row.price.map(units), row.price.map { String($0) }, row.currency,
-         RFC3339.string(row.occurredAt), row.environment.rawValue, row.storefront, RFC3339.string(row.recordedAt),
-         row.offerTypeName, row.offerIdentifier, row.offerDiscountType]
+        [
+            row.transactionID, row.originalTransactionID, row.userID, row.productID, row.kind.rawValue, String(row.quantity),
+            row.price.map(units), row.price.map { String($0) }, row.currency,
+            RFC3339.string(row.occurredAt), row.environment.rawValue, row.storefront, RFC3339.string(row.recordedAt),
+            row.offerTypeName, row.offerIdentifier, row.offerDiscountType,
+        ]
     }
 }
 

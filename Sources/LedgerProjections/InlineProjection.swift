@@ -38,8 +38,10 @@ package struct InlineProjection: GroupProjection {
     /// purchase streams as read under their locks before deciding (a claim the worker has not
     /// applied yet would otherwise be missing from the timeline of the user presenting the purchase
     /// again). `presenters`: users whose answer is wanted, recomputed whatever the events say.
-    package func appendAndProject<Decision: Sendable>(_ commit: GroupCommit<Decision>, opened: RoundTrip.Slot, assumingVersion: Int?,
-                                                      presenters: Set<UserKey>) throws -> (appended: PostgresRows, projected: GroupProjected) {
+    package func appendAndProject<Decision: Sendable>(
+        _ commit: GroupCommit<Decision>, opened: RoundTrip.Slot, assumingVersion: Int?,
+        presenters: Set<UserKey>
+    ) throws -> (appended: PostgresRows, projected: GroupProjected) {
         let version: Int
         if let alongside = commit.openedAlongside {
             version = try Self.version(in: alongside[opened])
@@ -61,8 +63,9 @@ package struct InlineProjection: GroupProjection {
         }
         var leading = commit.opening
         let append = leading.add(commit.append)
-        let (changes, first) = try projection.changes(concerns: concerns, moneyMoved: moneyMoved, begun: begun, leading: leading,
-                                                      locking: .users, on: commit.connection)
+        let (changes, first) = try projection.changes(
+            concerns: concerns, moneyMoved: moneyMoved, begun: begun, leading: leading,
+            locking: .users, on: commit.connection)
         if commit.openedAlongside == nil, try Self.version(in: commit.alongside(in: first)[opened]) != version {
             throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) switched versions while a group assumed \(version)")
         }
@@ -94,12 +97,17 @@ package struct InlineProjection: GroupProjection {
     /// Whom the appends concern, and the transactions whose money they move. The appended events
     /// are taken as facts (their log positions are not known yet, and not needed to find whom they
     /// concern: the facts themselves are read back from the log).
-    static func concerns(of appends: [StreamAppend], streams: [String: [RecordedEvent]],
-                         presenters: Set<UserKey>) throws -> (BatchConcerns, moneyMoved: Set<TransactionKey>) {
+    static func concerns(
+        of appends: [StreamAppend], streams: [String: [RecordedEvent]],
+        presenters: Set<UserKey>
+    ) throws -> (BatchConcerns, moneyMoved: Set<TransactionKey>) {
         let now = Date()
         let fresh = appends.flatMap { append in
-            append.events.map { RecordedEvent(id: $0.id, stream: append.stream, version: 0, type: $0.type, data: $0.data, metadata: $0.metadata,
-                                              occurredAt: $0.occurredAt ?? now, recordedAt: now, position: .start) }
+            append.events.map {
+                RecordedEvent(
+                    id: $0.id, stream: append.stream, version: 0, type: $0.type, data: $0.data, metadata: $0.metadata,
+                    occurredAt: $0.occurredAt ?? now, recordedAt: now, position: .start)
+            }
         }
         let (facts, moneyMoved) = try UsersProjection.decode(fresh)
         var concerns = BatchConcerns(facts)

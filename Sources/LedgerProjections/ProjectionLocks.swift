@@ -43,10 +43,12 @@ package enum ProjectionLocks {
             statements.append(PipelinedStatement("SELECT pg_advisory_xact_lock(\(allUsers))"))
         } else if !users.isEmpty {
             statements.append(PipelinedStatement("SELECT pg_advisory_xact_lock_shared(\(allUsers))"))
-            statements.append(PipelinedStatement("""
-                SELECT pg_advisory_xact_lock(\(userClass), k)
-                  FROM (SELECT DISTINCT hashtext(b || chr(31) || u) AS k FROM unnest($1::text[], $2::text[]) AS t(b, u) ORDER BY 1) AS keys
-                """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID))]))
+            statements.append(
+                PipelinedStatement(
+                    """
+                    SELECT pg_advisory_xact_lock(\(userClass), k)
+                      FROM (SELECT DISTINCT hashtext(b || chr(31) || u) AS k FROM unnest($1::text[], $2::text[]) AS t(b, u) ORDER BY 1) AS keys
+                    """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID))]))
         }
         return statements
     }

@@ -60,8 +60,9 @@ package struct ProjectionRebuilder: Sendable {
         let clock = ContinuousClock()
         let started = clock.now
         let db = try connection()
-        let version = try db.query("SELECT COALESCE(max(version), 0) + 1 AS v FROM ledger.projection_checkpoints WHERE name = $1",
-                                   [UsersProjection.name])[0]["v"].int()
+        let version = try db.query(
+            "SELECT COALESCE(max(version), 0) + 1 AS v FROM ledger.projection_checkpoints WHERE name = $1",
+            [UsersProjection.name])[0]["v"].int()
         try db.query("SELECT ledger.create_users_projection_tables($1)", [version])
         let total = try db.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
         logger.info("rebuilding projection", metadata: ["projection": "\(UsersProjection.name)", "projection.version": "\(version)"])
@@ -112,23 +113,30 @@ package struct ProjectionRebuilder: Sendable {
         let metrics = computingMetrics ? try Self.metricCopyRows(ledgers) : []
         // The metrics load beside it, on connections of their own (PostgreSQL's side of a COPY and
         // an index build is one core each; chained after the finance rows they doubled the rebuild).
-        let financeLoad = Parallel.start([{
-            try load("COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
-                     + "product_id, quantity, price, currency, storefront, environment, occurred_at, recorded_at, offer_type, offer_id, "
-                     + "offer_discount_type) FROM STDIN", finance)
-            try index("finance", "finance_time")
-        }, {
-            try load("COPY \(projection.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value) FROM STDIN",
-                     metrics)
-            try index("metrics")
-        }])
+        let financeLoad = Parallel.start([
+            {
+                try load(
+                    "COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
+                        + "product_id, quantity, price, currency, storefront, environment, occurred_at, recorded_at, offer_type, offer_id, "
+                        + "offer_discount_type) FROM STDIN", finance)
+                try index("finance", "finance_time")
+            },
+            {
+                try load(
+                    "COPY \(projection.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value) FROM STDIN",
+                    metrics)
+                try index("metrics")
+            },
+        ])
         progress(RebuildProgress(phase: .computing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         let (owners, timelines, users) = try Self.copyRows(ledgers)
         progress(RebuildProgress(phase: .writing, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
-        let ownersLoad = Parallel.start([{
-            try load("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", [owners])
-            try index("owners")
-        }])
+        let ownersLoad = Parallel.start([
+            {
+                try load("COPY \(projection.owners) (bundle_id, original_transaction_id, user_id) FROM STDIN", [owners])
+                try index("owners")
+            }
+        ])
         try load("COPY \(projection.timelines) (bundle_id, user_id, timeline) FROM STDIN", timelines)
         try index("timelines")
         try ownersLoad.wait()
@@ -148,7 +156,7 @@ package struct ProjectionRebuilder: Sendable {
             try db.query("SELECT active_version FROM ledger.projections WHERE name = $1 FOR UPDATE", [UsersProjection.name])
             while try ProjectionRunner.step(version: version, on: db, batchSize: 1000) > 0 {}
             try db.query("SELECT ledger.activate_users_projection($1)", [version])
-            try db.query("SELECT pg_notify($1, '*')", [TimelineCache.channel])  // every server forgets its cached timelines
+            try db.query("SELECT pg_notify($1, '*')", [TimelineCache.channel]) // every server forgets its cached timelines
         }
         try dropOldVersions(keeping: version, on: db)
         let totalSeconds = (clock.now - started).seconds
@@ -165,11 +173,15 @@ package struct ProjectionRebuilder: Sendable {
             var json: [UInt8] = []
             for (bundleID, ledger, userID) in work[range] {
                 for original in ledger.transactions(everOwnedBy: userID) {
-                    owners.row { $0.field(bundleID); $0.field(original); $0.field(userID) }
+                    owners.row {
+                        $0.field(bundleID); $0.field(original); $0.field(userID)
+                    }
                 }
                 json.removeAll(keepingCapacity: true)
                 TimelineJSON.write(ledger.timeline(of: userID), into: &json)
-                timelines.row { $0.field(bundleID); $0.field(userID); $0.field(bytes: json) }
+                timelines.row {
+                    $0.field(bundleID); $0.field(userID); $0.field(bytes: json)
+                }
             }
             return (owners.bytes, timelines.bytes)
         }
@@ -237,8 +249,10 @@ package struct ProjectionRebuilder: Sendable {
     /// Keeps the new version and the one before it (a reader that looked up the old view a moment
     /// before the switch may still be reading it); drops anything older.
     private func dropOldVersions(keeping version: Int, on db: PostgresConnection) throws {
-        let old = try db.query("SELECT version FROM ledger.projection_checkpoints WHERE name = $1 AND version < $2 - 1",
-                               [UsersProjection.name, version]).map { try $0[0].int() }
+        let old = try db.query(
+            "SELECT version FROM ledger.projection_checkpoints WHERE name = $1 AND version < $2 - 1",
+            [UsersProjection.name, version]
+        ).map { try $0[0].int() }
         for stale in old {
             let projection = UsersProjection(version: stale)
             try db.execute(script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines), \(projection.finance), \(projection.metrics)")

@@ -42,28 +42,32 @@ package enum ProjectionRunner {
     package static func liveBatch(on connection: PostgresConnection, batchSize: Int, origin: String? = nil, durable: Bool = false) throws -> Applied {
         let registry = "ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1"
         do {
-            let opening = try connection.pipeline([
-                PipelinedStatement("BEGIN"),
-                // Projections are derived and their checkpoint commits with them: a batch lost in
-                // a crash is applied again from the checkpoint. So no waiting for the disk here —
-                // the rows are visible to readers at commit all the same — unless replicas read them.
-                PipelinedStatement("SELECT set_config('synchronous_commit', $1, true)", [durable ? "on" : "off"]),
-                .genericPlans,
-                // The registry row FOR SHARE: a rebuild's switch (FOR UPDATE) waits for this batch.
-                PipelinedStatement("SELECT p.active_version, c.tx_id::text AS tx_id, c.position FROM \(registry) FOR SHARE OF p FOR UPDATE OF c",
-                                   [UsersProjection.name]),
-                PipelinedStatement(EventStore.readAllSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))", limit: "$2"),
-                                   [UsersProjection.name, batchSize]),
-                // Committed events the fence still holds back (an older transaction is open):
-                // their appenders' wake-ups have come and gone, so the worker must look again soon
-                // rather than sleep until the next append.
-                PipelinedStatement(EventStore.heldBackSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))"), [UsersProjection.name]),
-                // Transactions whose writers applied their own events to this version (`InlineProjection`).
-                PipelinedStatement("""
-                    SELECT i.tx_id::text AS tx_id FROM ledger.inline_projections i
-                     WHERE i.version = (SELECT active_version FROM ledger.projections WHERE name = $1)
-                    """, [UsersProjection.name]),
-            ], transaction: false)
+            let opening = try connection.pipeline(
+                [
+                    PipelinedStatement("BEGIN"),
+                    // Projections are derived and their checkpoint commits with them: a batch lost in
+                    // a crash is applied again from the checkpoint. So no waiting for the disk here —
+                    // the rows are visible to readers at commit all the same — unless replicas read them.
+                    PipelinedStatement("SELECT set_config('synchronous_commit', $1, true)", [durable ? "on" : "off"]),
+                    .genericPlans,
+                    // The registry row FOR SHARE: a rebuild's switch (FOR UPDATE) waits for this batch.
+                    PipelinedStatement(
+                        "SELECT p.active_version, c.tx_id::text AS tx_id, c.position FROM \(registry) FOR SHARE OF p FOR UPDATE OF c",
+                        [UsersProjection.name]),
+                    PipelinedStatement(
+                        EventStore.readAllSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))", limit: "$2"),
+                        [UsersProjection.name, batchSize]),
+                    // Committed events the fence still holds back (an older transaction is open):
+                    // their appenders' wake-ups have come and gone, so the worker must look again soon
+                    // rather than sleep until the next append.
+                    PipelinedStatement(EventStore.heldBackSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))"), [UsersProjection.name]),
+                    // Transactions whose writers applied their own events to this version (`InlineProjection`).
+                    PipelinedStatement(
+                        """
+                        SELECT i.tx_id::text AS tx_id FROM ledger.inline_projections i
+                         WHERE i.version = (SELECT active_version FROM ledger.projections WHERE name = $1)
+                        """, [UsersProjection.name]),
+                ], transaction: false)
             guard let row = opening[3].first else {
                 throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
             }
@@ -76,19 +80,23 @@ package enum ProjectionRunner {
                 return Applied(count: 0, last: nil, users: [], checkpoint: after, heldBack: heldBack)
             }
             let applied = Set(try opening[6].map { try $0["tx_id"].uint64() })
-            let changes = try UsersProjection(version: version).changes(for: batch.filter { !applied.contains($0.position.transactionID) },
-                                                                        locking: .usersAndPurchases, on: connection)
+            let changes = try UsersProjection(version: version).changes(
+                for: batch.filter { !applied.contains($0.position.transactionID) },
+                locking: .usersAndPurchases, on: connection)
             var closing = changes.writes + [advanceStatement(version: version, to: last.position)]
             if !applied.isEmpty {
                 // Passed whole: every transaction before the batch's last one (the fence lets no
                 // open transaction's events through, so nothing of theirs comes later).
-                closing.append(PipelinedStatement("DELETE FROM ledger.inline_projections WHERE version <> $1 OR tx_id < $2::text::xid8",
-                                                  [version, last.position.transactionID]))
+                closing.append(
+                    PipelinedStatement(
+                        "DELETE FROM ledger.inline_projections WHERE version <> $1 OR tx_id < $2::text::xid8",
+                        [version, last.position.transactionID]))
             }
             if !changes.users.isEmpty { closing.append(TimelineCache.announcement(changes.users, origin: origin, position: last.position)) }
             _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
-            return Applied(count: batch.count, last: last.position, users: changes.users, timelines: changes.timelines, checkpoint: last.position,
-                           heldBack: heldBack)
+            return Applied(
+                count: batch.count, last: last.position, users: changes.users, timelines: changes.timelines, checkpoint: last.position,
+                heldBack: heldBack)
         } catch {
             connection.rollbackIfNeeded()
             throw error
@@ -101,7 +109,8 @@ package enum ProjectionRunner {
     }
 
     static func batch(version: Int, on connection: PostgresConnection, batchSize: Int) throws -> Applied {
-        let checkpoint = try connection.query("""
+        let checkpoint = try connection.query(
+            """
             SELECT tx_id::text AS tx_id, position FROM ledger.projection_checkpoints
              WHERE name = $1 AND version = $2 FOR UPDATE
             """, [UsersProjection.name, version])
@@ -126,7 +135,8 @@ package enum ProjectionRunner {
     }
 
     static func advanceStatement(version: Int, to position: LogPosition) -> PipelinedStatement {
-        PipelinedStatement("""
+        PipelinedStatement(
+            """
             UPDATE ledger.projection_checkpoints SET tx_id = $3::text::xid8, position = $4, updated_at = now()
              WHERE name = $1 AND version = $2
             """, [UsersProjection.name, version, position.transactionID, position.position])
@@ -135,7 +145,8 @@ package enum ProjectionRunner {
     /// Where the active version has applied the log up to, on `connection`'s node (a replica's
     /// tells how far it has replayed the projection).
     package static func activeCheckpoint(on connection: PostgresConnection) throws -> LogPosition {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT c.tx_id::text AS tx_id, c.position FROM ledger.projections p
               JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1
             """, [UsersProjection.name])
@@ -145,7 +156,8 @@ package enum ProjectionRunner {
 
     /// How far the active version is behind the log: events committed after its checkpoint.
     package static func lag(on connection: PostgresConnection) throws -> Int {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT count(*) AS n FROM ledger.events e, ledger.projections p
               JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version
              WHERE p.name = $1 AND (e.tx_id, e.position) > (c.tx_id, c.position)

@@ -19,8 +19,10 @@ package struct ProjectionWorker: Sendable {
     /// recorded alone (a notification, a grant) that arrives meanwhile waits this much longer.
     let passingWindow: Duration
 
-    package init(pool: PostgresPool, store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
-                cache: TimelineCache? = nil, durable: Bool = false, passingWindow: Duration = .milliseconds(10), logger: Logger) {
+    package init(
+        pool: PostgresPool, store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
+        cache: TimelineCache? = nil, durable: Bool = false, passingWindow: Duration = .milliseconds(10), logger: Logger
+    ) {
         self.pool = pool
         self.store = store
         self.passingWindow = passingWindow
@@ -47,8 +49,9 @@ package struct ProjectionWorker: Sendable {
                 // reports the checkpoint too: another process's worker may have applied this
                 // one's writes.
                 if !applied.users.isEmpty {
-                    cache?.replace(zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch,
-                                   committedAt: applied.checkpoint)
+                    cache?.replace(
+                        zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch,
+                        committedAt: applied.checkpoint)
                 }
                 progress?.advance(to: applied.checkpoint)
                 // A full batch may have left more behind; otherwise there is more only if an

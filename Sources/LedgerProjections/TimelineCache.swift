@@ -18,7 +18,7 @@ package final class TimelineCache: Sendable {
     package static let channel = "ledger_projection"
     /// Separators that cannot occur in bundle ids and are refused in user ids.
     static let fieldSeparator: Character = "\u{1F}", recordSeparator: Character = "\u{1E}", originSeparator: Character = "\u{1D}",
-               positionSeparator: Character = "\u{1C}"
+        positionSeparator: Character = "\u{1C}"
 
     /// This cache's name in the announcements of its process's worker, which puts the timelines it
     /// computes here itself (`replace`): the echo of its own NOTIFY is not an invalidation.
@@ -62,12 +62,14 @@ package final class TimelineCache: Sendable {
     /// Timelines this process's projection worker just committed, kept so the writers waiting for
     /// them answer without reading them back — unless an invalidation came in since the batch
     /// began (`epoch`): then another process wrote meanwhile and they are only invalidated.
-    package func replace(_ timelines: [(bundleID: String, userID: String, timeline: UserTimeline)], ifUnchangedSince epoch: UInt64,
-                        committedAt position: LogPosition? = nil) {
+    package func replace(
+        _ timelines: [(bundleID: String, userID: String, timeline: UserTimeline)], ifUnchangedSince epoch: UInt64,
+        committedAt position: LogPosition? = nil
+    ) {
         if let position { fence.advance(timelines.map { ($0.bundleID, $0.userID) }, to: position) }
         state.withLock { state in
             let unchanged = state.epoch == epoch
-            state.epoch &+= 1   // a read that began before this must not store what it read
+            state.epoch &+= 1 // a read that began before this must not store what it read
             if state.entries.count + timelines.count > capacity { state.entries.removeAll(keepingCapacity: true) }
             for entry in timelines {
                 state.entries[Key(bundleID: entry.bundleID, userID: entry.userID)] = unchanged ? entry.timeline : nil
@@ -111,7 +113,7 @@ package final class TimelineCache: Sendable {
             payload = payload[payload.index(after: separator)...]
         }
         if let separator = payload.firstIndex(of: Self.originSeparator) {
-            guard payload[..<separator] != origin else { return }  // this process's own batch
+            guard payload[..<separator] != origin else { return } // this process's own batch
             payload = payload[payload.index(after: separator)...]
         }
         guard payload != "*" else {
@@ -134,7 +136,7 @@ package final class TimelineCache: Sendable {
             case .notify(_, let payload): apply(payload: payload)
             case .connected:
                 invalidateAll()
-                fence.forgetBaseline()   // announcements may have been missed
+                fence.forgetBaseline() // announcements may have been missed
             }
         }
         listener.start()

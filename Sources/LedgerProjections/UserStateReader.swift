@@ -30,8 +30,10 @@ package struct UserStateReader: Sendable {
         let epoch = cache?.epoch ?? 0
         let fence = await replicas.required(bundleID: bundleID, userID: userID, minimum: written)
         let text = try await replicas.read(atLeast: fence) { connection in
-            try connection.query("SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2",
-                                 [bundleID, userID]).first?["t"].text
+            try connection.query(
+                "SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2",
+                [bundleID, userID]
+            ).first?["t"].text
         }
         let timeline = try text.map { try StorageDecoder.decode(UserTimeline.self, from: $0) } ?? UserTimeline(userID: userID)
         cache?.store(timeline, bundleID: bundleID, userID: userID, readSince: epoch)
@@ -54,8 +56,9 @@ package struct UserStateReader: Sendable {
 
     /// The same read on a connection the caller holds (a decision made inside its transaction).
     package static func ledger(bundleID: String, userID: String, withEvidence: Bool = false, on connection: PostgresConnection) throws -> AppLedger {
-        try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: nil,
-                                       withEvidence: withEvidence, on: connection)
+        try UsersProjection.userLedger(
+            bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: nil,
+            withEvidence: withEvidence, on: connection)
     }
 
     /// Every fact that touched the user, in recording order, Apple's notifications included:
@@ -63,8 +66,10 @@ package struct UserStateReader: Sendable {
     /// `knownAt`: only the facts recorded by then (what the trail showed at that instant).
     package func auditTrail(bundleID: String, userID: String, knownAt: Date? = nil, atLeast written: LogPosition? = nil) async throws -> [RecordedFact] {
         try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
-            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: knownAt,
-                                           withEvidence: true, on: connection).auditTrail(userID)
+            try UsersProjection.userLedger(
+                bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: knownAt,
+                withEvidence: true, on: connection
+            ).auditTrail(userID)
         }
     }
 
@@ -82,16 +87,18 @@ package struct UserStateReader: Sendable {
     /// transaction or original transaction of that id (with the original transaction's id).
     package func search(bundleID: String, for query: String) async throws -> (isUser: Bool, owners: [(userID: String, originalTransactionID: String)]) {
         let found = try await pool.withConnection { connection in
-            try connection.pipeline([
-                PipelinedStatement("SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundleID, query]),
-                PipelinedStatement("""
-                    SELECT DISTINCT o.user_id, f.original_transaction_id FROM ledger.finance_rows f
-                      JOIN ledger.transaction_owners o ON o.bundle_id = f.bundle_id AND o.original_transaction_id = f.original_transaction_id
-                     WHERE f.bundle_id = $1 AND (f.transaction_id = $2 OR f.original_transaction_id = $2)
-                    UNION SELECT o.user_id, o.original_transaction_id FROM ledger.transaction_owners o
-                     WHERE o.bundle_id = $1 AND o.original_transaction_id = $2
-                    """, [bundleID, query]),
-            ], transaction: false)
+            try connection.pipeline(
+                [
+                    PipelinedStatement("SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundleID, query]),
+                    PipelinedStatement(
+                        """
+                        SELECT DISTINCT o.user_id, f.original_transaction_id FROM ledger.finance_rows f
+                          JOIN ledger.transaction_owners o ON o.bundle_id = f.bundle_id AND o.original_transaction_id = f.original_transaction_id
+                         WHERE f.bundle_id = $1 AND (f.transaction_id = $2 OR f.original_transaction_id = $2)
+                        UNION SELECT o.user_id, o.original_transaction_id FROM ledger.transaction_owners o
+                         WHERE o.bundle_id = $1 AND o.original_transaction_id = $2
+                        """, [bundleID, query]),
+                ], transaction: false)
         }
         return (found[0].count > 0, try found[1].map { (try $0["user_id"].string(), try $0["original_transaction_id"].string()) })
     }

@@ -10,12 +10,14 @@ package struct UsersProjection: Sendable {
     package static let name = "users"
     /// Event types that change no one's ownership or timeline: evidence kept for the audit trail.
     /// Not decoded by this projection — in a realistic log they are half of all events.
-    package static let ignoredTypes: Set<String> = [LedgerEventType.appleNotificationReceived.rawValue,
-                                                   LedgerEventType.consumptionInformationSent.rawValue,
-                                                   LedgerEventType.offerSigned.rawValue,
-                                                   LedgerEventType.renewalExtended.rawValue,
-                                                   LedgerEventType.massRenewalExtensionRequested.rawValue,
-                                                   LedgerEventType.appAccountTokenSent.rawValue]
+    package static let ignoredTypes: Set<String> = [
+        LedgerEventType.appleNotificationReceived.rawValue,
+        LedgerEventType.consumptionInformationSent.rawValue,
+        LedgerEventType.offerSigned.rawValue,
+        LedgerEventType.renewalExtended.rawValue,
+        LedgerEventType.massRenewalExtensionRequested.rawValue,
+        LedgerEventType.appAccountTokenSent.rawValue,
+    ]
     package let version: Int
 
     package init(version: Int) { self.version = version }
@@ -77,8 +79,10 @@ package struct UsersProjection: Sendable {
     /// returned for its slots. `locking`: the active version, which ingestion writes too
     /// (`ProjectionLocks`). `begun`: transactions among `moneyMoved` whose streams the caller knows
     /// had no events before (an ingestion group's new purchases): they have no rows to replace.
-    func changes(concerns: BatchConcerns, moneyMoved: Set<TransactionKey>, begun: Set<TransactionKey> = [], leading: RoundTrip = RoundTrip(),
-                 locking: ProjectionLocks.Scope, on connection: PostgresConnection) throws -> (changes: Changes, leading: RoundTripResults) {
+    func changes(
+        concerns: BatchConcerns, moneyMoved: Set<TransactionKey>, begun: Set<TransactionKey> = [], leading: RoundTrip = RoundTrip(),
+        locking: ProjectionLocks.Scope, on connection: PostgresConnection
+    ) throws -> (changes: Changes, leading: RoundTripResults) {
         var concerns = concerns
         // Round trip 1: the owners of transactions that changed, and every user of an app whose
         // catalogue changed (it can touch any of their purchases). The users a batch names itself
@@ -95,10 +99,17 @@ package struct UsersProjection: Sendable {
         // the same owner (it records every owner its streams name), waited for the worker while
         // the worker waited for the group's lock — a deadlock (SerializedWritesTests, 1 run in 6).
         let newOwners = concerns.newOwners
-        let recordOwners = newOwners.isEmpty ? [] : [PipelinedStatement("""
-            INSERT INTO \(owners) (bundle_id, original_transaction_id, user_id)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING
-            """, [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))])]
+        let recordOwners =
+            newOwners.isEmpty
+            ? []
+            : [
+                PipelinedStatement(
+                    """
+                    INSERT INTO \(owners) (bundle_id, original_transaction_id, user_id)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING
+                    """,
+                    [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))])
+            ]
         let moved = Array(moneyMoved)
         let movedStreams = moved.map { LedgerStream.purchase($0.bundleID, originalTransactionID: $0.originalTransactionID) }
         struct Reading {
@@ -153,11 +164,13 @@ package struct UsersProjection: Sendable {
                 changes.timelines.append(timeline)
                 texts.append(String(decoding: TimelineJSON.bytes(timeline), as: UTF8.self))
             }
-            changes.writes.append(PipelinedStatement("""
-                INSERT INTO \(self.timelines) (bundle_id, user_id, timeline)
-                SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
-                ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline
-                """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID)), PostgresTextArray(texts)]))
+            changes.writes.append(
+                PipelinedStatement(
+                    """
+                    INSERT INTO \(self.timelines) (bundle_id, user_id, timeline)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+                    ON CONFLICT (bundle_id, user_id) DO UPDATE SET timeline = EXCLUDED.timeline
+                    """, [PostgresTextArray(users.map(\.bundleID)), PostgresTextArray(users.map(\.userID)), PostgresTextArray(texts)]))
         }
         if !moved.isEmpty { changes.writes += financeWrites(moved, streams: movedStreams, facts: facts, begun: begun) }
         return (changes, firstResults)
@@ -187,10 +200,12 @@ package struct UsersProjection: Sendable {
         let owned = "o.bundle_id = ANY($1::text[]) AND o.user_id = ANY($2::text[]) AND o.bundle_id || chr(31) || o.user_id = ANY($3::text[])"
         var trip = RoundTrip()
         let ownedSlot = trip.add(PipelinedStatement("SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o WHERE \(owned)", keys))
-        let eventsSlot = trip.add(PipelinedStatement(EventStore.selectEventsSQL + """
-             WHERE e.stream = ANY($4::text[] || ARRAY(SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o WHERE \(owned)))
-               AND e.event_type <> ALL($5::text[]) ORDER BY e.position
-            """, keys + [PostgresTextArray(Array(streams)), PostgresTextArray(Array(Self.ignoredTypes))]))
+        let eventsSlot = trip.add(
+            PipelinedStatement(
+                EventStore.selectEventsSQL + """
+                     WHERE e.stream = ANY($4::text[] || ARRAY(SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o WHERE \(owned)))
+                       AND e.event_type <> ALL($5::text[]) ORDER BY e.position
+                    """, keys + [PostgresTextArray(Array(streams)), PostgresTextArray(Array(Self.ignoredTypes))]))
         return Reads(trip: trip, owned: ownedSlot, events: eventsSlot)
     }
 
@@ -200,8 +215,10 @@ package struct UsersProjection: Sendable {
     /// join with `unnest(…)`, which it planned anew for every call (a fifth of its time in
     /// ingestion). Almost always one app, so the first two lists are the pairs' own.
     package static func pairs(_ pairs: [(String, String)]) -> [(any PostgresBindable)?] {
-        [PostgresTextArray(Array(Set(pairs.map(\.0)))), PostgresTextArray(Array(Set(pairs.map(\.1)))),
-         PostgresTextArray(pairs.map { $0.0 + "\u{1F}" + $0.1 })]
+        [
+            PostgresTextArray(Array(Set(pairs.map(\.0)))), PostgresTextArray(Array(Set(pairs.map(\.1)))),
+            PostgresTextArray(pairs.map { $0.0 + "\u{1F}" + $0.1 }),
+        ]
     }
 
     /// Each user's facts, each given to each user its stream concerns.
@@ -238,16 +255,28 @@ package struct UsersProjection: Sendable {
         }
         // The stored rows of the transactions that may have some, in either table.
         func deleteStored(from table: String) -> [PipelinedStatement] {
-            stored.isEmpty ? [] : [PipelinedStatement("""
-                DELETE FROM \(table) t
-                 WHERE t.bundle_id = ANY($1::text[]) AND t.original_transaction_id = ANY($2::text[])
-                   AND t.bundle_id || chr(31) || t.original_transaction_id = ANY($3::text[])
-                """, keys)]
+            stored.isEmpty
+                ? []
+                : [
+                    PipelinedStatement(
+                        """
+                        DELETE FROM \(table) t
+                         WHERE t.bundle_id = ANY($1::text[]) AND t.original_transaction_id = ANY($2::text[])
+                           AND t.bundle_id || chr(31) || t.original_transaction_id = ANY($3::text[])
+                        """, keys)
+                ]
         }
-        let metricWrites = deleteStored(from: self.metrics) + (metrics.isEmpty ? [] : [PipelinedStatement("""
-            INSERT INTO \(self.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[])
-            """, metrics.parameters)])
+        let metricWrites =
+            deleteStored(from: self.metrics)
+            + (metrics.isEmpty
+                ? []
+                : [
+                    PipelinedStatement(
+                        """
+                        INSERT INTO \(self.metrics) (bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value)
+                        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::bigint[])
+                        """, metrics.parameters)
+                ])
         var writes = metricWrites + deleteStored(from: finance)
         var columns = FinanceColumns()
         for (transaction, stream) in zip(transactions, streams) {
@@ -257,12 +286,14 @@ package struct UsersProjection: Sendable {
             }
         }
         guard !columns.bundleIDs.isEmpty else { return writes }
-        writes.append(PipelinedStatement("""
-            INSERT INTO \(finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity, price,
-                                    currency, storefront, environment, occurred_at, recorded_at, offer_type, offer_id, offer_discount_type)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[],
-                                 $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::int[], $16::text[], $17::text[])
-            """, columns.parameters))
+        writes.append(
+            PipelinedStatement(
+                """
+                INSERT INTO \(finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity, price,
+                                        currency, storefront, environment, occurred_at, recorded_at, offer_type, offer_id, offer_discount_type)
+                SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[],
+                                     $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::int[], $16::text[], $17::text[])
+                """, columns.parameters))
         return writes
     }
 
@@ -270,20 +301,23 @@ package struct UsersProjection: Sendable {
     /// user ever owned according to `owners` — optionally only those recorded by `recordedBy`.
     /// Evidence-only events are left out unless asked for (the audit trail shows them): they change
     /// no one's state.
-    static func userLedger(bundleID: String, userID: String, owners: String, recordedBy: Date?, withEvidence: Bool = false,
-                           on connection: PostgresConnection) throws -> AppLedger {
+    static func userLedger(
+        bundleID: String, userID: String, owners: String, recordedBy: Date?, withEvidence: Bool = false,
+        on connection: PostgresConnection
+    ) throws -> AppLedger {
         // One round trip: the user's own streams, and the purchase streams of everything the user
         // ever owned, found through the owners table inside the same statement.
         let streams = [LedgerStream.app(bundleID), LedgerStream.consent(bundleID), LedgerStream.user(bundleID, userID: userID)]
         // (A join, not "stream = ANY(…) OR stream IN (…)": the planner answered that OR with a
         // sequential scan of the whole log.)
-        let rows = try connection.query(EventStore.selectEventsSQL + """
-              JOIN (SELECT unnest($1::text[]) AS stream
-                    UNION SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o
-                     WHERE o.bundle_id = $4 AND o.user_id = $5) AS s ON e.stream = s.stream
-             WHERE e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.recorded_at <= $3)
-             ORDER BY e.position
-            """, [PostgresTextArray(streams), PostgresTextArray(withEvidence ? [] : Array(ignoredTypes)), recordedBy, bundleID, userID])
+        let rows = try connection.query(
+            EventStore.selectEventsSQL + """
+                  JOIN (SELECT unnest($1::text[]) AS stream
+                        UNION SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o
+                         WHERE o.bundle_id = $4 AND o.user_id = $5) AS s ON e.stream = s.stream
+                 WHERE e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.recorded_at <= $3)
+                 ORDER BY e.position
+                """, [PostgresTextArray(streams), PostgresTextArray(withEvidence ? [] : Array(ignoredTypes)), recordedBy, bundleID, userID])
         var ledger = AppLedger(bundleID: bundleID)
         for row in rows {
             if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }

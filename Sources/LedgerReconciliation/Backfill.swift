@@ -24,7 +24,8 @@ package struct Backfill: Sendable {
         package var seconds = 0.0
 
         package var description: String {
-            var text = "\(lines) lines: \(imported) imported (\(transactions) transactions), \(skipped) done before, \(failed.count) failed"
+            var text =
+                "\(lines) lines: \(imported) imported (\(transactions) transactions), \(skipped) done before, \(failed.count) failed"
                 + String(format: " in %.1f s", seconds)
             for failure in failed.prefix(20) { text += "\n  line \(failure.line): \(failure.reason)" }
             if failed.count > 20 { text += "\n  … and \(failed.count - 20) more" }
@@ -49,7 +50,7 @@ package struct Backfill: Sendable {
     /// Imports `lines` for the app; `progress` is told (lines finished, lines) as they finish.
     package func run(bundleID: String, lines: [BackfillLine], progress: @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> Summary {
         let started = ContinuousClock.now
-        _ = try await ingestor.directory.app(bundleID)  // unknown_app before anything else
+        _ = try await ingestor.directory.app(bundleID) // unknown_app before anything else
         var summary = Summary(lines: lines.count)
         let doneBefore = try await doneKeys(bundleID)
         let todo = lines.filter { !doneBefore.contains(Self.progressKey($0)) }
@@ -88,8 +89,12 @@ package struct Backfill: Sendable {
         if let furthest { try await ingestor.waitUntilProjected(furthest) }
         summary.failed.sort { $0.line < $1.line }
         summary.seconds = (ContinuousClock.now - started).seconds
-        logger.info("backfill finished", metadata: ["app.bundle_id": "\(bundleID)", "backfill.imported": "\(summary.imported)",
-                                                    "backfill.failed": "\(summary.failed.count)", "backfill.transactions": "\(summary.transactions)"])
+        logger.info(
+            "backfill finished",
+            metadata: [
+                "app.bundle_id": "\(bundleID)", "backfill.imported": "\(summary.imported)",
+                "backfill.failed": "\(summary.failed.count)", "backfill.transactions": "\(summary.transactions)",
+            ])
         return summary
     }
 
@@ -106,18 +111,24 @@ package struct Backfill: Sendable {
     /// Remembers `lines` as done in one statement, and empties the list.
     private func remember(_ lines: inout [(line: BackfillLine, transactions: Int)], bundleID: String) async throws {
         guard !lines.isEmpty else { return }
-        try await pool.query("""
+        try await pool.query(
+            """
             INSERT INTO ledger.backfill_done (bundle_id, user_id, reference, transactions)
             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::int[])
             ON CONFLICT DO NOTHING
-            """, [bundleID, PostgresTextArray(lines.map(\.line.userID)), PostgresTextArray(lines.map(\.line.key)), PostgresTextArray(lines.map { String($0.transactions) })])
+            """,
+            [
+                bundleID, PostgresTextArray(lines.map(\.line.userID)), PostgresTextArray(lines.map(\.line.key)),
+                PostgresTextArray(lines.map { String($0.transactions) }),
+            ])
         lines.removeAll()
     }
 
     private func doneKeys(_ bundleID: String) async throws -> Set<String> {
-        Set(try await pool.query("SELECT user_id, reference FROM ledger.backfill_done WHERE bundle_id = $1", [bundleID]).map { row in
-            try row["user_id"].string() + "\u{0}" + row["reference"].string()
-        })
+        Set(
+            try await pool.query("SELECT user_id, reference FROM ledger.backfill_done WHERE bundle_id = $1", [bundleID]).map { row in
+                try row["user_id"].string() + "\u{0}" + row["reference"].string()
+            })
     }
 
     static func progressKey(_ line: BackfillLine) -> String { line.userID + "\u{0}" + line.key }

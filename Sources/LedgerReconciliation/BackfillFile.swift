@@ -55,8 +55,9 @@ package enum BackfillFile {
             guard let object = try? JSONSerialization.jsonObject(with: Data(row.utf8)) as? [String: Any] else {
                 throw Invalid(line: index + 1, reason: "not a JSON object")
             }
-            return try line(index + 1, user: object["user_id"] as? String, transaction: (object["original_transaction_id"] ?? object["transaction_id"]).map { "\($0)" },
-                            receipt: object["receipt_data"] as? String)
+            return try line(
+                index + 1, user: object["user_id"] as? String, transaction: (object["original_transaction_id"] ?? object["transaction_id"]).map { "\($0)" },
+                receipt: object["receipt_data"] as? String)
         }
     }
 
@@ -93,8 +94,14 @@ package enum BackfillFile {
             switch (character, quoted) {
             case ("\"", true):
                 if let next = iterator.next() {
-                    if next == "\"" { current.append("\"") } else { quoted = false; if next == "," { fields.append(current); current = "" } else { current.append(next) } }
-                } else { quoted = false }
+                    if next == "\"" {
+                        current.append("\"")
+                    } else {
+                        quoted = false; if next == "," { fields.append(current); current = "" } else { current.append(next) }
+                    }
+                } else {
+                    quoted = false
+                }
             case ("\"", false) where current.isEmpty: quoted = true
             case (",", false): fields.append(current); current = ""
             default: current.append(character)

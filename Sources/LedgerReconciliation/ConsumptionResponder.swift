@@ -23,8 +23,10 @@ package struct ConsumptionResponder: Sendable {
     let logger: Logger
     let observe: @Sendable (_ outcome: String) -> Void
 
-    package init(requests: ConsumptionRequests, directory: AppDirectory, reader: UserStateReader, api: AppStoreServerAPIClient,
-                logger: Logger, observe: @escaping @Sendable (String) -> Void = { _ in }) {
+    package init(
+        requests: ConsumptionRequests, directory: AppDirectory, reader: UserStateReader, api: AppStoreServerAPIClient,
+        logger: Logger, observe: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.requests = requests
         self.directory = directory
         self.reader = reader
@@ -49,9 +51,12 @@ package struct ConsumptionResponder: Sendable {
                 try? await requests.retry(pending, after: delay, failure: "\(error)")
                 outcomes[pending.notificationUUID] = "failed"
                 observe("failed")
-                logger.warning("a CONSUMPTION_REQUEST could not be answered yet; it is tried again",
-                               metadata: ["app.bundle_id": "\(pending.bundleID)", "apple.notification_uuid": "\(pending.notificationUUID)",
-                                          "error": "\(error)"])
+                logger.warning(
+                    "a CONSUMPTION_REQUEST could not be answered yet; it is tried again",
+                    metadata: [
+                        "app.bundle_id": "\(pending.bundleID)", "apple.notification_uuid": "\(pending.notificationUUID)",
+                        "error": "\(error)",
+                    ])
             }
         }
         return outcomes
@@ -78,15 +83,17 @@ package struct ConsumptionResponder: Sendable {
         if let owner { balances = try await reader.ledger(bundleID: pending.bundleID, userID: owner).userState(owner, at: now).balances }
         let product = app.catalogue.definition(of: transaction.productID, at: transaction.purchaseDate)
         let assessed = ConsumptionAssessment.assess(transaction, product: product, owner: owner, balances: balances, at: now)
-        let information = ConsumptionInformation(customerConsented: true, consumptionPercentage: assessed.consumptionPercentage,
-                                                 deliveryStatus: assessed.deliveryStatus, refundPreference: policy.refundPreference,
-                                                 sampleContentProvided: policy.sampleContentProvided)
-        try await api.sendConsumption(information, for: pending.transactionID, in: pending.environment, as: key)
-        try await requests.record(ConsumptionAnswer(
-            transactionID: pending.transactionID, originalTransactionID: pending.originalTransactionID, notificationUUID: pending.notificationUUID,
-            environment: pending.environment, customerConsented: true, consumptionPercentage: assessed.consumptionPercentage,
+        let information = ConsumptionInformation(
+            customerConsented: true, consumptionPercentage: assessed.consumptionPercentage,
             deliveryStatus: assessed.deliveryStatus, refundPreference: policy.refundPreference,
-            sampleContentProvided: policy.sampleContentProvided, sentAt: now), bundleID: pending.bundleID)
+            sampleContentProvided: policy.sampleContentProvided)
+        try await api.sendConsumption(information, for: pending.transactionID, in: pending.environment, as: key)
+        try await requests.record(
+            ConsumptionAnswer(
+                transactionID: pending.transactionID, originalTransactionID: pending.originalTransactionID, notificationUUID: pending.notificationUUID,
+                environment: pending.environment, customerConsented: true, consumptionPercentage: assessed.consumptionPercentage,
+                deliveryStatus: assessed.deliveryStatus, refundPreference: policy.refundPreference,
+                sampleContentProvided: policy.sampleContentProvided, sentAt: now), bundleID: pending.bundleID)
         return "sent"
     }
 }

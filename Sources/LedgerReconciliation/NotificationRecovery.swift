@@ -55,9 +55,11 @@ package struct NotificationRecovery: Sendable {
     /// `overlap`: how far before the covered window a run starts again; `firstWindow`: how far
     /// back the first run of an app reads; `lease`: how long a server may hold an app's history
     /// without renewing (renewed after every page).
-    package init(ingestor: Ingestor, api: AppStoreServerAPIClient, pool: PostgresPool, overlap: TimeInterval = 3600,
-                firstWindow: TimeInterval = 7 * 86_400, lease: Duration = .seconds(300), logger: Logger,
-                observe: @escaping Observe = { _, _ in }) {
+    package init(
+        ingestor: Ingestor, api: AppStoreServerAPIClient, pool: PostgresPool, overlap: TimeInterval = 3600,
+        firstWindow: TimeInterval = 7 * 86_400, lease: Duration = .seconds(300), logger: Logger,
+        observe: @escaping Observe = { _, _ in }
+    ) {
         self.ingestor = ingestor
         self.api = api
         self.coverage = ReconciliationCoverage(pool: pool, duration: lease)
@@ -72,8 +74,9 @@ package struct NotificationRecovery: Sendable {
     package func reconcile(bundleID: String, since: Date? = nil, now: Date = Date()) async throws -> [Report] {
         let app = try await ingestor.directory.app(bundleID)
         guard let key = app.serverAPI else {
-            throw LedgerError(.appleAPINotConfigured,
-                              "\(bundleID) has no App Store Server API key; configure app_store_server_api first")
+            throw LedgerError(
+                .appleAPINotConfigured,
+                "\(bundleID) has no App Store Server API key; configure app_store_server_api first")
         }
         var reports: [Report] = []
         for environment in [AppleEnvironment.production, .sandbox] where app.settings.environments.contains(environment) {
@@ -88,8 +91,9 @@ package struct NotificationRecovery: Sendable {
 
     /// One environment's window, read page by page under the lease.
     private func read(_ lease: ReconciliationCoverage.Lease, key: ServerAPICredentials, since: Date?, now: Date) async throws -> Report {
-        let start = max(since ?? lease.coveredUntil.map { $0.addingTimeInterval(-overlap) } ?? now.addingTimeInterval(-firstWindow),
-                        now.addingTimeInterval(-Self.historyLimit + 60))
+        let start = max(
+            since ?? lease.coveredUntil.map { $0.addingTimeInterval(-overlap) } ?? now.addingTimeInterval(-firstWindow),
+            now.addingTimeInterval(-Self.historyLimit + 60))
         var report = Report(bundleID: lease.bundleID, environment: lease.environment, from: start, to: now)
         do {
             try await api.notificationHistory(from: start, to: now, in: lease.environment, as: key) { page in
@@ -109,9 +113,12 @@ package struct NotificationRecovery: Sendable {
         // leaves a gap that the next run must still read).
         let joins = lease.coveredUntil.map { start <= $0 } ?? true
         try await coverage.release(lease, coveredUntil: joins ? now : nil, result: report.description)
-        logger.info("reconciled notification history", metadata: [
-            "app.bundle_id": "\(lease.bundleID)", "apple.environment": "\(lease.environment.rawValue)",
-            "reconcile.seen": "\(report.seen)", "reconcile.recorded": "\(report.recorded)", "reconcile.refused": "\(report.refused)"])
+        logger.info(
+            "reconciled notification history",
+            metadata: [
+                "app.bundle_id": "\(lease.bundleID)", "apple.environment": "\(lease.environment.rawValue)",
+                "reconcile.seen": "\(report.seen)", "reconcile.recorded": "\(report.recorded)", "reconcile.refused": "\(report.refused)",
+            ])
         return report
     }
 

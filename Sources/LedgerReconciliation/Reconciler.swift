@@ -41,8 +41,9 @@ package struct Reconciler: Sendable {
             do {
                 reports += try await recovery.reconcile(bundleID: bundleID)
             } catch {
-                logger.warning("reconciliation with Apple failed; it is tried again next interval",
-                               metadata: ["app.bundle_id": "\(bundleID)", "error": "\(error)"])
+                logger.warning(
+                    "reconciliation with Apple failed; it is tried again next interval",
+                    metadata: ["app.bundle_id": "\(bundleID)", "error": "\(error)"])
             }
         }
         return reports

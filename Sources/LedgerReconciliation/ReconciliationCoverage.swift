@@ -22,9 +22,11 @@ struct ReconciliationCoverage: Sendable {
     func lease(_ bundleID: String, _ environment: AppleEnvironment, holder: UUID) async throws -> Lease? {
         try await whilePostgres("taking the reconciliation lease of \(bundleID) (\(environment.rawValue))") {
             try await pool.withConnection { connection in
-                try connection.query("INSERT INTO ledger.apple_reconciliation (bundle_id, environment) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                                     [bundleID, environment.rawValue])
-                let rows = try connection.query("""
+                try connection.query(
+                    "INSERT INTO ledger.apple_reconciliation (bundle_id, environment) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                    [bundleID, environment.rawValue])
+                let rows = try connection.query(
+                    """
                     UPDATE ledger.apple_reconciliation
                        SET leased_by = $3, leased_until = now() + make_interval(secs => $4)
                      WHERE bundle_id = $1 AND environment = $2
@@ -32,7 +34,9 @@ struct ReconciliationCoverage: Sendable {
                     RETURNING covered_until
                     """, [bundleID, environment.rawValue, holder, duration.seconds])
                 guard let row = rows.first else { return nil }
-                return Lease(bundleID: bundleID, environment: environment, holder: holder, coveredUntil: row["covered_until"].isNull ? nil : try row["covered_until"].date())
+                return Lease(
+                    bundleID: bundleID, environment: environment, holder: holder,
+                    coveredUntil: row["covered_until"].isNull ? nil : try row["covered_until"].date())
             }
         }
     }
@@ -41,11 +45,13 @@ struct ReconciliationCoverage: Sendable {
     /// server took it), and the reading must stop.
     func renew(_ lease: Lease) async throws -> Bool {
         try await whilePostgres("renewing the reconciliation lease of \(lease.bundleID)") {
-            try await !pool.query("""
+            try await !pool.query(
+                """
                 UPDATE ledger.apple_reconciliation SET leased_until = now() + make_interval(secs => $4)
                  WHERE bundle_id = $1 AND environment = $2 AND leased_by = $3
                 RETURNING 1 AS renewed
-                """, [lease.bundleID, lease.environment.rawValue, lease.holder, duration.seconds]).isEmpty
+                """, [lease.bundleID, lease.environment.rawValue, lease.holder, duration.seconds]
+            ).isEmpty
         }
     }
 
@@ -53,7 +59,8 @@ struct ReconciliationCoverage: Sendable {
     /// joining what was covered) becomes the next run's starting point.
     func release(_ lease: Lease, coveredUntil: Date?, result: String) async throws {
         try await whilePostgres("releasing the reconciliation lease of \(lease.bundleID)") {
-            try await pool.query("""
+            try await pool.query(
+                """
                 UPDATE ledger.apple_reconciliation
                    SET covered_until = GREATEST(covered_until, $4), leased_by = NULL, leased_until = NULL,
                        last_run_at = now(), last_result = $5

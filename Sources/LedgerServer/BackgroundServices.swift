@@ -4,9 +4,9 @@ import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
-import Logging
 import LedgerReconciliation
 import LedgerWebhooks
+import Logging
 import ServiceLifecycle
 
 /// A loop that lives as long as the server, stopped by a graceful shutdown: every background part
@@ -44,8 +44,10 @@ extension LedgerServices {
     package var pools: some Service { ClosingPools(pools: [pool] + replicaPools) }
 
     /// The HTTP server over `endpoints`.
-    package func application(host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger,
-                             onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    package func application(
+        host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
         buildApplication(endpoints: endpoints, host: host, port: port, limits: limits, logger: logger, onServerRunning: onServerRunning)
     }
 
@@ -60,14 +62,17 @@ extension LedgerServices {
     /// - with `reconcileInterval`: Apple's notification history read on start-up and every interval
     ///   (`LEDGER_APPLE_RECONCILE_INTERVAL`), and CONSUMPTION_REQUESTs answered every 15 s (nil:
     ///   neither, as in tests that run them themselves).
-    package func backgroundServices(pollInterval: Duration = .milliseconds(250), projecting: Bool = true, delivering: Bool = true,
-                                   reconcileInterval: Duration? = nil, logger: Logger) -> [any Service] {
+    package func backgroundServices(
+        pollInterval: Duration = .milliseconds(250), projecting: Bool = true, delivering: Bool = true,
+        reconcileInterval: Duration? = nil, logger: Logger
+    ) -> [any Service] {
         let (store, timelines, pool, recovery, directory, consumption, changes) = (store, timelines, pool, recovery, directory, consumption, changes)
         // With replicas, a read after an ingestion waits on a replica for this worker's checkpoint
         // to pass the write (ReadFence): the worker then passes inline-projected events at once.
-        let worker = ProjectionWorker(pool: pool, store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
-                                      durable: !reads.replicas.isEmpty, passingWindow: reads.replicas.isEmpty ? .milliseconds(10) : .zero,
-                                      logger: logger)
+        let worker = ProjectionWorker(
+            pool: pool, store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
+            durable: !reads.replicas.isEmpty, passingWindow: reads.replicas.isEmpty ? .milliseconds(10) : .zero,
+            logger: logger)
         var loops = [
             BackgroundLoop("notifications") { [changes] in await store.runNotifications(also: [ChangeNotifications.channel: changes.heard]) },
             BackgroundLoop("timeline cache") { await timelines.runInvalidations(configuration: pool.configuration, logger: logger) },

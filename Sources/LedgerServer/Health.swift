@@ -49,11 +49,16 @@ struct Health: Sendable {
         }
         gauges.append(Metrics.Gauge("ledger_database_up", "1 when the last scrape reached the database.", gauges.isEmpty ? 0 : 1))
         let sources = reads.sources
-        gauges.append(Metrics.Gauge("ledger_reads_from_replica_total", "Reads a replica answered, having replayed what they must see.", Double(sources.replica)))
-        gauges.append(Metrics.Gauge("ledger_reads_from_primary_total", "Reads the primary answered because every replica stayed behind for too long.",
-                                    Double(sources.primary)))
-        gauges.append(Metrics.Gauge("ledger_reads_behind_fence_total", "Reads a replica answered with what it had while the primary was away.",
-                                    Double(sources.replicaBehindFence)))
+        gauges.append(
+            Metrics.Gauge("ledger_reads_from_replica_total", "Reads a replica answered, having replayed what they must see.", Double(sources.replica)))
+        gauges.append(
+            Metrics.Gauge(
+                "ledger_reads_from_primary_total", "Reads the primary answered because every replica stayed behind for too long.",
+                Double(sources.primary)))
+        gauges.append(
+            Metrics.Gauge(
+                "ledger_reads_behind_fence_total", "Reads a replica answered with what it had while the primary was away.",
+                Double(sources.replicaBehindFence)))
         return gauges
     }
 }

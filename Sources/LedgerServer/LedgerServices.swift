@@ -45,9 +45,12 @@ package struct LedgerServices: Sendable {
     package let webhooks: WebhookRegistry
     package let webhookPolicy: WebhookPolicy
 
-    package init(pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
-                receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [], replicaWait: Duration = .milliseconds(250),
-                keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), logger: Logger) {
+    package init(
+        pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
+        receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [],
+        replicaWait: Duration = .milliseconds(250),
+        keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), logger: Logger
+    ) {
         let metrics = Metrics()
         self.pool = pool
         self.replicaPools = replicas
@@ -60,8 +63,9 @@ package struct LedgerServices: Sendable {
         let progress = ProjectionProgress()
         let timelines = TimelineCache()
         self.timelines = timelines
-        let reads = ReadReplicas(primary: pool, replicas: replicas, fence: timelines.fence, maximumWait: replicaWait,
-                                 checkpoint: ProjectionRunner.activeCheckpoint(on:), logger: logger)
+        let reads = ReadReplicas(
+            primary: pool, replicas: replicas, fence: timelines.fence, maximumWait: replicaWait,
+            checkpoint: ProjectionRunner.activeCheckpoint(on:), logger: logger)
         self.reads = reads
         let users = UserStateReader(pool: pool, cache: timelines, replicas: reads)
         self.users = users
@@ -69,8 +73,9 @@ package struct LedgerServices: Sendable {
         let directory = AppDirectory(pool: pool, store: store, freshness: freshness, replicas: reads)
         self.progress = progress
         self.directory = directory
-        self.ingestor = Ingestor(store: store, evidence: EvidenceStore(pool: pool), directory: directory, verifier: verifier, receipts: client,
-                                 freshness: freshness, reader: users, logger: logger)
+        self.ingestor = Ingestor(
+            store: store, evidence: EvidenceStore(pool: pool), directory: directory, verifier: verifier, receipts: client,
+            freshness: freshness, reader: users, logger: logger)
         let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) { outcome in
             metrics.increment("ledger_apple_calls_total", ["api": "app_store_server_api", "outcome": outcome.rawValue])
         }
@@ -78,7 +83,8 @@ package struct LedgerServices: Sendable {
         self.recovery = NotificationRecovery(ingestor: ingestor, api: api, pool: pool, logger: logger) { result, _ in
             metrics.increment("ledger_reconcile_notifications_total", ["result": result])
         }
-        self.consumption = ConsumptionResponder(requests: ingestor.consumptionRequests, directory: directory, reader: users, api: api, logger: logger) { outcome in
+        self.consumption = ConsumptionResponder(requests: ingestor.consumptionRequests, directory: directory, reader: users, api: api, logger: logger) {
+            outcome in
             metrics.increment("ledger_consumption_requests_total", ["outcome": outcome])
         }
         self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
@@ -96,8 +102,9 @@ package struct LedgerServices: Sendable {
             actions: actions, evidence: EvidenceStore(pool: pool), tokens: AppAccountTokens(store: store), lookups: lookups,
             refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
         let health = Health(pool: pool, migrator: migrator, reads: reads)
-        return Endpoints(ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
-                         users: users, keys: keys, exports: FinanceExports(reads: reads), feed: ChangeFeed(pool: pool, notifications: changes),
-                         webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
+        return Endpoints(
+            ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
+            users: users, keys: keys, exports: FinanceExports(reads: reads), feed: ChangeFeed(pool: pool, notifications: changes),
+            webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
     }
 }

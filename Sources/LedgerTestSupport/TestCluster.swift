@@ -32,35 +32,39 @@ package enum TestCluster {
 
     /// What a DBA does once per cluster: the owner login, the application role and a runtime login.
     package static func prepareRoles(_ cluster: EmbeddedPostgres) throws {
-        try PostgresConnection.connect(cluster.configuration(database: "postgres")).execute(script: """
-            DO $$
-            BEGIN
-                IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(owner)') THEN
-                    CREATE ROLE \(owner) LOGIN CREATEDB NOSUPERUSER NOCREATEROLE;
-                END IF;
-                IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ledger_app') THEN CREATE ROLE ledger_app NOLOGIN; END IF;
-                IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(runtime)') THEN CREATE ROLE \(runtime) LOGIN; END IF;
-            EXCEPTION WHEN duplicate_object OR unique_violation THEN
-                NULL;  -- another test process of this cluster made them first
-            END
-            $$;
-            GRANT ledger_app TO \(owner);
-            GRANT ledger_app TO \(runtime);
-            """)
+        try PostgresConnection.connect(cluster.configuration(database: "postgres")).execute(
+            script: """
+                DO $$
+                BEGIN
+                    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(owner)') THEN
+                        CREATE ROLE \(owner) LOGIN CREATEDB NOSUPERUSER NOCREATEROLE;
+                    END IF;
+                    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ledger_app') THEN CREATE ROLE ledger_app NOLOGIN; END IF;
+                    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(runtime)') THEN CREATE ROLE \(runtime) LOGIN; END IF;
+                EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                    NULL;  -- another test process of this cluster made them first
+                END
+                $$;
+                GRANT ledger_app TO \(owner);
+                GRANT ledger_app TO \(runtime);
+                """)
     }
 
     /// A new database owned by `ledger_owner`, migrated by it (`migrations`: only the first that
     /// many, to fill a database as an earlier version left it); the owner's configuration.
-    package static func database(on given: EmbeddedPostgres? = nil, named: String? = nil, migrations: Int? = nil,
-                                 logger: Logger = quietLogger) throws -> PostgresConfiguration {
+    package static func database(
+        on given: EmbeddedPostgres? = nil, named: String? = nil, migrations: Int? = nil,
+        logger: Logger = quietLogger
+    ) throws -> PostgresConfiguration {
         let cluster = try given ?? shared.get()
         let name = named ?? "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         let admin = try PostgresConnection.connect(cluster.configuration(database: "postgres"))
         if try admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]).isEmpty {
             try admin.execute(script: "CREATE DATABASE \(name) OWNER \(owner)")
         }
-        let configuration = PostgresConfiguration.unixSocket(directory: cluster.socketDirectory.path, port: cluster.options.port,
-                                                             database: name, user: owner)
+        let configuration = PostgresConfiguration.unixSocket(
+            directory: cluster.socketDirectory.path, port: cluster.options.port,
+            database: name, user: owner)
         let connection = try PostgresConnection.connect(configuration)
         let all = try LedgerSchema.migrations()
         try Migrator(migrations: Array(all.prefix(migrations ?? all.count)), logger: logger).migrate(connection)
@@ -82,8 +86,9 @@ package enum TestCluster {
 
     private static func login(_ user: String, _ configuration: PostgresConfiguration) -> PostgresConfiguration {
         let parts = PostgresConfiguration.parse(configuration.connectionString)
-        return PostgresConfiguration.unixSocket(directory: parts["host"] ?? "", port: Int(parts["port"] ?? "") ?? 5432,
-                                                database: parts["dbname"] ?? "", user: user)
+        return PostgresConfiguration.unixSocket(
+            directory: parts["host"] ?? "", port: Int(parts["port"] ?? "") ?? 5432,
+            database: parts["dbname"] ?? "", user: user)
     }
 
     package static let quietLogger: Logger = {
@@ -103,8 +108,9 @@ package enum TestCluster {
     /// at 400 a full run now and then found every slot taken.
     package static func privateCluster(roles: Bool = true) throws -> EmbeddedPostgres {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-fault-\(getpid())-\(UUID().uuidString.prefix(8))")
-        let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: true, settings: ["fsync": "off", "max_connections": "1000"]),
-                                           logger: quietLogger)
+        let cluster = try EmbeddedPostgres(
+            dataDirectory: folder, options: .init(durable: true, settings: ["fsync": "off", "max_connections": "1000"]),
+            logger: quietLogger)
         try cluster.start()
         registerCleanup(cluster)
         if roles { try prepareRoles(cluster) }
@@ -120,9 +126,10 @@ package enum TestCluster {
         // A random loopback port, tried again if another process holds it.
         for attempt in 0..<5 {
             let port = Int.random(in: 20_000..<60_000)
-            let primary = try EmbeddedPostgres(dataDirectory: base.appendingPathComponent("ledger-primary-\(tag)-\(attempt)"),
-                                               options: .init(durable: true, port: port, settings: ["fsync": "off"], loopback: true),
-                                               logger: quietLogger)
+            let primary = try EmbeddedPostgres(
+                dataDirectory: base.appendingPathComponent("ledger-primary-\(tag)-\(attempt)"),
+                options: .init(durable: true, port: port, settings: ["fsync": "off"], loopback: true),
+                logger: quietLogger)
             do {
                 try primary.start()
             } catch {
@@ -130,9 +137,10 @@ package enum TestCluster {
                 continue
             }
             registerCleanup(primary)
-            try prepareRoles(primary)   // replicated to the standby with everything else
-            let standby = try primary.createStandby(dataDirectory: base.appendingPathComponent("ledger-standby-\(tag)-\(attempt)"),
-                                                    options: .init(durable: true, port: port, settings: ["fsync": "off"]))
+            try prepareRoles(primary) // replicated to the standby with everything else
+            let standby = try primary.createStandby(
+                dataDirectory: base.appendingPathComponent("ledger-standby-\(tag)-\(attempt)"),
+                options: .init(durable: true, port: port, settings: ["fsync": "off"]))
             try standby.start()
             registerCleanup(standby)
             return (primary, standby)

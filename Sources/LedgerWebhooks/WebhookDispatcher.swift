@@ -73,7 +73,9 @@ package final class WebhookDispatcher: Sendable {
             var unrecorded: [Attempt] = []
             while !Task.isCancelled {
                 let generation = wake.value
-                let done = finished.withLock { taken in defer { taken.removeAll() }; return taken }
+                let done = finished.withLock { taken in
+                    defer { taken.removeAll() }; return taken
+                }
                 inFlight -= done.count
                 let attempts = unrecorded + done
                 do {
@@ -117,16 +119,18 @@ package final class WebhookDispatcher: Sendable {
         guard capacity > 0, let rows = results.last else { return [] }
         return try rows.map { row in
             let position = row["position"].optionalString().flatMap { Int64($0) }
-            return Lease(bundleID: try row["bundle_id"].string(), webhook: try row["webhook"].string(), userID: try row["user_id"].string(),
-                         delivered: try row["delivered"].int64(), wanted: try row["wanted"].int64(), attempts: try row["attempts"].int(),
-                         firstFailedAt: row["first_failed_at"].optionalString() == nil ? nil : try row["first_failed_at"].date(),
-                         url: try row["url"].string(), secret: try row["secret"].string(),
-                         change: try position.map { ($0, try row["id"].string(), try row["body"].string()) })
+            return Lease(
+                bundleID: try row["bundle_id"].string(), webhook: try row["webhook"].string(), userID: try row["user_id"].string(),
+                delivered: try row["delivered"].int64(), wanted: try row["wanted"].int64(), attempts: try row["attempts"].int(),
+                firstFailedAt: row["first_failed_at"].optionalString() == nil ? nil : try row["first_failed_at"].date(),
+                url: try row["url"].string(), secret: try row["secret"].string(),
+                change: try position.map { ($0, try row["id"].string(), try row["body"].string()) })
         }
     }
 
     private func leaseStatement(_ limit: Int) -> PipelinedStatement {
-        PipelinedStatement("""
+        PipelinedStatement(
+            """
             WITH due AS (
                 SELECT bundle_id, webhook, user_id FROM ledger.webhook_queue
                  WHERE wanted > delivered AND next_attempt_at <= now() AND (leased_until IS NULL OR leased_until < now())
@@ -148,8 +152,10 @@ package final class WebhookDispatcher: Sendable {
     /// Each attempt's outcome on its row — only if the row is still as leased (a replay meanwhile
     /// wins: its changes go again) — and every lease released; changes out of retries parked.
     private func record(_ attempts: [Attempt], now: Date) -> [PipelinedStatement] {
-        var columns = (apps: [String](), hooks: [String](), users: [String](), expected: [String](), delivered: [String](),
-                       tries: [String](), firstFailed: [String?](), next: [String](), errors: [String?]())
+        var columns = (
+            apps: [String](), hooks: [String](), users: [String](), expected: [String](), delivered: [String](),
+            tries: [String](), firstFailed: [String?](), next: [String](), errors: [String?]()
+        )
         var parked: [(Attempt, Int64)] = []
         for attempt in attempts {
             let lease = attempt.lease
@@ -177,33 +183,47 @@ package final class WebhookDispatcher: Sendable {
             columns.next.append(PostgresTimestamp.format(next))
             columns.errors.append(error)
         }
-        var statements = [PipelinedStatement("""
-            UPDATE ledger.webhook_queue q
-               SET delivered = CASE WHEN q.delivered = r.expected THEN r.delivered ELSE q.delivered END,
-                   attempts = CASE WHEN q.delivered = r.expected THEN r.attempts ELSE 0 END,
-                   first_failed_at = CASE WHEN q.delivered = r.expected THEN r.first_failed_at END,
-                   next_attempt_at = CASE WHEN q.delivered = r.expected THEN r.next_attempt_at ELSE now() END,
-                   last_error = CASE WHEN q.delivered = r.expected THEN r.last_error END,
-                   leased_by = NULL, leased_until = NULL
-              FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::int[], $7::timestamptz[], $8::timestamptz[], $9::text[])
-                   AS r(bundle_id, webhook, user_id, expected, delivered, attempts, first_failed_at, next_attempt_at, last_error)
-             WHERE q.bundle_id = r.bundle_id AND q.webhook = r.webhook AND q.user_id = r.user_id AND q.leased_by = $10
-            """, [PostgresTextArray(columns.apps), PostgresTextArray(columns.hooks), PostgresTextArray(columns.users),
-                  PostgresTextArray(columns.expected), PostgresTextArray(columns.delivered), PostgresTextArray(columns.tries),
-                  PostgresNullableTextArray(columns.firstFailed), PostgresTextArray(columns.next), PostgresNullableTextArray(columns.errors), server])]
+        var statements = [
+            PipelinedStatement(
+                """
+                UPDATE ledger.webhook_queue q
+                   SET delivered = CASE WHEN q.delivered = r.expected THEN r.delivered ELSE q.delivered END,
+                       attempts = CASE WHEN q.delivered = r.expected THEN r.attempts ELSE 0 END,
+                       first_failed_at = CASE WHEN q.delivered = r.expected THEN r.first_failed_at END,
+                       next_attempt_at = CASE WHEN q.delivered = r.expected THEN r.next_attempt_at ELSE now() END,
+                       last_error = CASE WHEN q.delivered = r.expected THEN r.last_error END,
+                       leased_by = NULL, leased_until = NULL
+                  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::int[], $7::timestamptz[], $8::timestamptz[], $9::text[])
+                       AS r(bundle_id, webhook, user_id, expected, delivered, attempts, first_failed_at, next_attempt_at, last_error)
+                 WHERE q.bundle_id = r.bundle_id AND q.webhook = r.webhook AND q.user_id = r.user_id AND q.leased_by = $10
+                """,
+                [
+                    PostgresTextArray(columns.apps), PostgresTextArray(columns.hooks), PostgresTextArray(columns.users),
+                    PostgresTextArray(columns.expected), PostgresTextArray(columns.delivered), PostgresTextArray(columns.tries),
+                    PostgresNullableTextArray(columns.firstFailed), PostgresTextArray(columns.next), PostgresNullableTextArray(columns.errors), server,
+                ])
+        ]
         if !parked.isEmpty {
-            statements.append(PipelinedStatement("""
-                INSERT INTO ledger.webhook_failures (bundle_id, webhook, position, change_id, user_id, attempts, last_error)
-                SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::uuid[], $5::text[], $6::int[], $7::text[])
-                ON CONFLICT DO NOTHING
-                """, [PostgresTextArray(parked.map(\.0.lease.bundleID)), PostgresTextArray(parked.map(\.0.lease.webhook)),
-                      PostgresTextArray(parked.map { String($0.1) }), PostgresTextArray(parked.map { $0.0.lease.change?.id ?? "" }),
-                      PostgresTextArray(parked.map(\.0.lease.userID)), PostgresTextArray(parked.map { String($0.0.lease.attempts + 1) }),
-                      PostgresNullableTextArray(parked.map(\.0.failure))]))
+            statements.append(
+                PipelinedStatement(
+                    """
+                    INSERT INTO ledger.webhook_failures (bundle_id, webhook, position, change_id, user_id, attempts, last_error)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::uuid[], $5::text[], $6::int[], $7::text[])
+                    ON CONFLICT DO NOTHING
+                    """,
+                    [
+                        PostgresTextArray(parked.map(\.0.lease.bundleID)), PostgresTextArray(parked.map(\.0.lease.webhook)),
+                        PostgresTextArray(parked.map { String($0.1) }), PostgresTextArray(parked.map { $0.0.lease.change?.id ?? "" }),
+                        PostgresTextArray(parked.map(\.0.lease.userID)), PostgresTextArray(parked.map { String($0.0.lease.attempts + 1) }),
+                        PostgresNullableTextArray(parked.map(\.0.failure)),
+                    ]))
             for (attempt, position) in parked {
-                logger.warning("webhook change parked after the retry window", metadata: [
-                    "app": "\(attempt.lease.bundleID)", "webhook": "\(attempt.lease.webhook)", "position": "\(position)",
-                    "error": "\(attempt.failure ?? "")"])
+                logger.warning(
+                    "webhook change parked after the retry window",
+                    metadata: [
+                        "app": "\(attempt.lease.bundleID)", "webhook": "\(attempt.lease.webhook)", "position": "\(position)",
+                        "error": "\(attempt.failure ?? "")",
+                    ])
             }
         }
         return statements

@@ -39,7 +39,8 @@ package struct WebhookRegistry: Sendable {
             throw LedgerError(.invalidWebhook, "name: 1 to 64 letters, digits, '.', '_' or '-'")
         }
         guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host?.isEmpty == false,
-              url.utf8.count <= 2048 else {
+            url.utf8.count <= 2048
+        else {
             throw LedgerError(.invalidWebhook, "url: an absolute http:// or https:// URL of at most 2048 characters")
         }
         guard (16...256).contains(secret.utf8.count) else {
@@ -56,32 +57,37 @@ package struct WebhookRegistry: Sendable {
     /// from now on; a replaced one keeps its place.
     package func put(bundleID: String, name: String, url: String, secret: String, types: [String]?) async throws -> Bool {
         let results = try await pool.withConnection { connection in
-            try connection.pipeline([
-                // Under the change projection's lock: a batch committing meanwhile has either
-                // queued its users for this webhook or numbered its changes after `starts_after`.
-                PipelinedStatement("SELECT pg_advisory_xact_lock(hashtext('ledger.changes'))"),
-                PipelinedStatement("""
-                    INSERT INTO ledger.webhooks (bundle_id, name, url, secret, types, starts_after)
-                    VALUES ($1, $2, $3, $4, $5::text[], (SELECT coalesce(max(position), 0) FROM ledger.changes))
-                    ON CONFLICT (bundle_id, name) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, types = EXCLUDED.types, updated_at = now()
-                    RETURNING (xmax = 0) AS created
-                    """, [bundleID, name, url, secret, types.map(PostgresTextArray.init)]),
-            ], transaction: true)
+            try connection.pipeline(
+                [
+                    // Under the change projection's lock: a batch committing meanwhile has either
+                    // queued its users for this webhook or numbered its changes after `starts_after`.
+                    PipelinedStatement("SELECT pg_advisory_xact_lock(hashtext('ledger.changes'))"),
+                    PipelinedStatement(
+                        """
+                        INSERT INTO ledger.webhooks (bundle_id, name, url, secret, types, starts_after)
+                        VALUES ($1, $2, $3, $4, $5::text[], (SELECT coalesce(max(position), 0) FROM ledger.changes))
+                        ON CONFLICT (bundle_id, name) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, types = EXCLUDED.types, updated_at = now()
+                        RETURNING (xmax = 0) AS created
+                        """, [bundleID, name, url, secret, types.map(PostgresTextArray.init)]),
+                ], transaction: true)
         }
         return try results[1][0]["created"].bool()
     }
 
     package func list(bundleID: String) async throws -> [Webhook] {
-        try await pool.query("""
+        try await pool.query(
+            """
             SELECT w.name, w.url, w.types::text AS types, w.starts_after, w.created_at, w.updated_at,
                    count(q.user_id) FILTER (WHERE q.wanted > q.delivered) AS backlog,
                    count(q.user_id) FILTER (WHERE q.attempts > 0) AS failing
               FROM ledger.webhooks w LEFT JOIN ledger.webhook_queue q ON q.bundle_id = w.bundle_id AND q.webhook = w.name
              WHERE w.bundle_id = $1 GROUP BY w.bundle_id, w.name ORDER BY w.name
-            """, [bundleID]).map { row in
-            Webhook(name: try row["name"].string(), url: try row["url"].string(), types: row["types"].optionalString().map(Self.textArray),
-                    startsAfter: try row["starts_after"].int64(), createdAt: try row["created_at"].date(), updatedAt: try row["updated_at"].date(),
-                    backlog: try row["backlog"].int(), failing: try row["failing"].int())
+            """, [bundleID]
+        ).map { row in
+            Webhook(
+                name: try row["name"].string(), url: try row["url"].string(), types: row["types"].optionalString().map(Self.textArray),
+                startsAfter: try row["starts_after"].int64(), createdAt: try row["created_at"].date(), updatedAt: try row["updated_at"].date(),
+                backlog: try row["backlog"].int(), failing: try row["failing"].int())
         }
     }
 
@@ -93,18 +99,21 @@ package struct WebhookRegistry: Sendable {
     /// Nil: no such webhook.
     package func failures(bundleID: String, name: String, limit: Int) async throws -> [ParkedChange]? {
         let results = try await pool.withConnection { connection in
-            try connection.pipeline([
-                PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2", [bundleID, name]),
-                PipelinedStatement("""
-                    SELECT position, change_id::text AS change_id, user_id, attempts, last_error, parked_at FROM ledger.webhook_failures
-                     WHERE bundle_id = $1 AND webhook = $2 ORDER BY position LIMIT $3
-                    """, [bundleID, name, limit]),
-            ], transaction: false)
+            try connection.pipeline(
+                [
+                    PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2", [bundleID, name]),
+                    PipelinedStatement(
+                        """
+                        SELECT position, change_id::text AS change_id, user_id, attempts, last_error, parked_at FROM ledger.webhook_failures
+                         WHERE bundle_id = $1 AND webhook = $2 ORDER BY position LIMIT $3
+                        """, [bundleID, name, limit]),
+                ], transaction: false)
         }
         guard results[0].count > 0 else { return nil }
         return try results[1].map { row in
-            ParkedChange(position: try row["position"].int64(), changeID: try row["change_id"].string(), userID: try row["user_id"].string(),
-                         attempts: try row["attempts"].int(), lastError: row["last_error"].optionalString(), parkedAt: try row["parked_at"].date())
+            ParkedChange(
+                position: try row["position"].int64(), changeID: try row["change_id"].string(), userID: try row["user_id"].string(),
+                attempts: try row["attempts"].int(), lastError: row["last_error"].optionalString(), parkedAt: try row["parked_at"].date())
         }
     }
 
@@ -114,20 +123,23 @@ package struct WebhookRegistry: Sendable {
     /// integer, and a position past 2³¹ would fail as out of range.)
     package func replay(bundleID: String, name: String, from position: Int64) async throws -> Int? {
         let results = try await pool.withConnection { connection in
-            try connection.pipeline([
-                PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2 FOR UPDATE", [bundleID, name]),
-                PipelinedStatement("DELETE FROM ledger.webhook_failures WHERE bundle_id = $1 AND webhook = $2 AND position >= $3", [bundleID, name, position]),
-                PipelinedStatement("""
-                    INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
-                    SELECT c.bundle_id, w.name, c.user_id, $3::bigint - 1, max(c.position)
-                      FROM ledger.changes c JOIN ledger.webhooks w ON w.bundle_id = c.bundle_id AND w.name = $2
-                     WHERE c.bundle_id = $1 AND c.position >= $3::bigint GROUP BY c.bundle_id, w.name, c.user_id
-                    ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE
-                       SET delivered = least(q.delivered, EXCLUDED.delivered), wanted = greatest(q.wanted, EXCLUDED.wanted),
-                           attempts = 0, first_failed_at = NULL, next_attempt_at = now()
-                    RETURNING user_id
-                    """, [bundleID, name, position]),
-            ], transaction: true)
+            try connection.pipeline(
+                [
+                    PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2 FOR UPDATE", [bundleID, name]),
+                    PipelinedStatement(
+                        "DELETE FROM ledger.webhook_failures WHERE bundle_id = $1 AND webhook = $2 AND position >= $3", [bundleID, name, position]),
+                    PipelinedStatement(
+                        """
+                        INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
+                        SELECT c.bundle_id, w.name, c.user_id, $3::bigint - 1, max(c.position)
+                          FROM ledger.changes c JOIN ledger.webhooks w ON w.bundle_id = c.bundle_id AND w.name = $2
+                         WHERE c.bundle_id = $1 AND c.position >= $3::bigint GROUP BY c.bundle_id, w.name, c.user_id
+                        ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE
+                           SET delivered = least(q.delivered, EXCLUDED.delivered), wanted = greatest(q.wanted, EXCLUDED.wanted),
+                               attempts = 0, first_failed_at = NULL, next_attempt_at = now()
+                        RETURNING user_id
+                        """, [bundleID, name, position]),
+                ], transaction: true)
         }
         return results[0].count > 0 ? results[2].count : nil
     }

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 import LedgerHTTP
-import LedgerServer
 import LedgerPostgres
 import LedgerReconciliation
+import LedgerServer
 import Logging
 import ServiceLifecycle
 
@@ -44,7 +44,8 @@ struct BackfillCommand: AsyncParsableCommand {
         let summary = try await database.withDatabase(logger: logger) { opened, migrator in
             let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
             // The projection follows along, as under a server.
-            let group = ServiceGroup(configuration: .init(services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
+            let group = ServiceGroup(
+                configuration: .init(services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
             let background = Task { try await group.run() }
             let backfill = Backfill(lookups: services.lookups, ingestor: services.ingestor, pool: services.pool, concurrency: concurrency, logger: logger)
             let result = await Result(catching: { try await backfill.run(bundleID: app, lines: lines, progress: display.show) })
@@ -76,7 +77,8 @@ final class LineProgress: @unchecked Sendable {
         let text = String(format: "%3.0f%%  %d/%d lines  %.0f lines/s", fraction * 100, done, total, rate)
         if terminal {
             let filled = Int(fraction * 30)
-            FileHandle.standardError.write(Data("\r\u{1B}[2K[\(String(repeating: "█", count: filled) + String(repeating: "░", count: 30 - filled))] \(text)".utf8))
+            FileHandle.standardError.write(
+                Data("\r\u{1B}[2K[\(String(repeating: "█", count: filled) + String(repeating: "░", count: 30 - filled))] \(text)".utf8))
         } else if Date().timeIntervalSince(lastLine) >= 1 || done == total {
             lastLine = Date()
             FileHandle.standardError.write(Data("backfill: \(text)\n".utf8))

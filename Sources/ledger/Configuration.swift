@@ -34,7 +34,9 @@ struct Configuration: Sendable {
     var webhooks = WebhookPolicy()
 
     /// What this process was started with, or what in it could not be read.
-    static let environment = Result<Configuration, ConfigurationError> { () throws(ConfigurationError) in try Configuration(environment: ProcessInfo.processInfo.environment) }
+    static let environment = Result<Configuration, ConfigurationError> { () throws(ConfigurationError) in
+        try Configuration(environment: ProcessInfo.processInfo.environment)
+    }
 
     /// The settings `environment` gives; a value that does not parse is an error naming it.
     init(environment: [String: String]) throws(ConfigurationError) {

@@ -7,17 +7,23 @@ import Logging
 
 /// Where the ledger's database is, shared by every command.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .customLong("database-url"), help: ArgumentHelp(
-        "PostgreSQL connection URL or libpq string (env LEDGER_DATABASE_URL). Unset: the embedded cluster.",
-        valueName: "url"))
+    @Option(
+        name: .customLong("database-url"),
+        help: ArgumentHelp(
+            "PostgreSQL connection URL or libpq string (env LEDGER_DATABASE_URL). Unset: the embedded cluster.",
+            valueName: "url"))
     var databaseURL: String?
 
-    @Option(name: .customLong("data-dir"), help: ArgumentHelp(
-        "Folder of the embedded cluster (env LEDGER_DATA_DIR, default ./.ledger/postgres).", valueName: "path"))
+    @Option(
+        name: .customLong("data-dir"),
+        help: ArgumentHelp(
+            "Folder of the embedded cluster (env LEDGER_DATA_DIR, default ./.ledger/postgres).", valueName: "path"))
     var dataDirectory: String?
 
-    @Option(name: .customLong("database-role"), help: ArgumentHelp(
-        "Role the server switches to after connecting (env LEDGER_DATABASE_ROLE, default ledger_app).", valueName: "role"))
+    @Option(
+        name: .customLong("database-role"),
+        help: ArgumentHelp(
+            "Role the server switches to after connecting (env LEDGER_DATABASE_ROLE, default ledger_app).", valueName: "role"))
     var role: String?
 
     /// The environment's settings with these flags applied; a variable that does not parse stops

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import LedgerCore
 import LedgerPostgres
-import Logging
 import LedgerProjections
+import Logging
 
 /// `ledger export transactions`: the finance view as CSV or JSON lines, streamed to a file or stdout.
 struct ExportCommand: AsyncParsableCommand {
@@ -38,7 +38,9 @@ struct ExportCommand: AsyncParsableCommand {
             guard FinanceExport.Format(rawValue: format) != nil else { throw ValidationError("--format is csv or jsonl") }
             guard environment == "Production" || environment == "Sandbox" else { throw ValidationError("--environment is Production or Sandbox") }
             for (name, value) in [("--from", from), ("--to", to), ("--known-at", knownAt)] {
-                if let value, Self.time(value) == nil { throw ValidationError("\(name) must be an RFC 3339 time or a date, e.g. 2026-10-01T00:00:00Z or 2026-10-01 (midnight UTC)") }
+                if let value, Self.time(value) == nil {
+                    throw ValidationError("\(name) must be an RFC 3339 time or a date, e.g. 2026-10-01T00:00:00Z or 2026-10-01 (midnight UTC)")
+                }
             }
         }
 
@@ -52,11 +54,12 @@ struct ExportCommand: AsyncParsableCommand {
         private func export(_ opened: Database, logger: Logger) async throws {
             let pool = PostgresPool(configuration: opened.application, size: 1, logger: logger)
             let format = FinanceExport.Format(rawValue: self.format)!
-            let export = FinanceExport(bundleID: app, environment: AppleEnvironment(rawValue: environment)!,
-                                       from: from.flatMap(Self.time), to: to.flatMap(Self.time), knownAt: knownAt.flatMap(Self.time))
+            let export = FinanceExport(
+                bundleID: app, environment: AppleEnvironment(rawValue: environment)!,
+                from: from.flatMap(Self.time), to: to.flatMap(Self.time), knownAt: knownAt.flatMap(Self.time))
             let handle: FileHandle
             if let out {
-                guard FileManager.default.createFile(atPath: out, contents: nil) , let file = FileHandle(forWritingAtPath: out) else {
+                guard FileManager.default.createFile(atPath: out, contents: nil), let file = FileHandle(forWritingAtPath: out) else {
                     throw ValidationError("cannot write \(out)")
                 }
                 handle = file

@@ -36,8 +36,9 @@ struct KeysCommand: AsyncParsableCommand {
                 return scope
             }
             let (key, secret) = try await withKeys { try await $0.create(name: name, scopes: Set(parsed), bundleID: app) }
-            print("created key \(key.name) (\(key.id)) with scopes \(key.scopes.map(\.rawValue).sorted().joined(separator: ","))"
-                  + (key.bundleID.map { " for \($0)" } ?? " for every app") + ". It is shown only now:")
+            print(
+                "created key \(key.name) (\(key.id)) with scopes \(key.scopes.map(\.rawValue).sorted().joined(separator: ","))"
+                    + (key.bundleID.map { " for \($0)" } ?? " for every app") + ". It is shown only now:")
             print(secret)
         }
 
@@ -54,8 +55,11 @@ struct KeysCommand: AsyncParsableCommand {
             let keys = try await KeysCommand.withKeys(database) { try await $0.list() }
             print("id\tname\tprefix\tscopes\tapp\tcreated\tstatus")
             for key in keys {
-                print([key.id.uuidString.lowercased(), key.name, key.prefix + "…", key.scopes.map(\.rawValue).sorted().joined(separator: ","),
-                       key.bundleID ?? "*", key.createdAt.formatted(.iso8601), key.revokedAt == nil ? "active" : "revoked"].joined(separator: "\t"))
+                print(
+                    [
+                        key.id.uuidString.lowercased(), key.name, key.prefix + "…", key.scopes.map(\.rawValue).sorted().joined(separator: ","),
+                        key.bundleID ?? "*", key.createdAt.formatted(.iso8601), key.revokedAt == nil ? "active" : "revoked",
+                    ].joined(separator: "\t"))
             }
         }
     }

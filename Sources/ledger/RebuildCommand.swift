@@ -35,10 +35,12 @@ struct RebuildCommand: AsyncParsableCommand {
             return (report, display)
         }
         display.finish()
-        print(String(format: "rebuilt users v%d: %d events (%d replayed; Apple's notification records are evidence only), %d users; "
-                     + "replay %.1f s, total %.1f s (%.0f events/s)",
-                     report.version, report.events, report.replayed, report.users, report.replaySeconds, report.totalSeconds,
-                     Double(report.events) / max(report.totalSeconds, 0.001)))
+        print(
+            String(
+                format: "rebuilt users v%d: %d events (%d replayed; Apple's notification records are evidence only), %d users; "
+                    + "replay %.1f s, total %.1f s (%.0f events/s)",
+                report.version, report.events, report.replayed, report.users, report.replaySeconds, report.totalSeconds,
+                Double(report.events) / max(report.totalSeconds, 0.001)))
     }
 }
 
@@ -54,8 +56,9 @@ final class ProgressDisplay: @unchecked Sendable {
         let fraction = progress.totalEstimate > 0 ? min(1, Double(progress.events) / Double(progress.totalEstimate)) : 1
         let rate = progress.eventsPerSecond
         let eta = rate > 0 ? Double(progress.totalEstimate - progress.events) / rate : 0
-        let text = String(format: "%@ %3.0f%%  %d/%d events  %.0f events/s  ETA %.0f s",
-                          progress.phase.rawValue, fraction * 100, progress.events, progress.totalEstimate, rate, max(0, eta))
+        let text = String(
+            format: "%@ %3.0f%%  %d/%d events  %.0f events/s  ETA %.0f s",
+            progress.phase.rawValue, fraction * 100, progress.events, progress.totalEstimate, rate, max(0, eta))
         if terminal {
             let width = 30
             let filled = Int(fraction * Double(width))

@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import LedgerCore
 import LedgerHTTP
-import LedgerServer
 import LedgerPostgres
 import LedgerReconciliation
+import LedgerServer
 import Logging
 import ServiceLifecycle
 
@@ -37,7 +37,8 @@ struct ReconcileCommand: AsyncParsableCommand {
         let reports = try await database.withDatabase(logger: logger) { opened, migrator in
             let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
             // What is recorded is projected here too, so each notification is answered as the server would.
-            let group = ServiceGroup(configuration: .init(services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
+            let group = ServiceGroup(
+                configuration: .init(services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
             let background = Task { try await group.run() }
             defer { background.cancel() }
             let result = await Result(catching: { try await services.recovery.reconcile(bundleID: app, since: since.flatMap(RFC3339.parseInstant)) })

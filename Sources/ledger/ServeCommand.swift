@@ -1,6 +1,6 @@
+import AppStore
 import ArgumentParser
 import Foundation
-import AppStore
 import Hummingbird
 import LedgerEventStore
 import LedgerHTTP
@@ -30,14 +30,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Database connections in the pool (env LEDGER_POOL_SIZE, default 8).", valueName: "n"))
     var poolSize: Int?
 
-    @Option(name: .customLong("read-database-url"), help: ArgumentHelp(
-        "Streaming replicas to serve reads from, comma-separated URLs (env LEDGER_READ_DATABASE_URL). Unset: the primary serves them.",
-        valueName: "urls"))
+    @Option(
+        name: .customLong("read-database-url"),
+        help: ArgumentHelp(
+            "Streaming replicas to serve reads from, comma-separated URLs (env LEDGER_READ_DATABASE_URL). Unset: the primary serves them.",
+            valueName: "urls"))
     var readDatabaseURLs: String?
 
-    @Option(help: ArgumentHelp(
-        "Milliseconds a read waits for a replica to replay a write before the primary answers (env LEDGER_READ_REPLICA_WAIT_MS, default 250).",
-        valueName: "ms"))
+    @Option(
+        help: ArgumentHelp(
+            "Milliseconds a read waits for a replica to replay a write before the primary answers (env LEDGER_READ_REPLICA_WAIT_MS, default 250).",
+            valueName: "ms"))
     var readReplicaWait: Int?
 
     /// The environment's settings with this command's flags applied.
@@ -70,12 +73,13 @@ struct ServeCommand: AsyncParsableCommand {
         if let interval = settings.reconcileInterval {
             logger.info("notification history is read from Apple every \(interval) for apps with an App Store Server API key")
         }
-        let group = ServiceGroup(configuration: .init(
-            // Shut down last-listed first: the HTTP server stops accepting and finishes its requests
-            // (which may wait for the projection) before the projection worker and LISTEN stop.
-            // The pools are listed first, so they are closed last.
-            services: [services.pools] + services.backgroundServices(reconcileInterval: settings.reconcileInterval, logger: logger) + [app],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                // Shut down last-listed first: the HTTP server stops accepting and finishes its requests
+                // (which may wait for the projection) before the projection worker and LISTEN stop.
+                // The pools are listed first, so they are closed last.
+                services: [services.pools] + services.backgroundServices(reconcileInterval: settings.reconcileInterval, logger: logger) + [app],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("ledger stopped")
     }
@@ -86,14 +90,16 @@ struct ServeCommand: AsyncParsableCommand {
         let trust = try AppleTrust.load(paths: settings.appleRootCertificates, logger: logger)
         let pool = PostgresPool(configuration: opened.application, size: settings.poolSize, logger: logger)
         let replicas = settings.readDatabaseURLs.map { url in
-            PostgresPool(configuration: PostgresConfiguration(connectionString: url, applicationName: "ledger-reads", role: opened.role.name),
-                         size: settings.poolSize, logger: logger)
+            PostgresPool(
+                configuration: PostgresConfiguration(connectionString: url, applicationName: "ledger-reads", role: opened.role.name),
+                size: settings.poolSize, logger: logger)
         }
         for replica in replicas { logger.info("reads served by a replica", metadata: ["db": "\(replica.configuration)"]) }
         let store = EventStore(pool: pool, logger: logger)
-        let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: trust.verifier(),
-                                      receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, replicas: replicas,
-                                      replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks, logger: logger)
+        let services = LedgerServices(
+            pool: pool, store: store, migrator: migrator, verifier: trust.verifier(),
+            receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, replicas: replicas,
+            replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks, logger: logger)
         return services
     }
 }
@@ -103,7 +109,9 @@ struct ServeCommand: AsyncParsableCommand {
 enum AppleTrust {
     static func load(paths: String?, logger: Logger) throws -> TrustStore {
         guard let paths, !paths.isEmpty else {
-            logger.warning("no Apple roots configured (LEDGER_APPLE_ROOT_CERTIFICATES): every signed transaction and V2 notification will be refused as untrusted_chain; see docs/apple-roots.md")
+            logger.warning(
+                "no Apple roots configured (LEDGER_APPLE_ROOT_CERTIFICATES): every signed transaction and V2 notification will be refused as untrusted_chain; see docs/apple-roots.md"
+            )
             return TrustStore(roots: [])
         }
         let trust = try TrustStore.load(paths: paths)

@@ -1,13 +1,15 @@
-@testable import AppStoreServerAPI
 import Crypto
 import Foundation
 import Testing
 
+@testable import AppStoreServerAPI
+
 /// The bearer JWT Apple checks: its header, its claims, its signature, and its reuse.
 @Suite struct BearerTokenTests {
     static let key = P256.Signing.PrivateKey()
-    static let credentials = try! ServerAPICredentials(issuerID: "57246542-96FE-1A63-E053-0824D011072A", keyID: "2X9R4HXF34",
-                                                       privateKeyPEM: key.pemRepresentation, bundleID: "com.example.game")
+    static let credentials = try! ServerAPICredentials(
+        issuerID: "57246542-96FE-1A63-E053-0824D011072A", keyID: "2X9R4HXF34",
+        privateKeyPEM: key.pemRepresentation, bundleID: "com.example.game")
 
     static func parts(_ token: String) throws -> (header: [String: Any], claims: [String: Any], input: String, signature: Data) {
         let pieces = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
@@ -57,7 +59,8 @@ import Testing
             try ServerAPICredentials(issuerID: UUID().uuidString, keyID: "K 1", privateKeyPEM: Self.key.pemRepresentation, bundleID: "b")
         }
         #expect(throws: ServerAPICredentials.Invalid.privateKey) {
-            try ServerAPICredentials(issuerID: UUID().uuidString, keyID: "K1", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----", bundleID: "b")
+            try ServerAPICredentials(
+                issuerID: UUID().uuidString, keyID: "K1", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----", bundleID: "b")
         }
         let described = "\(Self.credentials)"
         #expect(!described.contains("PRIVATE") && described.contains("2X9R4HXF34"))

@@ -10,8 +10,9 @@ import Testing
 struct OfferSignerTests {
     static func appleKey() throws -> (OfferSigner, P256.Signing.PublicKey) {
         let pem = try String(contentsOf: AppleModelTests.fixtures.appendingPathComponent("certs/testSigningKey.p8"), encoding: .utf8)
-        let credentials = try ServerAPICredentials(issuerID: "68f1b4a5-0e3c-4c0f-8d6b-22b2b5a0cf12", keyID: "TESTKEY123", privateKeyPEM: pem,
-                                                   bundleID: "com.example")
+        let credentials = try ServerAPICredentials(
+            issuerID: "68f1b4a5-0e3c-4c0f-8d6b-22b2b5a0cf12", keyID: "TESTKEY123", privateKeyPEM: pem,
+            bundleID: "com.example")
         return (OfferSigner(credentials: credentials), try P256.Signing.PrivateKey(pemRepresentation: pem).publicKey)
     }
 
@@ -51,8 +52,9 @@ struct OfferSignerTests {
         let (signer, publicKey) = try Self.appleKey()
         let check = OfferSignatureCheck(bundleID: "com.example", keyID: "TESTKEY123", publicKey: publicKey)
         for allow in [true, false] {
-            let claims = try check.claims(of: signer.introductoryEligibility(productID: "pro.monthly", allow: allow, transactionID: "704"),
-                                          audience: "introductory-offer-eligibility")
+            let claims = try check.claims(
+                of: signer.introductoryEligibility(productID: "pro.monthly", allow: allow, transactionID: "704"),
+                audience: "introductory-offer-eligibility")
             #expect(claims["allowIntroductoryOffer"] as? Bool == allow && claims["transactionId"] as? String == "704")
         }
     }
@@ -61,21 +63,25 @@ struct OfferSignerTests {
         let (signer, publicKey) = try Self.appleKey()
         let nonce = UUID(uuidString: "D4A6E5F0-1B2C-4D3E-8F90-A1B2C3D4E5F6")!
         let at = Date(timeIntervalSince1970: 1_795_000_000.123)
-        let legacy = try signer.legacyPromotionalOffer(productID: "pro.monthly", offerID: "winback-50",
-                                                       applicationUsername: "7E3FB20B-4CDB-47CC-936D-99D65F608138", nonce: nonce, at: at)
+        let legacy = try signer.legacyPromotionalOffer(
+            productID: "pro.monthly", offerID: "winback-50",
+            applicationUsername: "7E3FB20B-4CDB-47CC-936D-99D65F608138", nonce: nonce, at: at)
         #expect(legacy.keyID == "TESTKEY123" && legacy.timestamp == 1_795_000_000_123 && legacy.nonce == "d4a6e5f0-1b2c-4d3e-8f90-a1b2c3d4e5f6")
         #expect(legacy.applicationUsername == "7e3fb20b-4cdb-47cc-936d-99d65f608138")
         // Apple's message: bundle, key, product, offer, username and nonce lowercased, timestamp — joined by U+2063.
-        let message = "com.example\u{2063}TESTKEY123\u{2063}pro.monthly\u{2063}winback-50\u{2063}7e3fb20b-4cdb-47cc-936d-99d65f608138"
+        let message =
+            "com.example\u{2063}TESTKEY123\u{2063}pro.monthly\u{2063}winback-50\u{2063}7e3fb20b-4cdb-47cc-936d-99d65f608138"
             + "\u{2063}d4a6e5f0-1b2c-4d3e-8f90-a1b2c3d4e5f6\u{2063}1795000000123"
         let signature = try P256.Signing.ECDSASignature(derRepresentation: Data(base64Encoded: legacy.signature)!)
         #expect(publicKey.isValidSignature(signature, for: Data(message.utf8)))
         let check = OfferSignatureCheck(bundleID: "com.example", keyID: "TESTKEY123", publicKey: publicKey)
-        try check.checkLegacy(productID: "pro.monthly", offerID: "winback-50", applicationUsername: legacy.applicationUsername, nonce: legacy.nonce,
-                              timestamp: legacy.timestamp, signature: legacy.signature, keyIdentifier: legacy.keyID, now: at)
+        try check.checkLegacy(
+            productID: "pro.monthly", offerID: "winback-50", applicationUsername: legacy.applicationUsername, nonce: legacy.nonce,
+            timestamp: legacy.timestamp, signature: legacy.signature, keyIdentifier: legacy.keyID, now: at)
         #expect(throws: OfferSignatureCheck.Refused.self) {
-            try check.checkLegacy(productID: "pro.yearly", offerID: "winback-50", applicationUsername: legacy.applicationUsername, nonce: legacy.nonce,
-                                  timestamp: legacy.timestamp, signature: legacy.signature, keyIdentifier: legacy.keyID, now: at)
+            try check.checkLegacy(
+                productID: "pro.yearly", offerID: "winback-50", applicationUsername: legacy.applicationUsername, nonce: legacy.nonce,
+                timestamp: legacy.timestamp, signature: legacy.signature, keyIdentifier: legacy.keyID, now: at)
         }
     }
 }

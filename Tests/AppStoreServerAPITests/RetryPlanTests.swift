@@ -1,19 +1,23 @@
-@testable import AppStoreServerAPI
 import Foundation
 import Testing
 
+@testable import AppStoreServerAPI
+
 /// The retry rules, with no network: what the client does after each kind of answer.
 @Suite struct RetryPlanTests {
-    let plan = RetryPlan(configuration: ServerAPIConfiguration(maxAttempts: 4, backoffBase: .milliseconds(100), backoffCap: .seconds(1),
-                                                               totalBudget: .seconds(30)))
+    let plan = RetryPlan(
+        configuration: ServerAPIConfiguration(
+            maxAttempts: 4, backoffBase: .milliseconds(100), backoffCap: .seconds(1),
+            totalBudget: .seconds(30)))
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     /// The largest wait backoff allows, so the bounds below are exact.
     let ceiling: (ClosedRange<Int>) -> Int = { $0.upperBound }
 
     @Test func aRateLimitWaitsForRetryAfterGivenAsApplesMillisecondTimestamp() {
         let resetsAt = Int64(now.timeIntervalSince1970 * 1000) + 2_500
-        let decision = plan.decide(after: .answered(status: 429, retryAfter: String(resetsAt), errorCode: 4_290_000), attempts: 1,
-                                   elapsed: .zero, now: now, random: ceiling)
+        let decision = plan.decide(
+            after: .answered(status: 429, retryAfter: String(resetsAt), errorCode: 4_290_000), attempts: 1,
+            elapsed: .zero, now: now, random: ceiling)
         #expect(decision == .retry(after: .milliseconds(2_500)))
     }
 

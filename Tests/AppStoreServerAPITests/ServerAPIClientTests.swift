@@ -30,19 +30,23 @@ import Testing
             let key = P256.Signing.PrivateKey()
             let issuer = UUID().uuidString.lowercased()
             simulator.register(app, key: .init(issuerID: issuer, keyID: "SIMKEY01", publicKey: key.publicKey))
-            credentials = try ServerAPICredentials(issuerID: issuer, keyID: "SIMKEY01", privateKeyPEM: (clientKey ?? key).pemRepresentation,
-                                                   bundleID: "com.example.game")
-            client = AppStoreServerAPIClient(configuration: .init(productionURL: base + "/production", sandboxURL: base + "/sandbox",
-                                                                  maxAttempts: maxAttempts, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20),
-                                                                  totalBudget: .seconds(20), requestTimeout: .seconds(5)),
-                                             logger: Logger(label: "test"))
+            credentials = try ServerAPICredentials(
+                issuerID: issuer, keyID: "SIMKEY01", privateKeyPEM: (clientKey ?? key).pemRepresentation,
+                bundleID: "com.example.game")
+            client = AppStoreServerAPIClient(
+                configuration: .init(
+                    productionURL: base + "/production", sandboxURL: base + "/sandbox",
+                    maxAttempts: maxAttempts, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20),
+                    totalBudget: .seconds(20), requestTimeout: .seconds(5)),
+                logger: Logger(label: "test"))
         }
     }
 
     static func subscription(_ count: Int, original: String = "7000") -> [SimulatedTransaction] {
         let start = Date(timeIntervalSinceNow: -Double(count) * 30 * 86_400)
-        let first = SimulatedTransaction(transactionID: original, productID: "pro.monthly", purchaseDate: start,
-                                         expiresDate: start.addingTimeInterval(30 * 86_400))
+        let first = SimulatedTransaction(
+            transactionID: original, productID: "pro.monthly", purchaseDate: start,
+            expiresDate: start.addingTimeInterval(30 * 86_400))
         return (1..<count).reduce(into: [first]) { all, n in all.append(all.last!.renewed(transactionID: "\(original)-\(n)", period: 30 * 86_400)) }
     }
 
@@ -55,7 +59,8 @@ import Testing
         let verifier = SignedDataVerifier(roots: [Self.authority.root])
         var ids: [String] = []
         for signed in history.signedTransactions {
-            ids.append(try await verifier.verifyTransaction(signed, expecting: .init(bundleID: "com.example.game", environments: [.sandbox])).facts.transactionID)
+            ids.append(
+                try await verifier.verifyTransaction(signed, expecting: .init(bundleID: "com.example.game", environments: [.sandbox])).facts.transactionID)
         }
         #expect(ids == ["7000"] + (1..<45).map { "7000-\($0)" })
         #expect(fixture.simulator.seen().count == 3, "three pages of 20")
@@ -120,8 +125,10 @@ import Testing
         }
         #expect(pages == [10, 10, 5])
         var ofOne = 0
-        try await fixture.client.notificationHistory(from: start, to: Date().addingTimeInterval(1), onlyFailures: true, transactionID: "t-5",
-                                                     in: .sandbox, as: fixture.credentials) { ofOne += $0.notificationHistory?.count ?? 0 }
+        try await fixture.client.notificationHistory(
+            from: start, to: Date().addingTimeInterval(1), onlyFailures: true, transactionID: "t-5",
+            in: .sandbox, as: fixture.credentials
+        ) { ofOne += $0.notificationHistory?.count ?? 0 }
         #expect(ofOne == 5)
     }
 
@@ -129,8 +136,9 @@ import Testing
         let fixture = try await Fixture()
         defer { fixture.receipts.stop() }
         fixture.simulator.add([SimulatedTransaction(transactionID: "c-1", productID: "coins.100", type: "Consumable", purchaseDate: Date())], to: fixture.app)
-        let information = ConsumptionInformation(customerConsented: true, consumptionPercentage: 25_000, deliveryStatus: "DELIVERED",
-                                                 refundPreference: "DECLINE", sampleContentProvided: false)
+        let information = ConsumptionInformation(
+            customerConsented: true, consumptionPercentage: 25_000, deliveryStatus: "DELIVERED",
+            refundPreference: "DECLINE", sampleContentProvided: false)
         try await fixture.client.sendConsumption(information, for: "c-1", in: .sandbox, as: fixture.credentials)
         let answers = fixture.simulator.consumptionAnswers(of: fixture.app)
         #expect(answers.count == 1 && answers.first?.transactionID == "c-1")
@@ -138,7 +146,7 @@ import Testing
 
         let token = try await fixture.client.requestTestNotification(in: .sandbox, as: fixture.credentials)
         var status = try? await fixture.client.testNotificationStatus(token, in: .sandbox, as: fixture.credentials)
-        for _ in 0..<100 where status == nil {  // Apple sends it after answering
+        for _ in 0..<100 where status == nil { // Apple sends it after answering
             try await Task.sleep(for: .milliseconds(20))
             status = try? await fixture.client.testNotificationStatus(token, in: .sandbox, as: fixture.credentials)
         }

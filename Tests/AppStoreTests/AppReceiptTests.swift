@@ -14,8 +14,9 @@ import Testing
 
     static let purchases: [SimulatedTransaction] = {
         let start = Date(timeIntervalSince1970: 1_740_000_000)
-        let first = SimulatedTransaction(transactionID: "2000000001", productID: "pro.monthly", purchaseDate: start,
-                                         expiresDate: start.addingTimeInterval(30 * 86_400))
+        let first = SimulatedTransaction(
+            transactionID: "2000000001", productID: "pro.monthly", purchaseDate: start,
+            expiresDate: start.addingTimeInterval(30 * 86_400))
         let renewal = first.renewed(transactionID: "2000000002", period: 30 * 86_400)
         let coins = SimulatedTransaction(transactionID: "2000000003", productID: "coins.100", type: "Consumable", purchaseDate: start)
             .revoked(at: start.addingTimeInterval(86_400))
@@ -32,8 +33,9 @@ import Testing
         ReceiptAuthority.Shape(signedAttributes: true),
     ])
     func everyShapeOfTheContainerReadsToTheSameReceipt(shape: ReceiptAuthority.Shape) async throws {
-        let base64 = try Self.authority.receipt(bundleID: "com.example.game", appVersion: "3.2", purchases: Self.purchases,
-                                                created: Self.created, shape: shape)
+        let base64 = try Self.authority.receipt(
+            bundleID: "com.example.game", appVersion: "3.2", purchases: Self.purchases,
+            created: Self.created, shape: shape)
         let receipt = try await Self.verifier(Self.authority).verifyAppReceipt(base64, expecting: Self.game)
         #expect(receipt.bundleID == "com.example.game")
         #expect(receipt.appVersion == "3.2")
@@ -55,13 +57,19 @@ import Testing
     /// One changed byte of the payload (a letter of the product id), with and without signed attributes.
     @Test(arguments: [false, true])
     func aTamperedPayloadIsRefused(signedAttributes: Bool) async throws {
-        let base64 = try Self.authority.receipt(bundleID: "com.example.game", purchases: Self.purchases,
-                                                shape: .init(signedAttributes: signedAttributes))
+        let base64 = try Self.authority.receipt(
+            bundleID: "com.example.game", purchases: Self.purchases,
+            shape: .init(signedAttributes: signedAttributes))
         var bytes = try #require(Data(base64Encoded: base64))
         let product = try #require(bytes.range(of: Data("coins.100".utf8)))
         bytes[product.lowerBound] = UInt8(ascii: "k")
-        await #expect(throws: AppStoreError(.invalidSignature, signedAttributes ? "the receipt's content does not match its signed digest"
-                                                                                : "the receipt's signature does not match its content")) {
+        await #expect(
+            throws: AppStoreError(
+                .invalidSignature,
+                signedAttributes
+                    ? "the receipt's content does not match its signed digest"
+                    : "the receipt's signature does not match its content")
+        ) {
             _ = try await Self.verifier(Self.authority).verifyAppReceipt(bytes.base64EncodedString(), expecting: Self.game)
         }
     }
@@ -102,8 +110,10 @@ import Testing
         #expect(try await Self.verifier(Self.authority).verifyAppReceipt(base64, expecting: Self.game).originalTransactionIDs.isEmpty)
     }
 
-    @Test(arguments: ["", "not base64 at all!", Data("hello".utf8).base64EncodedString(), "MIAGCSqGSIb3DQEHAqCAMIACAQE=",
-                      "eyJhbGciOiJFUzI1NiJ9.e30.c2ln"])
+    @Test(arguments: [
+        "", "not base64 at all!", Data("hello".utf8).base64EncodedString(), "MIAGCSqGSIb3DQEHAqCAMIACAQE=",
+        "eyJhbGciOiJFUzI1NiJ9.e30.c2ln",
+    ])
     func whatIsNotAReceiptIsMalformed(text: String) async throws {
         let error = await #expect(throws: AppStoreError.self) {
             _ = try await Self.verifier(Self.authority).verifyAppReceipt(text, expecting: Self.game)

@@ -44,7 +44,9 @@ import X509
         #expect(transaction.signedDate == Date(timeIntervalSince1970: 1_672_956_154))
         _ = try await verifier.verify(Self.file("mock_signed_data/renewalInfo"), as: .renewalInfo, expecting: Self.sandbox)
         let other = Expectation(bundleID: "com.example.x", environments: [.sandbox])
-        #expect(await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/transactionInfo"), as: .transaction, expecting: other) } == .bundleMismatch)
+        #expect(
+            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/transactionInfo"), as: .transaction, expecting: other) }
+                == .bundleMismatch)
     }
 
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
@@ -56,17 +58,27 @@ import X509
         #expect(fields?["notificationUUID"] as? String == "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6")
         #expect(notification.signedDate == Date(timeIntervalSince1970: 1_681_314_324))
         let production = Expectation(bundleID: "com.example", environments: [.production], appAppleID: 1234)
-        #expect(await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/testNotification"), as: .notification, expecting: production) } == .environmentNotAllowed)
+        #expect(
+            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/testNotification"), as: .notification, expecting: production) }
+                == .environmentNotAllowed)
         let otherApp = Expectation(bundleID: "com.example", environments: [.sandbox], appAppleID: 1235)
-        #expect(await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/testNotification"), as: .notification, expecting: otherApp) } == .appMismatch)
+        #expect(
+            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/testNotification"), as: .notification, expecting: otherApp) }
+                == .appMismatch)
     }
 
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
     func aWrongBundleAndAMissingX5CAreRefused() async throws {
         let verifier = try Self.verifier()
-        #expect(await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/wrongBundleId"), as: .notification, expecting: Self.sandbox) } == .bundleMismatch)
-        #expect(await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/missingX5CHeaderClaim"), as: .notification, expecting: Self.sandbox) } == .missingCertificateChain)
-        #expect(await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/legacyTransaction"), as: .transaction, expecting: Self.sandbox) } == .malformed)
+        #expect(
+            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/wrongBundleId"), as: .notification, expecting: Self.sandbox) }
+                == .bundleMismatch)
+        #expect(
+            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/missingX5CHeaderClaim"), as: .notification, expecting: Self.sandbox) }
+                == .missingCertificateChain)
+        #expect(
+            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/legacyTransaction"), as: .transaction, expecting: Self.sandbox) }
+                == .malformed)
     }
 
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
@@ -76,9 +88,13 @@ import X509
         let bundle = "com.example.naturelab.backyardbirds.example"
         for name in ["xcode-signed-transaction", "xcode-signed-renewal-info", "xcode-signed-app-transaction"] {
             let refused = Expectation(bundleID: bundle, environments: [.sandbox])
-            #expect(await Self.rejection { try await verifier.verify(Self.file("xcode/\(name)"), as: .transaction, expecting: refused) } == .missingCertificateChain, "\(name)")
+            #expect(
+                await Self.rejection { try await verifier.verify(Self.file("xcode/\(name)"), as: .transaction, expecting: refused) }
+                    == .missingCertificateChain, "\(name)")
             let withProduction = Expectation(bundleID: bundle, environments: [.production, .xcode])
-            #expect(await Self.rejection { try await verifier.verify(Self.file("xcode/\(name)"), as: .transaction, expecting: withProduction) } == .missingCertificateChain, "never beside Production: \(name)")
+            #expect(
+                await Self.rejection { try await verifier.verify(Self.file("xcode/\(name)"), as: .transaction, expecting: withProduction) }
+                    == .missingCertificateChain, "never beside Production: \(name)")
         }
         let xcode = Expectation(bundleID: bundle, environments: [.xcode])
         let transaction = try await verifier.verifyTransaction(Self.file("xcode/xcode-signed-transaction"), expecting: xcode)
@@ -106,7 +122,8 @@ import X509
         #expect(await Self.rejection { try await verifier.verify(tampered, as: .transaction, expecting: Self.sandbox) } == .invalidSignature)
         #expect(await Self.rejection { try await verifier.verify(String(jws.dropLast(10)), as: .transaction, expecting: Self.sandbox) } != nil)
         #expect(await Self.rejection { try await verifier.verify(parts[0] + "." + parts[1], as: .transaction, expecting: Self.sandbox) } == .malformed)
-        #expect(await Self.rejection { try await verifier.verify(String(repeating: "a", count: 70_000), as: .transaction, expecting: Self.sandbox) } == .malformed)
+        #expect(
+            await Self.rejection { try await verifier.verify(String(repeating: "a", count: 70_000), as: .transaction, expecting: Self.sandbox) } == .malformed)
         // Only Apple's real root configured: the test chain is not trusted.
         let appleRoot = try Data(contentsOf: Self.fixtures.appendingPathComponent("../roots/AppleRootCA-G3.cer").standardizedFileURL)
         let appleOnly = SignedDataVerifier(roots: [try Certificate(derEncoded: Array(appleRoot))])

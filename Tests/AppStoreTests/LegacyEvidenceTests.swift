@@ -13,8 +13,10 @@ enum LegacyFixtures {
 struct LegacyEvidenceTests {
     static func data(_ path: String) throws -> Data { try Data(contentsOf: LegacyFixtures.folder.appendingPathComponent(path)) }
 
-    @Test(arguments: ["response.json", "cancellation_response.json", "inAppPurchaseResponse.json", "bad_response.json",
-                      "inAppPurchaseInvalidReceiptResponse.json", "status-21006-expired.json"])
+    @Test(arguments: [
+        "response.json", "cancellation_response.json", "inAppPurchaseResponse.json", "bad_response.json",
+        "inAppPurchaseInvalidReceiptResponse.json", "status-21006-expired.json",
+    ])
     func everyVerifyReceiptSampleDecodes(name: String) throws {
         let response = try ReceiptResponse(json: Self.data("verify-receipt/\(name)"))
         let expected: [String: ReceiptStatus] = [
@@ -53,9 +55,11 @@ struct LegacyEvidenceTests {
         #expect(response.pendingRenewalInfo.first?.willAutoRenew == false)
     }
 
-    static let notifications = ["aporat-did-renew.json", "cancel.json", "did_change_renewal_pref.json", "initial_buy.json",
-                                "interactive_renewal.json", "laravel-did-change-renewal-status.json", "renewal.json",
-                                "renewal_with_unified_receipt.json"]
+    static let notifications = [
+        "aporat-did-renew.json", "cancel.json", "did_change_renewal_pref.json", "initial_buy.json",
+        "interactive_renewal.json", "laravel-did-change-renewal-status.json", "renewal.json",
+        "renewal_with_unified_receipt.json",
+    ]
 
     @Test(arguments: notifications)
     func everyV1NotificationIsAuthenticatedByItsPasswordAndDecodes(name: String) throws {
@@ -76,8 +80,9 @@ struct LegacyEvidenceTests {
     @Test func aV1NotificationForAnotherAppOrEnvironmentIsRefused() throws {
         let body = try Self.data("notifications-v1/aporat-did-renew.json")
         func code(_ expectation: AppStore.Expectation) -> AppStoreError.Code? {
-            do { _ = try VerifiedNotificationV1(body: body, sharedSecret: "dummy_shared_secret", expecting: expectation, receivedAt: Date()); return nil }
-            catch let error as AppStoreError { return error.code } catch { return nil }
+            do {
+                _ = try VerifiedNotificationV1(body: body, sharedSecret: "dummy_shared_secret", expecting: expectation, receivedAt: Date()); return nil
+            } catch let error as AppStoreError { return error.code } catch { return nil }
         }
         #expect(code(Expectation(bundleID: "other.app", environments: [.production])) == .bundleMismatch)
         #expect(code(Expectation(bundleID: "my.app", environments: [.sandbox])) == .environmentNotAllowed)

@@ -20,8 +20,10 @@ struct MintedEvidenceTests {
         return serializer.serializedBytes
     }
 
-    static func mint(leaf: String = "testLeaf.pem", intermediate: String = "testIntermediate.pem", alg: String = "ES256",
-                     signedDate: Date = Date(timeIntervalSince1970: 1_750_000_000), bundleID: String = "com.example") throws -> String {
+    static func mint(
+        leaf: String = "testLeaf.pem", intermediate: String = "testIntermediate.pem", alg: String = "ES256",
+        signedDate: Date = Date(timeIntervalSince1970: 1_750_000_000), bundleID: String = "com.example"
+    ) throws -> String {
         let chain = try [leaf, intermediate, "testCA.pem"].map { Data(try der($0)).base64EncodedString() }
         let header = try JSONSerialization.data(withJSONObject: ["alg": alg, "x5c": chain])
         let payload = try JSONSerialization.data(withJSONObject: [
@@ -42,15 +44,20 @@ struct MintedEvidenceTests {
 
     @Test func certificatesWithoutApplesMarkerOIDsAreRefused() async throws {
         let verifier = try AppleVectorTests.verifier()
-        #expect(await AppleVectorTests.rejection { try await verifier.verify(Self.mint(leaf: "testInvalidOIDLeaf.pem"), as: .transaction, expecting: Self.sandbox) } == .untrustedChain)
-        #expect(await AppleVectorTests.rejection { try await verifier.verify(Self.mint(intermediate: "testInvalidOIDIntermediate.pem"), as: .transaction, expecting: Self.sandbox) } == .untrustedChain)
+        #expect(
+            await AppleVectorTests.rejection { try await verifier.verify(Self.mint(leaf: "testInvalidOIDLeaf.pem"), as: .transaction, expecting: Self.sandbox) }
+                == .untrustedChain)
+        #expect(
+            await AppleVectorTests.rejection {
+                try await verifier.verify(Self.mint(intermediate: "testInvalidOIDIntermediate.pem"), as: .transaction, expecting: Self.sandbox)
+            } == .untrustedChain)
     }
 
     @Test func theChainMustBeValidAtSignedDateEvenWhenCached() async throws {
         let verifier = try AppleVectorTests.verifier()
-        _ = try await verifier.verify(Self.mint(), as: .transaction, expecting: Self.sandbox)  // the chain is now cached
-        let afterExpiry = try Self.mint(signedDate: Date(timeIntervalSince1970: 2_300_000_000))   // 2042
-        let beforeIssue = try Self.mint(signedDate: Date(timeIntervalSince1970: 1_600_000_000))   // 2020
+        _ = try await verifier.verify(Self.mint(), as: .transaction, expecting: Self.sandbox) // the chain is now cached
+        let afterExpiry = try Self.mint(signedDate: Date(timeIntervalSince1970: 2_300_000_000)) // 2042
+        let beforeIssue = try Self.mint(signedDate: Date(timeIntervalSince1970: 1_600_000_000)) // 2020
         #expect(await AppleVectorTests.rejection { try await verifier.verify(afterExpiry, as: .transaction, expecting: Self.sandbox) } == .untrustedChain)
         #expect(await AppleVectorTests.rejection { try await verifier.verify(beforeIssue, as: .transaction, expecting: Self.sandbox) } == .untrustedChain)
         // A stored payload signed while the chain was valid keeps verifying, whatever today's date.
@@ -60,7 +67,9 @@ struct MintedEvidenceTests {
     @Test(arguments: ["ES384", "none", "HS256", ""])
     func onlyES256IsAccepted(alg: String) async throws {
         let verifier = try AppleVectorTests.verifier()
-        #expect(await AppleVectorTests.rejection { try await verifier.verify(Self.mint(alg: alg), as: .transaction, expecting: Self.sandbox) } == .unsupportedAlgorithm)
+        #expect(
+            await AppleVectorTests.rejection { try await verifier.verify(Self.mint(alg: alg), as: .transaction, expecting: Self.sandbox) }
+                == .unsupportedAlgorithm)
     }
 
     @Test func garbageNeverCrashesAndIsMalformed() async throws {

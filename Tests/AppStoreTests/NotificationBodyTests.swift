@@ -60,36 +60,56 @@ struct NotificationBodyTests {
     }
 
     static let shapes: [Shape] = [
-        Shape("signedNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234), { verified in
-            let facts = verified.transaction?.facts
-            return verified.notification.notificationType == "SUBSCRIBED" && facts?.appTransactionID == "71134"
-                && facts?.offerDiscountType == "PAY_AS_YOU_GO" && facts?.offerPeriod == "P1Y" && facts?.billingPlanType == "MONTHLY"
-                && facts?.commitment == Commitment(billingPeriodNumber: 3, totalBillingPeriods: 12,
-                                                   expiresDate: Date(timeIntervalSince1970: 1_698_150_000), price: 119_880)
-                && verified.renewal?.facts.renewalBillingPlanType == "MONTHLY" && verified.renewal?.facts.offerType == 2
-        }),
-        Shape("signedConsumptionRequestNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234), { verified in
-            verified.notification.notificationType == "CONSUMPTION_REQUEST" && verified.transaction?.facts.originalTransactionID == "12345"
-        }),
-        Shape("signedSummaryNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234), { verified in
-            verified.notification.summary == ExtensionSummary(requestIdentifier: "efb27071-45a4-4aca-9854-2a1e9146f265", productID: "com.example.product",
-                                                              storefrontCountryCodes: ["CAN", "USA", "MEX"], succeededCount: 5, failedCount: 2)
-                && verified.notification.subtype == "SUMMARY" && verified.transaction == nil
-        }),
-        Shape("signedExternalPurchaseTokenNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.production], appAppleID: 55555), { verified in
-            verified.notification.environment == .production
-                && verified.notification.externalPurchaseToken == ExternalPurchaseToken(externalPurchaseID: "b2158121-7af9-49d4-9561-1f588205523e",
-                                                                                        tokenCreationDate: Date(timeIntervalSince1970: 1_698_148_950))
-        }),
-        Shape("signedExternalPurchaseTokenSandboxNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.sandbox], appAppleID: 55555), { verified in
-            verified.notification.environment == .sandbox && verified.notification.externalPurchaseToken?.externalPurchaseID.hasPrefix("SANDBOX_") == true
-        }),
-        Shape("signedRescindConsentNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234), { verified in
-            verified.notification.appTransactionID == "71134" && verified.appTransaction?.originalApplicationVersion == "1.1.2"
-                && EvidenceEvents.events(for: verified).contains(.consentRescinded(ConsentRescission(
-                    appTransactionID: "71134", environment: .localTesting, rescindedAt: Date(timeIntervalSince1970: 1_698_148_900),
-                    notificationUUID: "002e14d5-51f5-4503-b5a8-c3a1af68eb20")))
-        }),
+        Shape(
+            "signedNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
+            { verified in
+                let facts = verified.transaction?.facts
+                return verified.notification.notificationType == "SUBSCRIBED" && facts?.appTransactionID == "71134"
+                    && facts?.offerDiscountType == "PAY_AS_YOU_GO" && facts?.offerPeriod == "P1Y" && facts?.billingPlanType == "MONTHLY"
+                    && facts?.commitment
+                        == Commitment(
+                            billingPeriodNumber: 3, totalBillingPeriods: 12,
+                            expiresDate: Date(timeIntervalSince1970: 1_698_150_000), price: 119_880)
+                    && verified.renewal?.facts.renewalBillingPlanType == "MONTHLY" && verified.renewal?.facts.offerType == 2
+            }),
+        Shape(
+            "signedConsumptionRequestNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
+            { verified in
+                verified.notification.notificationType == "CONSUMPTION_REQUEST" && verified.transaction?.facts.originalTransactionID == "12345"
+            }),
+        Shape(
+            "signedSummaryNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
+            { verified in
+                verified.notification.summary
+                    == ExtensionSummary(
+                        requestIdentifier: "efb27071-45a4-4aca-9854-2a1e9146f265", productID: "com.example.product",
+                        storefrontCountryCodes: ["CAN", "USA", "MEX"], succeededCount: 5, failedCount: 2)
+                    && verified.notification.subtype == "SUMMARY" && verified.transaction == nil
+            }),
+        Shape(
+            "signedExternalPurchaseTokenNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.production], appAppleID: 55555),
+            { verified in
+                verified.notification.environment == .production
+                    && verified.notification.externalPurchaseToken
+                        == ExternalPurchaseToken(
+                            externalPurchaseID: "b2158121-7af9-49d4-9561-1f588205523e",
+                            tokenCreationDate: Date(timeIntervalSince1970: 1_698_148_950))
+            }),
+        Shape(
+            "signedExternalPurchaseTokenSandboxNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.sandbox], appAppleID: 55555),
+            { verified in
+                verified.notification.environment == .sandbox && verified.notification.externalPurchaseToken?.externalPurchaseID.hasPrefix("SANDBOX_") == true
+            }),
+        Shape(
+            "signedRescindConsentNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
+            { verified in
+                verified.notification.appTransactionID == "71134" && verified.appTransaction?.originalApplicationVersion == "1.1.2"
+                    && EvidenceEvents.events(for: verified).contains(
+                        .consentRescinded(
+                            ConsentRescission(
+                                appTransactionID: "71134", environment: .localTesting, rescindedAt: Date(timeIntervalSince1970: 1_698_148_900),
+                                notificationUUID: "002e14d5-51f5-4503-b5a8-c3a1af68eb20")))
+            }),
     ]
 
     @Test(arguments: shapes.indices)
@@ -136,8 +156,9 @@ struct NotificationBodyTests {
     @Test func aRescissionWhoseAppTransactionIsForAnotherAppIsRefused() async throws {
         var payload = try Self.model("signedRescindConsentNotification.json")
         var appData = payload["appData"] as! [String: Any]
-        appData["signedAppTransactionInfo"] = try Self.sign(try Self.model("appTransaction.json")
-            .merging(["bundleId": "com.example.other", "appAppleId": 41234, "receiptType": "LocalTesting"]) { $1 })
+        appData["signedAppTransactionInfo"] = try Self.sign(
+            try Self.model("appTransaction.json")
+                .merging(["bundleId": "com.example.other", "appAppleId": 41234, "receiptType": "LocalTesting"]) { $1 })
         payload["appData"] = appData
         let body = try JSONSerialization.data(withJSONObject: ["signedPayload": try Self.sign(payload)])
         let expectation = AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234)

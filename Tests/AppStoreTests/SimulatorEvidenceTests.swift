@@ -12,8 +12,9 @@ struct SimulatorEvidenceTests {
     static let app = SimulatedApp(authority: authority, bundleID: "com.example.game", appAppleID: 42, environment: "Sandbox")
     static let verifier = SignedDataVerifier(roots: [authority.root])
     static let expectation = Expectation(bundleID: "com.example.game", environments: [.sandbox], appAppleID: 42)
-    static let purchase = SimulatedTransaction(transactionID: "2001", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
-                                               expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
+    static let purchase = SimulatedTransaction(
+        transactionID: "2001", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
+        expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
 
     func code(_ body: () async throws -> Any) async -> AppStoreError.Code? {
         do { _ = try await body(); return nil } catch let error as AppStoreError { return error.code } catch { return nil }
@@ -27,8 +28,9 @@ struct SimulatorEvidenceTests {
 
     @Test func aV2NotificationVerifiesWithItsNestedEvidence() async throws {
         let refund = Self.purchase.revoked(at: Date())
-        let body = try Self.app.notificationV2("REFUND", transaction: refund,
-                                               renewal: SimulatedRenewal(originalTransactionID: "2001", productID: "pro.monthly", autoRenewStatus: false))
+        let body = try Self.app.notificationV2(
+            "REFUND", transaction: refund,
+            renewal: SimulatedRenewal(originalTransactionID: "2001", productID: "pro.monthly", autoRenewStatus: false))
         let verified = try await Self.verifier.verifyNotification(body: body, expecting: Self.expectation)
         #expect(verified.notification.notificationType == "REFUND")
         #expect(verified.notification.originalTransactionID == "2001")
@@ -39,9 +41,13 @@ struct SimulatorEvidenceTests {
     @Test func chainsWithoutMarkersOrFromAnotherRootAreUntrusted() async throws {
         let unmarked = SimulatedApp(authority: try TestCertificateAuthority(leafMarker: false), bundleID: "com.example.game")
         let verifier = SignedDataVerifier(roots: [unmarked.authority.root])
-        #expect(await code { try await verifier.verify(unmarked.signedTransaction(Self.purchase), as: .transaction, expecting: Self.expectation) } == .untrustedChain)
+        #expect(
+            await code { try await verifier.verify(unmarked.signedTransaction(Self.purchase), as: .transaction, expecting: Self.expectation) }
+                == .untrustedChain)
         let stranger = SimulatedApp(authority: try TestCertificateAuthority(), bundleID: "com.example.game")
-        #expect(await code { try await Self.verifier.verify(stranger.signedTransaction(Self.purchase), as: .transaction, expecting: Self.expectation) } == .untrustedChain)
+        #expect(
+            await code { try await Self.verifier.verify(stranger.signedTransaction(Self.purchase), as: .transaction, expecting: Self.expectation) }
+                == .untrustedChain)
     }
 
     @Test func tamperedTruncatedOversizedAndWrongAlgorithmAreRefused() async throws {

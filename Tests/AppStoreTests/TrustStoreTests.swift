@@ -22,8 +22,9 @@ struct TrustStoreTests {
 
     /// Apple Inc. Root (legacy receipts) is listed beside G3 and recognised as Apple's too.
     @Test func appleIncRootIsRecognisedForLegacyReceipts() throws {
-        let store = try TrustStore.load(paths: ["AppleRootCA-G3.cer", "AppleIncRootCertificate.cer"]
-            .map { Self.roots.appendingPathComponent($0).path }.joined(separator: ","))
+        let store = try TrustStore.load(
+            paths: ["AppleRootCA-G3.cer", "AppleIncRootCertificate.cer"]
+                .map { Self.roots.appendingPathComponent($0).path }.joined(separator: ","))
         #expect(store.roots.map(\.isAppleIncRoot) == [false, true])
         #expect(store.roots[1].fingerprint == TrustStore.appleIncRootFingerprint)
         #expect(store.summary[1].hasPrefix("trusting Apple Inc. Root for legacy receipts"))

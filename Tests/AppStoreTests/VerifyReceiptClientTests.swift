@@ -13,8 +13,9 @@ import Testing
 
     func client(maxAttempts: Int = 4, timeout: Duration = .seconds(5)) async throws -> VerifyReceiptClient {
         let urls = try await server.start()
-        let configuration = VerifyReceiptConfiguration(productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: maxAttempts,
-                                                       backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: timeout)
+        let configuration = VerifyReceiptConfiguration(
+            productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: maxAttempts,
+            backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: timeout)
         return VerifyReceiptClient(configuration: configuration, logger: Logger(label: "test"))
     }
 
@@ -75,7 +76,9 @@ import Testing
         let client = try await client()
         defer { server.stop() }
         #expect(await code { try await client.verify(receiptData: receipt(), sharedSecret: "wrong", expecting: Self.expectation) } == .sharedSecretMismatch)
-        #expect(await code { try await client.verify(receiptData: Data("unknown".utf8).base64EncodedString(), sharedSecret: "s3cret", expecting: Self.expectation) } == .receiptInvalid)
+        #expect(
+            await code { try await client.verify(receiptData: Data("unknown".utf8).base64EncodedString(), sharedSecret: "s3cret", expecting: Self.expectation) }
+                == .receiptInvalid)
         server.script(.production, [.status(21003)])
         #expect(await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: Self.expectation) } == .receiptInvalid)
         #expect(await code { try await client.verify(receiptData: "%%% not base64 %%%", sharedSecret: "s3cret", expecting: Self.expectation) } == .malformed)

@@ -3,8 +3,9 @@ import Foundation
 import LedgerPostgres
 import LedgerTestSupport
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The PostgreSQL an operator is really handed, one shape per test, each on a cluster of its own
@@ -19,7 +20,7 @@ import FoundationNetworking
         init(loginOptions: String, dbaSQL: String = "") throws {
             cluster = try TestCluster.privateCluster(roles: false)
             try asSuperuser("CREATE ROLE ledger LOGIN CREATEDB \(loginOptions)")
-            try asSuperuser("CREATE DATABASE ledger OWNER ledger")  // alone: never inside a transaction
+            try asSuperuser("CREATE DATABASE ledger OWNER ledger") // alone: never inside a transaction
             if !dbaSQL.isEmpty { try asSuperuser(dbaSQL) }
         }
 
@@ -63,11 +64,13 @@ import FoundationNetworking
         #expect(created.status == 0, "keys create: \(created.output)")
         let secret = try #require(created.output.split(separator: "\n").last.map(String.init))
         try await shape.serving(login: runtime ?? owner, extra: extra) { base in
-            let app = try await send("PUT", base + "/v1/apps/com.example.shape", key: secret,
-                                     json: #"{"environments": ["Sandbox"], "shared_secret": "s"}"#)
+            let app = try await send(
+                "PUT", base + "/v1/apps/com.example.shape", key: secret,
+                json: #"{"environments": ["Sandbox"], "shared_secret": "s"}"#)
             #expect(app.0 == 200, "configure app: \(app.1)")
-            let product = try await send("PUT", base + "/v1/apps/com.example.shape/products/coins", key: secret,
-                                         json: #"{"type": "consumable", "grants": {"coins": 10}}"#)
+            let product = try await send(
+                "PUT", base + "/v1/apps/com.example.shape/products/coins", key: secret,
+                json: #"{"type": "consumable", "grants": {"coins": 10}}"#)
             #expect(product.0 == 200, "configure product: \(product.1)")
             let user = try await send("GET", base + "/v1/apps/com.example.shape/users/u1", key: secret)
             #expect(user.0 == 200, "user state: \(user.1)")
@@ -93,8 +96,10 @@ import FoundationNetworking
 
     @Test func anOwnerWithoutCreateRoleAndNoRoleIsToldTheSQLByEveryCommand() throws {
         let shape = try Shape(loginOptions: "NOCREATEROLE")
-        for command in [["migrate"], ["serve", "--port", "0"], ["keys", "list"], ["rebuild"], ["verify"],
-                        ["export", "transactions", "--app", "com.example.shape"]] {
+        for command in [
+            ["migrate"], ["serve", "--port", "0"], ["keys", "list"], ["rebuild"], ["verify"],
+            ["export", "transactions", "--app", "com.example.shape"],
+        ] {
             let started = Date()
             let outcome = try shape.ledger(command)
             #expect(outcome.status != 0, "\(command[0]) must fail")
@@ -120,7 +125,8 @@ import FoundationNetworking
     @Test func anotherRoleGivenWithDatabaseRoleReceivesTheGrants() async throws {
         let shape = try Shape(loginOptions: "NOCREATEROLE", dbaSQL: "CREATE ROLE shop_ledger NOLOGIN; GRANT shop_ledger TO ledger;")
         try await exerciseEveryCommand(shape, extra: ["LEDGER_DATABASE_ROLE": "shop_ledger"])
-        let grants = try PostgresConnection.connect(shape.cluster.configuration(database: "ledger")).query("""
+        let grants = try PostgresConnection.connect(shape.cluster.configuration(database: "ledger")).query(
+            """
             SELECT has_table_privilege('shop_ledger', 'ledger.events', 'INSERT') AS inserts,
                    has_table_privilege('shop_ledger', 'ledger.events', 'UPDATE') AS updates,
                    EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ledger_app') AS default_role
@@ -130,17 +136,20 @@ import FoundationNetworking
     }
 
     @Test func aRuntimeLoginWithNoDDLRightsServesAndIsSentToTheOwnerForMigrations() async throws {
-        let shape = try Shape(loginOptions: "NOCREATEROLE", dbaSQL: """
-            CREATE ROLE ledger_app NOLOGIN; GRANT ledger_app TO ledger;
-            CREATE ROLE ledger_runtime LOGIN; GRANT ledger_app TO ledger_runtime;
-            """)
+        let shape = try Shape(
+            loginOptions: "NOCREATEROLE",
+            dbaSQL: """
+                CREATE ROLE ledger_app NOLOGIN; GRANT ledger_app TO ledger;
+                CREATE ROLE ledger_runtime LOGIN; GRANT ledger_app TO ledger_runtime;
+                """)
         // Before the owner migrated: the runtime login cannot, and says who must.
         let early = try shape.ledger(["serve", "--port", "0"], login: "ledger_runtime")
         #expect(early.status != 0)
         #expect(early.output.contains("run `ledger migrate` once with the owner's LEDGER_DATABASE_URL"), "\(early.output)")
         #expect(early.output.contains("0001_event_store"), "\(early.output)")
         try await exerciseEveryCommand(shape, runtime: "ledger_runtime")
-        let rights = try PostgresConnection.connect(shape.cluster.configuration(database: "ledger")).query("""
+        let rights = try PostgresConnection.connect(shape.cluster.configuration(database: "ledger")).query(
+            """
             SELECT has_database_privilege('ledger_runtime', 'ledger', 'CREATE') AS creates,
                    has_table_privilege('ledger_runtime', 'ledger.events', 'UPDATE') AS updates
             """)[0]
@@ -149,9 +158,11 @@ import FoundationNetworking
 
     @Test func aPostgresFailureNamesWhatTheLedgerWasDoingAndTheServersWords() throws {
         // A login that may not even create the schema in a database it does not own.
-        let shape = try Shape(loginOptions: "NOCREATEROLE", dbaSQL: """
-            CREATE ROLE ledger_app NOLOGIN; CREATE ROLE visitor LOGIN; GRANT ledger_app TO visitor;
-            """)
+        let shape = try Shape(
+            loginOptions: "NOCREATEROLE",
+            dbaSQL: """
+                CREATE ROLE ledger_app NOLOGIN; CREATE ROLE visitor LOGIN; GRANT ledger_app TO visitor;
+                """)
         let outcome = try shape.ledger(["migrate"], login: "visitor")
         #expect(outcome.status != 0)
         #expect(outcome.output.contains("creating the ledger schema: permission denied for database ledger (SQLSTATE 42501)"), "\(outcome.output)")

@@ -3,8 +3,9 @@ import Foundation
 import LedgerPostgres
 import LedgerTestSupport
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Month-end exports on 100,000+ rows: the server streams them in bounded memory (measured on the
@@ -40,7 +41,8 @@ import FoundationNetworking
     @Test func theServerStreamsAHundredThousandRowsInBoundedMemoryAndTheCommandExportsARange() async throws {
         let configuration = try TestCluster.database()
         let owner = try PostgresConnection.connect(configuration)
-        try owner.query("""
+        try owner.query(
+            """
             INSERT INTO ledger.finance_rows_v1 (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity,
                                                 price, currency, storefront, environment, occurred_at, recorded_at)
             SELECT $1, 'o' || g, 0, 'purchase', 't' || g, 'user-' || (g % 977), 'coins.100', 1, 990, 'USD', 'USA', 'Production',
@@ -50,8 +52,9 @@ import FoundationNetworking
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = configuration.connectionString
         environment["LEDGER_LOG_LEVEL"] = "warning"
-        let created = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "finance", "--scopes", "finance,admin"],
-                                           environment: environment)
+        let created = try ChildProcess.run(
+            LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "finance", "--scopes", "finance,admin"],
+            environment: environment)
         #expect(created.status == 0, "\(created.output)")
         let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init))
 
@@ -84,15 +87,20 @@ import FoundationNetworking
 
         let file = NSTemporaryDirectory() + "export-\(UUID().uuidString.prefix(8)).jsonl"
         defer { unlink(file) }
-        let exported = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["export", "transactions", "--app", Self.bundle, "--format", "jsonl",
-                                                                             "--from", "2026-10-01T00:00:00Z", "--to", "2026-10-03T07:33:21Z", "--out", file], environment: environment)
+        let exported = try ChildProcess.run(
+            LedgerCommandTests.ledgerBinary,
+            [
+                "export", "transactions", "--app", Self.bundle, "--format", "jsonl",
+                "--from", "2026-10-01T00:00:00Z", "--to", "2026-10-03T07:33:21Z", "--out", file,
+            ], environment: environment)
         #expect(exported.status == 0, "\(exported.output)")
         #expect(exported.output.contains("exported 10000 rows"), "\(exported.output)")
         let written = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
         #expect(written.count == 10_000)
         #expect(written.first?.contains(#""price":"0.990""#) == true && written.first?.contains(#""price_milliunits":990"#) == true)
-        let refused = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["export", "transactions", "--app", Self.bundle, "--from", "yesterday"],
-                                           environment: environment)
+        let refused = try ChildProcess.run(
+            LedgerCommandTests.ledgerBinary, ["export", "transactions", "--app", Self.bundle, "--from", "yesterday"],
+            environment: environment)
         #expect(refused.status != 0 && refused.output.contains("RFC 3339"))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// GETs `url` every 100 ms for up to 30 s until it answers `status`; the last answer otherwise.

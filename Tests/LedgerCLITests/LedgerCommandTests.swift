@@ -4,8 +4,9 @@ import LedgerEventStore
 import LedgerPostgres
 import LedgerTestSupport
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The `ledger` binary as a newcomer runs it: from an empty folder, on the embedded default.
@@ -80,10 +81,11 @@ import FoundationNetworking
         #expect(clean.output.contains("intact: 4 events in 1 streams"))
 
         let superuser = try PostgresConnection.connect(TestCluster.superuser(configuration))
-        try superuser.execute(script: """
-            SET session_replication_role = replica;
-            UPDATE ledger.events SET data = '{"n": 99}' WHERE stream = 'user-7' AND version = 2;
-            """)
+        try superuser.execute(
+            script: """
+                SET session_replication_role = replica;
+                UPDATE ledger.events SET data = '{"n": 99}' WHERE stream = 'user-7' AND version = 2;
+                """)
         let broken = try ChildProcess.run(Self.ledgerBinary, ["verify"], environment: environment)
         #expect(broken.status == 1)
         #expect(broken.output.contains("stream user-7 version 2: content changed"), "\(broken.output)")

@@ -51,10 +51,13 @@ import Testing
             let pool = PostgresPool(configuration: application, size: 2, logger: TestCluster.quietLogger)
             let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
             let directory = AppDirectory(pool: pool, store: store, freshness: ProjectionFreshness(pool: pool, progress: nil, timeout: .milliseconds(100)))
-            _ = try await directory.configure(ReconcileCommandTests.bundle, settings: AppSettings(appleAppID: 77), sharedSecret: nil,
-                                              serverAPI: try ServerAPICredentials(issuerID: issuer, keyID: "CLIKEY1", privateKeyPEM: key.pemRepresentation,
-                                                                                  bundleID: ReconcileCommandTests.bundle))
-            _ = try await directory.define(ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: ReconcileCommandTests.bundle)
+            _ = try await directory.configure(
+                ReconcileCommandTests.bundle, settings: AppSettings(appleAppID: 77), sharedSecret: nil,
+                serverAPI: try ServerAPICredentials(
+                    issuerID: issuer, keyID: "CLIKEY1", privateKeyPEM: key.pemRepresentation,
+                    bundleID: ReconcileCommandTests.bundle))
+            _ = try await directory.define(
+                ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: ReconcileCommandTests.bundle)
             await pool.close()
 
             var environment = ProcessInfo.processInfo.environment
@@ -70,7 +73,8 @@ import Testing
 
         func run(_ arguments: [String]) -> (status: Int32, output: String) {
             let log = folder.appendingPathComponent("run-\(UUID().uuidString.prefix(6)).log").path
-            let outcome = (try? ChildProcess.spawn(LedgerCommandTests.ledgerBinary, arguments, environment: environment, outputPath: log))
+            let outcome =
+                (try? ChildProcess.spawn(LedgerCommandTests.ledgerBinary, arguments, environment: environment, outputPath: log))
                 .map { ChildProcess.wait($0) } ?? -1
             return (outcome, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
         }
@@ -82,12 +86,18 @@ import Testing
         let start = Date(timeIntervalSinceNow: -2 * 30 * 86_400 - 3600)
         var csv = "user_id,original_transaction_id,receipt_data\n"
         for n in 0..<4 {
-            let first = SimulatedTransaction(transactionID: "a\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(30 * 86_400))
-            fixture.simulator.add([first, first.renewed(transactionID: "a\(n)-1", period: 30 * 86_400),
-                                   first.renewed(transactionID: "a\(n)-1", period: 30 * 86_400).renewed(transactionID: "a\(n)-2", period: 30 * 86_400)],
-                                  customer: "c\(n)", to: fixture.app)
+            let first = SimulatedTransaction(
+                transactionID: "a\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(30 * 86_400))
+            fixture.simulator.add(
+                [
+                    first, first.renewed(transactionID: "a\(n)-1", period: 30 * 86_400),
+                    first.renewed(transactionID: "a\(n)-1", period: 30 * 86_400).renewed(transactionID: "a\(n)-2", period: 30 * 86_400),
+                ],
+                customer: "c\(n)", to: fixture.app)
             // The last customer's line gives the app receipt they kept, which knows only the first period.
-            csv += n < 3 ? "user-\(n),a\(n),\n"
+            csv +=
+                n < 3
+                ? "user-\(n),a\(n),\n"
                 : "user-\(n),,\(try ReceiptAuthority.shared.receipt(bundleID: Self.bundle, purchases: [first], created: start.addingTimeInterval(60)))\n"
         }
         let file = fixture.folder.appendingPathComponent("users.csv").path
@@ -101,14 +111,17 @@ import Testing
         let books = fixture.run(["export", "transactions", "--app", Self.bundle, "--environment", "Sandbox"])
         let closedBooks = fixture.run(["export", "transactions", "--app", Self.bundle, "--environment", "Sandbox", "--known-at", beforeImport])
         let lines = { (text: String) in text.split(whereSeparator: \.isNewline).filter { $0.contains(",Sandbox,") || $0.hasPrefix("transaction_id,") } }
-        #expect(books.status == 0 && lines(books.output).count == 13 && lines(books.output).first?.hasSuffix(",recorded_at,offer_type,offer_id,offer_discount_type") == true, "\(books.output)")
+        #expect(
+            books.status == 0 && lines(books.output).count == 13
+                && lines(books.output).first?.hasSuffix(",recorded_at,offer_type,offer_id,offer_discount_type") == true, "\(books.output)")
         #expect(closedBooks.status == 0 && lines(closedBooks.output).count == 1, "only the header: \(closedBooks.output)")
         let second = fixture.run(["backfill", "--app", Self.bundle, "--file", file])
         #expect(second.status == 0 && second.output.contains("4 lines: 0 imported (0 transactions), 4 done before, 0 failed"), "\(second.output)")
 
         // Two notifications Apple could not deliver (no URL answered): one run of reconcile records them.
-        let renewal = SimulatedTransaction(transactionID: "a0-3", originalTransactionID: "a0", productID: "pro.monthly",
-                                           purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
+        let renewal = SimulatedTransaction(
+            transactionID: "a0-3", originalTransactionID: "a0", productID: "pro.monthly",
+            purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
         await fixture.simulator.send(try fixture.app.notificationV2("DID_RENEW", transaction: renewal), of: fixture.app)
         await fixture.simulator.send(try fixture.app.notificationV2("TEST"), of: fixture.app)
         let reconciled = fixture.run(["reconcile", "--app", Self.bundle])

@@ -1,14 +1,15 @@
 import AppStoreSimulator
 import EmbeddedPostgres
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import LedgerPostgres
 import LedgerTestSupport
 import Synchronization
 import Testing
 import WebhookReceiver
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Webhooks as they are deployed: two `ledger serve` processes on one database, a receiver that
 /// fails a third of the attempts, answers some too slowly and is down for a while, purchases,
@@ -35,7 +36,8 @@ import WebhookReceiver
 
         func start(_ index: Int) async throws {
             let log = folder + "/serve-\(index)-\(UUID().uuidString.prefix(4)).log"
-            let pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(ports[index])], environment: environment, outputPath: log)
+            let pid = try ChildProcess.spawn(
+                LedgerCommandTests.ledgerBinary, ["serve", "--port", String(ports[index])], environment: environment, outputPath: log)
             pids.withLock { $0[index] = pid }
             for _ in 0..<300 {
                 if (try? await URLSession.shared.data(from: URL(string: base(index) + "/healthz")!)) != nil { return }
@@ -45,7 +47,11 @@ import WebhookReceiver
         }
 
         func kill(_ index: Int) {
-            guard let pid = pids.withLock({ pids in defer { pids[index] = nil }; return pids[index] }) else { return }
+            guard
+                let pid = pids.withLock({ pids in
+                    defer { pids[index] = nil }; return pids[index]
+                })
+            else { return }
             _ = Foundation.kill(pid, SIGKILL)
             _ = ChildProcess.wait(pid)
         }
@@ -90,8 +96,9 @@ import WebhookReceiver
             environment["LEDGER_WEBHOOK_FIRST_RETRY_MS"] = "50"
             environment["LEDGER_WEBHOOK_LONGEST_RETRY"] = "1"
             environment["LEDGER_WEBHOOK_POLL_MS"] = "100"
-            let created = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "chaos", "--scopes", "admin"],
-                                               environment: environment)
+            let created = try ChildProcess.run(
+                LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "chaos", "--scopes", "admin"],
+                environment: environment)
             let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
             let servers = Servers(environment: environment, folder: folder)
             defer { servers.stopAll() }
@@ -106,32 +113,41 @@ import WebhookReceiver
             defer { Task { await receiver.stop() } }
             let apps = "/v1/apps/\(Self.bundle)"
             #expect(try await send("PUT", servers.base(0) + apps, key: key, json: #"{"environments": ["Sandbox"]}"#).0 == 200)
-            for (product, body) in [("pro.monthly", #"{"type": "auto_renewable", "entitlements": ["pro"]}"#),
-                                    ("coins.100", #"{"type": "consumable", "grants": {"coins": 100}}"#)] {
+            for (product, body) in [
+                ("pro.monthly", #"{"type": "auto_renewable", "entitlements": ["pro"]}"#),
+                ("coins.100", #"{"type": "consumable", "grants": {"coins": 100}}"#),
+            ] {
                 #expect(try await send("PUT", servers.base(0) + apps + "/products/\(product)", key: key, json: body).0 == 200)
             }
-            let hook = try await send("PUT", servers.base(1) + apps + "/webhooks/game", key: key,
-                                      json: Self.json(["url": receiver.url, "secret": Self.secret]))
+            let hook = try await send(
+                "PUT", servers.base(1) + apps + "/webhooks/game", key: key,
+                json: Self.json(["url": receiver.url, "secret": Self.secret]))
             #expect(hook.0 == 201, "\(hook.1)")
 
             // One user's story: a subscription (renewed for some, refunded for others), coins, a spend.
             @Sendable func story(_ n: Int) async throws {
                 let user = "player-\(n)", server = n % 2
-                let bought = SimulatedTransaction(transactionID: "s-\(n)", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -29 * 86_400),
-                                                  expiresDate: Date(timeIntervalSinceNow: 86_400))
-                let posted = try await Self.post(servers, prefer: server, apps + "/transactions", key: key,
-                                            json: Self.json(["user_id": user, "signed_transaction": try app.signedTransaction(bought)]))
+                let bought = SimulatedTransaction(
+                    transactionID: "s-\(n)", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -29 * 86_400),
+                    expiresDate: Date(timeIntervalSinceNow: 86_400))
+                let posted = try await Self.post(
+                    servers, prefer: server, apps + "/transactions", key: key,
+                    json: Self.json(["user_id": user, "signed_transaction": try app.signedTransaction(bought)]))
                 #expect(posted.0 == 200, "\(posted.1)")
                 if n % 3 == 0 {
                     let renewal = bought.renewed(transactionID: "s-\(n)-r", period: 30 * 86_400)
-                    _ = try await Self.post(servers, prefer: server + 1, apps + "/transactions", key: key,
-                                       json: Self.json(["user_id": user, "signed_transaction": try app.signedTransaction(renewal)]))
+                    _ = try await Self.post(
+                        servers, prefer: server + 1, apps + "/transactions", key: key,
+                        json: Self.json(["user_id": user, "signed_transaction": try app.signedTransaction(renewal)]))
                 }
-                let coins = SimulatedTransaction(transactionID: "c-\(n)", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -5))
-                _ = try await Self.post(servers, prefer: server, apps + "/transactions", key: key,
-                                   json: Self.json(["user_id": user, "signed_transaction": try app.signedTransaction(coins)]))
-                _ = try await Self.post(servers, prefer: server + 1, apps + "/users/\(user)/consumptions", key: key,
-                                   json: Self.json(["currency": "coins", "amount": 40, "idempotency_key": "spend-\(n)"]))
+                let coins = SimulatedTransaction(
+                    transactionID: "c-\(n)", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -5))
+                _ = try await Self.post(
+                    servers, prefer: server, apps + "/transactions", key: key,
+                    json: Self.json(["user_id": user, "signed_transaction": try app.signedTransaction(coins)]))
+                _ = try await Self.post(
+                    servers, prefer: server + 1, apps + "/users/\(user)/consumptions", key: key,
+                    json: Self.json(["currency": "coins", "amount": 40, "idempotency_key": "spend-\(n)"]))
                 if n % 4 == 1 {
                     let body = try app.notificationV2("REFUND", transaction: bought.revoked(at: Date()), signedDate: Date(timeIntervalSinceNow: 1))
                     _ = try await Self.post(servers, prefer: server, apps + "/notifications/apple", key: nil, json: String(decoding: body, as: UTF8.self))
@@ -185,8 +201,11 @@ import WebhookReceiver
             let delivered = Set(accepted.map(\.id))
             let missing = listed.filter { !delivered.contains($0.id) }
             #expect(missing.isEmpty, "\(missing.count) of \(listed.count) changes never delivered, e.g. \(missing.prefix(3))")
-            #expect(Set(listed.map(\.type)).isSuperset(of: ["entitlement.granted", "entitlement.renewed", "entitlement.revoked", "purchase.refunded",
-                                                            "balance.credited", "balance.debited"]), "\(Set(listed.map(\.type)))")
+            #expect(
+                Set(listed.map(\.type)).isSuperset(of: [
+                    "entitlement.granted", "entitlement.renewed", "entitlement.revoked", "purchase.refunded",
+                    "balance.credited", "balance.debited",
+                ]), "\(Set(listed.map(\.type)))")
             #expect(accepted.allSatisfy { $0.signatureValid }, "every delivery carries a valid signature")
             #expect(listed.map(\.position) == listed.map(\.position).sorted() && Set(listed.map(\.id)).count == listed.count)
             // Duplicates only ever share an id (and are the same change).
@@ -200,7 +219,8 @@ import WebhookReceiver
                 let firsts = arrivals.filter { seen.insert($0.id).inserted }.map(\.id)
                 #expect(firsts == listed.filter { $0.user == user }.map(\.id), "\(user)'s changes")
             }
-            print("webhooks: \(listed.count) changes, \(receiver.attempts) attempts, \(accepted.count) accepted (\(accepted.count - delivered.count) duplicates)")
+            print(
+                "webhooks: \(listed.count) changes, \(receiver.attempts) attempts, \(accepted.count) accepted (\(accepted.count - delivered.count) duplicates)")
 
             // A rebuild, then a re-derivation of every change from zero: nothing new is announced.
             let rebuilt = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["rebuild"], environment: environment)
@@ -208,7 +228,8 @@ import WebhookReceiver
             let database = try PostgresConnection.connect(owner)
             try database.query("UPDATE ledger.projection_checkpoints SET tx_id = '0', position = 0 WHERE name = 'changes'")
             for _ in 0..<300 {
-                let lag = try database.query("""
+                let lag = try database.query(
+                    """
                     SELECT (SELECT position FROM ledger.projection_checkpoints WHERE name = 'changes') >= (SELECT max(position) FROM ledger.events) AS done
                     """)[0]["done"].bool()
                 if lag { break }

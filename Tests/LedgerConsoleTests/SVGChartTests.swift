@@ -1,6 +1,7 @@
 import Foundation
-@testable import LedgerConsole
 import Testing
+
+@testable import LedgerConsole
 
 /// The console's charts are SVG written by hand: every value placed inside the plot, every label
 /// escaped, nothing that is not a number where a coordinate goes.
@@ -18,10 +19,12 @@ import Testing
     }
 
     @Test func everyValueIsPlottedInsideThePlot() {
-        let svg = SVGChart.lines(title: "MRR", days: Self.days, series: [
-            .init(name: "USD", values: (0..<30).map { Double($0 * 1_000) }),
-            .init(name: "refunds", values: (0..<30).map { -Double($0 % 3) }),
-        ])
+        let svg = SVGChart.lines(
+            title: "MRR", days: Self.days,
+            series: [
+                .init(name: "USD", values: (0..<30).map { Double($0 * 1_000) }),
+                .init(name: "refunds", values: (0..<30).map { -Double($0 % 3) }),
+            ])
         let lines = Self.points(svg)
         #expect(lines.count == 2 && lines.allSatisfy { $0.count == 30 })
         for (x, y) in lines.joined() {

@@ -42,7 +42,8 @@ import Testing
     @Test func theRestorePolicyDecidesWhoOwnsATransaction() {
         #expect(Decide.claim("t1", by: "bob", currentOwner: nil, policy: .keep) == .claim(Claim(originalTransactionID: "t1", userID: "bob")))
         #expect(Decide.claim("t1", by: "alice", currentOwner: "alice", policy: .transfer) == .alreadyOwned)
-        #expect(Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .transfer)
+        #expect(
+            Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .transfer)
                 == .transfer(Transfer(originalTransactionID: "t1", fromUserID: "alice", toUserID: "bob")))
         #expect(Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .keep) == .refused(owner: "alice"))
     }
@@ -60,8 +61,11 @@ import Testing
     @Test func aNotificationBeforeAnyClaimIsKeptAndAttachedWhenClaimed() {
         var s = Scenario()
         // Apple's SUBSCRIBED notification arrives first; nobody owns t1 yet.
-        s.record(.appleNotificationReceived(AppleNotification(version: "2", notificationType: "SUBSCRIBED", subtype: "INITIAL_BUY",
-                                                              notificationUUID: "n-1", originalTransactionID: "t1", signedDate: day(0))), at: day(0))
+        s.record(
+            .appleNotificationReceived(
+                AppleNotification(
+                    version: "2", notificationType: "SUBSCRIBED", subtype: "INITIAL_BUY",
+                    notificationUUID: "n-1", originalTransactionID: "t1", signedDate: day(0))), at: day(0))
         s.record(.purchased(Scenario.transaction("t1", product: "pro.monthly", at: day(0), expires: day(30))), at: day(0))
         #expect(s.ledger.owner(of: "t1") == nil)
         #expect(s.state("alice", at: day(1)).entitlements.isEmpty)

@@ -11,7 +11,9 @@ import Testing
         ChangeLog.derive(bundleID: "com.example.app", userID: user, facts: scenario.facts, until: until)
     }
 
-    func kinds(_ changes: [Change]) -> [String] { changes.map { "\($0.kind.rawValue) \($0.subject.entitlement ?? $0.subject.currency ?? $0.subject.originalTransactionID ?? "")" } }
+    func kinds(_ changes: [Change]) -> [String] {
+        changes.map { "\($0.kind.rawValue) \($0.subject.entitlement ?? $0.subject.currency ?? $0.subject.originalTransactionID ?? "")" }
+    }
 
     @Test func aSubscriptionIsGrantedRenewedRefundedAndItsAccessRevoked() {
         var s = Scenario()
@@ -54,8 +56,11 @@ import Testing
         s.renewalInfo("t1", product: "pro.yearly", willRenew: false, at: day(5))
         s.renewalInfo("t1", product: "pro.yearly", next: "pro.monthly", willRenew: true, at: day(6), as: LedgerEvent.renewalPreferenceChanged)
         let all = changes(s, until: day(7))
-        #expect(kinds(all) == ["entitlement.granted pro", "subscription.auto_renew_changed t1", "subscription.auto_renew_changed t1",
-                               "subscription.product_changed t1"], "unknown counts as renewing: switching it off is news")
+        #expect(
+            kinds(all) == [
+                "entitlement.granted pro", "subscription.auto_renew_changed t1", "subscription.auto_renew_changed t1",
+                "subscription.product_changed t1",
+            ], "unknown counts as renewing: switching it off is news")
         #expect(all[1].subject.to == .flag(false) && all[2].subject.to == .flag(true))
         #expect(all[3].subject.from == .text("pro.yearly") && all[3].subject.to == .text("pro.monthly"))
     }
@@ -75,8 +80,11 @@ import Testing
         s.buy("t1", "lifetime", at: day(0))
         s.record(.ownershipTransferred(Transfer(originalTransactionID: "t1", fromUserID: "alice", toUserID: "bob")), at: day(3))
         let alice = changes(s, "alice", until: day(4)), bob = changes(s, "bob", until: day(4))
-        #expect(kinds(alice) == ["entitlement.granted lifetime", "entitlement.granted pro", "ownership.transferred t1",
-                                 "entitlement.revoked lifetime", "entitlement.revoked pro"])
+        #expect(
+            kinds(alice) == [
+                "entitlement.granted lifetime", "entitlement.granted pro", "ownership.transferred t1",
+                "entitlement.revoked lifetime", "entitlement.revoked pro",
+            ])
         #expect(alice.last?.subject.reason == "transferred")
         #expect(kinds(bob) == ["ownership.transferred t1", "entitlement.granted lifetime", "entitlement.granted pro"])
         #expect(bob[0].subject.from == .text("alice") && bob[0].subject.to == .text("bob"))

@@ -15,7 +15,8 @@ import Testing
     }
 
     func rescind(_ s: inout Scenario, _ copy: String, at date: Date) {
-        s.record(.consentRescinded(ConsentRescission(appTransactionID: copy, environment: .production, rescindedAt: date, notificationUUID: "n-\(copy)")), at: date)
+        s.record(
+            .consentRescinded(ConsentRescission(appTransactionID: copy, environment: .production, rescindedAt: date, notificationUUID: "n-\(copy)")), at: date)
     }
 
     @Test func holdersOfTheAppTransactionShowItFromWhenAppleSaidSoAndKeepWhatTheyOwn() {
@@ -24,7 +25,7 @@ import Testing
         buy(&s, "t2", by: "bob", in: "app-2", at: day(0))
         buy(&s, "t3", by: "erin", in: nil, at: day(0))
         rescind(&s, "app-1", at: day(5))
-        rescind(&s, "app-1", at: day(6))   // said again later: the first withdrawal counts
+        rescind(&s, "app-1", at: day(6)) // said again later: the first withdrawal counts
         #expect(s.state("alice", at: day(4)).consentRescindedAt == nil, "not before Apple said so")
         #expect(s.state("alice", at: day(7)).consentRescindedAt == day(5))
         #expect(s.state("alice", at: day(7)).entitlements["pro"]?.active == true, "nothing is revoked")

@@ -19,8 +19,9 @@ import Testing
             for user in RandomHistory.users {
                 for instant in arrivals.recordingInstants.striding(6) {
                     for known in [nil] + knowledge {
-                        #expect(incremental.userState(user, at: instant, knownAt: known) == rebuilt.userState(user, at: instant, knownAt: known),
-                                "seed \(seed), \(user) at \(instant) known at \(String(describing: known))")
+                        #expect(
+                            incremental.userState(user, at: instant, knownAt: known) == rebuilt.userState(user, at: instant, knownAt: known),
+                            "seed \(seed), \(user) at \(instant) known at \(String(describing: known))")
                     }
                 }
                 #expect(incremental.auditTrail(user) == rebuilt.auditTrail(user), "seed \(seed)")
@@ -55,8 +56,9 @@ import Testing
             for known in arrivals.recordingInstants.striding(10) {
                 let live = AppLedger(bundleID: "com.example.app", facts: arrivals.facts.filter { $0.recordedAt <= known })
                 for user in RandomHistory.users {
-                    #expect(full.userState(user, at: known, knownAt: known) == live.timeline(of: user).state(at: known),
-                            "seed \(seed), \(user) known at \(known)")
+                    #expect(
+                        full.userState(user, at: known, knownAt: known) == live.timeline(of: user).state(at: known),
+                        "seed \(seed), \(user) known at \(known)")
                 }
             }
             let last = arrivals.recordingInstants.last!
@@ -78,8 +80,10 @@ import Testing
             let instants = Array(Set(arrivals.facts.map(\.occurredAt) + arrivals.facts.map { $0.occurredAt + 1_800 })).sorted()
             for user in RandomHistory.users {
                 for instant in instants.striding(12) {
-                    #expect(ValidTimeOracle.answer(of: ledger.userState(user, at: instant)) == ValidTimeOracle.answer(for: user, at: instant, facts: arrivals.facts),
-                            "seed \(seed), \(user) at \(instant)")
+                    #expect(
+                        ValidTimeOracle.answer(of: ledger.userState(user, at: instant))
+                            == ValidTimeOracle.answer(for: user, at: instant, facts: arrivals.facts),
+                        "seed \(seed), \(user) at \(instant)")
                 }
             }
         }
@@ -114,7 +118,7 @@ import Testing
             let delivered = history.facts.map { $0.isFromApple ? appleIterator.next()! : $0 }
                 .enumerated().map { index, fact in
                     var redelivered = fact
-                    redelivered.sequence = Int64(index + 1)  // the store numbers them as they arrive
+                    redelivered.sequence = Int64(index + 1) // the store numbers them as they arrive
                     return redelivered
                 }
             let inOrder = AppLedger(bundleID: "com.example.app", facts: history.facts)

@@ -31,18 +31,26 @@ struct Scenario {
 
     func state(_ user: String = "alice", at date: Date, knownAt: Date? = nil) -> UserState { ledger.userState(user, at: date, knownAt: knownAt) }
 
-    static func transaction(_ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
-                            quantity: Int = 1, ownership: OwnershipType = .purchased, upgraded: Bool = false,
-                            environment: AppleEnvironment = .production) -> TransactionFacts {
-        SampleCatalogue.transaction(id, original: original, product: product, at: date, expires: expires, quantity: quantity,
-                                    ownership: ownership, upgraded: upgraded, environment: environment)
+    static func transaction(
+        _ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
+        quantity: Int = 1, ownership: OwnershipType = .purchased, upgraded: Bool = false,
+        environment: AppleEnvironment = .production
+    ) -> TransactionFacts {
+        SampleCatalogue.transaction(
+            id, original: original, product: product, at: date, expires: expires, quantity: quantity,
+            ownership: ownership, upgraded: upgraded, environment: environment)
     }
 
     /// A first purchase, claimed by `user` at the same moment.
-    mutating func buy(_ id: String, _ product: String, by user: String = "alice", at date: Date, expires: Date? = nil,
-                      quantity: Int = 1, ownership: OwnershipType = .purchased, environment: AppleEnvironment = .production) {
-        record(.purchased(Self.transaction(id, product: product, at: date, expires: expires, quantity: quantity,
-                                           ownership: ownership, environment: environment)), at: date)
+    mutating func buy(
+        _ id: String, _ product: String, by user: String = "alice", at date: Date, expires: Date? = nil,
+        quantity: Int = 1, ownership: OwnershipType = .purchased, environment: AppleEnvironment = .production
+    ) {
+        record(
+            .purchased(
+                Self.transaction(
+                    id, product: product, at: date, expires: expires, quantity: quantity,
+                    ownership: ownership, environment: environment)), at: date)
         record(.transactionClaimed(Claim(originalTransactionID: id, userID: user)), at: date)
     }
 
@@ -52,18 +60,26 @@ struct Scenario {
         record(.renewed(facts), at: signed ?? date)
     }
 
-    mutating func refund(_ id: String, original: String? = nil, at date: Date, kind: RevocationFacts.Kind = .refundFull,
-                         percentage: Int? = nil, signed: Date? = nil) {
-        let facts = RevocationFacts(environment: .production, transactionID: id, originalTransactionID: original ?? id,
-                                    revocationDate: date, reason: 0, kind: kind, percentage: percentage, signedDate: signed ?? date)
+    mutating func refund(
+        _ id: String, original: String? = nil, at date: Date, kind: RevocationFacts.Kind = .refundFull,
+        percentage: Int? = nil, signed: Date? = nil
+    ) {
+        let facts = RevocationFacts(
+            environment: .production, transactionID: id, originalTransactionID: original ?? id,
+            revocationDate: date, reason: 0, kind: kind, percentage: percentage, signedDate: signed ?? date)
         record(kind == .familyRevoke ? .revoked(facts) : .refunded(facts), at: signed ?? date)
     }
 
-    mutating func renewalInfo(_ original: String, product: String = "pro.monthly", next: String? = nil, willRenew: Bool = true,
-                              billingRetry: Bool = false, graceUntil: Date? = nil, intent: Int? = nil, at date: Date,
-                              as make: (RenewalFacts) -> LedgerEvent = LedgerEvent.autoRenewChanged) {
-        record(make(RenewalFacts(environment: .production, originalTransactionID: original, productID: product,
-                                 autoRenewProductID: next, willAutoRenew: willRenew, expirationIntent: intent,
-                                 isInBillingRetry: billingRetry, gracePeriodExpiresDate: graceUntil, signedDate: date)), at: date)
+    mutating func renewalInfo(
+        _ original: String, product: String = "pro.monthly", next: String? = nil, willRenew: Bool = true,
+        billingRetry: Bool = false, graceUntil: Date? = nil, intent: Int? = nil, at date: Date,
+        as make: (RenewalFacts) -> LedgerEvent = LedgerEvent.autoRenewChanged
+    ) {
+        record(
+            make(
+                RenewalFacts(
+                    environment: .production, originalTransactionID: original, productID: product,
+                    autoRenewProductID: next, willAutoRenew: willRenew, expirationIntent: intent,
+                    isInBillingRetry: billingRetry, gracePeriodExpiresDate: graceUntil, signedDate: date)), at: date)
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-import LedgerFormats
-@testable import LedgerCore
 import LedgerDomainTestSupport
+import LedgerFormats
 import PropertyBased
 import Testing
+
+@testable import LedgerCore
 
 /// `StorageDecoder` and `TimelineJSON` against Foundation's coders, which they replace on the
 /// hot paths: the same values out of the same stored text, on random histories and edge cases.
@@ -21,7 +22,8 @@ import Testing
             for user in RandomHistory.users {
                 let timeline = ledger.timeline(of: user)
                 let written = Data(TimelineJSON.bytes(timeline))
-                #expect(try! LedgerEvent.decoder.decode(UserTimeline.self, from: written) == timeline, "JSONDecoder reads what TimelineJSON wrote; seed \(seed)")
+                #expect(
+                    try! LedgerEvent.decoder.decode(UserTimeline.self, from: written) == timeline, "JSONDecoder reads what TimelineJSON wrote; seed \(seed)")
                 #expect(try! StorageDecoder.decode(UserTimeline.self, from: try! LedgerEvent.encoder.encode(timeline)) == timeline, "seed \(seed)")
             }
         }
@@ -30,9 +32,10 @@ import Testing
     @Test func fractionalMillisecondsAndOddStringsDecodeAsFoundationDecodesThem() throws {
         // Milliseconds as a double do not round-trip every Date bit for bit, with Foundation's
         // coders either; what must hold is that both paths land on the very same value.
-        let facts = TransactionFacts(environment: .sandbox, transactionID: "quote \" back\\slash\ttab\nline \u{1}ctl é 😀 \u{2028}",
-                                     originalTransactionID: "o", productID: "p", purchaseDate: Date(timeIntervalSince1970: 1_700_000_000.1234567),
-                                     expiresDate: Date(timeIntervalSince1970: -12.5), price: -4990, appAccountToken: UUID(), signedDate: Date())
+        let facts = TransactionFacts(
+            environment: .sandbox, transactionID: "quote \" back\\slash\ttab\nline \u{1}ctl é 😀 \u{2028}",
+            originalTransactionID: "o", productID: "p", purchaseDate: Date(timeIntervalSince1970: 1_700_000_000.1234567),
+            expiresDate: Date(timeIntervalSince1970: -12.5), price: -4990, appAccountToken: UUID(), signedDate: Date())
         let viaFoundation = try LedgerEvent.encoder.encode(facts)
         let reference = try LedgerEvent.decoder.decode(TransactionFacts.self, from: viaFoundation)
         #expect(reference.transactionID == facts.transactionID && reference.appAccountToken == facts.appAccountToken)
@@ -44,19 +47,25 @@ import Testing
         // Every optional set, so a property added to one of these types and forgotten by
         // TimelineJSON fails here: each type's stored properties are its written keys.
         let at = Date(timeIntervalSince1970: 1_700_000_000.5)
-        let period = AccessPeriod(entitlements: ["pro", "a\"b"], productID: "p", originalTransactionID: "o", transactionID: "t", start: at,
-                                  end: at + 1, source: .familyShared, willRenew: true, billingRetry: true, gracePeriodEnd: at + 2)
-        let subscription = SubscriptionTimeline(originalTransactionID: "o", productID: "p", accessEnd: at, revokedAt: at, gracePeriodEnd: at,
-                                                billingRetry: true, willRenew: false, pendingProductID: "q", expirationIntent: 2,
-                                                billingPlanType: "MONTHLY", commitmentExpiresAt: at + 3, offerType: 4, offerIdentifier: "win-back")
-        let purchase = PurchaseSummary(transactionID: "t", originalTransactionID: "o", productID: "p", type: .nonRenewing, purchaseDate: at,
-                                       quantity: 3, revokedAt: at)
+        let period = AccessPeriod(
+            entitlements: ["pro", "a\"b"], productID: "p", originalTransactionID: "o", transactionID: "t", start: at,
+            end: at + 1, source: .familyShared, willRenew: true, billingRetry: true, gracePeriodEnd: at + 2)
+        let subscription = SubscriptionTimeline(
+            originalTransactionID: "o", productID: "p", accessEnd: at, revokedAt: at, gracePeriodEnd: at,
+            billingRetry: true, willRenew: false, pendingProductID: "q", expirationIntent: 2,
+            billingPlanType: "MONTHLY", commitmentExpiresAt: at + 3, offerType: 4, offerIdentifier: "win-back")
+        let purchase = PurchaseSummary(
+            transactionID: "t", originalTransactionID: "o", productID: "p", type: .nonRenewing, purchaseDate: at,
+            quantity: 3, revokedAt: at)
         let entry = BalanceEntry(kind: .reversal, currency: "coins", amount: 100, at: at, reference: "r")
-        let timeline = UserTimeline(userID: "u\n1", periods: [period], subscriptions: [subscription], purchases: [purchase], balanceEntries: [entry],
-                                    consentRescindedAt: at + 4,
-                                    appPurchase: AppPurchaseSummary(AppTransactionFacts(userID: "u", appTransactionID: "705", environment: .sandbox,
-                                                                                        originalApplicationVersion: "1.4", originalPurchaseDate: at,
-                                                                                        originalPlatform: "iOS")))
+        let timeline = UserTimeline(
+            userID: "u\n1", periods: [period], subscriptions: [subscription], purchases: [purchase], balanceEntries: [entry],
+            consentRescindedAt: at + 4,
+            appPurchase: AppPurchaseSummary(
+                AppTransactionFacts(
+                    userID: "u", appTransactionID: "705", environment: .sandbox,
+                    originalApplicationVersion: "1.4", originalPurchaseDate: at,
+                    originalPlatform: "iOS")))
         let written = Data(TimelineJSON.bytes(timeline))
         #expect(try LedgerEvent.decoder.decode(UserTimeline.self, from: written) == timeline)
         guard case .object(let top) = try JSONTree.parse(written) else { Issue.record("not an object"); return }
@@ -76,13 +85,14 @@ import Testing
         // Every optional set and every value off its default: a property added to
         // TransactionFacts and forgotten by init(stored:) comes out different here.
         let at = Date(timeIntervalSince1970: 1_700_000_000)
-        let full = TransactionFacts(environment: .sandbox, transactionID: "t", originalTransactionID: "o", productID: "p", purchaseDate: at,
-                                    originalPurchaseDate: at - 1, expiresDate: at + 1, quantity: 3, ownership: .familyShared, isUpgraded: true,
-                                    price: 4990, currency: "EUR", storefront: "FRA", webOrderLineItemID: "w", appAccountToken: UUID(),
-                                    offerType: 2, offerIdentifier: "intro", offerDiscountType: "PAY_AS_YOU_GO", offerPeriod: "P1M",
-                                    appTransactionID: "704", billingPlanType: "MONTHLY",
-                                    commitment: Commitment(billingPeriodNumber: 3, totalBillingPeriods: 12, expiresDate: at + 4, price: 119_880),
-                                    revocationDate: at + 2, revocationReason: 1, signedDate: at + 3)
+        let full = TransactionFacts(
+            environment: .sandbox, transactionID: "t", originalTransactionID: "o", productID: "p", purchaseDate: at,
+            originalPurchaseDate: at - 1, expiresDate: at + 1, quantity: 3, ownership: .familyShared, isUpgraded: true,
+            price: 4990, currency: "EUR", storefront: "FRA", webOrderLineItemID: "w", appAccountToken: UUID(),
+            offerType: 2, offerIdentifier: "intro", offerDiscountType: "PAY_AS_YOU_GO", offerPeriod: "P1M",
+            appTransactionID: "704", billingPlanType: "MONTHLY",
+            commitment: Commitment(billingPeriodNumber: 3, totalBillingPeriods: 12, expiresDate: at + 4, price: 119_880),
+            revocationDate: at + 2, revocationReason: 1, signedDate: at + 3)
         let unset = Mirror(reflecting: full).children.filter { child in
             let value = Mirror(reflecting: child.value)
             return value.displayStyle == .optional && value.children.isEmpty
@@ -97,8 +107,12 @@ import Testing
     @Test func jsonbPrintedTextAndEscapesParse() throws {
         // How PostgreSQL prints jsonb: spaces after ':' and ','; \u escapes and surrogate pairs.
         let tree = try JSONTree.parse(#"{"a": [1, 2.5e3, -0.25, true, false, null], "b": "x\u00e9\ud83d\ude00\/\"", "c": {}}"#)
-        #expect(tree == .object([("a", .array([.number("1"), .number("2.5e3"), .number("-0.25"), .bool(true), .bool(false), .null])),
-                                 ("b", .string("xé😀/\"")), ("c", .object([]))]))
+        #expect(
+            tree
+                == .object([
+                    ("a", .array([.number("1"), .number("2.5e3"), .number("-0.25"), .bool(true), .bool(false), .null])),
+                    ("b", .string("xé😀/\"")), ("c", .object([])),
+                ]))
         struct Numbers: Decodable, Equatable { var i: Int; var f: Int64; var d: Double; var grants: [String: Int64]; var missing: String? }
         let numbers = try StorageDecoder.decode(Numbers.self, from: #"{"i": 1e3, "f": 2000.0, "d": 0.5, "grants": {"coins": 100, "gems": 5}, "missing": null}"#)
         #expect(numbers == Numbers(i: 1000, f: 2000, d: 0.5, grants: ["coins": 100, "gems": 5], missing: nil))
@@ -135,14 +149,19 @@ import Testing
         // Every optional set and every odd value, each on its own: the fast path or the fallback,
         // the bytes are JSONEncoder's.
         let at = Date(timeIntervalSince1970: 1_718_123_456.789)
-        let full = TransactionFacts(environment: .production, transactionID: "2000000123456789", originalTransactionID: "2000000000000001",
-                                    productID: "com.example.pro.monthly", purchaseDate: at, originalPurchaseDate: at - 86_400, expiresDate: at + 2_592_000,
-                                    quantity: 3, ownership: .familyShared, isUpgraded: true, price: 9_990, currency: "EUR", storefront: "FRA",
-                                    webOrderLineItemID: "2000000000000002", appAccountToken: UUID(), offerType: 2, offerIdentifier: "launch-50",
-                                    offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P3M", appTransactionID: "704116235", billingPlanType: "MONTHLY",
-                                    revocationDate: at + 60, revocationReason: 1, signedDate: at + 1)
-        var odd: [TransactionFacts] = [full, TransactionFacts(environment: .sandbox, transactionID: "t", originalTransactionID: "o", productID: "p",
-                                                             purchaseDate: at, signedDate: at)]
+        let full = TransactionFacts(
+            environment: .production, transactionID: "2000000123456789", originalTransactionID: "2000000000000001",
+            productID: "com.example.pro.monthly", purchaseDate: at, originalPurchaseDate: at - 86_400, expiresDate: at + 2_592_000,
+            quantity: 3, ownership: .familyShared, isUpgraded: true, price: 9_990, currency: "EUR", storefront: "FRA",
+            webOrderLineItemID: "2000000000000002", appAccountToken: UUID(), offerType: 2, offerIdentifier: "launch-50",
+            offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P3M", appTransactionID: "704116235", billingPlanType: "MONTHLY",
+            revocationDate: at + 60, revocationReason: 1, signedDate: at + 1)
+        var odd: [TransactionFacts] = [
+            full,
+            TransactionFacts(
+                environment: .sandbox, transactionID: "t", originalTransactionID: "o", productID: "p",
+                purchaseDate: at, signedDate: at),
+        ]
         for text in ["a/b", "quote \"", "back\\slash", "tab\t", "é", "😀", "\u{7F}", "\u{2028}", "", " "] {
             var facts = full
             facts.productID = text
@@ -151,8 +170,10 @@ import Testing
         var committed = full
         committed.commitment = Commitment(billingPeriodNumber: 2, totalBillingPeriods: 12, expiresDate: at + 31_536_000, price: 119_880)
         odd.append(committed)
-        for date in [Date(timeIntervalSince1970: 1_700_000_000.1234567), Date(timeIntervalSince1970: -12.5), Date(timeIntervalSince1970: 0),
-                     Date(timeIntervalSince1970: 1e13), Date(timeIntervalSinceReferenceDate: 0.000_1)] {
+        for date in [
+            Date(timeIntervalSince1970: 1_700_000_000.1234567), Date(timeIntervalSince1970: -12.5), Date(timeIntervalSince1970: 0),
+            Date(timeIntervalSince1970: 1e13), Date(timeIntervalSinceReferenceDate: 0.000_1),
+        ] {
             var facts = full
             facts.purchaseDate = date
             odd.append(facts)

@@ -139,7 +139,7 @@ import Testing
     @Test func nonRenewingSubscriptionsLastTheirDurationAndStack() {
         var s = Scenario()
         s.buy("n1", "season.pass", at: day(0))
-        s.buy("n2", "season.pass", at: day(10))  // bought while n1 runs: starts on day 30
+        s.buy("n2", "season.pass", at: day(10)) // bought while n1 runs: starts on day 30
         #expect(s.state(at: day(29)).entitlements["season"]?.expiresAt == day(60))
         #expect(s.state(at: day(59)).entitlements["season"]?.active == true)
         #expect(s.state(at: day(60)).entitlements["season"]?.active == false)
@@ -168,10 +168,16 @@ import Testing
 
     @Test func promotionalGrantsRunForTheirTimeOrUntilSupportRevokesThem() {
         var s = Scenario()
-        s.record(.promotionalGranted(PromotionalGrant(grantID: "g1", userID: "alice", entitlement: "pro", startsAt: day(0),
-                                                      expiresAt: day(7), reason: "apology")), at: day(0))
-        s.record(.promotionalGranted(PromotionalGrant(grantID: "g2", userID: "alice", entitlement: "vip", startsAt: day(0),
-                                                      expiresAt: nil, reason: "influencer")), at: day(0))
+        s.record(
+            .promotionalGranted(
+                PromotionalGrant(
+                    grantID: "g1", userID: "alice", entitlement: "pro", startsAt: day(0),
+                    expiresAt: day(7), reason: "apology")), at: day(0))
+        s.record(
+            .promotionalGranted(
+                PromotionalGrant(
+                    grantID: "g2", userID: "alice", entitlement: "vip", startsAt: day(0),
+                    expiresAt: nil, reason: "influencer")), at: day(0))
         #expect(s.state(at: day(3)).entitlements["pro"]?.ownership == .promotional)
         #expect(s.state(at: day(8)).entitlements["pro"]?.active == false)
         s.record(.promotionalRevoked(PromotionalRevocation(grantID: "g2", userID: "alice", reason: "ended")), at: day(20))

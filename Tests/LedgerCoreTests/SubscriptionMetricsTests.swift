@@ -17,8 +17,9 @@ import Testing
         s.renew("t2", original: "t1", "pro.monthly", at: day(30.5), expires: day(60.5))
         let all = series(s, "t1", from: 0, through: 62)
         #expect(all.contains("0 new pro.monthly 1") && all.contains("0 revenue EUR 4990") && all.contains("0 active pro.monthly 1"))
-        #expect(all.contains("30 renewed pro.monthly 1") && all.contains("59 active pro.monthly 1") && !all.contains("60 active pro.monthly 1"),
-                "active on each day whose end it covers")
+        #expect(
+            all.contains("30 renewed pro.monthly 1") && all.contains("59 active pro.monthly 1") && !all.contains("60 active pro.monthly 1"),
+            "active on each day whose end it covers")
         #expect(all.contains("60 churned pro.monthly 1") && all.filter { $0.contains("churned") }.count == 1)
         #expect(all.contains("15 mrr EUR 4990"))
     }
@@ -33,7 +34,9 @@ import Testing
         #expect(refunded.contains("5 mrr EUR 415"), "a yearly plan counts a twelfth a month")
         s.record(.refundReversed(RefundReversal(transactionID: "t1", originalTransactionID: "t1", signedDate: day(12.5))), at: day(12.5))
         let reversed = series(s, "t1", from: 0, through: 20)
-        #expect(reversed.contains("12 refunds EUR -1") && reversed.contains("15 active pro.yearly 1") && !reversed.contains { $0.contains("churned") && $0.hasPrefix("10 ") })
+        #expect(
+            reversed.contains("12 refunds EUR -1") && reversed.contains("15 active pro.yearly 1")
+                && !reversed.contains { $0.contains("churned") && $0.hasPrefix("10 ") })
     }
 
     @Test func aFreeTrialFollowedByAPaidPeriodIsConverted() {

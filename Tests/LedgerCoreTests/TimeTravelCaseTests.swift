@@ -39,8 +39,11 @@ import Testing
     @Test func aRefundArrivingAfterTheCloseIsAbsentFromTheClosedBooksAndPresentAfter() {
         var late = Scenario()
         late.buy("t1", "lifetime", at: day(0))
-        late.record(.refunded(RevocationFacts(environment: .production, transactionID: "t1", originalTransactionID: "t1",
-                                               revocationDate: day(20), reason: 0, signedDate: day(20))), at: day(20), recorded: day(35))
+        late.record(
+            .refunded(
+                RevocationFacts(
+                    environment: .production, transactionID: "t1", originalTransactionID: "t1",
+                    revocationDate: day(20), reason: 0, signedDate: day(20))), at: day(20), recorded: day(35))
         let close = day(30)
         #expect(Self.isActive(late.state(at: day(25), knownAt: close), "lifetime"), "at the close the refund was unknown")
         #expect(!Self.isActive(late.state(at: day(25)), "lifetime"), "known now: refunded on day 20")

@@ -22,7 +22,7 @@ enum ValidTimeOracle {
         }
         // Transactions (latest signature wins), revocations (a reversal undoes), renewal info, ownership.
         var transactions: [String: TransactionFacts] = [:]
-        var refunds: [String: [(from: Date, until: Date?)]] = [:]   // a refund until its reversal
+        var refunds: [String: [(from: Date, until: Date?)]] = [:] // a refund until its reversal
         var renewals: [String: RenewalFacts] = [:]
         for fact in ordered {
             switch fact.event {
@@ -32,7 +32,9 @@ enum ValidTimeOracle {
                 if let last = refunds[r.transactionID]?.last, last.until == nil, last.from == r.revocationDate { continue }
                 refunds[r.transactionID, default: []].append((r.revocationDate, nil))
             case .refundReversed(let r):
-                if let last = refunds[r.transactionID]?.last, last.until == nil { refunds[r.transactionID]![refunds[r.transactionID]!.count - 1].until = r.signedDate }
+                if let last = refunds[r.transactionID]?.last, last.until == nil {
+                    refunds[r.transactionID]![refunds[r.transactionID]!.count - 1].until = r.signedDate
+                }
             case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r):
                 if renewals[r.originalTransactionID].map({ $0.signedDate <= r.signedDate }) ?? true { renewals[r.originalTransactionID] = r }
             default: break
@@ -44,8 +46,11 @@ enum ValidTimeOracle {
             for fact in facts.sorted(by: { $0.sequence < $1.sequence }) {
                 switch fact.event {
                 case .transactionClaimed(let c) where c.originalTransactionID == original:
-                    if owners.isEmpty { owners.append((min(start ?? fact.recordedAt, fact.recordedAt), c.userID)) }
-                    else if owners.last!.user != c.userID { owners.append((fact.recordedAt, c.userID)) }
+                    if owners.isEmpty {
+                        owners.append((min(start ?? fact.recordedAt, fact.recordedAt), c.userID))
+                    } else if owners.last!.user != c.userID {
+                        owners.append((fact.recordedAt, c.userID))
+                    }
                 case .ownershipTransferred(let t) where t.originalTransactionID == original: owners.append((fact.recordedAt, t.toUserID))
                 default: break
                 }
@@ -114,7 +119,8 @@ enum ValidTimeOracle {
         for fact in ordered { if case .appConfigured(let settings) = fact.event { rule = settings.appPurchase } }
         for fact in ordered {
             guard case .appTransactionRecorded(let a) = fact.event, a.userID == user, let rule, let bought = a.originalPurchaseDate,
-                  bought <= instant, let version = a.originalApplicationVersion, let before = rule.originallyBeforeVersion else { continue }
+                bought <= instant, let version = a.originalApplicationVersion, let before = rule.originallyBeforeVersion
+            else { continue }
             let major = { (v: String) in Int(v.split(separator: ".").first ?? "") ?? 0 }
             if major(version) < major(before) { active.formUnion(rule.entitlements) }
         }

@@ -23,8 +23,9 @@ import Testing
         let (store, _) = try makeStore()
         let stream = uniqueStream()
         let occurred = Date(timeIntervalSince1970: 1_681_314_324.123)
-        let event = NewEvent(id: UUID(), type: "PurchaseRecorded", data: #"{"product":"pro.monthly","quote":"\"x\"\n"}"#,
-                             metadata: #"{"evidence":"sha256:abc"}"#, occurredAt: occurred)
+        let event = NewEvent(
+            id: UUID(), type: "PurchaseRecorded", data: #"{"product":"pro.monthly","quote":"\"x\"\n"}"#,
+            metadata: #"{"evidence":"sha256:abc"}"#, occurredAt: occurred)
         try await store.append([event], to: stream)
         let read = try #require(try await store.read(stream: stream).first)
         #expect(read.id == event.id)

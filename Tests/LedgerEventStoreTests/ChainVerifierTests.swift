@@ -1,8 +1,9 @@
 import Foundation
-@testable import LedgerEventStore
 import LedgerPostgres
 import LedgerTestSupport
 import Testing
+
+@testable import LedgerEventStore
 
 @Suite struct ChainVerifierTests {
     /// Three streams of five events; returns the store's pool and a superuser's connection.
@@ -64,10 +65,11 @@ import Testing
         try tamper(owner, "DELETE FROM ledger.events WHERE stream = $1 AND version = 2", [streams[2]])
         try tamper(owner, "DELETE FROM ledger.events WHERE stream = $1 AND version = 5", [streams[0]])
         let report = try await ChainVerifier(pool: pool, batchSize: 3).verify()
-        #expect(report.breaks == [
-            ChainBreak(stream: streams[0], version: 5, reason: .missing),
-            ChainBreak(stream: streams[2], version: 2, reason: .missing),
-        ])
+        #expect(
+            report.breaks == [
+                ChainBreak(stream: streams[0], version: 5, reason: .missing),
+                ChainBreak(stream: streams[2], version: 2, reason: .missing),
+            ])
     }
 
     @Test func aRenumberedEventIsNamed() async throws {
@@ -90,14 +92,16 @@ import Testing
     @Test func swiftAndSQLComputeTheSameHash() async throws {
         let (store, configuration) = try makeStore()
         try await store.append([testEvent(data: #"{"unicode": "ü😀", "nested": {"b": [1, 2.5, null]}}"#)], to: "hash-check")
-        let row = try PostgresConnection.connect(configuration).query("""
+        let row = try PostgresConnection.connect(configuration).query(
+            """
             SELECT event_id, event_type, data::text AS data, metadata::text AS metadata, hash,
                    (extract(epoch FROM occurred_at) * 1000000)::bigint AS o, (extract(epoch FROM recorded_at) * 1000000)::bigint AS r
               FROM ledger.events WHERE stream = 'hash-check'
             """)[0]
-        let fields = EventHash.Fields(stream: "hash-check", version: 1, eventID: try row["event_id"].uuid(), type: try row["event_type"].string(),
-                                      data: try row["data"].string(), metadata: try row["metadata"].string(),
-                                      occurredAtMicros: try row["o"].int64(), recordedAtMicros: try row["r"].int64())
+        let fields = EventHash.Fields(
+            stream: "hash-check", version: 1, eventID: try row["event_id"].uuid(), type: try row["event_type"].string(),
+            data: try row["data"].string(), metadata: try row["metadata"].string(),
+            occurredAtMicros: try row["o"].int64(), recordedAtMicros: try row["r"].int64())
         #expect(EventHash.hash(previous: EventHash.genesis, fields) == (try row["hash"].bytes()))
     }
 }

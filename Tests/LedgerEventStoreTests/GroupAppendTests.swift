@@ -1,9 +1,10 @@
 import Foundation
-@testable import LedgerEventStore
 import LedgerPostgres
 import LedgerTestSupport
 import Synchronization
 import Testing
+
+@testable import LedgerEventStore
 
 /// `append(group:)` — several streams in one call, the group commit of concurrent ingestions —
 /// keeps every invariant of a single append, and is all or nothing.
@@ -13,9 +14,11 @@ import Testing
         let existing = uniqueStream("existing")
         try await store.append([testEvent(), testEvent()], to: existing)
         let fresh = [uniqueStream("new"), uniqueStream("new")]
-        let group = [StreamAppend(stream: fresh[0], events: [testEvent(), testEvent()], expectedVersion: .noStream),
-                     StreamAppend(stream: existing, events: [testEvent()], expectedVersion: .exact(2)),
-                     StreamAppend(stream: fresh[1], events: [testEvent()], expectedVersion: .noStream)]
+        let group = [
+            StreamAppend(stream: fresh[0], events: [testEvent(), testEvent()], expectedVersion: .noStream),
+            StreamAppend(stream: existing, events: [testEvent()], expectedVersion: .exact(2)),
+            StreamAppend(stream: fresh[1], events: [testEvent()], expectedVersion: .noStream),
+        ]
         let results = try await store.append(group: group)
 
         #expect(results.map(\.stream) == group.map(\.stream), "results in the order asked")
@@ -38,8 +41,10 @@ import Testing
         let other = uniqueStream("other")
 
         let stale = await #expect(throws: EventStoreError.self) {
-            try await store.append(group: [StreamAppend(stream: other, events: [testEvent()], expectedVersion: .noStream),
-                                           StreamAppend(stream: moved, events: [testEvent()], expectedVersion: .exact(1))])
+            try await store.append(group: [
+                StreamAppend(stream: other, events: [testEvent()], expectedVersion: .noStream),
+                StreamAppend(stream: moved, events: [testEvent()], expectedVersion: .exact(1)),
+            ])
         }
         guard case .wrongExpectedVersion(let stream, _, _)? = stale else {
             Issue.record("expected wrongExpectedVersion, got \(String(describing: stale))")
@@ -48,8 +53,10 @@ import Testing
         #expect(stream == moved, "the error names the stream that moved")
 
         let reused = await #expect(throws: EventStoreError.self) {
-            try await store.append(group: [StreamAppend(stream: other, events: [testEvent()], expectedVersion: .noStream),
-                                           StreamAppend(stream: uniqueStream("again"), events: [used], expectedVersion: .noStream)])
+            try await store.append(group: [
+                StreamAppend(stream: other, events: [testEvent()], expectedVersion: .noStream),
+                StreamAppend(stream: uniqueStream("again"), events: [used], expectedVersion: .noStream),
+            ])
         }
         guard case .idempotencyConflict? = reused else {
             Issue.record("expected idempotencyConflict, got \(String(describing: reused))")
@@ -68,10 +75,12 @@ import Testing
         let fresh = [uniqueStream("new"), uniqueStream("new")]
         let seen = Mutex<[[String: [RecordedEvent]]]>([])
         func group(_ streams: [String]) async throws -> GroupAppendOutcome<Int> {
-            try await store.withGroupAppend(streams: streams, alongside: RoundTrip([alongside]), assumingNewStreams: true, decide: { existing in
-                seen.withLock { $0.append(existing) }
-                return (streams.count, streams.map { StreamAppend(stream: $0, events: [testEvent()], expectedVersion: .noStream) })
-            })
+            try await store.withGroupAppend(
+                streams: streams, alongside: RoundTrip([alongside]), assumingNewStreams: true,
+                decide: { existing in
+                    seen.withLock { $0.append(existing) }
+                    return (streams.count, streams.map { StreamAppend(stream: $0, events: [testEvent()], expectedVersion: .noStream) })
+                })
         }
         guard case .appended(_, let results) = try await group(fresh) else {
             Issue.record("new streams were not appended")

@@ -82,4 +82,3 @@ import Testing
         #expect(try countEvents(configuration) == 1)
     }
 }
-

@@ -52,8 +52,9 @@ import Testing
             do {
                 try await writers.withConnection { connection in
                     try connection.transaction { connection in
-                        try connection.query("SELECT * FROM ledger.append_events($1, NULL, $2::jsonb)",
-                                             [arguments.stream, TestEncoding.events(arguments.events)])
+                        try connection.query(
+                            "SELECT * FROM ledger.append_events($1, NULL, $2::jsonb)",
+                            [arguments.stream, TestEncoding.events(arguments.events)])
                         if linger > 0 { try connection.query("SELECT pg_sleep($1)", [linger]) }
                         if rollback { throw Abandon() }
                     }
@@ -79,8 +80,9 @@ import Testing
                 group.addTask {
                     for n in 1...60 {
                         let stream = "stream-\(writer)-\(n % 5)"
-                        try await write(stream: stream, count: 1 + n % 3, linger: n % 5 == 0 ? Double(n % 3 + 1) * 0.05 : 0,
-                                        rollback: n % 7 == 0)
+                        try await write(
+                            stream: stream, count: 1 + n % 3, linger: n % 5 == 0 ? Double(n % 3 + 1) * 0.05 : 0,
+                            rollback: n % 7 == 0)
                     }
                 }
             }
@@ -91,7 +93,7 @@ import Testing
 
         let expected = committed.value
         try await waitUntil { seen.withLock { $0.count } >= expected.count }
-        try await Task.sleep(for: .milliseconds(300))  // anything extra (a duplicate) would arrive now
+        try await Task.sleep(for: .milliseconds(300)) // anything extra (a duplicate) would arrive now
         follower.cancel()
         naive.cancel()
         notifications.cancel()
@@ -106,7 +108,9 @@ import Testing
         #expect(zip(events, events.dropFirst()).allSatisfy { $0.position < $1.position }, "arrival order is (tx_id, position) order")
         let naiveMissed = expected.subtracting(naiveSeen.value).count
         #expect(naiveMissed > 0, "the negative control must lose events, or this test proves nothing")
-        print("ordering: \(expected.count) committed, \(rolledBack.withLock { $0.count }) rolled back; subscriber got \(Set(ids).count), naive reader missed \(naiveMissed)")
+        print(
+            "ordering: \(expected.count) committed, \(rolledBack.withLock { $0.count }) rolled back; subscriber got \(Set(ids).count), naive reader missed \(naiveMissed)"
+        )
     }
 }
 

@@ -18,7 +18,7 @@ import Testing
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 4, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
 
-        let acknowledged = Locked<[UUID: Int]>([:])   // batch id → event count
+        let acknowledged = Locked<[UUID: Int]>([:]) // batch id → event count
         let failures = Locked<[String]>([])
         let successesAfterRestart = Locked<Int>(0)
         let restarted = Locked<Bool>(false)
@@ -67,7 +67,8 @@ import Testing
         // Nothing half-written: every acknowledged batch is stored whole, chains verify.
         let owner = try PostgresConnection.connect(configuration)
         for (firstID, count) in acknowledged.value {
-            let rows = try owner.query("""
+            let rows = try owner.query(
+                """
                 SELECT count(*) AS n FROM ledger.events e
                  WHERE e.stream = (SELECT stream FROM ledger.events WHERE event_id = $1)
                    AND e.version >= (SELECT version FROM ledger.events WHERE event_id = $1)

@@ -1,7 +1,8 @@
 import Foundation
 import LedgerCore
-@testable import LedgerFacts
 import Testing
+
+@testable import LedgerFacts
 
 @Suite struct StoredFactsTests {
     @Test func evidenceIsReadFromJsonbTextWithAndWithoutTheFastPath() {

@@ -2,9 +2,10 @@ import Foundation
 import Hummingbird
 import LedgerCore
 import LedgerFacts
-@testable import LedgerHTTP
 import LedgerPostgres
 import Testing
+
+@testable import LedgerHTTP
 
 /// The error codes are the API's contract: docs/api.md lists each under the status it answers
 /// with, and the enum is the only place a code is spelt.

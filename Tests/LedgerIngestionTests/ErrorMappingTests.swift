@@ -1,8 +1,9 @@
 import LedgerCore
 import LedgerEventStore
-@testable import LedgerIngestion
 import LedgerPostgres
 import Testing
+
+@testable import LedgerIngestion
 
 /// What a caller is told when something below ingestion refuses: a code and a sentence of ours,
 /// never the store's or the database's words (they can quote the values a statement was given);

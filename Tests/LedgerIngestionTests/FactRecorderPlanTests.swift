@@ -3,8 +3,9 @@ import LedgerCore
 import LedgerDomainTestSupport
 import LedgerEventStore
 import LedgerFormats
-@testable import LedgerIngestion
 import Testing
+
+@testable import LedgerIngestion
 
 /// `FactRecorder.plan` decides what a purchase stream still needs from a piece of evidence, on the
 /// events the stream holds; the group commit and the one-by-one path both decide with it. These
@@ -16,7 +17,9 @@ import Testing
         .purchased(SampleCatalogue.transaction(id, product: "remove.ads", at: date))
     }
 
-    static func work(_ events: [LedgerEvent], presentedBy user: String?, policy: RestorePolicy = .transfer, now: Date = day(0)) throws -> FactRecorder.StreamWork {
+    static func work(
+        _ events: [LedgerEvent], presentedBy user: String?, policy: RestorePolicy = .transfer, now: Date = day(0)
+    ) throws -> FactRecorder.StreamWork {
         let claimant: FactRecorder.Claimant = user.map { .presenter($0, policy: policy) } ?? .nobody
         let work = try FactRecorder.work(for: events, bundleID: bundleID, evidence: "sha256:e", claimant: claimant, now: now)
         try #require(work.count == 1)
@@ -28,8 +31,10 @@ import Testing
         var stored = existing
         for event in events {
             let version = Int64(stored.count + 1)
-            stored.append(RecordedEvent(id: event.id, stream: stream, version: version, type: event.type, data: event.data, metadata: event.metadata,
-                                        occurredAt: event.occurredAt ?? day(0), recordedAt: day(0), position: LogPosition(transactionID: 10 + UInt64(version), position: version)))
+            stored.append(
+                RecordedEvent(
+                    id: event.id, stream: stream, version: version, type: event.type, data: event.data, metadata: event.metadata,
+                    occurredAt: event.occurredAt ?? day(0), recordedAt: day(0), position: LogPosition(transactionID: 10 + UInt64(version), position: version)))
         }
         return stored
     }
@@ -59,13 +64,15 @@ import Testing
         let alice = try Self.work([Self.purchase()], presentedBy: "alice")
         let stream = Self.stored(try FactRecorder.plan(alice, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: alice.stream)
 
-        let transfer = try FactRecorder.plan(try Self.work([Self.purchase()], presentedBy: "bob", policy: .transfer), existing: stream,
-                                             bundleID: Self.bundleID, now: day(1))
+        let transfer = try FactRecorder.plan(
+            try Self.work([Self.purchase()], presentedBy: "bob", policy: .transfer), existing: stream,
+            bundleID: Self.bundleID, now: day(1))
         #expect(Self.types(transfer.fresh) == ["OwnershipTransferred"])
         #expect(transfer.kept == nil)
 
-        let keep = try FactRecorder.plan(try Self.work([Self.purchase()], presentedBy: "bob", policy: .keep), existing: stream,
-                                         bundleID: Self.bundleID, now: day(1))
+        let keep = try FactRecorder.plan(
+            try Self.work([Self.purchase()], presentedBy: "bob", policy: .keep), existing: stream,
+            bundleID: Self.bundleID, now: day(1))
         #expect(keep.fresh.isEmpty)
         #expect(keep.kept == "1000", "the purchase stays with its owner; the caller learns only that it is kept")
     }
@@ -92,9 +99,10 @@ import Testing
     }
 
     @Test func aNotificationRecordedBeforeIsNotDecidedAgain() throws {
-        let notification = LedgerEvent.appleNotificationReceived(AppleNotification(
-            version: "2.0", notificationType: "DID_RENEW", notificationUUID: "6b3c1a8e-0000-4000-8000-000000000001", environment: .production,
-            originalTransactionID: "1000", signedDate: day(1)))
+        let notification = LedgerEvent.appleNotificationReceived(
+            AppleNotification(
+                version: "2.0", notificationType: "DID_RENEW", notificationUUID: "6b3c1a8e-0000-4000-8000-000000000001", environment: .production,
+                originalTransactionID: "1000", signedDate: day(1)))
         let work = try Self.work([notification, Self.purchase()], presentedBy: "alice")
         let stream = Self.stored([work.candidates[0]], stream: work.stream)
         let plan = try FactRecorder.plan(work, existing: stream, bundleID: Self.bundleID, now: day(2))

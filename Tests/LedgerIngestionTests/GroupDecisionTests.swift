@@ -3,8 +3,9 @@ import LedgerCore
 import LedgerDomainTestSupport
 import LedgerEventStore
 import LedgerFormats
-@testable import LedgerIngestion
 import Testing
+
+@testable import LedgerIngestion
 
 /// A group decides each request exactly as it would be decided alone, on the streams as read; a
 /// request that shares a stream with an earlier one of its group, or cannot be decided, is sent
@@ -14,7 +15,8 @@ import Testing
 
     static func request(_ original: String, by user: String, policy: RestorePolicy = .transfer) throws -> GroupRecorder.Request {
         let event = LedgerEvent.purchased(SampleCatalogue.transaction(original, product: "remove.ads", at: day(0)))
-        let work = try FactRecorder.work(for: [event], bundleID: bundleID, evidence: "sha256:\(original)", claimant: .presenter(user, policy: policy), now: day(0))
+        let work = try FactRecorder.work(
+            for: [event], bundleID: bundleID, evidence: "sha256:\(original)", claimant: .presenter(user, policy: policy), now: day(0))
         return GroupRecorder.Request(evidence: [], work: work, bundleID: bundleID, presenter: user)
     }
 
@@ -41,8 +43,9 @@ import Testing
 
     @Test func aRequestOnAStreamItCannotReadFailsAloneNotTheGroup() throws {
         let requests = [try Self.request("1", by: "alice"), try Self.request("2", by: "bob")]
-        let unreadable = RecordedEvent(id: UUID(), stream: requests[0].work[0].stream, version: 1, type: "Purchased", data: "{not json",
-                                       metadata: "{}", occurredAt: day(0), recordedAt: day(0), position: .init(transactionID: 1, position: 1))
+        let unreadable = RecordedEvent(
+            id: UUID(), stream: requests[0].work[0].stream, version: 1, type: "Purchased", data: "{not json",
+            metadata: "{}", occurredAt: day(0), recordedAt: day(0), position: .init(transactionID: 1, position: 1))
         let decided = GroupRecorder.decide(requests, existing: [requests[0].work[0].stream: [unreadable]])
         #expect(decided.appendedBy == [1])
         guard case .alone = decided.results[0] else {

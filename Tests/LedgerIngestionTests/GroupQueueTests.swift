@@ -1,5 +1,6 @@
-@testable import LedgerIngestion
 import Testing
+
+@testable import LedgerIngestion
 
 /// Group commit's waiting room, driven by hand: who writes, who waits, what each group holds.
 @Suite struct GroupQueueTests {

@@ -1,5 +1,6 @@
-@testable import LedgerIngestion
 import Testing
+
+@testable import LedgerIngestion
 
 /// When a group may take its streams to be new: never before a group has written the version to
 /// assume; paused longer after each refusal in a row, up to a bound; a won guess halves the pause.
@@ -32,11 +33,11 @@ import Testing
     @Test func wonGuessesShortenThePauseAndKeepTheVersion() {
         var guess = NewStreamGuess()
         guess.written(version: 1, assumed: false)
-        for _ in 0..<4 { guess.refused() }   // pause 32
+        for _ in 0..<4 { guess.refused() } // pause 32
         #expect(assuming(&guess, in: 32) == 0)
-        guess.written(version: 2, assumed: true)   // 16
-        guess.written(version: 2, assumed: true)   // 8
-        guess.refused()                            // 16
+        guess.written(version: 2, assumed: true) // 16
+        guess.written(version: 2, assumed: true) // 8
+        guess.refused() // 16
         #expect(assuming(&guess, in: 16) == 0)
         #expect(guess.next() == 2, "the version the last group wrote")
     }

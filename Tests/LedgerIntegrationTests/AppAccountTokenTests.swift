@@ -43,8 +43,9 @@ import Testing
 
         // A purchase made elsewhere: Apple's notification alone attributes it.
         let elsewhere = Self.purchase("tok-2", token: token)
-        let body = try server.app.notificationV2("SUBSCRIBED", subtype: "INITIAL_BUY", transaction: elsewhere,
-                                                 renewal: SimulatedRenewal(originalTransactionID: "tok-2", productID: "pro.monthly"), signedDate: Date())
+        let body = try server.app.notificationV2(
+            "SUBSCRIBED", subtype: "INITIAL_BUY", transaction: elsewhere,
+            renewal: SimulatedRenewal(originalTransactionID: "tok-2", productID: "pro.monthly"), signedDate: Date())
         #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body).status == 200)
         let owners = try await server.pool.query("SELECT user_id FROM ledger.transaction_owners WHERE original_transaction_id = 'tok-2'")
         #expect(try owners.map { try $0[0].string() } == ["ann"])
@@ -56,14 +57,20 @@ import Testing
         let key = try await server.key([.ingest, .read])
         let token = UUID()
         let jws = try server.app.signedTransaction(Self.purchase("learn-1", token: token))
-        #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                      json: ["user_id": "cleo", "signed_transaction": jws]).status == 200)
+        #expect(
+            try await server.send(
+                "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                json: ["user_id": "cleo", "signed_transaction": jws]
+            ).status == 200)
         let holder = try await server.send("GET", "/v1/apps/\(Self.bundle)/app-account-tokens/\(token.uuidString)", key: key)
         #expect(holder.json["user_id"] as? String == "cleo", "\(holder.text)")
 
         // dan restores it (transfer policy): the purchase moves, the token does not.
-        #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                      json: ["user_id": "dan", "signed_transaction": jws]).status == 200)
+        #expect(
+            try await server.send(
+                "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                json: ["user_id": "dan", "signed_transaction": jws]
+            ).status == 200)
         #expect(try await server.send("GET", "/v1/apps/\(Self.bundle)/app-account-tokens/\(token.uuidString)", key: key).json["user_id"] as? String == "cleo")
         // A renewal notification carrying cleo's token leaves the purchase with dan.
         let renewal = Self.purchase("learn-1", token: token).renewed(transactionID: "learn-1-r", period: 30 * 86_400)
@@ -78,12 +85,15 @@ import Testing
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read])
         let path = "/v1/apps/\(Self.bundle)/transactions"
-        let noToken = try await server.send("POST", path, key: key, json: ["signed_transaction": try server.app.signedTransaction(Self.purchase("n-1", token: nil))])
+        let noToken = try await server.send(
+            "POST", path, key: key, json: ["signed_transaction": try server.app.signedTransaction(Self.purchase("n-1", token: nil))])
         #expect(noToken.status == 400 && noToken.errorCode == "missing_user_id", "\(noToken.text)")
-        let unknown = try await server.send("POST", path, key: key, json: ["signed_transaction": try server.app.signedTransaction(Self.purchase("n-2", token: UUID()))])
+        let unknown = try await server.send(
+            "POST", path, key: key, json: ["signed_transaction": try server.app.signedTransaction(Self.purchase("n-2", token: UUID()))])
         #expect(unknown.status == 400 && unknown.errorCode == "unknown_app_account_token", "\(unknown.text)")
-        #expect(try await server.pool.query("SELECT count(*) FROM ledger.events WHERE event_type = 'Purchased'")[0][0].int() == 0,
-                "nothing is recorded for evidence nobody can own")
+        #expect(
+            try await server.pool.query("SELECT count(*) FROM ledger.events WHERE event_type = 'Purchased'")[0][0].int() == 0,
+            "nothing is recorded for evidence nobody can own")
         let badToken = try await server.send("GET", "/v1/apps/\(Self.bundle)/app-account-tokens/not-a-uuid", key: key)
         #expect(badToken.status == 400 && badToken.errorCode == "invalid_app_account_token")
         let unlinked = try await server.send("GET", "/v1/apps/\(Self.bundle)/app-account-tokens/\(UUID().uuidString)", key: key)

@@ -12,15 +12,17 @@ import Testing
     static let bundle = TestServer.bundleID
 
     static func purchase(_ id: String, appTransaction: String?) -> SimulatedTransaction {
-        var transaction = SimulatedTransaction(transactionID: id, productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -3_600),
-                                               expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
+        var transaction = SimulatedTransaction(
+            transactionID: id, productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -3_600),
+            expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
         transaction.appTransactionID = appTransaction
         return transaction
     }
 
     func buy(_ server: TestServer, _ user: String, _ transaction: SimulatedTransaction, key: String) async throws {
-        let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                           json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(transaction)])
+        let answer = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(transaction)])
         #expect(answer.status == 200, "\(answer.text)")
     }
 
@@ -37,16 +39,20 @@ import Testing
         #expect(try await state(server, "alice", key: key)["consent_rescinded_at"] is NSNull, "nothing withdrawn yet")
 
         let signed = Date(timeIntervalSinceNow: -1)
-        let body = try server.app.notificationV2("RESCIND_CONSENT", body: .appData(SimulatedAppTransaction(
-            appTransactionID: "704100", originalPurchaseDate: Date(timeIntervalSinceNow: -86_400))), signedDate: signed)
+        let body = try server.app.notificationV2(
+            "RESCIND_CONSENT",
+            body: .appData(
+                SimulatedAppTransaction(
+                    appTransactionID: "704100", originalPurchaseDate: Date(timeIntervalSinceNow: -86_400))), signedDate: signed)
         let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body)
         #expect(answer.status == 200, "\(answer.text)")
 
         let alice = try await state(server, "alice", key: key)
         let at = try #require(alice["consent_rescinded_at"] as? String, "\(alice)")
         #expect(at.hasPrefix(String(ISO8601DateFormatter().string(from: signed).prefix(16))), "the instant Apple signed it: \(at)")
-        #expect(((alice["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable])?["active"] as? Bool == true,
-                "consent withdrawn revokes nothing: the app decides")
+        #expect(
+            ((alice["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable])?["active"] as? Bool == true,
+            "consent withdrawn revokes nothing: the app decides")
         #expect(try await state(server, "bob", key: key)["consent_rescinded_at"] is NSNull, "another copy of the app is untouched")
 
         // Apple delivers again: nothing new is recorded, and the answer is still 200.
@@ -83,8 +89,12 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let bodies: [(String, String?, NotificationBody)] = [
-            ("RENEWAL_EXTENSION", "SUMMARY", .summary(productID: "pro.monthly", requestIdentifier: "req-7f1c", storefronts: ["USA", "CAN"],
-                                                      succeeded: 12, failed: 1)),
+            (
+                "RENEWAL_EXTENSION", "SUMMARY",
+                .summary(
+                    productID: "pro.monthly", requestIdentifier: "req-7f1c", storefronts: ["USA", "CAN"],
+                    succeeded: 12, failed: 1)
+            ),
             ("EXTERNAL_PURCHASE_TOKEN", "UNREPORTED", .externalPurchaseToken(id: "SANDBOX_b2158121-7af9", created: Date())),
             ("RESCIND_CONSENT", nil, .appData(SimulatedAppTransaction(appTransactionID: "704900", originalPurchaseDate: Date()))),
             ("SOMETHING_NEW_IN_2027", "FIRST", .future(key: "somethingNewData")),
@@ -103,7 +113,8 @@ import Testing
         var stranger = server.app
         stranger.bundleID = "com.example.other"
         for (type, subtype, body) in bodies {
-            let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try stranger.notificationV2(type, subtype: subtype, body: body))
+            let answer = try await server.send(
+                "POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try stranger.notificationV2(type, subtype: subtype, body: body))
             #expect(answer.status == 422 && answer.errorCode == "bundle_mismatch", "\(type): \(answer.text)")
         }
         #expect(try await server.eventCount() == stored + bodies.count + 1)
@@ -111,8 +122,10 @@ import Testing
         let reader = try await ConsoleTests.signIn(server, key: try await server.key([.read]))
         let page = try await server.send("GET", "/console/apps/\(Self.bundle)", headers: [("Cookie", reader.cookie)])
         #expect(page.status == 200)
-        for expected in ["extension req-7f1c of pro.monthly in USA, CAN: 12 extended, 1 failed", "external purchase token SANDBOX_b2158121-7af9",
-                         "consent withdrawn for app transaction 704900", "SOMETHING_NEW_IN_2027"] {
+        for expected in [
+            "extension req-7f1c of pro.monthly in USA, CAN: 12 extended, 1 failed", "external purchase token SANDBOX_b2158121-7af9",
+            "consent withdrawn for app transaction 704900", "SOMETHING_NEW_IN_2027",
+        ] {
             #expect(page.text.contains(expected), "the app page shows \(expected)")
         }
     }

@@ -27,30 +27,34 @@ import Testing
             let start = Date(timeIntervalSinceNow: -99 * Self.month - 86_400)
             var csv = "user_id,original_transaction_id\n"
             for customer in 0..<100 {
-                var periods = [SimulatedTransaction(transactionID: "b\(customer)-0", productID: "pro.monthly", purchaseDate: start,
-                                                    expiresDate: start.addingTimeInterval(Self.month))]
+                var periods = [
+                    SimulatedTransaction(
+                        transactionID: "b\(customer)-0", productID: "pro.monthly", purchaseDate: start,
+                        expiresDate: start.addingTimeInterval(Self.month))
+                ]
                 for n in 1..<100 { periods.append(periods.last!.renewed(transactionID: "b\(customer)-\(n)", period: Self.month)) }
                 server.serverAPI.add(periods, customer: "customer-\(customer)", to: server.app)
                 csv += "player-\(customer),b\(customer)-0\n"
             }
-            csv += "player-x,404404\n"  // Apple knows no such transaction: that line fails, the rest go on
+            csv += "player-x,404404\n" // Apple knows no such transaction: that line fails, the rest go on
             let lines = try BackfillFile.parse(csv)
             #expect(lines.count == 101 && lines.first?.number == 2)
-    
-            let backfill = Backfill(lookups: server.services.lookups, ingestor: server.services.ingestor, pool: server.pool, concurrency: 16,
-                                    logger: TestCluster.quietLogger)
+
+            let backfill = Backfill(
+                lookups: server.services.lookups, ingestor: server.services.ingestor, pool: server.pool, concurrency: 16,
+                logger: TestCluster.quietLogger)
             let first = try await backfill.run(bundleID: Self.bundle, lines: lines)
             #expect(first.imported == 100 && first.transactions == 10_000 && first.skipped == 0, "\(first)")
             #expect(first.failed.count == 1 && first.failed.first?.line == 102 && first.failed.first?.reason.hasPrefix("apple_transaction_not_found") == true)
             let recorded = try await eventCount(server)
-    
+
             let key = try await server.key([.read])
             for customer in [0, 49, 99] {
                 let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/player-\(customer)", key: key)
                 let pro = (state.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable]
                 #expect(pro?["active"] as? Bool == true && pro?["original_transaction_id"] as? String == "b\(customer)-0", "\(state.text)")
             }
-    
+
             let second = try await backfill.run(bundleID: Self.bundle, lines: lines)
             #expect(second.skipped == 100 && second.imported == 0 && second.failed.count == 1, "\(second)")
             #expect(try await eventCount(server) == recorded, "a second run records nothing")
@@ -64,8 +68,11 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let start = Date(timeIntervalSinceNow: -3 * Self.month - 86_400)
-        var periods = [SimulatedTransaction(transactionID: "r1-0", productID: "pro.monthly", purchaseDate: start,
-                                            expiresDate: start.addingTimeInterval(Self.month))]
+        var periods = [
+            SimulatedTransaction(
+                transactionID: "r1-0", productID: "pro.monthly", purchaseDate: start,
+                expiresDate: start.addingTimeInterval(Self.month))
+        ]
         for n in 1...3 { periods.append(periods.last!.renewed(transactionID: "r1-\(n)", period: Self.month)) }
         let lifetime = SimulatedTransaction(transactionID: "r1-ads", productID: "remove.ads", type: "Non-Consumable", purchaseDate: start)
         server.serverAPI.add(periods + [lifetime], customer: "alice", to: server.app)
@@ -87,10 +94,13 @@ import Testing
         let backfill = Backfill(lookups: server.services.lookups, ingestor: server.services.ingestor, pool: server.pool, logger: TestCluster.quietLogger)
         let run = try await backfill.run(bundleID: Self.bundle, lines: file)
         #expect(run.imported == 3 && run.transactions == 6, "\(run)")
-        #expect(run.failed.map(\.line) == [4, 5] && run.failed[0].reason.hasPrefix("untrusted_chain")
+        #expect(
+            run.failed.map(\.line) == [4, 5] && run.failed[0].reason.hasPrefix("untrusted_chain")
                 && run.failed[1].reason.hasPrefix("bundle_mismatch"), "\(run)")
         let histories = server.serverAPI.seen().filter { $0.path.contains("/v2/history/") }
-        #expect(Set(histories.map { $0.path.split(separator: "/").last! }) == ["r1-0", "r2-coins"], "alice's lifetime family came with her subscription's history: \(histories.map(\.path))")
+        #expect(
+            Set(histories.map { $0.path.split(separator: "/").last! }) == ["r1-0", "r2-coins"],
+            "alice's lifetime family came with her subscription's history: \(histories.map(\.path))")
 
         let key = try await server.key([.read])
         let alice = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/alice", key: key)
@@ -108,8 +118,11 @@ import Testing
 
     @Test func filesAreReadAsCSVOrJSONLinesAndAWrongOneIsRefusedWhole() throws {
         let csv = try BackfillFile.parse("user_id,original_transaction_id\n\"a, b\",1001\n\nc,1002\n")
-        #expect(csv == [BackfillLine(number: 2, userID: "a, b", reference: .transaction("1001")),
-                        BackfillLine(number: 4, userID: "c", reference: .transaction("1002"))])
+        #expect(
+            csv == [
+                BackfillLine(number: 2, userID: "a, b", reference: .transaction("1001")),
+                BackfillLine(number: 4, userID: "c", reference: .transaction("1002")),
+            ])
         let jsonl = try BackfillFile.parse("{\"user_id\": \"a\", \"original_transaction_id\": 1001}\n{\"user_id\": \"b\", \"receipt_data\": \"TUlJ\"}\n")
         #expect(jsonl.map(\.reference) == [.transaction("1001"), .receipt("TUlJ")])
         #expect(throws: BackfillFile.Invalid(line: 1, reason: "the header names no user_id column")) { try BackfillFile.parse("user,id\n1,2\n") }

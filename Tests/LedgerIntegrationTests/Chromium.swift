@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Debian's chromium, headless, driven over the DevTools protocol on a pipe
@@ -42,10 +43,12 @@ final class Chromium: @unchecked Sendable {
         let devNull = Glibc.open("/dev/null", O_WRONLY)
         posix_spawn_file_actions_adddup2(&actions, devNull, 1)
         posix_spawn_file_actions_adddup2(&actions, devNull, 2)
-        let arguments = [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                         "--remote-debugging-pipe", "--user-data-dir=\(profile)", "--window-size=1200,1400", "about:blank"]
+        let arguments = [
+            binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+            "--remote-debugging-pipe", "--user-data-dir=\(profile)", "--window-size=1200,1400", "about:blank",
+        ]
         var argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         var child: pid_t = 0
         let spawned = posix_spawn(&child, binary, &actions, nil, &argv, environ)
         Glibc.close(toChrome[0]); Glibc.close(fromChrome[1]); Glibc.close(devNull)
@@ -125,7 +128,9 @@ final class Chromium: @unchecked Sendable {
 
     func send(_ method: String, _ params: [String: Any] = [:], session: String?? = .none) async throws -> [String: Any] {
         let target = session ?? self.session
-        let id = state.withLock { $0.next += 1; return $0.next }
+        let id = state.withLock {
+            $0.next += 1; return $0.next
+        }
         var message: [String: Any] = ["id": id, "method": method, "params": params]
         if let target, !target.isEmpty { message["sessionId"] = target }
         var bytes = Array(try JSONSerialization.data(withJSONObject: message))
@@ -153,7 +158,9 @@ final class Chromium: @unchecked Sendable {
                 guard let object = (try? JSONSerialization.jsonObject(with: Data(message))) as? [String: Any] else { continue }
                 if let id = object["id"] as? Int {
                     let waiting = state.withLock { $0.waiting.removeValue(forKey: id) }
-                    if let error = object["error"] { waiting?.resume(throwing: Failure.failed("\(error)")) } else {
+                    if let error = object["error"] {
+                        waiting?.resume(throwing: Failure.failed("\(error)"))
+                    } else {
                         waiting?.resume(returning: JSONObject(value: object["result"] as? [String: Any] ?? [:]))
                     }
                 } else if object["method"] as? String == "Page.loadEventFired" {
@@ -161,11 +168,12 @@ final class Chromium: @unchecked Sendable {
                 }
             }
         }
-        let waiting = state.withLock { state in defer { state.waiting = [:] }; return state.waiting }
+        let waiting = state.withLock { state in
+            defer { state.waiting = [:] }; return state.waiting
+        }
         for continuation in waiting.values { continuation.resume(throwing: Failure.failed("chromium exited")) }
     }
 }
 
 /// A decoded DevTools answer, handed from the reader thread to the waiting test.
 struct JSONObject: @unchecked Sendable { let value: [String: Any] }
-

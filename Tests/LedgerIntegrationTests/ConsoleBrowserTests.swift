@@ -67,10 +67,16 @@ import Testing
 
             // Apple's notices about the app: a withdrawn consent and an external purchase token, and
             // the user they concern.
-            for body in [try server.app.notificationV2("EXTERNAL_PURCHASE_TOKEN", subtype: "UNREPORTED",
-                                                       body: .externalPurchaseToken(id: "SANDBOX_ext-1", created: Date())),
-                         try server.app.notificationV2("RESCIND_CONSENT", body: .appData(SimulatedAppTransaction(
-                             appTransactionID: "704000000000001", originalPurchaseDate: Date(timeIntervalSinceNow: -86_400))))] {
+            for body in [
+                try server.app.notificationV2(
+                    "EXTERNAL_PURCHASE_TOKEN", subtype: "UNREPORTED",
+                    body: .externalPurchaseToken(id: "SANDBOX_ext-1", created: Date())),
+                try server.app.notificationV2(
+                    "RESCIND_CONSENT",
+                    body: .appData(
+                        SimulatedAppTransaction(
+                            appTransactionID: "704000000000001", originalPurchaseDate: Date(timeIntervalSinceNow: -86_400)))),
+            ] {
                 #expect(try await server.send("POST", "/v1/apps/\(TestServer.bundleID)/notifications/apple", body: body).status == 200)
             }
             try await browser.go(server.baseURL + "/console/apps/\(TestServer.bundleID)")
@@ -82,8 +88,10 @@ import Testing
             try await browser.go(server.baseURL + "/console/apps/\(TestServer.bundleID)/metrics?environment=Sandbox")
             #expect(try await browser.evaluate("document.querySelectorAll('svg.chart').length") as? Int == 7)
             #expect(try await browser.evaluate("document.querySelectorAll('svg.chart polyline').length") as? Int ?? 0 >= 3, "lines drawn")
-            #expect(try await browser.evaluate("[...document.querySelectorAll('svg.chart polyline')].every(l => getComputedStyle(l).stroke.startsWith('rgb('))") as? Bool == true,
-                    "each line has a colour")
+            #expect(
+                try await browser.evaluate("[...document.querySelectorAll('svg.chart polyline')].every(l => getComputedStyle(l).stroke.startsWith('rgb('))")
+                    as? Bool == true,
+                "each line has a colour")
             try await shot("7-metrics")
             print("console screenshots: \(Self.artefacts)")
         }

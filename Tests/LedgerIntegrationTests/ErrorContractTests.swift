@@ -11,8 +11,9 @@ import Testing
 /// yields a 500. Nothing refused may change anything: the event count is checked throughout.
 @Suite struct ErrorContractTests {
     static let bundle = TestServer.bundleID
-    static let purchase = SimulatedTransaction(transactionID: "e-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
-                                               expiresDate: Date(timeIntervalSinceNow: 86_400))
+    static let purchase = SimulatedTransaction(
+        transactionID: "e-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
+        expiresDate: Date(timeIntervalSinceNow: 86_400))
 
     func events(_ server: TestServer) async throws -> Int {
         try await server.pool.withConnection { try $0.query("SELECT count(*) FROM ledger.events")[0][0].int() }
@@ -73,8 +74,9 @@ import Testing
         #expect(backwards.status == 400 && backwards.errorCode == "invalid_time")
         let badLimit = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/u1/events?limit=0", key: key)
         #expect(badLimit.status == 400 && badLimit.errorCode == "invalid_limit")
-        let negative = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/u1/consumptions", key: key,
-                                             json: ["currency": "coins", "amount": -5, "idempotency_key": "x"])
+        let negative = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/users/u1/consumptions", key: key,
+            json: ["currency": "coins", "amount": -5, "idempotency_key": "x"])
         #expect(negative.status == 400 && negative.errorCode == "invalid_amount")
         let badProduct = try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey, json: ["type": "gizmo"])
         #expect(badProduct.status == 400 && badProduct.errorCode == "invalid_product_type")
@@ -82,11 +84,13 @@ import Testing
         #expect(noDuration.errorCode == "invalid_duration")
         // Control characters in the catalogue's names (a NUL cannot even be stored): refused, not a 500.
         for name in ["pro\u{0}", "pro\u{1}x", "a\u{7F}"] {
-            let entitlement = try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey,
-                                                    json: ["type": "non_consumable", "entitlements": [name]])
+            let entitlement = try await server.send(
+                "PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey,
+                json: ["type": "non_consumable", "entitlements": [name]])
             #expect(entitlement.status == 400 && entitlement.errorCode == "invalid_entitlements", "\(entitlement.text)")
-            let currency = try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey,
-                                                 json: ["type": "consumable", "grants": [name: 5]])
+            let currency = try await server.send(
+                "PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey,
+                json: ["type": "consumable", "grants": [name: 5]])
             #expect(currency.status == 400 && currency.errorCode == "invalid_grants", "\(currency.text)")
         }
         let badEnvironment = try await server.send("PUT", "/v1/apps/com.x", key: server.adminKey, json: ["environments": ["Production", "Xcode"]])
@@ -121,7 +125,8 @@ import Testing
         let tampered = try await server.send("POST", path, key: key, json: ["user_id": "u", "signed_transaction": parts.joined(separator: ".")])
         #expect(tampered.status == 422 || tampered.status == 400, "\(tampered.text)")
         let otherApp = SimulatedApp(authority: TestServer.authority, bundleID: "com.example.other")
-        let wrongBundle = try await server.send("POST", path, key: key, json: ["user_id": "u", "signed_transaction": try otherApp.signedTransaction(Self.purchase)])
+        let wrongBundle = try await server.send(
+            "POST", path, key: key, json: ["user_id": "u", "signed_transaction": try otherApp.signedTransaction(Self.purchase)])
         #expect(wrongBundle.status == 422 && wrongBundle.errorCode == "bundle_mismatch")
         let garbage = try await server.send("POST", path, key: key, json: ["user_id": "u", "signed_transaction": "a.b.c"])
         #expect(garbage.status == 400 && garbage.errorCode == "malformed_evidence")
@@ -129,7 +134,8 @@ import Testing
         let webhook = "/v1/apps/\(Self.bundle)/notifications/apple"
         let forgedNotification = try await server.send("POST", webhook, body: try stranger.notificationV2("TEST"))
         #expect(forgedNotification.status == 422)
-        let wrongPassword = try await server.send("POST", webhook, body: try server.app.notificationV1("DID_RENEW", password: "guess", transactions: [Self.purchase]))
+        let wrongPassword = try await server.send(
+            "POST", webhook, body: try server.app.notificationV1("DID_RENEW", password: "guess", transactions: [Self.purchase]))
         #expect(wrongPassword.status == 422 && wrongPassword.errorCode == "shared_secret_mismatch")
         let unknownApp = try await server.send("POST", "/v1/apps/com.nobody/notifications/apple", body: try server.app.notificationV2("TEST"))
         #expect(unknownApp.status == 404)
@@ -161,15 +167,19 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let key = try await server.key([.admin])
-        let routes = [("POST", "/v1/apps/\(Self.bundle)/transactions"), ("POST", "/v1/apps/\(Self.bundle)/receipts"),
-                      ("POST", "/v1/apps/\(Self.bundle)/users/f/consumptions"), ("POST", "/v1/apps/\(Self.bundle)/users/f/grants"),
-                      ("PUT", "/v1/apps/\(Self.bundle)/products/fz"), ("PUT", "/v1/apps/com.fuzz"),
-                      ("POST", "/v1/apps/\(Self.bundle)/notifications/apple")]
-        let seeds: [String] = ["", "{}", "null", "[]", "\"x\"", "{\"user_id\": null}", "{\"signedPayload\": \"a.b.c\"}",
-                               "{\"signedPayload\": 1}", "{\"notification_type\": \"X\", \"password\": 3}", "{\"amount\": 1e308}",
-                               "{\"currency\": \"c\", \"amount\": 9223372036854775807, \"idempotency_key\": \"k\"}",
-                               "{\"type\": \"consumable\", \"grants\": {\"\": 1}}", "{\"environments\": [1]}", "\u{0}\u{1}\u{2}",
-                               "{\"user_id\": \"\(String(repeating: "x", count: 400))\", \"signed_transaction\": \"a\"}"]
+        let routes = [
+            ("POST", "/v1/apps/\(Self.bundle)/transactions"), ("POST", "/v1/apps/\(Self.bundle)/receipts"),
+            ("POST", "/v1/apps/\(Self.bundle)/users/f/consumptions"), ("POST", "/v1/apps/\(Self.bundle)/users/f/grants"),
+            ("PUT", "/v1/apps/\(Self.bundle)/products/fz"), ("PUT", "/v1/apps/com.fuzz"),
+            ("POST", "/v1/apps/\(Self.bundle)/notifications/apple"),
+        ]
+        let seeds: [String] = [
+            "", "{}", "null", "[]", "\"x\"", "{\"user_id\": null}", "{\"signedPayload\": \"a.b.c\"}",
+            "{\"signedPayload\": 1}", "{\"notification_type\": \"X\", \"password\": 3}", "{\"amount\": 1e308}",
+            "{\"currency\": \"c\", \"amount\": 9223372036854775807, \"idempotency_key\": \"k\"}",
+            "{\"type\": \"consumable\", \"grants\": {\"\": 1}}", "{\"environments\": [1]}", "\u{0}\u{1}\u{2}",
+            "{\"user_id\": \"\(String(repeating: "x", count: 400))\", \"signed_transaction\": \"a\"}",
+        ]
         var generator = SystemRandomNumberGenerator()
         var bodies = seeds.map { Data($0.utf8) }
         for _ in 0..<60 {

@@ -11,14 +11,16 @@ import Testing
     static let day: TimeInterval = 86_400
 
     static func subscription(_ id: String, expiresIn days: Double = 20) -> SimulatedTransaction {
-        SimulatedTransaction(transactionID: id, productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -10 * day),
-                             expiresDate: Date(timeIntervalSinceNow: days * day))
+        SimulatedTransaction(
+            transactionID: id, productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -10 * day),
+            expiresDate: Date(timeIntervalSinceNow: days * day))
     }
 
     func buy(_ server: TestServer, _ user: String, _ transaction: SimulatedTransaction, key: String) async throws {
         server.serverAPI.add([transaction], to: server.app)
-        let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                           json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(transaction)])
+        let answer = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(transaction)])
         #expect(answer.status == 200, "\(answer.text)")
     }
 
@@ -27,9 +29,12 @@ import Testing
         return ((state.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable])?["expires_at"] as? String
     }
 
-    func extend(_ server: TestServer, _ original: String, days: Int = 30, reason: Int = 3, request: String = UUID().uuidString) async throws -> TestServer.Answer {
-        try await server.send("POST", "/v1/apps/\(Self.bundle)/subscriptions/\(original)/extend", key: server.adminKey,
-                              json: ["days": days, "reason_code": reason, "request_id": request])
+    func extend(
+        _ server: TestServer, _ original: String, days: Int = 30, reason: Int = 3, request: String = UUID().uuidString
+    ) async throws -> TestServer.Answer {
+        try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/subscriptions/\(original)/extend", key: server.adminKey,
+            json: ["days": days, "reason_code": reason, "request_id": request])
     }
 
     @Test func oneSubscriptionIsExtendedTwiceAYearAtMostAndTheStateFollowsAtOnce() async throws {
@@ -61,8 +66,11 @@ import Testing
         #expect(try await extend(server, "nope").errorCode == "unknown_transaction")
         #expect(server.serverAPI.seen().count == asked, "none of these reached Apple")
         let reader = try await server.key([.read])
-        #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/subscriptions/ex-1/extend", key: reader,
-                                      json: ["days": 1, "reason_code": 1, "request_id": "r"]).status == 403)
+        #expect(
+            try await server.send(
+                "POST", "/v1/apps/\(Self.bundle)/subscriptions/ex-1/extend", key: reader,
+                json: ["days": 1, "reason_code": 1, "request_id": "r"]
+            ).status == 403)
 
         // Family-shared: refused by the ledger; a subscription Apple says it cannot extend: Apple's refusal, by its code.
         var shared = Self.subscription("ex-2")
@@ -88,12 +96,14 @@ import Testing
         let before = try #require(try await expiry(server, "hana", key: key))
         let admin = try await ConsoleTests.signIn(server, key: server.adminKey)
         let page = try await server.send("GET", "/console/apps/\(Self.bundle)/users/hana", headers: [("Cookie", admin.cookie)]).text
-        let requestID = try #require(page.range(of: #"name="request_id" value="[0-9a-f-]+""#, options: .regularExpression)
-            .map { String(page[$0].dropFirst(#"name="request_id" value=""#.count).dropLast()) })
+        let requestID = try #require(
+            page.range(of: #"name="request_id" value="[0-9a-f-]+""#, options: .regularExpression)
+                .map { String(page[$0].dropFirst(#"name="request_id" value=""#.count).dropLast()) })
         let form = "csrf=\(ConsoleTests.csrf(page))&request_id=\(requestID)&days=5&reason=3"
-        for _ in 0..<2 {   // sent twice (a double click): extended once
-            let sent = try await server.send("POST", "/console/apps/\(Self.bundle)/users/hana/subscriptions/cx-1/extend", body: Data(form.utf8),
-                                             headers: [("Cookie", admin.cookie), ("Content-Type", "application/x-www-form-urlencoded")], followingRedirects: false)
+        for _ in 0..<2 { // sent twice (a double click): extended once
+            let sent = try await server.send(
+                "POST", "/console/apps/\(Self.bundle)/users/hana/subscriptions/cx-1/extend", body: Data(form.utf8),
+                headers: [("Cookie", admin.cookie), ("Content-Type", "application/x-www-form-urlencoded")], followingRedirects: false)
             #expect(sent.status == 303, "\(sent.text)")
         }
         let after = try #require(try await expiry(server, "hana", key: key))
@@ -104,7 +114,9 @@ import Testing
         #expect(shown.components(separatedBy: "extended at Apple by 5 days").count == 2, "once, though the form was sent twice")
         // A read-only key sees no form.
         let reader = try await ConsoleTests.signIn(server, key: try await server.key([.read]))
-        #expect(!(try await server.send("GET", "/console/apps/\(Self.bundle)/users/hana", headers: [("Cookie", reader.cookie)]).text.contains("class=\"inline extend\"")))
+        #expect(
+            !(try await server.send("GET", "/console/apps/\(Self.bundle)/users/hana", headers: [("Cookie", reader.cookie)]).text.contains(
+                "class=\"inline extend\"")))
     }
 
     @Test func everyActiveSubscriberOfAProductIsExtendedAndItsProgressRead() async throws {
@@ -113,21 +125,27 @@ import Testing
         let key = try await server.key([.ingest, .read])
         try await buy(server, "dana", Self.subscription("mx-1"), key: key)
         try await buy(server, "erin", Self.subscription("mx-2"), key: key)
-        try await buy(server, "finn", Self.subscription("mx-3", expiresIn: -2), key: key)   // lapsed: not extended
+        try await buy(server, "finn", Self.subscription("mx-3", expiresIn: -2), key: key) // lapsed: not extended
         let request = UUID().uuidString
-        let accepted = try await server.send("POST", "/v1/apps/\(Self.bundle)/products/pro.monthly/extend", key: server.adminKey,
-                                             json: ["days": 7, "reason_code": 3, "request_id": request, "storefronts": ["USA"], "environment": "Sandbox"])
+        let accepted = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/products/pro.monthly/extend", key: server.adminKey,
+            json: ["days": 7, "reason_code": 3, "request_id": request, "storefronts": ["USA"], "environment": "Sandbox"])
         #expect(accepted.status == 202 && accepted.json["request_id"] as? String == request, "\(accepted.text)")
         let status = try await server.send("GET", "/v1/apps/\(Self.bundle)/products/pro.monthly/extend/\(request)?environment=Sandbox", key: server.adminKey)
         #expect(status.status == 200, "\(status.text)")
         #expect(status.json["complete"] as? Bool == true && status.json["succeeded"] as? Int == 2 && status.json["failed"] as? Int == 0)
         #expect(status.json["completed_at"] is String)
-        for (body, code) in [(["days": 7, "reason_code": 3, "request_id": "r", "storefronts": ["usa"]] as [String: Any], "invalid_storefront"),
-                             (["days": 0, "reason_code": 3, "request_id": "r"], "invalid_days")] {
+        for (body, code) in [
+            (["days": 7, "reason_code": 3, "request_id": "r", "storefronts": ["usa"]] as [String: Any], "invalid_storefront"),
+            (["days": 0, "reason_code": 3, "request_id": "r"], "invalid_days"),
+        ] {
             #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/products/pro.monthly/extend", key: server.adminKey, json: body).errorCode == code)
         }
-        #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/products/coins.100/extend", key: server.adminKey,
-                                      json: ["days": 7, "reason_code": 3, "request_id": "r"]).errorCode == "not_a_subscription")
+        #expect(
+            try await server.send(
+                "POST", "/v1/apps/\(Self.bundle)/products/coins.100/extend", key: server.adminKey,
+                json: ["days": 7, "reason_code": 3, "request_id": "r"]
+            ).errorCode == "not_a_subscription")
         // Apple's summary arrives as a notification and is listed on the app's console page.
         let reader = try await ConsoleTests.signIn(server, key: try await server.key([.read]))
         var page = ""

@@ -50,7 +50,8 @@ import Testing
         #expect(try await count("SELECT count(*) FROM ledger.events WHERE event_type = 'TransactionClaimed'") == 22, "each claimed once")
         #expect(try await count("SELECT count(*) FROM ledger.events WHERE event_type = 'OwnershipTransferred'") <= 4)
         // The shared transaction ended with exactly one of the five, the last its stream records.
-        let last = try await server.pool.query("""
+        let last = try await server.pool.query(
+            """
             SELECT coalesce(data->>'toUserID', data->>'userID') AS owner FROM ledger.events
              WHERE stream = 'purchase:\(Self.bundle):g-shared' AND event_type IN ('TransactionClaimed', 'OwnershipTransferred')
              ORDER BY version DESC LIMIT 1

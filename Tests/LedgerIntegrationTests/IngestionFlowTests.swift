@@ -9,8 +9,9 @@ import Testing
 @Suite struct IngestionFlowTests {
     static let bundle = TestServer.bundleID
     static func subscription(_ id: String, product: String = "pro.monthly", days: Double = 30, startedAgo: Double = 60) -> SimulatedTransaction {
-        SimulatedTransaction(transactionID: id, productID: product, purchaseDate: Date(timeIntervalSinceNow: -startedAgo),
-                             expiresDate: Date(timeIntervalSinceNow: days * 86_400 - startedAgo))
+        SimulatedTransaction(
+            transactionID: id, productID: product, purchaseDate: Date(timeIntervalSinceNow: -startedAgo),
+            expiresDate: Date(timeIntervalSinceNow: days * 86_400 - startedAgo))
     }
 
     func eventCount(_ server: TestServer) async throws -> Int {
@@ -76,14 +77,17 @@ import Testing
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read])
         let coins = SimulatedTransaction(transactionID: "c-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -10))
-        let bought = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                           json: ["user_id": "carol", "signed_transaction": try server.app.signedTransaction(coins)])
+        let bought = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "carol", "signed_transaction": try server.app.signedTransaction(coins)])
         #expect(bought.status == 200, "\(bought.text)")
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<25 {
                 group.addTask {
-                    try await server.send("POST", "/v1/apps/\(Self.bundle)/users/carol/consumptions", key: key,
-                                          json: ["currency": "coins", "amount": 7, "idempotency_key": "k\(index)"]).status
+                    try await server.send(
+                        "POST", "/v1/apps/\(Self.bundle)/users/carol/consumptions", key: key,
+                        json: ["currency": "coins", "amount": 7, "idempotency_key": "k\(index)"]
+                    ).status
                 }
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -100,11 +104,12 @@ import Testing
         let key = try await server.key([.ingest, .read])
         let webhook = "\(server.baseURL)/v1/apps/\(Self.bundle)/notifications/apple"
         let sender = NotificationSender()
-        let purchase = Self.subscription("s-1", days: 30, startedAgo: 40 * 86_400)   // expired 10 days ago
-        let renewal = purchase.renewed(transactionID: "s-2", period: 30 * 86_400)    // runs 20 more days
+        let purchase = Self.subscription("s-1", days: 30, startedAgo: 40 * 86_400) // expired 10 days ago
+        let renewal = purchase.renewed(transactionID: "s-2", period: 30 * 86_400) // runs 20 more days
         let renewedAt = Date(timeIntervalSinceNow: -10 * 86_400)
-        let renew = try server.app.notificationV2("DID_RENEW", transaction: renewal,
-                                                  renewal: SimulatedRenewal(originalTransactionID: "s-1", productID: "pro.monthly"), signedDate: renewedAt)
+        let renew = try server.app.notificationV2(
+            "DID_RENEW", transaction: renewal,
+            renewal: SimulatedRenewal(originalTransactionID: "s-1", productID: "pro.monthly"), signedDate: renewedAt)
         // Apple tells us about the renewal before the app ever posted the purchase.
         #expect(try await sender.send(renew, to: webhook) == 200)
         #expect(try await sender.send(renew, to: webhook) == 200, "a redelivery is 200 too")
@@ -112,8 +117,9 @@ import Testing
         #expect(redelivered.json["status"] as? String == "already_recorded")
 
         let beforeClaim = Date()
-        let claimed = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                            json: ["user_id": "dave", "signed_transaction": try server.app.signedTransaction(purchase, signedDate: Date(timeIntervalSinceNow: -40 * 86_400))])
+        let claimed = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "dave", "signed_transaction": try server.app.signedTransaction(purchase, signedDate: Date(timeIntervalSinceNow: -40 * 86_400))])
         let pro = (claimed.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable]
         #expect(pro?["active"] as? Bool == true, "the earlier notification's renewal is attached at the claim: \(claimed.text)")
 
@@ -140,12 +146,14 @@ import Testing
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read])
         let purchase = Self.subscription("r-1")
-        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                  json: ["user_id": "lee", "signed_transaction": try server.app.signedTransaction(purchase)])
+        _ = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "lee", "signed_transaction": try server.app.signedTransaction(purchase)])
         for (offset, on) in [(1.0, true), (2.0, false), (3.0, true)] {
             let renewal = SimulatedRenewal(originalTransactionID: "r-1", productID: "pro.monthly", autoRenewStatus: on)
-            let body = try server.app.notificationV2("DID_CHANGE_RENEWAL_STATUS", subtype: on ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED",
-                                                     transaction: purchase, renewal: renewal, signedDate: Date(timeIntervalSinceNow: offset))
+            let body = try server.app.notificationV2(
+                "DID_CHANGE_RENEWAL_STATUS", subtype: on ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED",
+                transaction: purchase, renewal: renewal, signedDate: Date(timeIntervalSinceNow: offset))
             #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body).status == 200)
         }
         let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/lee?at=\(RFC3339Text.string(Date(timeIntervalSinceNow: 10)))", key: key)
@@ -183,9 +191,11 @@ import Testing
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read])
         for index in 0..<3 {
-            let coins = SimulatedTransaction(transactionID: "a-\(index)", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -100))
-            _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                      json: ["user_id": "gina", "signed_transaction": try server.app.signedTransaction(coins)])
+            let coins = SimulatedTransaction(
+                transactionID: "a-\(index)", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -100))
+            _ = try await server.send(
+                "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                json: ["user_id": "gina", "signed_transaction": try server.app.signedTransaction(coins)])
         }
         var positions: [Int] = []
         var cursor: String? = nil
@@ -211,7 +221,8 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let path = "/v1/apps/\(Self.bundle)/users/hank/grants"
-        let granted = try await server.send("POST", path, key: server.adminKey, json: ["entitlement": "vip", "duration": "P7D", "reason": "apology for outage"])
+        let granted = try await server.send(
+            "POST", path, key: server.adminKey, json: ["entitlement": "vip", "duration": "P7D", "reason": "apology for outage"])
         #expect(granted.status == 201, "\(granted.text)")
         let grantID = try #require(granted.json["grant_id"] as? String)
         let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/hank", key: server.adminKey)
@@ -241,10 +252,11 @@ enum RFC3339Text {
         let path = "/v1/apps/\(TestServer.bundleID)/users/kim"
         let before = try await second.send("GET", path, key: key)
         #expect(before.status == 200 && (before.json["entitlements"] as? [String: any Sendable])?.isEmpty == true, "\(before.text)")
-        _ = try await second.send("GET", path, key: key)   // now certainly cached on the second server
+        _ = try await second.send("GET", path, key: key) // now certainly cached on the second server
         let purchase = IngestionFlowTests.subscription("m-1")
-        let posted = try await first.send("POST", "/v1/apps/\(TestServer.bundleID)/transactions", key: key,
-                                          json: ["user_id": "kim", "signed_transaction": try first.app.signedTransaction(purchase)])
+        let posted = try await first.send(
+            "POST", "/v1/apps/\(TestServer.bundleID)/transactions", key: key,
+            json: ["user_id": "kim", "signed_transaction": try first.app.signedTransaction(purchase)])
         #expect(posted.status == 200)
         var seen = false
         for _ in 0..<100 where !seen {

@@ -33,7 +33,8 @@ import Testing
 
     /// The live timeline as stored, against one computed now from every fact in the log.
     static func storedAndFromLog(_ user: String, pool: PostgresPool) async throws -> (stored: UserTimeline?, fromLog: UserTimeline) {
-        let text = try await pool.query("SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundle, user]).first?["t"].text
+        let text = try await pool.query("SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundle, user]).first?["t"]
+            .text
         let stored = try text.map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
         let fromLog = try await UserStateReader(pool: pool).ledger(bundleID: bundle, userID: user).timeline(of: user)
         return (stored, fromLog)
@@ -45,12 +46,17 @@ import Testing
         await setup.stop()
         let server = try await TestServer.start(configure: false, sharing: setup, projecting: false)
         let other = try await TestServer.start(configure: false, sharing: setup, projecting: false)
-        defer { Task { await other.stop(); await server.stop() } }
+        defer {
+            Task {
+                await other.stop(); await server.stop()
+            }
+        }
         let key = try await server.key([.ingest, .read])
         let clock = ContinuousClock()
         let started = clock.now
-        let posted = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                           json: ["user_id": "ines", "signed_transaction": try server.app.signedTransaction(IngestionFlowTests.subscription("in-1"))])
+        let posted = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "ines", "signed_transaction": try server.app.signedTransaction(IngestionFlowTests.subscription("in-1"))])
         #expect(posted.status == 200 && Self.entitlement(posted, "pro"), "\(posted.text)")
         // Not the read-your-writes wait running out (5 s) and answering without it.
         #expect(clock.now - started < .seconds(4))
@@ -80,8 +86,9 @@ import Testing
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read])
         func buy(_ user: String, _ transactionID: String) async throws -> TestServer.Answer {
-            try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                  json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(IngestionFlowTests.subscription(transactionID))])
+            try await server.send(
+                "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(IngestionFlowTests.subscription(transactionID))])
         }
         let first = try await buy("before-switch", "sw-1")
         #expect(first.status == 200 && Self.entitlement(first, "pro"), "\(first.text)")
@@ -124,9 +131,11 @@ import Testing
 
         let ledger = try await UserStateReader(pool: server.pool).ledger(bundleID: Self.bundle, userID: "fina")
         for original in ["fin-1", "fin-c1", "fin-c2", "fin-c3"] {
-            let stored = try await server.pool.query("""
+            let stored = try await server.pool.query(
+                """
                 SELECT seq, kind, transaction_id, user_id FROM ledger.finance_rows WHERE bundle_id = $1 AND original_transaction_id = $2 ORDER BY seq
-                """, [Self.bundle, original]).map { "\(try $0["seq"].int()) \(try $0["kind"].string()) \(try $0["transaction_id"].string()) \($0["user_id"].optionalString() ?? "-")" }
+                """, [Self.bundle, original]
+            ).map { "\(try $0["seq"].int()) \(try $0["kind"].string()) \(try $0["transaction_id"].string()) \($0["user_id"].optionalString() ?? "-")" }
             let fromLog = ledger.financeRows(ofTransaction: original).enumerated().map { "\($0) \($1.kind.rawValue) \($1.transactionID) \($1.userID ?? "-")" }
             #expect(stored == fromLog, "\(original): stored \(stored), the log \(fromLog)")
         }
@@ -134,17 +143,23 @@ import Testing
         let stream = try await server.pool.query(EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", ["purchase:\(Self.bundle):fin-1"])
         let facts = try stream.compactMap { try StoredFacts.fact(from: RecordedEvent(row: $0))?.fact }
         let expected = SubscriptionMetrics.stored(of: facts, originalTransactionID: "fin-1")
-        let metrics = try await server.pool.query("""
+        let metrics = try await server.pool.query(
+            """
             SELECT count(*) AS n FROM ledger.metric_contributions WHERE bundle_id = $1 AND original_transaction_id = 'fin-1'
             """, [Self.bundle])[0]["n"].int()
-        #expect(!expected.isEmpty && metrics == expected.count,
-                "the renewal replaced the subscription's metrics, it did not add to them: \(metrics) stored, \(expected.count) from the log")
+        #expect(
+            !expected.isEmpty && metrics == expected.count,
+            "the renewal replaced the subscription's metrics, it did not add to them: \(metrics) stored, \(expected.count) from the log")
     }
 
     @Test func concurrentWritersOfOneUserOnTwoServersLeaveEveryTimelineAsTheLogSaysIt() async throws {
         let server = try await TestServer.start(poolSize: 8)
         let other = try await TestServer.start(poolSize: 8, configure: false, sharing: server)
-        defer { Task { await other.stop(); await server.stop() } }
+        defer {
+            Task {
+                await other.stop(); await server.stop()
+            }
+        }
         let key = try await server.key([.ingest, .read])
         let webhook = "\(other.baseURL)/v1/apps/\(Self.bundle)/notifications/apple"
         let sender = NotificationSender()
@@ -159,16 +174,19 @@ import Testing
                     let target = index % 2 == 0 ? server : other
                     let jws = try server.app.signedTransaction(Self.coins("\(user)-c\(index)"))
                     group.addTask {
-                        let answer = try await target.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
+                        let answer = try await target.send(
+                            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
                         return Outcome(user: user, coins: Self.coinBalance(answer), status: answer.status, text: answer.text)
                     }
                 }
                 let purchase = IngestionFlowTests.subscription("\(user)-s", days: 30, startedAgo: 40 * 86_400)
                 let jws = try server.app.signedTransaction(purchase)
-                let renewal = try server.app.notificationV2("DID_RENEW", transaction: purchase.renewed(transactionID: "\(user)-s2", period: 30 * 86_400),
-                                                            renewal: SimulatedRenewal(originalTransactionID: "\(user)-s", productID: "pro.monthly"))
+                let renewal = try server.app.notificationV2(
+                    "DID_RENEW", transaction: purchase.renewed(transactionID: "\(user)-s2", period: 30 * 86_400),
+                    renewal: SimulatedRenewal(originalTransactionID: "\(user)-s", productID: "pro.monthly"))
                 group.addTask {
-                    let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
+                    let answer = try await server.send(
+                        "POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
                     return Outcome(user: user, coins: nil, status: answer.status, text: answer.text)
                 }
                 group.addTask { Outcome(user: user, coins: nil, status: try await sender.send(renewal, to: webhook), text: "renewal") }
@@ -182,7 +200,10 @@ import Testing
         // stored must be exactly what the log says, never a recomputation that read less.
         for user in users {
             let (stored, fromLog) = try await Self.storedAndFromLog(user, pool: server.pool)
-            #expect(stored == fromLog, "\(user): stored \(stored?.purchases.count ?? 0) purchases, \(stored?.periods.count ?? 0) periods; the log \(fromLog.purchases.count), \(fromLog.periods.count)")
+            #expect(
+                stored == fromLog,
+                "\(user): stored \(stored?.purchases.count ?? 0) purchases, \(stored?.periods.count ?? 0) periods; the log \(fromLog.purchases.count), \(fromLog.periods.count)"
+            )
             let state = fromLog.state(at: Date())
             #expect(state.balances["coins"] == 600, "\(user): \(state.balances)")
             #expect(state.entitlements["pro"]?.active == true, "\(user): renewed")
@@ -214,11 +235,12 @@ import Testing
                 group.addTask {
                     var statuses: [Int] = []
                     for (user, jws) in mine {
-                        let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
+                        let answer = try await server.send(
+                            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
                         statuses.append(answer.status)
                         answered.withLock { $0 += 1 }
                         if answer.status == 200 && Self.coinBalance(answer) == nil && !Self.entitlement(answer, "pro") {
-                            statuses.append(-1)   // an answer without its own purchase
+                            statuses.append(-1) // an answer without its own purchase
                         }
                     }
                     return statuses

@@ -38,12 +38,18 @@ import Testing
             for (n, (type, subtype)) in Self.documented.enumerated() {
                 // Types about no transaction (TEST, summaries, consent, external tokens) carry none.
                 let aboutNone = ["TEST", "RENEWAL_EXTENSION", "EXTERNAL_PURCHASE_TOKEN", "RESCIND_CONSENT"].contains(type)
-                let transaction = aboutNone ? nil : SimulatedTransaction(transactionID: "nt-\(n)", productID: "pro.monthly", purchaseDate: start,
-                                                                         expiresDate: start.addingTimeInterval(Self.month))
+                let transaction =
+                    aboutNone
+                    ? nil
+                    : SimulatedTransaction(
+                        transactionID: "nt-\(n)", productID: "pro.monthly", purchaseDate: start,
+                        expiresDate: start.addingTimeInterval(Self.month))
                 let renewal = transaction.map { SimulatedRenewal(originalTransactionID: $0.originalTransactionID, productID: $0.productID) }
                 // Each in the body Apple sends it with (`data`, `summary`, `externalPurchaseToken`, `appData`).
-                let body = try server.app.notificationV2(type, subtype: subtype, body: server.app.documentedBody(
-                    for: type, subtype: subtype, transaction: transaction, renewal: renewal, appTransactionID: "704-\(n)"))
+                let body = try server.app.notificationV2(
+                    type, subtype: subtype,
+                    body: server.app.documentedBody(
+                        for: type, subtype: subtype, transaction: transaction, renewal: renewal, appTransactionID: "704-\(n)"))
                 let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body)
                 #expect(answer.status == 200, "\(type) \(subtype ?? "-"): \(answer.text)")
                 let again = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: body)
@@ -66,21 +72,25 @@ import Testing
 
         var ads = SimulatedTransaction(transactionID: "otc-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         ads.appAccountToken = token
-        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try server.app.notificationV2("ONE_TIME_CHARGE", transaction: ads))
+        _ = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try server.app.notificationV2("ONE_TIME_CHARGE", transaction: ads))
         #expect((try await state()["no_ads"] as? [String: any Sendable])?["active"] as? Bool == true, "a one-time charge grants what it bought")
 
         let begun = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 86_400).rounded(.down))
         var pro = SimulatedTransaction(transactionID: "ext-1", productID: "pro.monthly", purchaseDate: begun, expiresDate: begun.addingTimeInterval(Self.month))
         pro.appAccountToken = token
-        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try server.app.notificationV2("SUBSCRIBED", subtype: "INITIAL_BUY", transaction: pro))
+        _ = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try server.app.notificationV2("SUBSCRIBED", subtype: "INITIAL_BUY", transaction: pro))
         pro.expiresDate = begun.addingTimeInterval(Self.month + 7 * 86_400)
-        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple",
-                                  body: try server.app.notificationV2("RENEWAL_EXTENDED", transaction: pro, signedDate: Date(timeIntervalSinceNow: 1)))
+        _ = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/notifications/apple",
+            body: try server.app.notificationV2("RENEWAL_EXTENDED", transaction: pro, signedDate: Date(timeIntervalSinceNow: 1)))
         let extended = try await state()["pro"] as? [String: any Sendable]
         #expect(extended?["expires_at"] as? String == RFC3339.string(pro.expiresDate!), "Apple extended the period by 7 days")
 
-        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple",
-                                  body: try server.app.notificationV2("REFUND_DECLINED", transaction: pro, signedDate: Date(timeIntervalSinceNow: 2)))
+        _ = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/notifications/apple",
+            body: try server.app.notificationV2("REFUND_DECLINED", transaction: pro, signedDate: Date(timeIntervalSinceNow: 2)))
         #expect((try await state()["pro"] as? [String: any Sendable])?["active"] as? Bool == true, "a declined refund takes nothing away")
     }
 }

@@ -30,8 +30,11 @@ import Testing
     /// refunded, ads removed for good.
     static func customer(_ prefix: String) -> [SimulatedTransaction] {
         let start = Date(timeIntervalSinceNow: -2 * month - 86_400)
-        var subscription = [SimulatedTransaction(transactionID: "\(prefix)-s0", productID: "pro.monthly", purchaseDate: start,
-                                                 expiresDate: start.addingTimeInterval(month))]
+        var subscription = [
+            SimulatedTransaction(
+                transactionID: "\(prefix)-s0", productID: "pro.monthly", purchaseDate: start,
+                expiresDate: start.addingTimeInterval(month))
+        ]
         for n in 1...2 { subscription.append(subscription.last!.renewed(transactionID: "\(prefix)-s\(n)", period: month)) }
         let coins = SimulatedTransaction(transactionID: "\(prefix)-c", productID: "coins.100", type: "Consumable", purchaseDate: start)
             .revoked(at: start.addingTimeInterval(86_400))
@@ -46,8 +49,9 @@ import Testing
         let purchases = Self.customer("r1")
         server.serverAPI.add(purchases, customer: "customer-r1", to: server.app)
         // The app already posted the latest renewal through StoreKit.
-        let posted = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                           json: ["user_id": "alice", "signed_transaction": try server.app.signedTransaction(purchases[2])])
+        let posted = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "alice", "signed_transaction": try server.app.signedTransaction(purchases[2])])
         #expect(posted.status == 200, "\(posted.text)")
         let before = try await eventCount(server)
 
@@ -64,8 +68,9 @@ import Testing
         let again = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/alice/sync", key: key, json: ["transaction_id": "r1-s1"])
         #expect(again.status == 200 && Self.entitlement(again, "pro")?["active"] as? Bool == true)
         #expect(try await eventCount(server) == afterSync, "a second sync learns nothing new and records nothing")
-        let restated = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                             json: ["user_id": "alice", "signed_transaction": try server.app.signedTransaction(purchases[0])])
+        let restated = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "alice", "signed_transaction": try server.app.signedTransaction(purchases[0])])
         #expect(restated.status == 200)
         #expect(try await eventCount(server) == afterSync, "a transaction learnt from StoreKit, the history and the statuses is recorded once")
     }
@@ -110,27 +115,31 @@ import Testing
             let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - Self.month + 3600).rounded(.down))
             var subscriptions: [SimulatedTransaction] = []
             for n in 0..<10 {
-                let purchase = SimulatedTransaction(transactionID: "d\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(Self.month))
+                let purchase = SimulatedTransaction(
+                    transactionID: "d\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(Self.month))
                 subscriptions.append(purchase)
-                let posted = try await first.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                                  json: ["user_id": "u\(n)", "signed_transaction": try first.app.signedTransaction(purchase)])
+                let posted = try await first.send(
+                    "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+                    json: ["user_id": "u\(n)", "signed_transaction": try first.app.signedTransaction(purchase)])
                 #expect(posted.status == 200)
             }
             await first.stop(keepingApple: true)
-    
+
             // While it is down Apple sends 50 notifications: four renewals and auto-renew turned off, per subscriber.
             var sent = 0
             for (n, purchase) in subscriptions.enumerated() {
                 var latest = purchase
                 for period in 1...4 {
                     latest = latest.renewed(transactionID: "d\(n)-r\(period)", period: Self.month)
-                    let body = try first.app.notificationV2("DID_RENEW", transaction: latest,
-                                                            renewal: SimulatedRenewal(originalTransactionID: "d\(n)", productID: "pro.monthly"))
+                    let body = try first.app.notificationV2(
+                        "DID_RENEW", transaction: latest,
+                        renewal: SimulatedRenewal(originalTransactionID: "d\(n)", productID: "pro.monthly"))
                     #expect(await first.serverAPI.send(body, of: first.app, transactionID: latest.transactionID) == nil)
                     sent += 1
                 }
-                let off = try first.app.notificationV2("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: latest,
-                                                       renewal: SimulatedRenewal(originalTransactionID: "d\(n)", productID: "pro.monthly", autoRenewStatus: false))
+                let off = try first.app.notificationV2(
+                    "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: latest,
+                    renewal: SimulatedRenewal(originalTransactionID: "d\(n)", productID: "pro.monthly", autoRenewStatus: false))
                 #expect(await first.serverAPI.send(off, of: first.app, transactionID: latest.transactionID) == nil)
                 sent += 1
             }
@@ -139,9 +148,9 @@ import Testing
             await first.serverAPI.send(try rogue.notificationV2("REFUND", transaction: subscriptions[0].revoked(at: Date())), of: first.app)
             let history = first.serverAPI.history(of: first.app)
             #expect(sent == 50 && history.count == 51 && history.allSatisfy { !$0.succeeded }, "every delivery failed")
-    
+
             let second = try await TestServer.start(configure: false, sharing: first, appleOf: first)
-    
+
             defer { Task { await second.stop() } }
             let before = try await eventCount(second)
             let reports = try await second.services.recovery.reconcile(bundleID: Self.bundle)
@@ -158,7 +167,7 @@ import Testing
                 #expect(pro?["active"] as? Bool == true && subscription?["will_renew"] as? Bool == false, "u\(n): \(state.text)")
                 #expect(pro?["expires_at"] as? String == RFC3339.string(expiry), "u\(n) renewed four times")
             }
-    
+
             let again = try await second.services.recovery.reconcile(bundleID: Self.bundle)
             let repeated = try #require(again.first { $0.environment == .sandbox })
             #expect(repeated.recorded == 0 && repeated.alreadyRecorded == 50, "\(repeated)")
@@ -173,8 +182,12 @@ import Testing
         let shown = try await server.send("GET", "/v1/apps/\(Self.bundle)", key: admin)
         #expect(shown.json["app_store_server_api_configured"] as? Bool == true)
         #expect(!shown.text.contains("PRIVATE KEY") && shown.json["app_store_server_api"] == nil, "the key is never echoed")
-        let bad = try await server.send("PUT", "/v1/apps/\(Self.bundle)", key: admin, json: [
-            "environments": ["Production", "Sandbox"], "apple_app_id": 4242, "app_store_server_api": ["issuer_id": TestServer.issuerID, "key_id": "K1", "private_key": "not a key"]])
+        let bad = try await server.send(
+            "PUT", "/v1/apps/\(Self.bundle)", key: admin,
+            json: [
+                "environments": ["Production", "Sandbox"], "apple_app_id": 4242,
+                "app_store_server_api": ["issuer_id": TestServer.issuerID, "key_id": "K1", "private_key": "not a key"],
+            ])
         #expect(bad.status == 400 && bad.errorCode == "invalid_app_store_server_api")
 
         server.serverAPI.add(Self.customer("w1"), customer: "customer-w1", to: server.app)
@@ -186,9 +199,12 @@ import Testing
         let tampered = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/eve/sync", key: admin, json: ["transaction_id": "f-1"])
         #expect(tampered.status == 422 && tampered.errorCode == "untrusted_chain", "\(tampered.text)")
 
-        let wrong = try await server.send("PUT", "/v1/apps/\(Self.bundle)", key: admin, json: [
-            "environments": ["Production", "Sandbox"], "apple_app_id": 4242,
-            "app_store_server_api": ["issuer_id": TestServer.issuerID, "key_id": "WRONGKEY9", "private_key": P256.Signing.PrivateKey().pemRepresentation]])
+        let wrong = try await server.send(
+            "PUT", "/v1/apps/\(Self.bundle)", key: admin,
+            json: [
+                "environments": ["Production", "Sandbox"], "apple_app_id": 4242,
+                "app_store_server_api": ["issuer_id": TestServer.issuerID, "key_id": "WRONGKEY9", "private_key": P256.Signing.PrivateKey().pemRepresentation],
+            ])
         #expect(wrong.status == 200)
         let refused = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/eve/sync", key: admin, json: ["transaction_id": "w1-a"])
         #expect(refused.status == 422 && refused.errorCode == "apple_api_unauthorized", "\(refused.text)")
@@ -197,7 +213,6 @@ import Testing
         #expect(try await eventCount(server) == before, "nothing was recorded from refused answers")
     }
 }
-
 
 /// Apple's CONSUMPTION_REQUEST answered from the ledger's facts, only with the customer's consent.
 @Suite struct ConsumptionRequestTests {
@@ -218,25 +233,30 @@ import Testing
         // 100 coins bought, 70 spent: 70 % consumed.
         let coins = SimulatedTransaction(transactionID: "cr-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
         server.serverAPI.add([coins], to: server.app)
-        let bought = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                           json: ["user_id": "cara", "signed_transaction": try server.app.signedTransaction(coins)])
+        let bought = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "cara", "signed_transaction": try server.app.signedTransaction(coins)])
         #expect(bought.status == 200)
-        let spent = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/cara/consumptions", key: key,
-                                          json: ["currency": "coins", "amount": 70, "idempotency_key": "k1"])
+        let spent = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/users/cara/consumptions", key: key,
+            json: ["currency": "coins", "amount": 70, "idempotency_key": "k1"])
         #expect(spent.status == 200)
 
         let request = try server.app.notificationV2("CONSUMPTION_REQUEST", transaction: coins)
         let delivered = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: request)
         #expect(delivered.status == 200)
-        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: request)  // Apple's redelivery
+        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: request) // Apple's redelivery
 
         let outcomes = try await server.services.consumption.answerPending()
         #expect(Array(outcomes.values) == ["sent"], "one request, answered once: \(outcomes)")
         let told = server.serverAPI.consumptionAnswers(of: server.app)
         try #require(told.count == 1)
         #expect(told[0].transactionID == "cr-1")
-        #expect(told[0].body == ["customerConsented": "1", "consumptionPercentage": "70000", "deliveryStatus": "DELIVERED",
-                                 "refundPreference": "DECLINE", "sampleContentProvided": "1"])
+        #expect(
+            told[0].body == [
+                "customerConsented": "1", "consumptionPercentage": "70000", "deliveryStatus": "DELIVERED",
+                "refundPreference": "DECLINE", "sampleContentProvided": "1",
+            ])
         #expect(try await server.services.consumption.answerPending().isEmpty, "an answered request is not answered again")
 
         let trail = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/cara/events", key: key)
@@ -262,8 +282,11 @@ import Testing
         let told = server.serverAPI.consumptionAnswers(of: server.app)
         #expect(told.count == 1 && told.first?.body["deliveryStatus"] == "UNDELIVERED_OTHER" && told.first?.body["consumptionPercentage"] == nil)
 
-        let invalid = try await server.send("PUT", "/v1/apps/\(Self.bundle)", key: server.adminKey, json: [
-            "environments": ["Production", "Sandbox"], "consumption_policy": ["customer_consented": true, "refund_preference": "MAYBE"]])
+        let invalid = try await server.send(
+            "PUT", "/v1/apps/\(Self.bundle)", key: server.adminKey,
+            json: [
+                "environments": ["Production", "Sandbox"], "consumption_policy": ["customer_consented": true, "refund_preference": "MAYBE"],
+            ])
         #expect(invalid.status == 400 && invalid.errorCode == "invalid_consumption_policy")
     }
 }

@@ -35,17 +35,23 @@ import Testing
         let (primary, standby) = try TestCluster.primaryWithStandby()
         let writer = try await TestServer.start(cluster: primary, replicas: [standby])
         // The reader runs no projection worker: its cache holds only what it read, so its reads are the replica's.
-        let reader = try await TestServer.start(configure: false, sharing: writer, projecting: false, replicas: [standby],
-                                                replicaWait: .milliseconds(100))
-        defer { Task { await reader.stop(); await writer.stop() } }
+        let reader = try await TestServer.start(
+            configure: false, sharing: writer, projecting: false, replicas: [standby],
+            replicaWait: .milliseconds(100))
+        defer {
+            Task {
+                await reader.stop(); await writer.stop()
+            }
+        }
         let key = try await writer.key([.ingest, .read])
 
         for index in 0..<15 {
             let written = try await Self.purchase(writer, user: "reader-\(index)", key: key)
             try #require(written.status == 200, "\(written.text)")
             let position = try #require(written.headers.first(name: "Ledger-Position"), "a write's answer names its position")
-            let read = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/reader-\(index)", key: key,
-                                             headers: [("Ledger-Read-After", position)])
+            let read = try await reader.send(
+                "GET", "/v1/apps/\(Self.bundle)/users/reader-\(index)", key: key,
+                headers: [("Ledger-Read-After", position)])
             #expect(read.status == 200 && Self.isPro(read), "read \(index) on the other server: \(read.text)")
         }
         #expect(reader.services.reads.sources.replica > 0, "the reads were served by the replica")
@@ -72,7 +78,11 @@ import Testing
         let (primary, standby) = try TestCluster.primaryWithStandby()
         let writer = try await TestServer.start(cluster: primary, replicas: [standby])
         let reader = try await TestServer.start(configure: false, sharing: writer, replicas: [standby])
-        defer { Task { await reader.stop(); await writer.stop() } }
+        defer {
+            Task {
+                await reader.stop(); await writer.stop()
+            }
+        }
         let key = try await writer.key([.ingest, .read])
         let written = try await Self.purchase(writer, user: "steady", key: key)
         let position = try #require(written.headers.first(name: "Ledger-Position"))

@@ -26,7 +26,8 @@ import Testing
         defer { Task { await server.stop() } }
         // 100,000 finance rows straight into the projection's table (what 100,000 purchases build).
         let owner = try PostgresConnection.connect(server.configuration)
-        try owner.query("""
+        try owner.query(
+            """
             INSERT INTO ledger.finance_rows_v1 (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity,
                                                 price, currency, storefront, environment, occurred_at, recorded_at)
             SELECT $1, 'o' || g, 0, 'purchase', 't' || g, 'user, "quoted" ' || (g % 977), 'coins.100', 1, 990, 'USD', 'USA',
@@ -34,7 +35,8 @@ import Testing
               FROM generate_series(1, 111111) g
             """, [Self.bundle])
         let key = try await server.key([.finance])
-        var request = HTTPClientRequest(url: server.baseURL + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv&from=2026-10-01T00:00:00Z&to=2026-11-01T00:00:00Z")
+        var request = HTTPClientRequest(
+            url: server.baseURL + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv&from=2026-10-01T00:00:00Z&to=2026-11-01T00:00:00Z")
         request.headers.add(name: "Authorization", value: "Bearer \(key)")
         let before = Self.residentBytes()
         var peak = before
@@ -75,8 +77,9 @@ import Testing
         let down = try await server.send("GET", path, key: key)
         #expect(down.status == 503 && down.errorCode == "database_unavailable", "\(down.status) \(down.text)")
         #expect(down.headers.first(name: "Retry-After") != nil)
-        let posted = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/ivy/consumptions", key: key,
-                                           json: ["currency": "coins", "amount": 1, "idempotency_key": "x"])
+        let posted = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/users/ivy/consumptions", key: key,
+            json: ["currency": "coins", "amount": 1, "idempotency_key": "x"])
         #expect(posted.status == 503, "\(posted.text)")
         #expect(try await server.send("GET", "/readyz").status == 503)
         #expect(try await server.send("GET", "/healthz").status == 200, "the process itself is fine")
@@ -115,7 +118,7 @@ import Testing
         let key = try await server.key([.ingest])
         let coins = SimulatedTransaction(transactionID: "g-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         let receipt = try server.apple.register(server.app.receiptAnswer([coins]), environment: .production, sharedSecret: "s3cret")
-        server.apple.script(.production, [.delay(.milliseconds(1500))])   // Apple is slow: the request stays in flight
+        server.apple.script(.production, [.delay(.milliseconds(1500))]) // Apple is slow: the request stays in flight
         let inFlight = Task { try await server.send("POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "jo", "receipt_data": receipt]) }
         try await Task.sleep(for: .milliseconds(500))
         let stopping = Task { await server.stop() }

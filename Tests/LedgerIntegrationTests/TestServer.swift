@@ -68,9 +68,11 @@ final class TestServer: Sendable {
     /// `replicas`: clusters streaming from the database's cluster, to serve reads from.
     /// `appleOf`: another (possibly stopped) server whose App Store simulator this one uses, so
     /// what Apple kept while that server was down is there to reconcile.
-    static func start(poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
-                      projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250),
-                      appleOf: TestServer? = nil, webhooks: WebhookPolicy = TestServer.quickWebhooks) async throws -> TestServer {
+    static func start(
+        poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
+        projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250),
+        appleOf: TestServer? = nil, webhooks: WebhookPolicy = TestServer.quickWebhooks
+    ) async throws -> TestServer {
         let owner: PostgresConfiguration
         if let sharing {
             owner = sharing.configuration
@@ -82,14 +84,17 @@ final class TestServer: Sendable {
         try migrator.migrate(PostgresConnection.connect(owner))
         let database = PostgresConfiguration.parse(owner.connectionString)["dbname"] ?? ""
         let readers = replicas.map { TestCluster.applicationRole($0.configuration(database: database)) }
-        let server = try await TestServer(owner: owner, migrator: migrator, poolSize: poolSize, projecting: projecting,
-                                          replicas: readers, replicaWait: replicaWait, appleOf: appleOf, webhooks: webhooks)
+        let server = try await TestServer(
+            owner: owner, migrator: migrator, poolSize: poolSize, projecting: projecting,
+            replicas: readers, replicaWait: replicaWait, appleOf: appleOf, webhooks: webhooks)
         if configure { try await server.configureDefaultApp() }
         return server
     }
 
-    private init(owner: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool,
-                 replicas: [PostgresConfiguration], replicaWait: Duration, appleOf: TestServer?, webhooks: WebhookPolicy) async throws {
+    private init(
+        owner: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool,
+        replicas: [PostgresConfiguration], replicaWait: Duration, appleOf: TestServer?, webhooks: WebhookPolicy
+    ) async throws {
         let logger = TestCluster.quietLogger
         configuration = owner
         pool = PostgresPool(configuration: TestCluster.applicationRole(owner), size: poolSize, logger: logger)
@@ -106,22 +111,27 @@ final class TestServer: Sendable {
         }
         let urls = (production: appleBase + "/production/verifyReceipt", sandbox: appleBase + "/sandbox/verifyReceipt")
         app = SimulatedApp(authority: Self.authority, bundleID: Self.bundleID, appAppleID: 4242, environment: "Sandbox")
-        let receipts = VerifyReceiptConfiguration(productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: 3,
-                                                  backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: .seconds(5))
-        let api = ServerAPIConfiguration(productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox", maxAttempts: 4,
-                                         backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20), requestTimeout: .seconds(5))
+        let receipts = VerifyReceiptConfiguration(
+            productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: 3,
+            backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: .seconds(5))
+        let api = ServerAPIConfiguration(
+            productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox", maxAttempts: 4,
+            backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20), requestTimeout: .seconds(5))
         readPools = replicas.map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
-        services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root, ReceiptAuthority.shared.root]),
-                                  receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero,
-                                  webhookPolicy: webhooks, logger: logger)
+        services = LedgerServices(
+            pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root, ReceiptAuthority.shared.root]),
+            receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero,
+            webhookPolicy: webhooks, logger: logger)
         keys = services.keys
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var serverLogger = logger
-        serverLogger.logLevel = .critical  // a cancelled server's closing connections are not news
+        serverLogger.logLevel = .critical // a cancelled server's closing connections are not news
         let application = services.application(host: "127.0.0.1", port: 0, logger: serverLogger) { port in continuation.yield(port) }
         // As `ledger serve` runs it: a service group, stopped by a graceful shutdown (last listed first).
-        let group = ServiceGroup(configuration: .init(services: services.backgroundServices(pollInterval: .milliseconds(50), projecting: projecting, logger: logger) + [application],
-                                                      logger: serverLogger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services.backgroundServices(pollInterval: .milliseconds(50), projecting: projecting, logger: logger) + [application],
+                logger: serverLogger))
         self.group = group
         task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
@@ -131,8 +141,9 @@ final class TestServer: Sendable {
         var production = app
         production.environment = "Production"
         for known in [app, production] {
-            serverAPI.register(known, key: .init(issuerID: Self.issuerID, keyID: Self.keyID, publicKey: Self.apiKey.publicKey),
-                               notificationURL: baseURL + "/v1/apps/\(Self.bundleID)/notifications/apple")
+            serverAPI.register(
+                known, key: .init(issuerID: Self.issuerID, keyID: Self.keyID, publicKey: Self.apiKey.publicKey),
+                notificationURL: baseURL + "/v1/apps/\(Self.bundleID)/notifications/apple")
         }
         adminKey = try await keys.create(name: "admin", scopes: [.admin], bundleID: nil).secret
     }
@@ -147,10 +158,12 @@ final class TestServer: Sendable {
     }
 
     func configureDefaultApp() async throws {
-        let app = try await send("PUT", "/v1/apps/\(Self.bundleID)", key: adminKey, json: [
-            "environments": ["Production", "Sandbox"], "shared_secret": "s3cret", "apple_app_id": 4242,
-            "app_store_server_api": ["issuer_id": Self.issuerID, "key_id": Self.keyID, "private_key": Self.apiKey.pemRepresentation],
-        ])
+        let app = try await send(
+            "PUT", "/v1/apps/\(Self.bundleID)", key: adminKey,
+            json: [
+                "environments": ["Production", "Sandbox"], "shared_secret": "s3cret", "apple_app_id": 4242,
+                "app_store_server_api": ["issuer_id": Self.issuerID, "key_id": Self.keyID, "private_key": Self.apiKey.pemRepresentation],
+            ])
         precondition(app.status == 200, "configuring the app failed: \(app.text)")
         for (product, body) in [
             ("pro.monthly", ["type": "auto_renewable", "entitlements": ["pro"]] as [String: Any]),
@@ -176,8 +189,10 @@ final class TestServer: Sendable {
     /// A client that hands redirects back (the console answers forms with 303s).
     static let withoutRedirects = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
 
-    func send(_ method: String, _ path: String, key: String? = nil, json: [String: Any]? = nil, body: Data? = nil,
-              headers: [(String, String)] = [], timeout: Int64 = 60, followingRedirects: Bool = true) async throws -> Answer {
+    func send(
+        _ method: String, _ path: String, key: String? = nil, json: [String: Any]? = nil, body: Data? = nil,
+        headers: [(String, String)] = [], timeout: Int64 = 60, followingRedirects: Bool = true
+    ) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = HTTPMethod(rawValue: method)
         if let key { request.headers.add(name: "Authorization", value: "Bearer \(key)") }

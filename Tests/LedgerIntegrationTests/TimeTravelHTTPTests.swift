@@ -17,12 +17,14 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read])
-        let bought = SimulatedTransaction(transactionID: "tt-1", productID: "remove.ads", type: "Non-Consumable",
-                                          purchaseDate: Date(timeIntervalSinceNow: -40 * 86_400))
+        let bought = SimulatedTransaction(
+            transactionID: "tt-1", productID: "remove.ads", type: "Non-Consumable",
+            purchaseDate: Date(timeIntervalSinceNow: -40 * 86_400))
         let before = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/dave", key: key)
         let knownBefore = try #require(before.json["known_at"] as? String)
-        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                  json: ["user_id": "dave", "signed_transaction": try server.app.signedTransaction(bought)])
+        _ = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "dave", "signed_transaction": try server.app.signedTransaction(bought)])
 
         let twentyDaysAgo = RFC3339Text.string(Date(timeIntervalSinceNow: -20 * 86_400))
         let then = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/dave?at=\(twentyDaysAgo)", key: key)
@@ -40,10 +42,12 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read, .finance])
-        let bought = SimulatedTransaction(transactionID: "tt-2", productID: "remove.ads", type: "Non-Consumable",
-                                          purchaseDate: Date(timeIntervalSinceNow: -10 * 86_400))
-        _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                  json: ["user_id": "erin", "signed_transaction": try server.app.signedTransaction(bought)])
+        let bought = SimulatedTransaction(
+            transactionID: "tt-2", productID: "remove.ads", type: "Non-Consumable",
+            purchaseDate: Date(timeIntervalSinceNow: -10 * 86_400))
+        _ = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "erin", "signed_transaction": try server.app.signedTransaction(bought)])
         let close = try #require(try await server.send("GET", "/v1/apps/\(Self.bundle)/users/erin", key: key).json["known_at"] as? String)
         // Apple refunds it (dated two days ago), and tells the ledger after the close.
         let refund = try server.app.notificationV2("REFUND", transaction: bought.revoked(at: Date(timeIntervalSinceNow: -2 * 86_400)), signedDate: Date())
@@ -52,8 +56,10 @@ import Testing
         let now = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/erin", key: key)
         #expect(Self.entitlement(now, "no_ads")?["active"] as? Bool == false, "\(now.text)")
         let threeDaysAgo = RFC3339Text.string(Date(timeIntervalSinceNow: -3 * 86_400))
-        #expect(Self.entitlement(try await server.send("GET", "/v1/apps/\(Self.bundle)/users/erin?at=\(threeDaysAgo)", key: key), "no_ads")?["active"] as? Bool == true,
-                "before the refund's date it was owned")
+        #expect(
+            Self.entitlement(try await server.send("GET", "/v1/apps/\(Self.bundle)/users/erin?at=\(threeDaysAgo)", key: key), "no_ads")?["active"] as? Bool
+                == true,
+            "before the refund's date it was owned")
         let closed = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/erin?known_at=\(close)", key: key)
         #expect(Self.entitlement(closed, "no_ads")?["active"] as? Bool == true, "at the close the refund was unknown: \(closed.text)")
 
@@ -82,7 +88,8 @@ import Testing
             #expect(answer.status == 400 && answer.errorCode == "invalid_time", "\(query): \(answer.text)")
         }
         let finance = try await server.key([.finance])
-        let future = try await server.send("GET", "/v1/apps/\(Self.bundle)/exports/transactions?known_at=\(RFC3339Text.string(Date(timeIntervalSinceNow: 3_600)))", key: finance)
+        let future = try await server.send(
+            "GET", "/v1/apps/\(Self.bundle)/exports/transactions?known_at=\(RFC3339Text.string(Date(timeIntervalSinceNow: 3_600)))", key: finance)
         #expect(future.status == 400 && future.errorCode == "invalid_time", "\(future.text)")
     }
 }

@@ -16,8 +16,10 @@ import WebhookReceiver
     static let secret = "whsec_0123456789abcdef0123456789abcdef"
 
     /// A server and a listening receiver (`behaviour`: how it answers each attempt).
-    func started(_ policy: WebhookPolicy = TestServer.quickWebhooks,
-                 behaviour: @escaping @Sendable (Int, String) -> WebhookReceiver.Answer = { _, _ in .accept }) async throws -> (TestServer, WebhookReceiver) {
+    func started(
+        _ policy: WebhookPolicy = TestServer.quickWebhooks,
+        behaviour: @escaping @Sendable (Int, String) -> WebhookReceiver.Answer = { _, _ in .accept }
+    ) async throws -> (TestServer, WebhookReceiver) {
         let server = try await TestServer.start(webhooks: policy)
         let receiver = WebhookReceiver(secret: Self.secret, behaviour: behaviour)
         try await receiver.start()
@@ -32,10 +34,12 @@ import WebhookReceiver
 
     func buy(_ server: TestServer, _ id: String, user: String, product: String = "pro.monthly", key: String) async throws {
         let type = product == "coins.100" ? "Consumable" : "Auto-Renewable Subscription"
-        let transaction = SimulatedTransaction(transactionID: id, productID: product, type: type, purchaseDate: Date(timeIntervalSinceNow: -60),
-                                               expiresDate: type == "Consumable" ? nil : Date(timeIntervalSinceNow: 30 * 86_400))
-        let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                           json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(transaction)])
+        let transaction = SimulatedTransaction(
+            transactionID: id, productID: product, type: type, purchaseDate: Date(timeIntervalSinceNow: -60),
+            expiresDate: type == "Consumable" ? nil : Date(timeIntervalSinceNow: 30 * 86_400))
+        let answer = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(transaction)])
         #expect(answer.status == 200, "\(answer.text)")
     }
 
@@ -53,8 +57,10 @@ import WebhookReceiver
         #expect(!listed.text.contains(Self.secret) && !created.text.contains(Self.secret), "the secret is never echoed")
 
         let path = "/v1/apps/\(Self.bundle)/webhooks/other"
-        for (body, problem) in [(["url": "ftp://x", "secret": Self.secret], "url"), (["url": "http://127.0.0.1/x", "secret": "short"], "secret"),
-                                (["url": "http://127.0.0.1/x", "secret": Self.secret, "types": ["entitlement.teleported"]], "types")] as [([String: Any], String)] {
+        for (body, problem) in [
+            (["url": "ftp://x", "secret": Self.secret], "url"), (["url": "http://127.0.0.1/x", "secret": "short"], "secret"),
+            (["url": "http://127.0.0.1/x", "secret": Self.secret, "types": ["entitlement.teleported"]], "types"),
+        ] as [([String: Any], String)] {
             let refused = try await server.send("PUT", path, key: server.adminKey, json: body)
             #expect(refused.status == 400 && refused.errorCode == "invalid_webhook" && refused.text.contains(problem), "\(refused.text)")
         }
@@ -62,8 +68,11 @@ import WebhookReceiver
         #expect(malformed.status == 400)
         let reader = try await server.key([.read])
         #expect(try await server.send("GET", "/v1/apps/\(Self.bundle)/webhooks", key: reader).status == 403, "webhooks are admin's")
-        #expect(try await server.send("PUT", "/v1/apps/com.unknown/webhooks/x", key: server.adminKey,
-                                      json: ["url": receiver.url, "secret": Self.secret]).status == 404)
+        #expect(
+            try await server.send(
+                "PUT", "/v1/apps/com.unknown/webhooks/x", key: server.adminKey,
+                json: ["url": receiver.url, "secret": Self.secret]
+            ).status == 404)
         #expect(try await server.send("DELETE", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey).status == 204)
         #expect(try await server.send("DELETE", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey).errorCode == "unknown_webhook")
         #expect(try await server.send("GET", "/v1/apps/\(Self.bundle)/changes?wait=31", key: reader).errorCode == "invalid_wait")
@@ -72,21 +81,28 @@ import WebhookReceiver
 
     @Test func aPurchaseASpendAndARefundArriveSignedInOrderAndTheFeedListsTheSame() async throws {
         let (server, receiver) = try await started()
-        defer { Task { await server.stop(); await receiver.stop() } }
+        defer {
+            Task {
+                await server.stop(); await receiver.stop()
+            }
+        }
         #expect(try await subscribe(server, receiver).status == 201)
         let key = try await server.key([.ingest, .read])
         try await buy(server, "w-1", user: "alice", key: key)
         try await buy(server, "w-2", user: "alice", product: "coins.100", key: key)
-        let spent = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/alice/consumptions", key: key,
-                                          json: ["currency": "coins", "amount": 30, "idempotency_key": "k-1"])
+        let spent = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/users/alice/consumptions", key: key,
+            json: ["currency": "coins", "amount": 30, "idempotency_key": "k-1"])
         #expect(spent.status == 200, "\(spent.text)")
-        let refunded = SimulatedTransaction(transactionID: "w-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
-                                            expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
+        let refunded = SimulatedTransaction(
+            transactionID: "w-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
+            expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
         var revoked = refunded
         revoked.revocationDate = Date()
         revoked.revocationReason = 0
-        let refund = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple",
-                                           body: try server.app.notificationV2("REFUND", transaction: revoked, signedDate: Date(timeIntervalSinceNow: 1)))
+        let refund = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/notifications/apple",
+            body: try server.app.notificationV2("REFUND", transaction: revoked, signedDate: Date(timeIntervalSinceNow: 1)))
         #expect(refund.status == 200, "\(refund.text)")
 
         let expected = ["entitlement.granted", "balance.credited", "balance.debited", "purchase.refunded", "entitlement.revoked"]
@@ -121,7 +137,11 @@ import WebhookReceiver
         policy.retryWindow = .milliseconds(400)
         let refusing = Locked(true)
         let (server, receiver) = try await started(policy) { _, _ in refusing.value ? .fail(status: 500) : .accept }
-        defer { Task { await server.stop(); await receiver.stop() } }
+        defer {
+            Task {
+                await server.stop(); await receiver.stop()
+            }
+        }
         #expect(try await subscribe(server, receiver, types: ["entitlement.granted", "balance.credited"]).status == 201)
         let key = try await server.key([.ingest, .read])
         try await buy(server, "p-1", user: "carol", key: key)
@@ -142,8 +162,9 @@ import WebhookReceiver
 
         let position = try #require(parked.first?["position"] as? Int)
         // A position far past any change (and past 2³¹) replays nothing, and is no error.
-        let far = try await server.send("POST", "/v1/apps/\(Self.bundle)/webhooks/game/replay", key: server.adminKey,
-                                        json: ["from_position": 100_007_148_459.0])
+        let far = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/webhooks/game/replay", key: server.adminKey,
+            json: ["from_position": 100_007_148_459.0])
         #expect(far.status == 202 && far.json["users"] as? Int == 0, "\(far.text)")
         let replay = try await server.send("POST", "/v1/apps/\(Self.bundle)/webhooks/game/replay", key: server.adminKey, json: ["from_position": position])
         #expect(replay.status == 202 && replay.json["users"] as? Int == 1, "\(replay.text)")
@@ -156,13 +177,18 @@ import WebhookReceiver
     /// Nothing is recorded when access runs out: the clock finds it, and says when it ended.
     @Test func anExpiryWithNoEventBehindItIsFoundByTheClock() async throws {
         let (server, receiver) = try await started()
-        defer { Task { await server.stop(); await receiver.stop() } }
+        defer {
+            Task {
+                await server.stop(); await receiver.stop()
+            }
+        }
         #expect(try await subscribe(server, receiver).status == 201)
         let key = try await server.key([.ingest, .read])
         let ends = Date(timeIntervalSinceNow: 1.5)
         let short = SimulatedTransaction(transactionID: "e-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: ends)
-        let posted = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                                           json: ["user_id": "dave", "signed_transaction": try server.app.signedTransaction(short)])
+        let posted = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "dave", "signed_transaction": try server.app.signedTransaction(short)])
         #expect(posted.status == 200, "\(posted.text)")
         try await waitUntil { receiver.accepted.count >= 2 }
         #expect(receiver.accepted.map(\.type) == ["entitlement.granted", "entitlement.expired"])
@@ -173,4 +199,3 @@ import WebhookReceiver
         #expect(expired.body.contains(#""active":false"#))
     }
 }
-

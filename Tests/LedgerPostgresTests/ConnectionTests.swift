@@ -7,8 +7,9 @@ import Testing
     @Test func parametersAreValuesNeverSQL() throws {
         let connection = try PostgresConnection.connect(TestCluster.database())
         let hostile = "x'); DROP TABLE ledger.events; --"
-        let rows = try connection.query("SELECT $1::text AS echoed, $2::bigint AS n, $3::uuid AS id, $4::timestamptz AS at",
-                                        [hostile, Int64(42), UUID(uuidString: "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6")!, Date(timeIntervalSince1970: 1_681_314_324.5)])
+        let rows = try connection.query(
+            "SELECT $1::text AS echoed, $2::bigint AS n, $3::uuid AS id, $4::timestamptz AS at",
+            [hostile, Int64(42), UUID(uuidString: "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6")!, Date(timeIntervalSince1970: 1_681_314_324.5)])
         #expect(try rows[0]["echoed"].string() == hostile)
         #expect(try rows[0]["n"].int64() == 42)
         #expect(try rows[0]["id"].uuid() == UUID(uuidString: "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6"))
@@ -20,12 +21,15 @@ import Testing
     /// went, whatever quotes, backslashes, braces, commas or spaces it holds.
     @Test func textArrayElementsArriveAsTheyWere() throws {
         let connection = try PostgresConnection.connect(TestCluster.database())
-        let elements = ["", "plain", "NULL", "a\"b", "back\\slash", "\\\"", "\"", "{x,y}", " spaced ", "é 😀", "line\nbreak",
-                        String(repeating: "eyJhbGciOiJFUzI1NiJ9.", count: 200) + "\"end\\"]
+        let elements = [
+            "", "plain", "NULL", "a\"b", "back\\slash", "\\\"", "\"", "{x,y}", " spaced ", "é 😀", "line\nbreak",
+            String(repeating: "eyJhbGciOiJFUzI1NiJ9.", count: 200) + "\"end\\",
+        ]
         let rows = try connection.query("SELECT e FROM unnest($1::text[]) WITH ORDINALITY AS u(e, n) ORDER BY n", [PostgresTextArray(elements)])
         #expect(try rows.map { try $0["e"].string() } == elements)
-        let nullable = try connection.query("SELECT e FROM unnest($1::text[]) WITH ORDINALITY AS u(e, n) ORDER BY n",
-                                            [PostgresNullableTextArray(["a\"", nil, "NULL"])])
+        let nullable = try connection.query(
+            "SELECT e FROM unnest($1::text[]) WITH ORDINALITY AS u(e, n) ORDER BY n",
+            [PostgresNullableTextArray(["a\"", nil, "NULL"])])
         #expect(try nullable.map { try $0["e"].optionalString() } == ["a\"", nil, "NULL"])
     }
 

@@ -7,7 +7,7 @@ import Testing
 
 @Suite struct MigratorTests {
     @Test func migratingTwiceIsANoOp() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())  // already migrated once
+        let connection = try PostgresConnection.connect(TestCluster.database()) // already migrated once
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
         let report = try migrator.migrate(connection)
         #expect(report.applied.isEmpty)
@@ -63,8 +63,9 @@ import Testing
     @Test func aDatabaseMigratedWithTheFirstTextOf0001StillMigrates() throws {
         // The checksum 0001 had when it still created the role itself; the file names it.
         let connection = try PostgresConnection.connect(TestCluster.database())
-        try connection.query("UPDATE ledger.schema_migrations SET checksum = $1 WHERE version = 1",
-                             ["0d204667719431740642e133236f028277d52bfea6020992f460313c00c86115"])
+        try connection.query(
+            "UPDATE ledger.schema_migrations SET checksum = $1 WHERE version = 1",
+            ["0d204667719431740642e133236f028277d52bfea6020992f460313c00c86115"])
         let report = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection)
         #expect(report.applied.isEmpty)
         try connection.query("UPDATE ledger.schema_migrations SET checksum = 'another' WHERE version = 1")
@@ -75,9 +76,11 @@ import Testing
         // The checksums 0001, 0006 and 0008 had while 0001 and 0006 still held their own copies of
         // the append functions: a database migrated then keeps them as applied.
         let connection = try PostgresConnection.connect(TestCluster.database())
-        let earlier = [1: "fea0b84065387fa978cfdabde7681adbfbbb585e88953d37cd9d6cb0c9893d3c",
-                       6: "4ac08961c028c18b5a603db1fe9e685a9502515dbd43cdcb4dc34bf5bbb2754d",
-                       8: "23d4f43fc2e9b943017982733e49b10d2f5afc891806f833b0961864fd8ef9e1"]
+        let earlier = [
+            1: "fea0b84065387fa978cfdabde7681adbfbbb585e88953d37cd9d6cb0c9893d3c",
+            6: "4ac08961c028c18b5a603db1fe9e685a9502515dbd43cdcb4dc34bf5bbb2754d",
+            8: "23d4f43fc2e9b943017982733e49b10d2f5afc891806f833b0961864fd8ef9e1",
+        ]
         for (version, checksum) in earlier {
             try connection.query("UPDATE ledger.schema_migrations SET checksum = $1 WHERE version = $2", [checksum, version])
         }
@@ -95,7 +98,8 @@ import Testing
 
     @Test func theRoleNameIsSubstitutedAsAWholeWordOnly() throws {
         let role = try ApplicationRole("shop_ledger")
-        #expect(role.substitute(into: "GRANT SELECT ON t TO ledger_app; -- ledger_apps ledger_app_x xledger_app")
+        #expect(
+            role.substitute(into: "GRANT SELECT ON t TO ledger_app; -- ledger_apps ledger_app_x xledger_app")
                 == "GRANT SELECT ON t TO shop_ledger; -- ledger_apps ledger_app_x xledger_app")
         #expect(throws: ApplicationRoleError.invalidName("Robert'); DROP")) { try ApplicationRole("Robert'); DROP") }
     }

@@ -53,7 +53,8 @@ import Testing
         let observer = try PostgresConnection.connect(configuration)
         var busy = 0
         for _ in 0..<3000 where busy == 0 {
-            busy = try observer.query("""
+            busy = try observer.query(
+                """
                 SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'
                 """)[0][0].int()
             if busy == 0 { try await Task.sleep(for: .milliseconds(10)) }
@@ -74,7 +75,7 @@ import Testing
         let pool = PostgresPool(configuration: configuration, size: 1, logger: TestCluster.quietLogger)
         let pid = try await pool.query("SELECT pg_backend_pid() AS pid")[0]["pid"].int()
         let admin = try PostgresConnection.connect(configuration)
-        try admin.query("SELECT pg_terminate_backend($1, 5000)", [pid])  // returns once the backend has exited
+        try admin.query("SELECT pg_terminate_backend($1, 5000)", [pid]) // returns once the backend has exited
         let newPID = try await pool.query("SELECT pg_backend_pid() AS pid")[0]["pid"].int()
         #expect(newPID != pid)
         await pool.close()
@@ -105,14 +106,15 @@ import Testing
     }
 
     @Test func aCallerCancelledBeforeItQueuesDoesNotWaitOutTheLimit() async throws {
-        let pool = PostgresPool(configuration: TestCluster.applicationRole(try TestCluster.database()), size: 1, waitLimit: .seconds(60),
-                                logger: TestCluster.quietLogger)
+        let pool = PostgresPool(
+            configuration: TestCluster.applicationRole(try TestCluster.database()), size: 1, waitLimit: .seconds(60),
+            logger: TestCluster.quietLogger)
         let release = Locked(false)
         let holder = Task { try await pool.withConnection { _ in while !release.value { usleep(1000) } } }
-        try await Task.sleep(for: .milliseconds(200))   // the one connection is taken
+        try await Task.sleep(for: .milliseconds(200)) // the one connection is taken
         let ran = Locked(false)
         let cancelled = Task { try await pool.withConnection { _ in ran.withLock { $0 = true } } }
-        cancelled.cancel()   // before it had a chance to queue
+        cancelled.cancel() // before it had a chance to queue
         let started = ContinuousClock.now
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         #expect(ContinuousClock.now - started < .seconds(30), "answered when cancelled, not after the pool's 60 s wait limit")

@@ -27,8 +27,10 @@ import Testing
         }
         let good = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
         #expect(PostgresCell.canonicalUUID(good) == UUID(uuidString: good))
-        for bad in ["", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111", "a0eebc99x9c0b-4ef8-bb6d-6bb9bd380a11",
-                    "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "a0eebc999c0b-4ef8-bb6d-6bb9bd380a11-", "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a}"] {
+        for bad in [
+            "", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111", "a0eebc99x9c0b-4ef8-bb6d-6bb9bd380a11",
+            "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "a0eebc999c0b-4ef8-bb6d-6bb9bd380a11-", "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a}",
+        ] {
             #expect(PostgresCell.canonicalUUID(bad) == nil, "\(bad)")
         }
     }

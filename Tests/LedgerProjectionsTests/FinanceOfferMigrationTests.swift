@@ -20,13 +20,16 @@ import Testing
         offered.offerType = 3
         offered.offerIdentifier = "SPRING25"
         let plain = SampleCatalogue.transaction("p-1", product: "pro.monthly", at: day(1), expires: day(31))
-        let facts = [RecordedFact(event: .purchased(offered), occurredAt: day(0), sequence: 1),
-                     RecordedFact(event: .purchased(plain), occurredAt: day(1), sequence: 2)]
+        let facts = [
+            RecordedFact(event: .purchased(offered), occurredAt: day(0), sequence: 1),
+            RecordedFact(event: .purchased(plain), occurredAt: day(1), sequence: 2),
+        ]
         try await append(facts, to: store)
         // The rows as the earlier version's projection wrote them: no offer columns.
         let version = try owner.query("SELECT active_version AS v FROM ledger.projections WHERE name = 'users'")[0]["v"].int()
         for (seq, id) in [(0, "o-1"), (0, "p-1")] {
-            try owner.query("""
+            try owner.query(
+                """
                 INSERT INTO ledger.finance_rows_v\(version) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id,
                                                          quantity, price, currency, storefront, environment, occurred_at, recorded_at)
                 VALUES ($1, $2, $3, 'purchase', $2, NULL, 'pro.monthly', 1, 4990, 'EUR', 'FRA', 'Production', now(), now())

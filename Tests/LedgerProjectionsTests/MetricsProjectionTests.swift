@@ -39,12 +39,14 @@ import Testing
         #expect(Set(expected.map(\.kind)).isSuperset(of: [.active, .mrr, .new, .renewed, .churned, .revenue, .refunds]), "seed \(seed) exercises the metrics")
         // A window in the middle: running sums must start from everything before it.
         let middle = first.addingTimeInterval(40 * 86_400), end = middle.addingTimeInterval(30 * 86_400)
-        #expect(try await reader.daily(bundleID: bundleID, environment: .production, from: middle, through: end)
+        #expect(
+            try await reader.daily(bundleID: bundleID, environment: .production, from: middle, through: end)
                 == expected.filter { $0.day >= middle && $0.day <= end })
 
         _ = try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild()
-        #expect(try await reader.daily(bundleID: bundleID, environment: .production, from: first, through: last) == expected,
-                "seed \(seed): a rebuild from zero computes the same series")
+        #expect(
+            try await reader.daily(bundleID: bundleID, environment: .production, from: first, through: last) == expected,
+            "seed \(seed): a rebuild from zero computes the same series")
         await pool.close()
     }
 
@@ -57,16 +59,18 @@ import Testing
         let bought = SampleCatalogue.transaction("f1", product: "pro.yearly", at: day(0.5), expires: day(365.5), ownership: .familyShared)
         try await append([RecordedFact(event: .purchased(bought), occurredAt: day(0.5), sequence: 1)], to: store)
         try await drainLive(pool)
-        let revoked = RevocationFacts(environment: .production, transactionID: "f1", originalTransactionID: "f1", revocationDate: day(10.5),
-                                      kind: .familyRevoke, signedDate: day(10.5))
+        let revoked = RevocationFacts(
+            environment: .production, transactionID: "f1", originalTransactionID: "f1", revocationDate: day(10.5),
+            kind: .familyRevoke, signedDate: day(10.5))
         try await append([RecordedFact(event: .revoked(revoked), occurredAt: day(10.5), sequence: 2)], to: store)
         try await drainLive(pool)
         let reader = MetricsReader(reads: .primaryOnly(pool, logger: TestCluster.quietLogger))
         let start = SubscriptionMetrics.dayStart(day(0.5))
         let active = try await reader.daily(bundleID: bundleID, environment: .production, from: start, through: start.addingTimeInterval(20 * 86_400))
             .filter { $0.kind == .active }
-        #expect(active.map(\.day) == (0..<10).map { start.addingTimeInterval(Double($0) * 86_400) },
-                "active on the ten days whose end comes before the revocation: \(active.count) days")
+        #expect(
+            active.map(\.day) == (0..<10).map { start.addingTimeInterval(Double($0) * 86_400) },
+            "active on the ten days whose end comes before the revocation: \(active.count) days")
         await pool.close()
     }
 }

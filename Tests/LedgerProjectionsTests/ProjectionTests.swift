@@ -1,10 +1,10 @@
 import Foundation
 import LedgerCore
+import LedgerDomainTestSupport
 import LedgerEventStore
 import LedgerFacts
 import LedgerPostgres
 import LedgerProjections
-import LedgerDomainTestSupport
 import LedgerTestSupport
 import Testing
 
@@ -42,20 +42,23 @@ func drainLive(_ pool: PostgresPool) async throws {
 
 /// The finance rows as stored (through the `ledger.finance_rows` view), in FinanceView's order.
 private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
-    try await pool.query("""
+    try await pool.query(
+        """
         SELECT kind, transaction_id, original_transaction_id, user_id, product_id, quantity, price, currency, occurred_at,
                environment, storefront, recorded_at, offer_type, offer_id, offer_discount_type
           FROM ledger.finance_rows WHERE environment = 'Production'
          ORDER BY occurred_at, transaction_id, kind
-        """).map { row in
-        FinanceRow(kind: FinanceRow.Kind(rawValue: try row["kind"].string())!, transactionID: try row["transaction_id"].string(),
-                   originalTransactionID: try row["original_transaction_id"].string(), userID: row["user_id"].optionalString(),
-                   productID: try row["product_id"].string(), quantity: try row["quantity"].int(),
-                   price: row["price"].isNull ? nil : try row["price"].int64(), currency: row["currency"].optionalString(),
-                   occurredAt: try row["occurred_at"].date(), environment: AppleEnvironment(rawValue: try row["environment"].string())!,
-                   storefront: row["storefront"].optionalString(), recordedAt: try row["recorded_at"].date(),
-                   offerType: row["offer_type"].isNull ? nil : try row["offer_type"].int(), offerIdentifier: row["offer_id"].optionalString(),
-                   offerDiscountType: row["offer_discount_type"].optionalString())
+        """
+    ).map { row in
+        FinanceRow(
+            kind: FinanceRow.Kind(rawValue: try row["kind"].string())!, transactionID: try row["transaction_id"].string(),
+            originalTransactionID: try row["original_transaction_id"].string(), userID: row["user_id"].optionalString(),
+            productID: try row["product_id"].string(), quantity: try row["quantity"].int(),
+            price: row["price"].isNull ? nil : try row["price"].int64(), currency: row["currency"].optionalString(),
+            occurredAt: try row["occurred_at"].date(), environment: AppleEnvironment(rawValue: try row["environment"].string())!,
+            storefront: row["storefront"].optionalString(), recordedAt: try row["recorded_at"].date(),
+            offerType: row["offer_type"].isNull ? nil : try row["offer_type"].int(), offerIdentifier: row["offer_id"].optionalString(),
+            offerDiscountType: row["offer_discount_type"].optionalString())
     }
 }
 
@@ -113,7 +116,9 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         let half = history.facts.count / 2
         try await append(history.facts[..<half], to: store)
 
-        let worker = Task { await ProjectionWorker(pool: pool, store: store, batchSize: 20, pollInterval: .milliseconds(20), logger: TestCluster.quietLogger).run() }
+        let worker = Task {
+            await ProjectionWorker(pool: pool, store: store, batchSize: 20, pollInterval: .milliseconds(20), logger: TestCluster.quietLogger).run()
+        }
         let rest = Array(history.facts[half...])
         let appender = Task { try await append(rest, to: store) }
         // Readers during the rebuild always get a complete version: v1's rows, then v2's.
@@ -159,12 +164,17 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         }
         let versions = try await pool.query("SELECT version FROM ledger.projection_checkpoints WHERE name = 'users' ORDER BY version").map { try $0[0].int() }
         #expect(versions == [2, 3], "the version before the active one is kept, older ones dropped")
-        let tables = try await pool.query("""
+        let tables = try await pool.query(
+            """
             SELECT tablename FROM pg_tables WHERE schemaname = 'ledger'
                AND tablename ~ '^(transaction_owners|user_timelines|finance_rows)_v[0-9]+$' ORDER BY tablename
-            """).map { try $0[0].string() }
-        #expect(tables == ["finance_rows_v2", "finance_rows_v3", "transaction_owners_v2", "transaction_owners_v3",
-                           "user_timelines_v2", "user_timelines_v3"], "every table of a dropped version goes with it")
+            """
+        ).map { try $0[0].string() }
+        #expect(
+            tables == [
+                "finance_rows_v2", "finance_rows_v3", "transaction_owners_v2", "transaction_owners_v3",
+                "user_timelines_v2", "user_timelines_v3",
+            ], "every table of a dropped version goes with it")
         #expect(try await storedFinance(pool) == expected.financeRows())
         await pool.close()
     }

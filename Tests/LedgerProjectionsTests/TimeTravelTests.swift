@@ -52,7 +52,8 @@ import Testing
         let lastRecorded = try await pool.query("SELECT max(recorded_at) AS t FROM ledger.events")[0]["t"].date()
         for user in RandomHistory.users {
             for instant in instants {
-                #expect(try await reader.state(bundleID: bundleID, userID: user, at: instant, knownAt: lastRecorded)
+                #expect(
+                    try await reader.state(bundleID: bundleID, userID: user, at: instant, knownAt: lastRecorded)
                         == reader.state(bundleID: bundleID, userID: user, at: instant, knownAt: nil), "seed \(seed), \(user)")
             }
         }
@@ -71,18 +72,21 @@ import Testing
         try await drainLive(pool)
         let select = "SELECT original_transaction_id, seq, kind, recorded_at FROM ledger.finance_rows ORDER BY 1, 2"
         func rows() async throws -> [(String, Int, String, Date)] {
-            try await pool.query(select).map { (try $0["original_transaction_id"].string(), try $0["seq"].int(), try $0["kind"].string(), try $0["recorded_at"].date()) }
+            try await pool.query(select).map {
+                (try $0["original_transaction_id"].string(), try $0["seq"].int(), try $0["kind"].string(), try $0["recorded_at"].date())
+            }
         }
         let expected = try await rows()
         #expect(expected.count > 10)
         // The projection as 0009 left it: no column, the migration not applied.
         let owner = try PostgresConnection.connect(configuration)
-        try owner.execute(script: """
-            DROP VIEW ledger.finance_rows;
-            ALTER TABLE ledger.finance_rows_v1 DROP COLUMN recorded_at;
-            CREATE VIEW ledger.finance_rows AS SELECT * FROM ledger.finance_rows_v1;
-            DELETE FROM ledger.schema_migrations WHERE version = 10;
-            """)
+        try owner.execute(
+            script: """
+                DROP VIEW ledger.finance_rows;
+                ALTER TABLE ledger.finance_rows_v1 DROP COLUMN recorded_at;
+                CREATE VIEW ledger.finance_rows AS SELECT * FROM ledger.finance_rows_v1;
+                DELETE FROM ledger.schema_migrations WHERE version = 10;
+                """)
         let report = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(owner)
         #expect(report.applied.map(\.version) == [10])
         let migrated = try await rows()
@@ -90,7 +94,11 @@ import Testing
         for (after, before) in zip(migrated, expected) {
             #expect(after.0 == before.0 && after.1 == before.1)
             // A transaction refunded (or reversed) twice: both rows get the first one's instant.
-            if after.2 != "purchase" && after.2 != "renewal" { #expect(after.3 <= before.3) } else { #expect(after.3 == before.3, "\(after.0) \(after.2) \(after.3.timeIntervalSince1970) vs \(before.3.timeIntervalSince1970)") }
+            if after.2 != "purchase" && after.2 != "renewal" {
+                #expect(after.3 <= before.3)
+            } else {
+                #expect(after.3 == before.3, "\(after.0) \(after.2) \(after.3.timeIntervalSince1970) vs \(before.3.timeIntervalSince1970)")
+            }
         }
         await pool.close()
     }

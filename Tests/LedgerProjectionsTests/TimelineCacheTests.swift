@@ -1,7 +1,8 @@
 import Foundation
 import LedgerCore
-@testable import LedgerProjections
 import Testing
+
+@testable import LedgerProjections
 
 /// The cache stays true when its own worker fills it: other processes' announcements invalidate,
 /// its own echo does not, and what the worker computed is kept only if nobody invalidated while
@@ -25,7 +26,7 @@ import Testing
     @Test func anInvalidationDuringTheBatchWinsOverWhatItComputed() {
         let cache = TimelineCache()
         let epoch = cache.epoch
-        cache.apply(payload: TimelineCache.payload([(app, "bob")], origin: UUID().uuidString))  // while the batch ran
+        cache.apply(payload: TimelineCache.payload([(app, "bob")], origin: UUID().uuidString)) // while the batch ran
         cache.replace([(app, "alice", UserTimeline(userID: "alice"))], ifUnchangedSince: epoch)
         #expect(cache.timeline(bundleID: app, userID: "alice") == nil, "another process may have written alice after this batch")
     }
@@ -43,7 +44,7 @@ import Testing
         cache.replace([(app, "alice", UserTimeline(userID: "alice"))], ifUnchangedSince: cache.epoch)
         cache.apply(payload: TimelineCache.payload([], origin: cache.origin) + "*")
         #expect(cache.timeline(bundleID: app, userID: "alice") != nil)
-        cache.apply(payload: "*")   // a rebuild's switch
+        cache.apply(payload: "*") // a rebuild's switch
         #expect(cache.timeline(bundleID: app, userID: "alice") == nil)
     }
 }

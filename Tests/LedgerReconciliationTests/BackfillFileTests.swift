@@ -5,7 +5,8 @@ import Testing
 /// bad line imports nothing and names the line.
 @Suite struct BackfillFileTests {
     @Test func csvColumnsAreFoundByTheHeaderWithQuotedFields() throws {
-        let lines = try BackfillFile.parse("""
+        let lines = try BackfillFile.parse(
+            """
             email,user_id,original_transaction_id
             "a@example.com",player-1,2000000001
             "b, the second",\"\"\"quoted\"\" player\",2000000002
@@ -18,7 +19,8 @@ import Testing
     }
 
     @Test func jsonLinesTakeATransactionOrAReceipt() throws {
-        let lines = try BackfillFile.parse("""
+        let lines = try BackfillFile.parse(
+            """
             {"user_id": "u1", "original_transaction_id": 2000000001}
             {"user_id": "u2", "receipt_data": "MIIT..."}
             """)

@@ -20,9 +20,10 @@ import Testing
         let logger = TestCluster.quietLogger
         let nowhere = PostgresConfiguration(connectionString: "host=127.0.0.1 port=1 dbname=ledger user=ledger connect_timeout=2")
         let pool = PostgresPool(configuration: nowhere, size: 1, waitLimit: .seconds(2), logger: logger)
-        let services = LedgerServices(pool: pool, store: EventStore(pool: pool, logger: logger),
-                                      migrator: try Migrator(migrations: LedgerSchema.migrations(), logger: logger),
-                                      verifier: SignedDataVerifier(roots: []), receipts: VerifyReceiptConfiguration(), logger: logger)
+        let services = LedgerServices(
+            pool: pool, store: EventStore(pool: pool, logger: logger),
+            migrator: try Migrator(migrations: LedgerSchema.migrations(), logger: logger),
+            verifier: SignedDataVerifier(roots: []), receipts: VerifyReceiptConfiguration(), logger: logger)
         let application = services.application(host: "127.0.0.1", port: 0, logger: logger)
         try await application.test(.router) { client in try await body(client) }
         await pool.close()
@@ -66,8 +67,10 @@ import Testing
 
     @Test func whatNeedsTheDatabaseIsA503WithRetryAfterAndReadinessSaysSo() async throws {
         try await withRouter { client in
-            try await client.execute(uri: "/v1/apps/com.example.game/users/alice", method: .get,
-                                     headers: [.authorization: "Bearer lk_live_0000000000000000"]) { response in
+            try await client.execute(
+                uri: "/v1/apps/com.example.game/users/alice", method: .get,
+                headers: [.authorization: "Bearer lk_live_0000000000000000"]
+            ) { response in
                 #expect(response.status == .serviceUnavailable)
                 #expect((try? code(response)) == "database_unavailable")
                 #expect(response.headers[.retryAfter] != nil)
@@ -83,15 +86,19 @@ import Testing
     @Test func authorizationHeadersAreReadAsBearerTokens() async throws {
         try await withRouter { client in
             for header in ["Basic abc", "Bearer", "Bearer ", "Bearer    ", "Bearerlk_live_0", "Beare lk_live_0", "lk_live_0"] {
-                try await client.execute(uri: "/v1/apps/com.example.game/users/alice", method: .get,
-                                         headers: [.authorization: header]) { response in
+                try await client.execute(
+                    uri: "/v1/apps/com.example.game/users/alice", method: .get,
+                    headers: [.authorization: header]
+                ) { response in
                     #expect(response.status == .unauthorized, "\(header)")
                     #expect((try? code(response)) == "invalid_api_key", "\(header)")
                 }
             }
             for header in ["bearer lk_live_0000000000000000", "BEARER   lk_live_0000000000000000  "] {
-                try await client.execute(uri: "/v1/apps/com.example.game/users/alice", method: .get,
-                                         headers: [.authorization: header]) { response in
+                try await client.execute(
+                    uri: "/v1/apps/com.example.game/users/alice", method: .get,
+                    headers: [.authorization: header]
+                ) { response in
                     #expect(response.status == .serviceUnavailable, "\(header)")
                 }
             }

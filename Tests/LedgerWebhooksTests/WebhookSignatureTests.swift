@@ -18,8 +18,10 @@ import Testing
     }
 
     @Test func aDefinitionIsRefusedNamingTheFieldAtFault() {
-        func refusal(_ name: String = "game", url: String = "https://game.example/hooks", secret: String = "0123456789abcdef",
-                     types: [String]? = nil) -> String? {
+        func refusal(
+            _ name: String = "game", url: String = "https://game.example/hooks", secret: String = "0123456789abcdef",
+            types: [String]? = nil
+        ) -> String? {
             do {
                 try WebhookRegistry.validate(name: name, url: url, secret: secret, types: types)
                 return nil

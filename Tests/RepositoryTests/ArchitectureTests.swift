@@ -31,7 +31,8 @@ import Testing
             for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
                 let words = line.split(separator: " ")
                 guard let index = words.firstIndex(of: "import"), words[..<index].allSatisfy({ $0.hasPrefix("@") || $0 == "package" }),
-                      index + 1 < words.count else { continue }
+                    index + 1 < words.count
+                else { continue }
                 let name = String(words[index + 1])
                 if ours.contains(name) { found.insert(name) }
             }
@@ -81,10 +82,12 @@ import Testing
         for module in Self.folders.keys.sorted() where module != "CLibPQ" {
             let documented = try #require(table[module], "docs/architecture.md has no row for \(module)")
             let imported = try Self.imports(of: module)
-            #expect(imported.subtracting(documented).isEmpty,
-                    "\(module) imports \(imported.subtracting(documented).sorted()) — add them to its row in docs/architecture.md")
-            #expect(documented.subtracting(imported).isEmpty,
-                    "docs/architecture.md says \(module) imports \(documented.subtracting(imported).sorted()), and none of its files does")
+            #expect(
+                imported.subtracting(documented).isEmpty,
+                "\(module) imports \(imported.subtracting(documented).sorted()) — add them to its row in docs/architecture.md")
+            #expect(
+                documented.subtracting(imported).isEmpty,
+                "docs/architecture.md says \(module) imports \(documented.subtracting(imported).sorted()), and none of its files does")
         }
     }
 
@@ -93,8 +96,9 @@ import Testing
         for module in Self.folders.keys.sorted() where module != "CLibPQ" {
             let dependencies = try #require(declared[module], "Package.swift has no target \(module) with dependencies")
             let imported = try Self.imports(of: module)
-            #expect(imported.subtracting(dependencies).isEmpty,
-                    "\(module) imports \(imported.subtracting(dependencies).sorted()) without declaring them in Package.swift")
+            #expect(
+                imported.subtracting(dependencies).isEmpty,
+                "\(module) imports \(imported.subtracting(dependencies).sorted()) without declaring them in Package.swift")
         }
     }
 

@@ -23,8 +23,10 @@ package struct SimulatedAppTransaction: Sendable {
     package var originalPlatform = "iOS"
     package var preorderDate: Date?
 
-    package init(appTransactionID: String, originalApplicationVersion: String = "1.0", applicationVersion: String = "2.1",
-                originalPurchaseDate: Date) {
+    package init(
+        appTransactionID: String, originalApplicationVersion: String = "1.0", applicationVersion: String = "2.1",
+        originalPurchaseDate: Date
+    ) {
         self.appTransactionID = appTransactionID
         self.originalApplicationVersion = originalApplicationVersion
         self.applicationVersion = applicationVersion
@@ -50,10 +52,14 @@ extension SimulatedApp {
     }
 
     /// A V2 notification body, `{"signedPayload": …}`, carrying `body` under Apple's key for it.
-    package func notificationV2(_ type: String, subtype: String? = nil, body: NotificationBody, uuid: UUID = UUID(),
-                               signedDate: Date = Date()) throws -> Data {
-        var payload: [String: Any] = ["notificationType": type, "notificationUUID": uuid.uuidString.lowercased(),
-                                      "version": "2.0", "signedDate": ms(signedDate)]
+    package func notificationV2(
+        _ type: String, subtype: String? = nil, body: NotificationBody, uuid: UUID = UUID(),
+        signedDate: Date = Date()
+    ) throws -> Data {
+        var payload: [String: Any] = [
+            "notificationType": type, "notificationUUID": uuid.uuidString.lowercased(),
+            "version": "2.0", "signedDate": ms(signedDate),
+        ]
         payload["subtype"] = subtype
         switch body {
         case .data(let transaction, let renewal):
@@ -65,16 +71,25 @@ extension SimulatedApp {
             if let renewal { data["signedRenewalInfo"] = try signedRenewal(renewal, signedDate: signedDate) }
             payload["data"] = data
         case .summary(let productID, let request, let storefronts, let succeeded, let failed):
-            payload["summary"] = ["environment": environment, "appAppleId": appAppleID, "bundleId": bundleID, "productId": productID,
-                                  "requestIdentifier": request, "storefrontCountryCodes": storefronts,
-                                  "succeededCount": succeeded, "failedCount": failed] as [String: Any]
+            payload["summary"] =
+                [
+                    "environment": environment, "appAppleId": appAppleID, "bundleId": bundleID, "productId": productID,
+                    "requestIdentifier": request, "storefrontCountryCodes": storefronts,
+                    "succeededCount": succeeded, "failedCount": failed,
+                ] as [String: Any]
         case .externalPurchaseToken(let id, let created):
             // No environment: Apple's libraries read it from the id.
-            payload["externalPurchaseToken"] = ["externalPurchaseId": id, "tokenCreationDate": ms(created),
-                                                "appAppleId": appAppleID, "bundleId": bundleID] as [String: Any]
+            payload["externalPurchaseToken"] =
+                [
+                    "externalPurchaseId": id, "tokenCreationDate": ms(created),
+                    "appAppleId": appAppleID, "bundleId": bundleID,
+                ] as [String: Any]
         case .appData(let appTransaction):
-            payload["appData"] = ["appAppleId": appAppleID, "bundleId": bundleID, "environment": environment,
-                                  "signedAppTransactionInfo": try signedAppTransaction(appTransaction, signedDate: signedDate)] as [String: Any]
+            payload["appData"] =
+                [
+                    "appAppleId": appAppleID, "bundleId": bundleID, "environment": environment,
+                    "signedAppTransactionInfo": try signedAppTransaction(appTransaction, signedDate: signedDate),
+                ] as [String: Any]
         case .future(let key):
             payload[key] = ["appAppleId": appAppleID, "bundleId": bundleID, "environment": environment] as [String: Any]
         }
@@ -83,12 +98,15 @@ extension SimulatedApp {
 
     /// The body Apple sends with `type`: the transaction's where it has one, otherwise the body the
     /// type is documented with (a summary, an external token, the app's own purchase).
-    package func documentedBody(for type: String, subtype: String?, transaction: SimulatedTransaction?, renewal: SimulatedRenewal?,
-                                appTransactionID: String = "704000000000001") -> NotificationBody {
+    package func documentedBody(
+        for type: String, subtype: String?, transaction: SimulatedTransaction?, renewal: SimulatedRenewal?,
+        appTransactionID: String = "704000000000001"
+    ) -> NotificationBody {
         switch (type, subtype) {
         case ("RENEWAL_EXTENSION", "SUMMARY"?):
-            .summary(productID: transaction?.productID ?? "pro.monthly", requestIdentifier: UUID().uuidString.lowercased(),
-                     storefronts: ["USA", "CAN"], succeeded: 12, failed: 1)
+            .summary(
+                productID: transaction?.productID ?? "pro.monthly", requestIdentifier: UUID().uuidString.lowercased(),
+                storefronts: ["USA", "CAN"], succeeded: 12, failed: 1)
         case ("EXTERNAL_PURCHASE_TOKEN", _):
             .externalPurchaseToken(id: (environment == "Production" ? "" : "SANDBOX_") + UUID().uuidString.lowercased(), created: Date())
         case ("RESCIND_CONSENT", _):

@@ -27,15 +27,17 @@ package struct OfferSignatureCheck: Sendable {
     package func claims(of jws: String, audience: String, now: Date = Date()) throws -> [String: Any] {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Self.base64URL(parts[0]), let claimsData = Self.base64URL(parts[1]),
-              let signature = Self.base64URL(parts[2]),
-              let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
-              let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any] else {
+            let signature = Self.base64URL(parts[2]),
+            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
+        else {
             throw Refused(description: "not a compact JWS")
         }
         guard header["alg"] as? String == "ES256" else { throw Refused(description: "alg is not ES256") }
         guard header["kid"] as? String == keyID else { throw Refused(description: "kid names another key") }
         guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-              publicKey.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8)) else {
+            publicKey.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8))
+        else {
             throw Refused(description: "the signature does not match the key")
         }
         guard claims["aud"] as? String == audience else { throw Refused(description: "aud is not \(audience)") }
@@ -49,14 +51,17 @@ package struct OfferSignatureCheck: Sendable {
     }
 
     /// A legacy SKPaymentDiscount signature over Apple's U+2063-separated message, or why not.
-    package func checkLegacy(productID: String, offerID: String, applicationUsername: String, nonce: String, timestamp: Int64,
-                             signature: String, keyIdentifier: String, now: Date = Date()) throws {
+    package func checkLegacy(
+        productID: String, offerID: String, applicationUsername: String, nonce: String, timestamp: Int64,
+        signature: String, keyIdentifier: String, now: Date = Date()
+    ) throws {
         guard keyIdentifier == keyID else { throw Refused(description: "keyIdentifier names another key") }
         guard abs(now.timeIntervalSince1970 - Double(timestamp) / 1000) <= maximumAge else { throw Refused(description: "timestamp not recent") }
         let message = [bundleID, keyIdentifier, productID, offerID, applicationUsername.lowercased(), nonce.lowercased(), String(timestamp)]
             .joined(separator: "\u{2063}")
         guard let der = Data(base64Encoded: signature), let ecdsa = try? P256.Signing.ECDSASignature(derRepresentation: der),
-              publicKey.isValidSignature(ecdsa, for: Data(message.utf8)) else {
+            publicKey.isValidSignature(ecdsa, for: Data(message.utf8))
+        else {
             throw Refused(description: "the signature does not match the message and key")
         }
     }

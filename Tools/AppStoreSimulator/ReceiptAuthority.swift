@@ -1,8 +1,8 @@
-import _CryptoExtras
 import Crypto
 import Foundation
 import SwiftASN1
 import X509
+import _CryptoExtras
 
 /// Legacy app receipts as the App Store made them — a PKCS#7 SignedData around an ASN.1 payload,
 /// signed with RSA by a chain shaped like Apple's (a root standing in for Apple Inc. Root, an
@@ -51,8 +51,10 @@ package struct ReceiptAuthority: Sendable {
 
     /// A receipt of `bundleID` holding `purchases` (its in-app entries), made at `created`, base64
     /// as an app sends it.
-    package func receipt(bundleID: String, appVersion: String = "1.0", purchases: [SimulatedTransaction], created: Date = Date(),
-                        shape: Shape = .apple) throws -> String {
+    package func receipt(
+        bundleID: String, appVersion: String = "1.0", purchases: [SimulatedTransaction], created: Date = Date(),
+        shape: Shape = .apple
+    ) throws -> String {
         let payload = ReceiptPayload.encode(bundleID: bundleID, appVersion: appVersion, purchases: purchases, created: created)
         return Data(try container(payload, shape: shape)).base64EncodedString()
     }
@@ -64,10 +66,12 @@ package struct ReceiptAuthority: Sendable {
         var signed = payload
         var attributes: [UInt8] = []
         if shape.signedAttributes {
-            let set = BER.tlv(0x31, BER.sequence([BER.oid([1, 2, 840, 113549, 1, 9, 3]), BER.tlv(0x31, data)])
-                + BER.sequence([BER.oid([1, 2, 840, 113549, 1, 9, 4]), BER.tlv(0x31, BER.tlv(0x04, Array(SHA256.hash(data: payload))))]))
+            let set = BER.tlv(
+                0x31,
+                BER.sequence([BER.oid([1, 2, 840, 113549, 1, 9, 3]), BER.tlv(0x31, data)])
+                    + BER.sequence([BER.oid([1, 2, 840, 113549, 1, 9, 4]), BER.tlv(0x31, BER.tlv(0x04, Array(SHA256.hash(data: payload))))]))
             signed = set
-            attributes = [0xA0] + set.dropFirst()  // the same SET, tagged [0] IMPLICIT
+            attributes = [0xA0] + set.dropFirst() // the same SET, tagged [0] IMPLICIT
         }
         let signature = try leafKey.signature(for: SHA256.hash(data: signed), padding: .insecurePKCS1v1_5).rawRepresentation
         var issuer = DER.Serializer()

@@ -39,8 +39,10 @@ extension ServerAPISimulator {
                 guard let done = store.massExtensions[requestID], done.productID == context.parameters.get("product") else {
                     throw Self.refusal(400, 4_000_011, "Invalid request identifier.")
                 }
-                return ["requestIdentifier": requestID, "complete": true, "completeDate": ms(done.completed),
-                        "succeededCount": done.succeeded, "failedCount": done.failed]
+                return [
+                    "requestIdentifier": requestID, "complete": true, "completeDate": ms(done.completed),
+                    "succeededCount": done.succeeded, "failedCount": done.failed,
+                ]
             }
         }
         router.put("/:endpoint/inApps/v1/transactions/:id/appAccountToken") { request, context in
@@ -94,7 +96,8 @@ extension ServerAPISimulator {
             throw Self.refusal(403, 4_030_005, "The subscription has already received the maximum number of renewal date extensions.")
         }
         guard var latest = store.transactions.values.filter({ $0.originalTransactionID == original }).max(by: { $0.purchaseDate < $1.purchaseDate }),
-              let expires = latest.expiresDate, latest.revocationDate == nil else {
+            let expires = latest.expiresDate, latest.revocationDate == nil
+        else {
             throw Self.refusal(403, 4_030_004, "The subscription is not eligible for a renewal date extension.")
         }
         if !retry {
@@ -108,8 +111,10 @@ extension ServerAPISimulator {
                 Task { _ = await self.send(notification, of: app, transactionID: id) }
             }
         }
-        return ["originalTransactionId": original, "webOrderLineItemId": "w" + latest.transactionID, "success": true,
-                "effectiveDate": ms(Date())]
+        return [
+            "originalTransactionId": original, "webOrderLineItemId": "w" + latest.transactionID, "success": true,
+            "effectiveDate": ms(Date()),
+        ]
     }
 
     /// Every active subscription of the product (in the storefronts named) extended, then the
@@ -125,8 +130,10 @@ extension ServerAPISimulator {
                 latest[transaction.originalTransactionID] = transaction
             }
         }
-        let active = latest.values.filter { ($0.expiresDate ?? .distantPast) > now && $0.revocationDate == nil
-            && (storefronts.isEmpty || storefronts.contains($0.storefront ?? "")) }
+        let active = latest.values.filter {
+            ($0.expiresDate ?? .distantPast) > now && $0.revocationDate == nil
+                && (storefronts.isEmpty || storefronts.contains($0.storefront ?? ""))
+        }
         if store.massExtensions[requestID] == nil {
             mutate(store.app) { store in
                 for var transaction in active {
@@ -136,8 +143,11 @@ extension ServerAPISimulator {
                 store.massExtensions[requestID] = MassExtension(productID: productID, succeeded: active.count, failed: 0, completed: now)
             }
             let app = store.app
-            if let summary = try? app.notificationV2("RENEWAL_EXTENSION", subtype: "SUMMARY", body: .summary(
-                productID: productID, requestIdentifier: requestID, storefronts: storefronts, succeeded: active.count, failed: 0)) {
+            if let summary = try? app.notificationV2(
+                "RENEWAL_EXTENSION", subtype: "SUMMARY",
+                body: .summary(
+                    productID: productID, requestIdentifier: requestID, storefronts: storefronts, succeeded: active.count, failed: 0))
+            {
                 Task { _ = await self.send(summary, of: app) }
             }
         }

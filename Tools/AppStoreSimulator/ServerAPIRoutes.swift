@@ -53,7 +53,9 @@ extension ServerAPISimulator {
                 let token = UUID().uuidString.lowercased()
                 let body = try store.app.notificationV2("TEST")
                 // Delivered after the answer, as Apple does; its attempt is in the history then.
-                Task { await self.send(body, of: store.app) ; self.rememberTest(token, of: store.app) }
+                Task {
+                    await self.send(body, of: store.app); self.rememberTest(token, of: store.app)
+                }
                 return ["testNotificationToken": token]
             }
         }
@@ -71,13 +73,15 @@ extension ServerAPISimulator {
     struct ScriptedError: Error {
         var status: Int
         var retryAfter: String?
-        var body: [String: Any]
+        var body: [String: any Sendable]
     }
 
     /// Scripted answers first; then Apple's bearer check; then `body` with the app's store and the
     /// path's identifier. Every request is remembered with its status.
-    func answer(_ request: Request, _ context: BasicRequestContext, status: HTTPResponse.Status = .ok,
-                _ body: (Store, String) throws -> [String: Any]) throws -> Response {
+    func answer(
+        _ request: Request, _ context: BasicRequestContext, status: HTTPResponse.Status = .ok,
+        _ body: (Store, String) throws -> [String: Any]
+    ) throws -> Response {
         let environment = context.parameters.get("endpoint") ?? ""
         let path = request.uri.path
         func remember(_ code: Int) { state.withLock { $0.seen.append(Seen(path: path, at: Date(), status: code)) } }
@@ -86,9 +90,12 @@ extension ServerAPISimulator {
             remember(code)
             var headers: HTTPFields = [.contentType: "application/json"]
             if let retryAfter { headers[.retryAfter] = retryAfter }
-            let message: [String: Any] = ["errorCode": errorCode ?? (code == 429 ? 4_290_000 : 5_000_000),
-                                          "errorMessage": code == 429 ? "Rate limit exceeded." : "An unknown error occurred."]
-            return Response(status: .init(code: code), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: message))))
+            let message: [String: Any] = [
+                "errorCode": errorCode ?? (code == 429 ? 4_290_000 : 5_000_000),
+                "errorMessage": code == 429 ? "Rate limit exceeded." : "An unknown error occurred.",
+            ]
+            return Response(
+                status: .init(code: code), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: message))))
         }
         guard let store = authorized(request.headers[.authorization], environment: environment) else {
             remember(401)
@@ -102,8 +109,9 @@ extension ServerAPISimulator {
             return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
         } catch let error as ScriptedError {
             remember(error.status)
-            return Response(status: .init(code: error.status), headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: error.body))))
+            return Response(
+                status: .init(code: error.status), headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: error.body))))
         }
     }
 
@@ -114,18 +122,20 @@ extension ServerAPISimulator {
         guard let header, header.hasPrefix("Bearer ") else { return nil }
         let parts = header.dropFirst("Bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerJSON = Self.base64URLDecode(parts[0]), let claimsJSON = Self.base64URLDecode(parts[1]),
-              let signature = Self.base64URLDecode(parts[2]),
-              let jwtHeader = try? JSONSerialization.jsonObject(with: headerJSON) as? [String: Any],
-              let claims = try? JSONSerialization.jsonObject(with: claimsJSON) as? [String: Any],
-              jwtHeader["alg"] as? String == "ES256", let bundleID = claims["bid"] as? String,
-              let store = state.withLock({ $0.stores[Self.storeKey(environment, bundleID)] }) else { return nil }
+            let signature = Self.base64URLDecode(parts[2]),
+            let jwtHeader = try? JSONSerialization.jsonObject(with: headerJSON) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: claimsJSON) as? [String: Any],
+            jwtHeader["alg"] as? String == "ES256", let bundleID = claims["bid"] as? String,
+            let store = state.withLock({ $0.stores[Self.storeKey(environment, bundleID)] })
+        else { return nil }
         let now = Date().timeIntervalSince1970
         guard jwtHeader["kid"] as? String == store.key.keyID, claims["iss"] as? String == store.key.issuerID,
-              claims["aud"] as? String == "appstoreconnect-v1",
-              let issued = (claims["iat"] as? NSNumber)?.doubleValue, let expires = (claims["exp"] as? NSNumber)?.doubleValue,
-              expires - issued <= 3600, issued <= now + 60, now < expires,
-              let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-              store.key.publicKey.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8)) else { return nil }
+            claims["aud"] as? String == "appstoreconnect-v1",
+            let issued = (claims["iat"] as? NSNumber)?.doubleValue, let expires = (claims["exp"] as? NSNumber)?.doubleValue,
+            expires - issued <= 3600, issued <= now + 60, now < expires,
+            let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+            store.key.publicKey.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8))
+        else { return nil }
         return store
     }
 
@@ -139,9 +149,11 @@ extension ServerAPISimulator {
         let offset = request.uri.queryParameters.get("revision").flatMap { Int($0.dropFirst()) } ?? 0
         let page = transactions.dropFirst(offset).prefix(pageSize)
         let next = offset + page.count
-        return ["revision": "r\(next)", "hasMore": next < transactions.count, "bundleId": store.app.bundleID,
-                "appAppleId": store.app.appAppleID, "environment": store.app.environment,
-                "signedTransactions": try page.map { try store.app.signedTransaction($0) }]
+        return [
+            "revision": "r\(next)", "hasMore": next < transactions.count, "bundleId": store.app.bundleID,
+            "appAppleId": store.app.appAppleID, "environment": store.app.environment,
+            "signedTransactions": try page.map { try store.app.signedTransaction($0) },
+        ]
     }
 
     /// Every auto-renewable subscription of the customer, by its latest transaction: status 1
@@ -153,26 +165,31 @@ extension ServerAPISimulator {
             latest[transaction.originalTransactionID] = transaction
         }
         let last = try latest.values.sorted { $0.originalTransactionID < $1.originalTransactionID }.map { transaction -> [String: Any] in
-            let renewal = store.renewals[transaction.originalTransactionID]
+            let renewal =
+                store.renewals[transaction.originalTransactionID]
                 ?? SimulatedRenewal(originalTransactionID: transaction.originalTransactionID, productID: transaction.productID)
-            let status = if transaction.revocationDate != nil { 5 }
-                else if renewal.gracePeriodExpiresDate.map({ $0 > Date() }) == true { 4 }
-                else if renewal.isInBillingRetryPeriod { 3 }
-                else if (transaction.expiresDate ?? .distantFuture) <= Date() { 2 }
-                else { 1 }
-            return ["status": status, "originalTransactionId": transaction.originalTransactionID,
-                    "signedTransactionInfo": try store.app.signedTransaction(transaction),
-                    "signedRenewalInfo": try store.app.signedRenewal(renewal)]
+            let status =
+                if transaction.revocationDate != nil { 5 } else if renewal.gracePeriodExpiresDate.map({ $0 > Date() }) == true {
+                    4
+                } else if renewal.isInBillingRetryPeriod { 3 } else if (transaction.expiresDate ?? .distantFuture) <= Date() { 2 } else { 1 }
+            return [
+                "status": status, "originalTransactionId": transaction.originalTransactionID,
+                "signedTransactionInfo": try store.app.signedTransaction(transaction),
+                "signedRenewalInfo": try store.app.signedRenewal(renewal),
+            ]
         }
-        return ["environment": store.app.environment, "bundleId": store.app.bundleID, "appAppleId": store.app.appAppleID,
-                "data": [["subscriptionGroupIdentifier": "group.default", "lastTransactions": last]]]
+        return [
+            "environment": store.app.environment, "bundleId": store.app.bundleID, "appAppleId": store.app.appAppleID,
+            "data": [["subscriptionGroupIdentifier": "group.default", "lastTransactions": last]],
+        ]
     }
 
     /// Get Notification History: entries first sent within [startDate, endDate], optionally only
     /// those never delivered or of one transaction, paged by `paginationToken`.
     func historyPage(_ body: Data, request: Request, store: Store) throws -> [String: Any] {
         guard let filter = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let start = (filter["startDate"] as? NSNumber)?.doubleValue, let end = (filter["endDate"] as? NSNumber)?.doubleValue, start <= end else {
+            let start = (filter["startDate"] as? NSNumber)?.doubleValue, let end = (filter["endDate"] as? NSNumber)?.doubleValue, start <= end
+        else {
             throw ScriptedError(status: 400, body: ["errorCode": 4_000_015, "errorMessage": "Invalid start date."])
         }
         let onlyFailures = filter["onlyFailures"] as? Bool ?? false
@@ -185,8 +202,10 @@ extension ServerAPISimulator {
         let offset = request.uri.queryParameters.get("paginationToken").flatMap { Int($0.dropFirst()) } ?? 0
         let page = matching.dropFirst(offset).prefix(pageSize)
         let next = offset + page.count
-        var answer: [String: Any] = ["hasMore": next < matching.count,
-                                     "notificationHistory": page.map { ["signedPayload": $0.signedPayload, "sendAttempts": Self.attempts($0)] }]
+        var answer: [String: Any] = [
+            "hasMore": next < matching.count,
+            "notificationHistory": page.map { ["signedPayload": $0.signedPayload, "sendAttempts": Self.attempts($0)] },
+        ]
         if next < matching.count { answer["paginationToken"] = "p\(next)" }
         return answer
     }
@@ -195,7 +214,8 @@ extension ServerAPISimulator {
     func recordConsumption(_ body: Data, transactionID: String, store: Store) throws {
         guard store.transactions[transactionID] != nil else { throw Self.notFound }
         guard let fields = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              fields["customerConsented"] as? Bool == true, fields["sampleContentProvided"] is Bool, fields["deliveryStatus"] is String else {
+            fields["customerConsented"] as? Bool == true, fields["sampleContentProvided"] is Bool, fields["deliveryStatus"] is String
+        else {
             throw ScriptedError(status: 400, body: ["errorCode": 4_000_000, "errorMessage": "Invalid request."])
         }
         let flat = fields.mapValues { "\($0)" }

@@ -62,24 +62,24 @@ package final class ServerAPISimulator: Sendable {
     struct Store {
         var app: SimulatedApp
         var key: Key
-        var transactions: [String: SimulatedTransaction] = [:]   // by transaction id
-        var customers: [String: String] = [:]       // transaction id → customer
+        var transactions: [String: SimulatedTransaction] = [:] // by transaction id
+        var customers: [String: String] = [:] // transaction id → customer
         /// Customer → their transaction ids in the order added: a history request reads one
         /// customer's, not the whole store (the backfill benchmark keeps thousands).
         var purchases: [String: [String]] = [:]
         var renewals: [String: SimulatedRenewal] = [:]
-        var orders: [String: [String]] = [:]         // order id → transaction ids
-        var appTransactions: [String: SimulatedAppTransaction] = [:]   // customer → the app bought on the account
-        var extensions: [String: [(requestID: String, at: Date)]] = [:]  // original transaction → its renewal-date extensions
-        var massExtensions: [String: MassExtension] = [:]                // request id → what it did
+        var orders: [String: [String]] = [:] // order id → transaction ids
+        var appTransactions: [String: SimulatedAppTransaction] = [:] // customer → the app bought on the account
+        var extensions: [String: [(requestID: String, at: Date)]] = [:] // original transaction → its renewal-date extensions
+        var massExtensions: [String: MassExtension] = [:] // request id → what it did
         var history: [HistoryEntry] = []
         var consumption: [ConsumptionAnswer] = []
-        var testNotifications: [String: Int] = [:]   // token → index in history
+        var testNotifications: [String: Int] = [:] // token → index in history
         var notificationURL: String?
     }
 
     struct State {
-        var stores: [String: Store] = [:]            // "<environment>/<bundle id>"
+        var stores: [String: Store] = [:] // "<environment>/<bundle id>"
         var scripts: [Scripted] = []
         var seen: [Seen] = []
     }
@@ -156,11 +156,12 @@ package final class ServerAPISimulator: Sendable {
         guard let signed = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["signedPayload"] as? String else { return nil }
         let url = state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.notificationURL }
         let status: Int? = if let url { try? await sender.send(body, to: url) } else { nil }
-        let result = switch status {
-        case .some(200...206): "SUCCESS"
-        case .some: "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
-        case nil: "NO_RESPONSE"
-        }
+        let result =
+            switch status {
+            case .some(200...206): "SUCCESS"
+            case .some: "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+            case nil: "NO_RESPONSE"
+            }
         let now = Date()
         mutate(app) { $0.history.append(HistoryEntry(signedPayload: signed, firstAttempt: now, attempts: [(now, result)], transactionID: transactionID)) }
         return status

@@ -24,14 +24,18 @@ package struct SimulatedApp: Sendable {
     }
 
     /// A V2 notification body, `{"signedPayload": …}`, with the transaction and renewal nested in `data`.
-    package func notificationV2(_ type: String, subtype: String? = nil, transaction: SimulatedTransaction? = nil,
-                               renewal: SimulatedRenewal? = nil, uuid: UUID = UUID(), signedDate: Date = Date()) throws -> Data {
+    package func notificationV2(
+        _ type: String, subtype: String? = nil, transaction: SimulatedTransaction? = nil,
+        renewal: SimulatedRenewal? = nil, uuid: UUID = UUID(), signedDate: Date = Date()
+    ) throws -> Data {
         try notificationV2(type, subtype: subtype, body: .data(transaction: transaction, renewal: renewal), uuid: uuid, signedDate: signedDate)
     }
 
     /// A verifyReceipt answer for these transactions (what `VerifyReceiptServer` returns).
-    package func receiptAnswer(_ transactions: [SimulatedTransaction], renewals: [SimulatedRenewal] = [], status: Int = 0,
-                              requestDate: Date = Date()) -> [String: Any] {
+    package func receiptAnswer(
+        _ transactions: [SimulatedTransaction], renewals: [SimulatedRenewal] = [], status: Int = 0,
+        requestDate: Date = Date()
+    ) -> [String: Any] {
         [
             "status": status,
             "environment": environment,
@@ -47,8 +51,10 @@ package struct SimulatedApp: Sendable {
     }
 
     /// A V1 notification body: the shared secret as `password`, "PROD"/"Sandbox", a unified receipt.
-    package func notificationV1(_ type: String, password: String, transactions: [SimulatedTransaction],
-                               renewals: [SimulatedRenewal] = [], autoRenewStatus: Bool = true) throws -> Data {
+    package func notificationV1(
+        _ type: String, password: String, transactions: [SimulatedTransaction],
+        renewals: [SimulatedRenewal] = [], autoRenewStatus: Bool = true
+    ) throws -> Data {
         var unified = receiptAnswer(transactions, renewals: renewals)
         unified["receipt"] = nil
         let body: [String: Any] = [

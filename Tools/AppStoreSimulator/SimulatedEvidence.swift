@@ -34,8 +34,10 @@ package struct SimulatedTransaction: Sendable {
     package var billingPlanType: String?
     package var commitmentExpiresDate: Date?
 
-    package init(transactionID: String, originalTransactionID: String? = nil, productID: String,
-                type: String = "Auto-Renewable Subscription", purchaseDate: Date, expiresDate: Date? = nil) {
+    package init(
+        transactionID: String, originalTransactionID: String? = nil, productID: String,
+        type: String = "Auto-Renewable Subscription", purchaseDate: Date, expiresDate: Date? = nil
+    ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID ?? transactionID
         self.productID = productID
@@ -90,8 +92,11 @@ package struct SimulatedTransaction: Sendable {
         fields["offerPeriod"] = offerPeriod
         fields["billingPlanType"] = billingPlanType
         if let commitmentExpiresDate {
-            fields["commitmentInfo"] = ["billingPeriodNumber": 1, "totalBillingPeriods": 12, "commitmentExpiresDate": ms(commitmentExpiresDate),
-                                        "commitmentPrice": (price ?? 0) * 12] as [String: Any]
+            fields["commitmentInfo"] =
+                [
+                    "billingPeriodNumber": 1, "totalBillingPeriods": 12, "commitmentExpiresDate": ms(commitmentExpiresDate),
+                    "commitmentPrice": (price ?? 0) * 12,
+                ] as [String: Any]
         }
         if type == "Auto-Renewable Subscription" { fields["webOrderLineItemId"] = "w" + transactionID }
         return fields
@@ -104,8 +109,10 @@ package struct SimulatedTransaction: Sendable {
             "quantity": String(quantity), "is_trial_period": "false", "is_in_intro_offer_period": "false",
             "in_app_ownership_type": ownership,
         ]
-        for (name, date) in [("purchase_date", purchaseDate), ("original_purchase_date", originalPurchaseDate),
-                             ("expires_date", expiresDate), ("cancellation_date", revocationDate)] {
+        for (name, date) in [
+            ("purchase_date", purchaseDate), ("original_purchase_date", originalPurchaseDate),
+            ("expires_date", expiresDate), ("cancellation_date", revocationDate),
+        ] {
             guard let date else { continue }
             line[name + "_ms"] = String(ms(date))
             line[name] = Self.legacyDate(date)

@@ -47,8 +47,9 @@ package struct TestCertificateAuthority: Sendable {
         let names = ["root.pem", "intermediate.pem", "leaf.pem", "leaf-key.pem"].map { folder.appendingPathComponent($0) }
         if names.allSatisfy({ FileManager.default.fileExists(atPath: $0.path) }) {
             let texts = try names.map { try String(contentsOf: $0, encoding: .utf8) }
-            return TestCertificateAuthority(root: try Certificate(pemEncoded: texts[0]), intermediate: try Certificate(pemEncoded: texts[1]),
-                                            leaf: try Certificate(pemEncoded: texts[2]), leafKey: try P256.Signing.PrivateKey(pemRepresentation: texts[3]))
+            return TestCertificateAuthority(
+                root: try Certificate(pemEncoded: texts[0]), intermediate: try Certificate(pemEncoded: texts[1]),
+                leaf: try Certificate(pemEncoded: texts[2]), leafKey: try P256.Signing.PrivateKey(pemRepresentation: texts[3]))
         }
         let authority = try TestCertificateAuthority()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -63,13 +64,21 @@ package struct TestCertificateAuthority: Sendable {
     /// Root → intermediate → leaf shaped like Apple's chains: the intermediate carries the WWDR
     /// marker, the leaf the receipt-signing marker (either can be left out to test its absence).
     /// Shared by the StoreKit 2 chain (P-256) and the legacy receipt chain (RSA).
-    static func chain(names: (root: String, intermediate: String, leaf: String),
-                      keys: (root: Certificate.PrivateKey, intermediate: Certificate.PrivateKey, leaf: Certificate.PrivateKey),
-                      algorithm: Certificate.SignatureAlgorithm, validity: ClosedRange<Date>, leafValidity: ClosedRange<Date>? = nil,
-                      intermediateMarker: Bool = true, leafMarker: Bool = true) throws -> (Certificate, Certificate, Certificate) {
-        let rootName = try DistinguishedName { CommonName(names.root); OrganizationName("App Store Simulator") }
-        let intermediateName = try DistinguishedName { CommonName(names.intermediate); OrganizationName("App Store Simulator") }
-        let leafName = try DistinguishedName { CommonName(names.leaf); OrganizationName("App Store Simulator") }
+    static func chain(
+        names: (root: String, intermediate: String, leaf: String),
+        keys: (root: Certificate.PrivateKey, intermediate: Certificate.PrivateKey, leaf: Certificate.PrivateKey),
+        algorithm: Certificate.SignatureAlgorithm, validity: ClosedRange<Date>, leafValidity: ClosedRange<Date>? = nil,
+        intermediateMarker: Bool = true, leafMarker: Bool = true
+    ) throws -> (Certificate, Certificate, Certificate) {
+        let rootName = try DistinguishedName {
+            CommonName(names.root); OrganizationName("App Store Simulator")
+        }
+        let intermediateName = try DistinguishedName {
+            CommonName(names.intermediate); OrganizationName("App Store Simulator")
+        }
+        let leafName = try DistinguishedName {
+            CommonName(names.leaf); OrganizationName("App Store Simulator")
+        }
         let root = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: keys.root.publicKey,
             notValidBefore: validity.lowerBound, notValidAfter: validity.upperBound,
@@ -122,7 +131,8 @@ package struct TestCertificateAuthority: Sendable {
 
     /// Signs `payload` as a compact JWS with Apple's header: ES256 and x5c [leaf, intermediate, root].
     package func sign(_ payload: [String: Any], alg: String = "ES256") throws -> String {
-        let input = (alg == "ES256" && !es256Header.isEmpty ? es256Header : try header(alg: alg)) + "."
+        let input =
+            (alg == "ES256" && !es256Header.isEmpty ? es256Header : try header(alg: alg)) + "."
             + Self.base64URL(try JSONSerialization.data(withJSONObject: payload))
         let signature = try leafKey.signature(for: Data(input.utf8))
         return input + "." + Self.base64URL(signature.rawRepresentation)

@@ -51,7 +51,9 @@ package final class VerifyReceiptServer: Sendable {
 
     /// Starts listening on 127.0.0.1 (port 0: any free one); returns the two verifyReceipt URLs.
     /// `routes` may add more routes on the same listener (the simulator command's control API).
-    package func start(port: Int = 0, host: String = "127.0.0.1", routes: (Router<BasicRequestContext>) -> Void = { _ in }) async throws -> (production: String, sandbox: String) {
+    package func start(
+        port: Int = 0, host: String = "127.0.0.1", routes: (Router<BasicRequestContext>) -> Void = { _ in }
+    ) async throws -> (production: String, sandbox: String) {
         let router = Router()
         routes(router)
         router.post("/:endpoint/verifyReceipt") { [self] request, context in
@@ -61,9 +63,10 @@ package final class VerifyReceiptServer: Sendable {
         }
         let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "appstore-simulator")
-        logger.logLevel = .critical  // a stopped simulator's cancelled connections are not news
-        let app = Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "appstore-simulator"),
-                              onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) }, logger: logger)
+        logger.logLevel = .critical // a stopped simulator's cancelled connections are not news
+        let app = Application(
+            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "appstore-simulator"),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) }, logger: logger)
         running.withLock { $0 = Task { try await app.run() } }
         var iterator = stream.makeAsyncIterator()
         guard let bound = await iterator.next() else { throw CancellationError() }
@@ -89,9 +92,11 @@ package final class VerifyReceiptServer: Sendable {
         case nil: break
         }
         guard let request = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let receiptData = request["receipt-data"] as? String else { return json(["status": 21000]) }
+            let receiptData = request["receipt-data"] as? String
+        else { return json(["status": 21000]) }
         guard let decoded = Data(base64Encoded: receiptData), let token = String(data: decoded, encoding: .utf8),
-              let registered = state.withLock({ $0.receipts[token] }) else { return json(["status": 21002]) }
+            let registered = state.withLock({ $0.receipts[token] })
+        else { return json(["status": 21002]) }
         if registered.environment == .sandbox, endpoint == .production { return json(["status": 21007]) }
         if registered.environment == .production, endpoint == .sandbox { return json(["status": 21008]) }
         if let secret = registered.sharedSecret, request["password"] as? String != secret { return json(["status": 21004]) }

@@ -43,14 +43,23 @@ struct AppendBenchmark: AsyncParsableCommand {
         print("single-event appends, \(writers) writers, one transaction each")
         print("  raw INSERT, plain table         \(format(m["insert"]!))")
         print("  raw INSERT, events-shaped table \(format(m["insert-shaped"]!))   (same row, same indexes: the baseline)")
-        print("  EventStore.append               \(format(m["append"]!))   \(percent(m["append"]!, of: m["insert-shaped"]!)) of shaped INSERT (goal ≥ 70 %), \(percent(m["append"]!, of: m["insert"]!)) of plain")
+        print(
+            "  EventStore.append               \(format(m["append"]!))   \(percent(m["append"]!, of: m["insert-shaped"]!)) of shaped INSERT (goal ≥ 70 %), \(percent(m["append"]!, of: m["insert"]!)) of plain"
+        )
         print("batched appends, \(batchSize) events per call, one connection")
         print("  raw COPY, plain table           \(format(m["copy"]!))")
         print("  raw COPY, events-shaped table   \(format(m["copy-shaped"]!))   (same rows, same indexes: the baseline)")
-        print("  append 500 to one stream        \(format(m["batch-one-stream"]!))   \(percent(m["batch-one-stream"]!, of: m["copy-shaped"]!)) of shaped COPY (goal ≥ 40 %), \(percent(m["batch-one-stream"]!, of: m["copy"]!)) of plain")
-        print("  append(batch:) 500 streams      \(format(m["batch-pipelined"]!))   \(percent(m["batch-pipelined"]!, of: m["copy-shaped"]!)) of shaped COPY (500 appends pipelined in one transaction)")
+        print(
+            "  append 500 to one stream        \(format(m["batch-one-stream"]!))   \(percent(m["batch-one-stream"]!, of: m["copy-shaped"]!)) of shaped COPY (goal ≥ 40 %), \(percent(m["batch-one-stream"]!, of: m["copy"]!)) of plain"
+        )
+        print(
+            "  append(batch:) 500 streams      \(format(m["batch-pipelined"]!))   \(percent(m["batch-pipelined"]!, of: m["copy-shaped"]!)) of shaped COPY (500 appends pipelined in one transaction)"
+        )
         print("")
-        print("all rounds: " + results.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.map { String(format: "%.0f", $0) }.joined(separator: ","))" }.joined(separator: " "))
+        print(
+            "all rounds: "
+                + results.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.map { String(format: "%.0f", $0) }.joined(separator: ","))" }.joined(
+                    separator: " "))
     }
 
     private func percent(_ value: Double, of baseline: Double) -> String { String(format: "%5.1f %%", value / baseline * 100) }
@@ -96,8 +105,9 @@ struct AppendBenchmark: AsyncParsableCommand {
 
     private func singleAppends(_ store: EventStore) async throws -> Double {
         try await timedLoop { writer, n in
-            try await store.append([NewEvent(id: UUID(), type: "PurchaseRecorded", data: Self.payload, occurredAt: Date())],
-                                   to: "user-\(writer)-\(n % 50)")
+            try await store.append(
+                [NewEvent(id: UUID(), type: "PurchaseRecorded", data: Self.payload, occurredAt: Date())],
+                to: "user-\(writer)-\(n % 50)")
         }
     }
 
@@ -130,13 +140,15 @@ struct AppendBenchmark: AsyncParsableCommand {
             var text = ""
             for n in 0..<batchSize {
                 let common = "\(UUID().uuidString.lowercased())\tPurchaseRecorded\t\(Self.payload)\t{}\t\(PostgresTimestamp.format(Date()))"
-                text += shaped
+                text +=
+                    shaped
                     ? "\(stream)\t\(n + 1)\t\(common)\t\(PostgresTimestamp.format(Date()))\t\(hash)\t\(hash)\n"
                     : "\(stream)\t\(common)\n"
             }
-            try connection.copyIn(shaped
-                ? "COPY bench.shaped_events (stream, version, event_id, event_type, data, metadata, occurred_at, recorded_at, prev_hash, hash) FROM STDIN"
-                : "COPY bench.raw_events (stream, event_id, event_type, data, metadata, occurred_at) FROM STDIN",
+            try connection.copyIn(
+                shaped
+                    ? "COPY bench.shaped_events (stream, version, event_id, event_type, data, metadata, occurred_at, recorded_at, prev_hash, hash) FROM STDIN"
+                    : "COPY bench.raw_events (stream, event_id, event_type, data, metadata, occurred_at) FROM STDIN",
                 data: Array(text.utf8))
         }
         return Double(batches * batchSize) / Date().timeIntervalSince(started)
@@ -147,7 +159,7 @@ struct AppendBenchmark: AsyncParsableCommand {
         for batch in 0..<batches {
             let events = (0..<batchSize).map { _ in NewEvent(id: UUID(), type: "PurchaseRecorded", data: Self.payload, occurredAt: Date()) }
             if oneStream {
-                try await store.append(events, to: "import-\(batch % 50)")  // streams grow across rounds, like real ones
+                try await store.append(events, to: "import-\(batch % 50)") // streams grow across rounds, like real ones
             } else {
                 try await store.append(batch: events.enumerated().map { StreamAppend(stream: "user-\(batch)-\($0.offset)", events: [$0.element]) })
             }

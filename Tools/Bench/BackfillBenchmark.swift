@@ -48,12 +48,16 @@ struct BackfillBenchmark: AsyncParsableCommand {
 
         // The ledger's parts as `ledger backfill` builds them, its projection following along.
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
-        let pool = PostgresPool(configuration: { var c = database.configuration; c.role = "ledger_app"; return c }(), size: 16, logger: logger)
+        let pool = PostgresPool(
+            configuration: {
+                var c = database.configuration; c.role = "ledger_app"; return c
+            }(), size: 16, logger: logger)
         let store = EventStore(pool: pool, logger: logger)
-        let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [authority.root]),
-                                      receipts: VerifyReceiptConfiguration(),
-                                      serverAPI: ServerAPIConfiguration(productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox"),
-                                      logger: logger)
+        let services = LedgerServices(
+            pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [authority.root]),
+            receipts: VerifyReceiptConfiguration(),
+            serverAPI: ServerAPIConfiguration(productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox"),
+            logger: logger)
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger), logger: logger))
         let background = Task { try await group.run() }
         let credentials = try ServerAPICredentials(issuerID: issuer, keyID: "BENCHKEY1", privateKeyPEM: signingKey.pemRepresentation, bundleID: bundle)
@@ -78,8 +82,12 @@ struct BackfillBenchmark: AsyncParsableCommand {
             }
             // Transactions' worth of events per second: the same events the backfill wrote for them.
             batchRates.append(Double(summary.transactions) / (clock.now - batchStarted).seconds)
-            FileHandle.standardError.write(Data(String(format: "round %d: backfill %.0f tx/s (%d events), append(batch:) of the same events %.0f tx/s\n",
-                                                       round, backfillRates.last!, appends.reduce(0) { $0 + $1.events.count }, batchRates.last!).utf8))
+            FileHandle.standardError.write(
+                Data(
+                    String(
+                        format: "round %d: backfill %.0f tx/s (%d events), append(batch:) of the same events %.0f tx/s\n",
+                        round, backfillRates.last!, appends.reduce(0) { $0 + $1.events.count }, batchRates.last!
+                    ).utf8))
         }
         await group.triggerGracefulShutdown()
         _ = await background.result
@@ -89,8 +97,12 @@ struct BackfillBenchmark: AsyncParsableCommand {
         print("")
         print("backfill, \(customers) customers × \(perCustomer) transactions a round, \(concurrency) lines at a time, \(rounds) rounds, medians")
         print("  append(batch:) of the same events  \(format(batchMedian)) transactions' worth (the baseline)")
-        print("  backfill end to end                \(format(backfillMedian))   \(String(format: "%.1f %%", backfillMedian / batchMedian * 100)) of append(batch:) (goal ≥ 2,000/s)")
-        print("all rounds: backfill=\(backfillRates.map { String(format: "%.0f", $0) }.joined(separator: ",")) batch=\(batchRates.map { String(format: "%.0f", $0) }.joined(separator: ","))")
+        print(
+            "  backfill end to end                \(format(backfillMedian))   \(String(format: "%.1f %%", backfillMedian / batchMedian * 100)) of append(batch:) (goal ≥ 2,000/s)"
+        )
+        print(
+            "all rounds: backfill=\(backfillRates.map { String(format: "%.0f", $0) }.joined(separator: ",")) batch=\(batchRates.map { String(format: "%.0f", $0) }.joined(separator: ","))"
+        )
     }
 
     /// This round's customers: a subscription renewed monthly up to now, each its own customer.
@@ -99,7 +111,9 @@ struct BackfillBenchmark: AsyncParsableCommand {
         let start = Date(timeIntervalSinceNow: -Double(perCustomer - 1) * month - 86_400)
         return (0..<customers).map { n in
             let original = "r\(round)c\(n)-0"
-            var periods = [SimulatedTransaction(transactionID: original, productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(month))]
+            var periods = [
+                SimulatedTransaction(transactionID: original, productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(month))
+            ]
             for k in 1..<perCustomer { periods.append(periods.last!.renewed(transactionID: "r\(round)c\(n)-\(k)", period: month)) }
             simulator.add(periods, customer: "r\(round)-customer-\(n)", to: app)
             return BackfillLine(number: n + 2, userID: "r\(round)-user-\(n)", reference: .transaction(original))
@@ -108,14 +122,16 @@ struct BackfillBenchmark: AsyncParsableCommand {
 
     /// The events the round's backfill recorded, as appends to fresh streams with fresh ids.
     private func copies(of round: Int, bundle: String, pool: PostgresPool) async throws -> [StreamAppend] {
-        let rows = try await pool.query("""
+        let rows = try await pool.query(
+            """
             SELECT stream, event_type, data::text AS data, metadata::text AS metadata, occurred_at FROM ledger.events
              WHERE stream LIKE $1 ORDER BY position
             """, ["purchase:\(bundle):r\(round)c%"])
         var byStream: [String: [NewEvent]] = [:]
         for row in rows {
-            let event = NewEvent(id: UUID(), type: try row["event_type"].string(), data: try row["data"].string(),
-                                 metadata: try row["metadata"].string(), occurredAt: try row["occurred_at"].date())
+            let event = NewEvent(
+                id: UUID(), type: try row["event_type"].string(), data: try row["data"].string(),
+                metadata: try row["metadata"].string(), occurredAt: try row["occurred_at"].date())
             byStream["copy:" + (try row["stream"].string()), default: []].append(event)
         }
         return byStream.map { StreamAppend(stream: $0.key, events: $0.value, expectedVersion: .noStream) }

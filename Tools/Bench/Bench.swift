@@ -14,7 +14,10 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ledger-bench",
         abstract: "Benchmarks that print ratios against a baseline measured in the same run.",
-        subcommands: [AppendBenchmark.self, RebuildBenchmark.self, JWSBenchmark.self, HTTPBenchmark.self, ReplicaBenchmark.self, BackfillBenchmark.self, TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self, OfferBenchmark.self]
+        subcommands: [
+            AppendBenchmark.self, RebuildBenchmark.self, JWSBenchmark.self, HTTPBenchmark.self, ReplicaBenchmark.self, BackfillBenchmark.self,
+            TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self, OfferBenchmark.self,
+        ]
     )
 }
 

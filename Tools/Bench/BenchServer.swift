@@ -22,10 +22,14 @@ struct BenchServer {
 
     static func start(on database: BenchDatabase, logger: Logger) async throws -> BenchServer {
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
-        let pool = PostgresPool(configuration: { var c = database.configuration; c.role = "ledger_app"; return c }(), size: 8, logger: logger)
+        let pool = PostgresPool(
+            configuration: {
+                var c = database.configuration; c.role = "ledger_app"; return c
+            }(), size: 8, logger: logger)
         let authority = try TestCertificateAuthority()
-        let services = LedgerServices(pool: pool, store: EventStore(pool: pool, logger: logger), migrator: migrator,
-                                      verifier: SignedDataVerifier(roots: [authority.root]), receipts: VerifyReceiptConfiguration(), logger: logger)
+        let services = LedgerServices(
+            pool: pool, store: EventStore(pool: pool, logger: logger), migrator: migrator,
+            verifier: SignedDataVerifier(roots: [authority.root]), receipts: VerifyReceiptConfiguration(), logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = services.application(host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger) + [app], logger: logger))

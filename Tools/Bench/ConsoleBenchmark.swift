@@ -37,11 +37,15 @@ struct ConsoleBenchmark: AsyncParsableCommand {
         var facts: [(LedgerEvent, Date)] = []
         var period = start
         for n in 0..<(events / 2) {
-            let renewal = TransactionFacts(environment: .production, transactionID: n == 0 ? "t0" : "t0-\(n)", originalTransactionID: "t0", productID: "pro.monthly",
-                                           purchaseDate: period, expiresDate: period + 2 * 86_400, price: 4_990, currency: "EUR", signedDate: period)
+            let renewal = TransactionFacts(
+                environment: .production, transactionID: n == 0 ? "t0" : "t0-\(n)", originalTransactionID: "t0", productID: "pro.monthly",
+                purchaseDate: period, expiresDate: period + 2 * 86_400, price: 4_990, currency: "EUR", signedDate: period)
             facts.append((n == 0 ? .purchased(renewal) : .renewed(renewal), period))
-            if n == 0 { facts.append((.transactionClaimed(Claim(originalTransactionID: "t0", userID: "u0")), period + 60)) }
-            else { facts.append((.consumed(Consumption(userID: "u0", currency: "coins", amount: 0, idempotencyKey: "k\(n)")), period + 120)) }
+            if n == 0 {
+                facts.append((.transactionClaimed(Claim(originalTransactionID: "t0", userID: "u0")), period + 60))
+            } else {
+                facts.append((.consumed(Consumption(userID: "u0", currency: "coins", amount: 0, idempotencyKey: "k\(n)")), period + 120))
+            }
             period += 2 * 86_400
         }
         var byStream: [String: [NewEvent]] = [:]
@@ -83,9 +87,13 @@ struct ConsoleBenchmark: AsyncParsableCommand {
             pageP50.append(pages[pages.count / 2]); pageP99.append(pages[Int(Double(pages.count - 1) * 0.99)])
             healthP50.append(health[health.count / 2]); healthP99.append(health[Int(Double(health.count - 1) * 0.99)])
         }
-        print("console user page, a user with \(facts.count) events (\(first.bytes / 1024) KiB of HTML), \(loads) sequential loads × \(rounds) rounds, medians of rounds")
-        print(String(format: "  user page  p50 %.2f ms   p99 %.2f ms   (goal p99 < 50 ms)   rounds p99: %@", median(pageP50), median(pageP99),
-                     pageP99.map { String(format: "%.1f", $0) }.joined(separator: " / ")))
+        print(
+            "console user page, a user with \(facts.count) events (\(first.bytes / 1024) KiB of HTML), \(loads) sequential loads × \(rounds) rounds, medians of rounds"
+        )
+        print(
+            String(
+                format: "  user page  p50 %.2f ms   p99 %.2f ms   (goal p99 < 50 ms)   rounds p99: %@", median(pageP50), median(pageP99),
+                pageP99.map { String(format: "%.1f", $0) }.joined(separator: " / ")))
         print(String(format: "  /healthz   p50 %.2f ms   p99 %.2f ms   (baseline, the same client and server)", median(healthP50), median(healthP99)))
         try await client.shutdown()
         await server.stop()

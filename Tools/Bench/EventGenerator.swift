@@ -20,10 +20,13 @@ struct EventGenerator {
         var written = 0
         var user = 0
         var configuration: [StreamAppend] = []
-        for definition in [ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]),
-                           ProductDefinition(productID: "coins.500", type: .consumable, grants: ["coins": 500])] {
-            let (stream, event) = try StoredFacts.newEvent(.productConfigured(definition), bundleID: bundleID, id: UUID(),
-                                                         occurredAt: Date(timeIntervalSince1970: 1_600_000_000))
+        for definition in [
+            ProductDefinition(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]),
+            ProductDefinition(productID: "coins.500", type: .consumable, grants: ["coins": 500]),
+        ] {
+            let (stream, event) = try StoredFacts.newEvent(
+                .productConfigured(definition), bundleID: bundleID, id: UUID(),
+                occurredAt: Date(timeIntervalSince1970: 1_600_000_000))
             configuration.append(StreamAppend(stream: stream, events: [event]))
         }
         try await store.append(batch: configuration)
@@ -36,8 +39,9 @@ struct EventGenerator {
                 var byStream: [String: [NewEvent]] = [:]
                 var order: [String] = []
                 try generateUser(user) { event, date in
-                    let (stream, new) = try StoredFacts.newEvent(event, bundleID: bundleID, id: UUID(), occurredAt: date,
-                                                               evidence: "sha256:" + UUID().uuidString.lowercased())
+                    let (stream, new) = try StoredFacts.newEvent(
+                        event, bundleID: bundleID, id: UUID(), occurredAt: date,
+                        evidence: "sha256:" + UUID().uuidString.lowercased())
                     if byStream[stream] == nil { order.append(stream) }
                     byStream[stream, default: []].append(new)
                 }
@@ -73,34 +77,53 @@ struct EventGenerator {
         for month in 0..<months {
             let id = month == 0 ? original : "\(original)-\(month)"
             let expires = clock + 30 * 86_400
-            let facts = TransactionFacts(environment: .production, transactionID: id, originalTransactionID: original, productID: "pro.monthly",
-                                         purchaseDate: clock, expiresDate: expires, price: 4990, currency: "EUR", storefront: "FRA", signedDate: clock)
-            try emit(.appleNotificationReceived(AppleNotification(version: "2", notificationType: month == 0 ? "SUBSCRIBED" : "DID_RENEW",
-                                                                  notificationUUID: UUID().uuidString, environment: .production,
-                                                                  originalTransactionID: original, signedDate: clock)), clock)
+            let facts = TransactionFacts(
+                environment: .production, transactionID: id, originalTransactionID: original, productID: "pro.monthly",
+                purchaseDate: clock, expiresDate: expires, price: 4990, currency: "EUR", storefront: "FRA", signedDate: clock)
+            try emit(
+                .appleNotificationReceived(
+                    AppleNotification(
+                        version: "2", notificationType: month == 0 ? "SUBSCRIBED" : "DID_RENEW",
+                        notificationUUID: UUID().uuidString, environment: .production,
+                        originalTransactionID: original, signedDate: clock)), clock)
             try emit(month == 0 ? .purchased(facts) : .renewed(facts), clock)
             if month == 0 { try emit(.transactionClaimed(Claim(originalTransactionID: original, userID: userID)), clock + 2) }
             if Int.random(in: 0..<10, using: &rng) == 0 {
-                try emit(.renewalFailed(RenewalFacts(environment: .production, originalTransactionID: original, productID: "pro.monthly",
-                                                     willAutoRenew: true, expirationIntent: 2, isInBillingRetry: true,
-                                                     gracePeriodExpiresDate: expires + 6 * 86_400, signedDate: expires)), expires)
+                try emit(
+                    .renewalFailed(
+                        RenewalFacts(
+                            environment: .production, originalTransactionID: original, productID: "pro.monthly",
+                            willAutoRenew: true, expirationIntent: 2, isInBillingRetry: true,
+                            gracePeriodExpiresDate: expires + 6 * 86_400, signedDate: expires)), expires)
             }
             if Int.random(in: 0..<40, using: &rng) == 0 {
-                try emit(.refunded(RevocationFacts(environment: .production, transactionID: id, originalTransactionID: original,
-                                                   revocationDate: clock + 86_400, signedDate: clock + 86_400)), clock + 86_400)
+                try emit(
+                    .refunded(
+                        RevocationFacts(
+                            environment: .production, transactionID: id, originalTransactionID: original,
+                            revocationDate: clock + 86_400, signedDate: clock + 86_400)), clock + 86_400)
             }
             if Int.random(in: 0..<4, using: &rng) == 0 {
                 let pack = "coins-\(n)-\(month)"
-                try emit(.purchased(TransactionFacts(environment: .production, transactionID: pack, originalTransactionID: pack, productID: "coins.500",
-                                                     purchaseDate: clock + 3_600, price: 990, currency: "EUR", storefront: "FRA", signedDate: clock + 3_600)), clock + 3_600)
+                try emit(
+                    .purchased(
+                        TransactionFacts(
+                            environment: .production, transactionID: pack, originalTransactionID: pack, productID: "coins.500",
+                            purchaseDate: clock + 3_600, price: 990, currency: "EUR", storefront: "FRA", signedDate: clock + 3_600)), clock + 3_600)
                 try emit(.transactionClaimed(Claim(originalTransactionID: pack, userID: userID)), clock + 3_602)
-                try emit(.consumed(Consumption(userID: userID, currency: "coins", amount: Int64.random(in: 1...400, using: &rng), idempotencyKey: UUID().uuidString)), clock + 7_200)
+                try emit(
+                    .consumed(
+                        Consumption(userID: userID, currency: "coins", amount: Int64.random(in: 1...400, using: &rng), idempotencyKey: UUID().uuidString)),
+                    clock + 7_200)
             }
             clock = expires
         }
         if Bool.random(using: &rng) {
-            try emit(.autoRenewChanged(RenewalFacts(environment: .production, originalTransactionID: original, productID: "pro.monthly",
-                                                    willAutoRenew: false, signedDate: clock - 86_400)), clock - 86_400)
+            try emit(
+                .autoRenewChanged(
+                    RenewalFacts(
+                        environment: .production, originalTransactionID: original, productID: "pro.monthly",
+                        willAutoRenew: false, signedDate: clock - 86_400)), clock - 86_400)
         }
     }
 }

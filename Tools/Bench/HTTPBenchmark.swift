@@ -4,8 +4,8 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import LedgerAccess
-import LedgerEventStore
 import LedgerCore
+import LedgerEventStore
 import LedgerHTTP
 import LedgerIngestion
 import LedgerPostgres
@@ -62,35 +62,39 @@ struct HTTPBenchmark: AsyncParsableCommand {
             var bodies = ""
             for index in 0..<count {
                 // Transaction ids unique to this run, so a reused database records new purchases.
-                var purchase = SimulatedTransaction(transactionID: "\(prefix)\(run)-\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
-                                                    type: index % 2 == 0 ? "Auto-Renewable Subscription" : "Consumable",
-                                                    purchaseDate: now.addingTimeInterval(-3600), expiresDate: index % 2 == 0 ? now.addingTimeInterval(30 * 86_400) : nil)
+                var purchase = SimulatedTransaction(
+                    transactionID: "\(prefix)\(run)-\(index)", productID: index % 2 == 0 ? "pro.monthly" : "coins.100",
+                    type: index % 2 == 0 ? "Auto-Renewable Subscription" : "Consumable",
+                    purchaseDate: now.addingTimeInterval(-3600), expiresDate: index % 2 == 0 ? now.addingTimeInterval(30 * 86_400) : nil)
                 // As StoreKit has signed them since iOS 18.4: each carries the app's own purchase.
                 purchase.appTransactionID = "\(prefix)\(run)-app-\(index)"
 
-                let body = try JSONSerialization.data(withJSONObject: ["user_id": "\(users)\(index)",
-                                                                      "signed_transaction": try simulated.signedTransaction(purchase)])
+                let body = try JSONSerialization.data(withJSONObject: [
+                    "user_id": "\(users)\(index)",
+                    "signed_transaction": try simulated.signedTransaction(purchase),
+                ])
                 bodies += String(decoding: body, as: UTF8.self) + "\n"
             }
             let bodiesFile = folder.appendingPathComponent("\(prefix)-bodies.txt")
             try bodies.write(to: bodiesFile, atomically: true, encoding: .utf8)
             let file = folder.appendingPathComponent("\(prefix)-ingest.lua")
             try """
-                bodies = {}
-                for line in io.lines("\(bodiesFile.path)") do bodies[#bodies + 1] = line end
-                counter = 0
-                request = function()
-                  if \(once) and counter >= #bodies then return wrk.format("GET", "/healthz") end
-                  counter = counter % #bodies + 1
-                  return wrk.format("POST", "/v1/apps/\(bundle)/transactions", {["Authorization"] = "Bearer \(key)", ["Content-Type"] = "application/json"}, bodies[counter])
-                end
-                """.write(to: file, atomically: true, encoding: .utf8)
+            bodies = {}
+            for line in io.lines("\(bodiesFile.path)") do bodies[#bodies + 1] = line end
+            counter = 0
+            request = function()
+              if \(once) and counter >= #bodies then return wrk.format("GET", "/healthz") end
+              counter = counter % #bodies + 1
+              return wrk.format("POST", "/v1/apps/\(bundle)/transactions", {["Authorization"] = "Bearer \(key)", ["Content-Type"] = "application/json"}, bodies[counter])
+            end
+            """.write(to: file, atomically: true, encoding: .utf8)
             return file
         }
         let levels = ingestConnections.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard let firstLevel = levels.first else { throw ValidationError("--ingest-connections needs at least one number") }
         if warmup > 0 {
-            _ = try await Self.wrk(wrk, ["-t1", "-c\(firstLevel)", "-d\(max(1, warmup / 500))s", "-s", try script(prefix: "w", users: "wu", count: warmup, once: true).path, base])
+            _ = try await Self.wrk(
+                wrk, ["-t1", "-c\(firstLevel)", "-d\(max(1, warmup / 500))s", "-s", try script(prefix: "w", users: "wu", count: warmup, once: true).path, base])
             try owner.execute(script: "ANALYZE")
         }
         // One run per concurrency, each with its own transactions, bought by the same users.
@@ -105,18 +109,20 @@ struct HTTPBenchmark: AsyncParsableCommand {
         // pgbench's one-row INSERT at each level, on this cluster, between the ingestion runs.
         let pgbench = PgbenchBaseline.find().map { PgbenchBaseline(pgbench: $0, configuration: database.configuration, folder: folder) }
         let pgbenchScript = try pgbench?.prepare(owner: owner)
-        var inserts: [Int: (rate: Double, cpu: Double?)] = [:]   // the machine's CPU (ms) per INSERT
-        var floors: [Int: (group: Int, clients: Int, rate: Double, cpu: Double?)] = [:]   // PurchaseRowsFloor's
-        var serverFloors: [Int: WrkRun] = [:]   // ServerFloor's
+        var inserts: [Int: (rate: Double, cpu: Double?)] = [:] // the machine's CPU (ms) per INSERT
+        var floors: [Int: (group: Int, clients: Int, rate: Double, cpu: Double?)] = [:] // PurchaseRowsFloor's
+        var serverFloors: [Int: WrkRun] = [:] // ServerFloor's
         var last = try await pool.query(recorded, [0])[0]["last"].int()
         for (index, level) in levels.enumerated() {
             let ingestScript = try script(prefix: "b\(index)-", users: "u", count: share)
             // A run that used up its transactions would go on with replays (cheaper no-ops): runs
             // are as long as 4,000/s can last, and a run that still ran out is flagged below.
             let ingestSeconds = max(1, min(seconds, share / 4000))
-            FileHandle.standardError.write(Data("measuring ingestion for \(ingestSeconds) s\n".utf8))  // e.g. the cue for perf record
-            let (run, cpu) = try await MachineCPU.measure { try await Self.wrk(wrk, ["-t1", "-c\(level)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base]) }
-            let own = try await pool.query(recorded, [last])[0]   // the measured run's own
+            FileHandle.standardError.write(Data("measuring ingestion for \(ingestSeconds) s\n".utf8)) // e.g. the cue for perf record
+            let (run, cpu) = try await MachineCPU.measure {
+                try await Self.wrk(wrk, ["-t1", "-c\(level)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, base])
+            }
+            let own = try await pool.query(recorded, [last])[0] // the measured run's own
             let (count, groups) = (try own["n"].int(), try own["groups"].int())
             last = try own["last"].int()
             let group = Double(count) / Double(max(groups, 1))
@@ -131,8 +137,9 @@ struct HTTPBenchmark: AsyncParsableCommand {
                     floors[level] = (size, clients, floor.rate, floor.cpu)
                 }
                 // The same requests, answered by a server that only verifies them and writes their rows.
-                let floor = try ServerFloor(services: services, verifier: SignedDataVerifier(roots: [authority.root]), pool: pool,
-                                            transaction: try PurchaseRowsFloor(baseline: pgbench).prepare(owner: owner), owner: owner)
+                let floor = try ServerFloor(
+                    services: services, verifier: SignedDataVerifier(roots: [authority.root]), pool: pool,
+                    transaction: try PurchaseRowsFloor(baseline: pgbench).prepare(owner: owner), owner: owner)
                 serverFloors[level] = try await floor.serving(logger: logger) { floorBase in
                     try await Self.wrk(wrk, ["-t1", "-c\(level)", "-d\(ingestSeconds)s", "--latency", "-s", ingestScript.path, floorBase])
                 }
@@ -141,14 +148,17 @@ struct HTTPBenchmark: AsyncParsableCommand {
         }
         func ingestionLines() -> [String] {
             ingestions.map { level, run, recorded, group, cpu in
-                String(format: "    %2d connections: %@   p50 %.2f ms, p99 %.2f ms, %d purchases recorded (%.1f a group), %d non-2xx%@",
-                       level, format(run.rate), run.p50, run.p99, recorded, group, run.errors, recorded >= share ? " (RAN OUT: use --transactions)" : "")
-                    + (inserts[level].map { String(format: "   pgbench one-row INSERT %.0f/s: %.1f %%", $0.rate, run.rate / $0.rate * 100) } ?? "   (no pgbench)")
+                String(
+                    format: "    %2d connections: %@   p50 %.2f ms, p99 %.2f ms, %d purchases recorded (%.1f a group), %d non-2xx%@",
+                    level, format(run.rate), run.p50, run.p99, recorded, group, run.errors, recorded >= share ? " (RAN OUT: use --transactions)" : "")
+                    + (inserts[level].map { String(format: "   pgbench one-row INSERT %.0f/s: %.1f %%", $0.rate, run.rate / $0.rate * 100) }
+                        ?? "   (no pgbench)")
                     + (cpu.map { String(format: "\n        the machine's CPU a purchase %.2f ms", $0.busy / Double(max(recorded, 1))) } ?? "")
                     + (inserts[level]?.cpu.map { String(format: ", an INSERT %.3f ms", $0) } ?? "")
                     + (floors[level].map { floor in
-                        String(format: "\n        a purchase's rows alone (pgbench, %d a transaction, %d client%@): %.0f/s", floor.group, floor.clients,
-                               floor.clients == 1 ? "" : "s", floor.rate)
+                        String(
+                            format: "\n        a purchase's rows alone (pgbench, %d a transaction, %d client%@): %.0f/s", floor.group, floor.clients,
+                            floor.clients == 1 ? "" : "s", floor.rate)
                             + (inserts[level].map { String(format: " (%.1f %% of the INSERT)", floor.rate / $0.rate * 100) } ?? "")
                             + (floor.cpu.map { String(format: ", the machine's CPU %.2f ms a purchase", $0) } ?? "")
                     } ?? "")
@@ -161,7 +171,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
         }
         if ingestionOnly {
             print("ingestion of signed transactions beside pgbench's one-row INSERT with as many clients (issue 16: ≥ 25 % at 4, ≥ 3,000/s at 32)")
-            ingestionLines().forEach { print($0) }
+            for line in ingestionLines() { print(line) }
             await server.stop()
             return
         }
@@ -170,12 +180,12 @@ struct HTTPBenchmark: AsyncParsableCommand {
         let users = max(1, min(ingestions.map(\.recorded).max() ?? 0, share))
         let queryScript = folder.appendingPathComponent("query.lua")
         try """
-            counter = 0
-            request = function()
-              counter = counter % \(users) + 1
-              return wrk.format("GET", "/v1/apps/\(bundle)/users/u" .. (counter - 1), {["Authorization"] = "Bearer \(key)"})
-            end
-            """.write(to: queryScript, atomically: true, encoding: .utf8)
+        counter = 0
+        request = function()
+          counter = counter % \(users) + 1
+          return wrk.format("GET", "/v1/apps/\(bundle)/users/u" .. (counter - 1), {["Authorization"] = "Bearer \(key)"})
+        end
+        """.write(to: queryScript, atomically: true, encoding: .utf8)
 
         var health: [Double] = [], state: [Double] = [], stateP50: [Double] = [], stateP99: [Double] = []
         for _ in 1...rounds {
@@ -192,22 +202,26 @@ struct HTTPBenchmark: AsyncParsableCommand {
         for count in [1, 2, 3, 4, 6, 8] {
             var runs: [WrkRun] = []
             for _ in 1...rounds { runs.append(try await Self.wrk(wrk, ["-t1", "-c\(count)", "-d\(seconds)s", "--latency", "-s", queryScript.path, base])) }
-            let medianRun = WrkRun(rate: median(runs.map(\.rate)), p50: median(runs.map(\.p50)), p99: median(runs.map(\.p99)), errors: runs.map(\.errors).max() ?? 0)
+            let medianRun = WrkRun(
+                rate: median(runs.map(\.rate)), p50: median(runs.map(\.p50)), p99: median(runs.map(\.p99)), errors: runs.map(\.errors).max() ?? 0)
             half.append((count, medianRun))
             if medianRun.rate >= peak / 2 { break }
         }
 
         print("HTTP on this machine (server, PostgreSQL and wrk share 2 cores), \(rounds) rounds, medians")
         print("  /healthz (baseline)            \(format(median(health)))   \(connections) connections")
-        print("  user state (GET …/users/{id})  \(format(peak))   \(String(format: "%5.1f %%", peak / median(health) * 100)) of /healthz (goal ≥ 50 %)"
-              + String(format: "   p50 %.2f ms, p99 %.2f ms at peak", median(stateP50), median(stateP99)))
+        print(
+            "  user state (GET …/users/{id})  \(format(peak))   \(String(format: "%5.1f %%", peak / median(health) * 100)) of /healthz (goal ≥ 50 %)"
+                + String(format: "   p50 %.2f ms, p99 %.2f ms at peak", median(stateP50), median(stateP99)))
         for (count, run) in half {
-            print(String(format: "    %d connection%@: %8.0f/s (%4.1f %% of peak)  p50 %.2f ms  p99 %.2f ms", count, count == 1 ? " " : "s",
-                         run.rate, run.rate / peak * 100, run.p50, run.p99))
+            print(
+                String(
+                    format: "    %d connection%@: %8.0f/s (%4.1f %% of peak)  p50 %.2f ms  p99 %.2f ms", count, count == 1 ? " " : "s",
+                    run.rate, run.rate / peak * 100, run.p50, run.p99))
         }
         if let chosen = half.last { print(String(format: "  p99 at ~half of peak load: %.2f ms (goal < 10 ms)", chosen.run.p99)) }
         print("  ingestion of signed transactions, one run per concurrency, beside pgbench's one-row INSERT (issue 16: ≥ 25 % at 4, ≥ 3,000/s at 32):")
-        ingestionLines().forEach { print($0) }
+        for line in ingestionLines() { print(line) }
         await server.stop()
     }
 
@@ -267,7 +281,8 @@ struct HTTPBenchmark: AsyncParsableCommand {
             }
             return .nan
         }
-        return WrkRun(rate: Double(value(after: "Requests/sec:") ?? "") ?? 0, p50: milliseconds(value(after: "50%")),
-                      p99: milliseconds(value(after: "99%")), errors: Int(value(after: "Non-2xx or 3xx responses:") ?? "0") ?? 0)
+        return WrkRun(
+            rate: Double(value(after: "Requests/sec:") ?? "") ?? 0, p50: milliseconds(value(after: "50%")),
+            p99: milliseconds(value(after: "99%")), errors: Int(value(after: "Non-2xx or 3xx responses:") ?? "0") ?? 0)
     }
 }

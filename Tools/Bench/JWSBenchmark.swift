@@ -31,11 +31,12 @@ struct JWSBenchmark: AsyncParsableCommand {
             data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         }
         let header = b64url(try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": chain]))
-        let payload = b64url(try JSONSerialization.data(withJSONObject: [
-            "bundleId": "com.example", "environment": "Sandbox", "signedDate": 1_750_000_000_000, "transactionId": "2000000999",
-            "originalTransactionId": "2000000999", "productId": "pro.monthly", "type": "Auto-Renewable Subscription",
-            "purchaseDate": 1_750_000_000_000, "expiresDate": 1_752_592_000_000, "quantity": 1, "price": 4990, "currency": "EUR",
-        ]))
+        let payload = b64url(
+            try JSONSerialization.data(withJSONObject: [
+                "bundleId": "com.example", "environment": "Sandbox", "signedDate": 1_750_000_000_000, "transactionId": "2000000999",
+                "originalTransactionId": "2000000999", "productId": "pro.monthly", "type": "Auto-Renewable Subscription",
+                "purchaseDate": 1_750_000_000_000, "expiresDate": 1_752_592_000_000, "quantity": 1, "price": 4990, "currency": "EUR",
+            ]))
         let input = header + "." + payload
         let signature = try key.signature(for: Data(input.utf8))
         let jws = input + "." + b64url(signature.rawRepresentation)
@@ -51,7 +52,9 @@ struct JWSBenchmark: AsyncParsableCommand {
         }
         print("JWS verification on one core, \(rounds) rounds, medians")
         print("  bare ES256 check (baseline)          \(format(median(raw)))")
-        print("  verify, warm (chain cached)          \(format(median(warm)))   \(String(format: "%5.1f %%", median(warm) / median(raw) * 100)) of bare ES256 (goal ≥ 5,000/s)")
+        print(
+            "  verify, warm (chain cached)          \(format(median(warm)))   \(String(format: "%5.1f %%", median(warm) / median(raw) * 100)) of bare ES256 (goal ≥ 5,000/s)"
+        )
         print("  verify, cold (new verifier each)     \(format(median(cold)))")
     }
 

@@ -12,7 +12,8 @@ struct MachineCPU {
     /// Now; nil where there is no `/proc/stat` (the benchmark then prints no CPU figures).
     static func now() -> MachineCPU? {
         guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return nil }
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
+        else { return nil }
         let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
         guard ticks.count >= 7 else { return nil }
         let perTick = 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))

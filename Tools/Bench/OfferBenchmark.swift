@@ -16,8 +16,9 @@ struct OfferBenchmark: AsyncParsableCommand {
 
     func run() async throws {
         let key = P256.Signing.PrivateKey()
-        let credentials = try ServerAPICredentials(issuerID: UUID().uuidString, keyID: "BENCHKEY01", privateKeyPEM: key.pemRepresentation,
-                                                   bundleID: "com.example.game")
+        let credentials = try ServerAPICredentials(
+            issuerID: UUID().uuidString, keyID: "BENCHKEY01", privateKeyPEM: key.pemRepresentation,
+            bundleID: "com.example.game")
         let signer = OfferSigner(credentials: credentials)
         // The baseline signs exactly what a promotional offer signs: its header and claims, already encoded.
         let sample = try signer.promotionalOffer(productID: "pro.monthly", offerID: "winback-50", transactionID: "2000000123456789")
@@ -26,16 +27,20 @@ struct OfferBenchmark: AsyncParsableCommand {
         var bare: [Double] = [], promotional: [Double] = [], introductory: [Double] = [], legacy: [Double] = []
         for _ in 1...rounds {
             bare.append(try await benchRate(seconds: seconds) { _ = try key.signature(for: input) })
-            promotional.append(try await benchRate(seconds: seconds) {
-                _ = try signer.promotionalOffer(productID: "pro.monthly", offerID: "winback-50", transactionID: "2000000123456789")
-            })
-            introductory.append(try await benchRate(seconds: seconds) {
-                _ = try signer.introductoryEligibility(productID: "pro.monthly", allow: true, transactionID: "2000000123456789")
-            })
-            legacy.append(try await benchRate(seconds: seconds) {
-                _ = try signer.legacyPromotionalOffer(productID: "pro.monthly", offerID: "winback-50",
-                                                      applicationUsername: "7e3fb20b-4cdb-47cc-936d-99d65f608138")
-            })
+            promotional.append(
+                try await benchRate(seconds: seconds) {
+                    _ = try signer.promotionalOffer(productID: "pro.monthly", offerID: "winback-50", transactionID: "2000000123456789")
+                })
+            introductory.append(
+                try await benchRate(seconds: seconds) {
+                    _ = try signer.introductoryEligibility(productID: "pro.monthly", allow: true, transactionID: "2000000123456789")
+                })
+            legacy.append(
+                try await benchRate(seconds: seconds) {
+                    _ = try signer.legacyPromotionalOffer(
+                        productID: "pro.monthly", offerID: "winback-50",
+                        applicationUsername: "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+                })
         }
         func share(_ values: [Double]) -> String { String(format: "%5.1f %%", median(values) / median(bare) * 100) }
         print("Offer signing on one core, \(rounds) rounds of \(seconds) s, medians")

@@ -24,17 +24,21 @@ struct PurchaseRowsFloor {
     static func tables(version: Int) -> [Table] {
         let copy = { (column: String) in [column: "\(column) || '-' || $k"] }
         return [
-            Table(name: "evidence", rows: "CROSS JOIN LATERAL (SELECT * FROM ledger.evidence WHERE kind = 'signed_transaction' OFFSET c.k LIMIT 1) x",
-                  keyed: ["digest": "'sha256:' || encode(sha256($k::bytea), 'hex')"]),
+            Table(
+                name: "evidence", rows: "CROSS JOIN LATERAL (SELECT * FROM ledger.evidence WHERE kind = 'signed_transaction' OFFSET c.k LIMIT 1) x",
+                keyed: ["digest": "'sha256:' || encode(sha256($k::bytea), 'hex')"]),
             Table(name: "events", rows: "JOIN ledger.events x ON x.stream = c.stream", keyed: copy("stream").merging(["event_id": "gen_random_uuid()"]) { $1 }),
             Table(name: "streams", rows: "JOIN ledger.streams x ON x.stream = c.stream", keyed: copy("stream")),
-            Table(name: "transaction_owners_v\(version)", rows: "JOIN ledger.transaction_owners_v\(version) x ON x.original_transaction_id = c.original",
-                  keyed: copy("original_transaction_id")),
+            Table(
+                name: "transaction_owners_v\(version)", rows: "JOIN ledger.transaction_owners_v\(version) x ON x.original_transaction_id = c.original",
+                keyed: copy("original_transaction_id")),
             Table(name: "user_timelines_v\(version)", rows: "JOIN ledger.user_timelines_v\(version) x ON x.user_id = c.user_id", keyed: copy("user_id")),
-            Table(name: "finance_rows_v\(version)", rows: "JOIN ledger.finance_rows_v\(version) x ON x.original_transaction_id = c.original",
-                  keyed: copy("original_transaction_id")),
-            Table(name: "metric_contributions_v\(version)", rows: "JOIN ledger.metric_contributions_v\(version) x ON x.original_transaction_id = c.original",
-                  keyed: copy("original_transaction_id")),
+            Table(
+                name: "finance_rows_v\(version)", rows: "JOIN ledger.finance_rows_v\(version) x ON x.original_transaction_id = c.original",
+                keyed: copy("original_transaction_id")),
+            Table(
+                name: "metric_contributions_v\(version)", rows: "JOIN ledger.metric_contributions_v\(version) x ON x.original_transaction_id = c.original",
+                keyed: copy("original_transaction_id")),
         ]
     }
 
@@ -57,34 +61,39 @@ struct PurchaseRowsFloor {
     func prepare(owner: PostgresConnection) throws -> Transaction {
         let version = try owner.query("SELECT active_version FROM ledger.projections WHERE name = 'users'")[0]["active_version"].int()
         // The two purchases: the last purchase stream of each product, and who claimed it.
-        try owner.execute(script: """
-            SET client_min_messages = warning;
-            DROP SCHEMA IF EXISTS bench_floor CASCADE;
-            CREATE SCHEMA bench_floor;
-            CREATE SEQUENCE bench_floor.copies;
-            CREATE TABLE bench_floor.chosen AS
-            SELECT row_number() OVER (ORDER BY p.product) - 1 AS k, p.stream, p.original, c.data->>'userID' AS user_id
-              FROM (SELECT DISTINCT ON (data->>'productID') data->>'productID' AS product, stream, data->>'originalTransactionID' AS original
-                      FROM ledger.events WHERE event_type = 'Purchased' ORDER BY data->>'productID', position DESC LIMIT 2) AS p
-              JOIN ledger.events c ON c.stream = p.stream AND c.event_type = 'TransactionClaimed';
-            """)
+        try owner.execute(
+            script: """
+                SET client_min_messages = warning;
+                DROP SCHEMA IF EXISTS bench_floor CASCADE;
+                CREATE SCHEMA bench_floor;
+                CREATE SEQUENCE bench_floor.copies;
+                CREATE TABLE bench_floor.chosen AS
+                SELECT row_number() OVER (ORDER BY p.product) - 1 AS k, p.stream, p.original, c.data->>'userID' AS user_id
+                  FROM (SELECT DISTINCT ON (data->>'productID') data->>'productID' AS product, stream, data->>'originalTransactionID' AS original
+                          FROM ledger.events WHERE event_type = 'Purchased' ORDER BY data->>'productID', position DESC LIMIT 2) AS p
+                  JOIN ledger.events c ON c.stream = p.stream AND c.event_type = 'TransactionClaimed';
+                """)
         var inserts: [String] = []
         for table in Self.tables(version: version) {
-            try owner.execute(script: """
-                CREATE TABLE bench_floor.\(table.name) (LIKE ledger.\(table.name) INCLUDING ALL);
-                CREATE TABLE bench_floor.t_\(table.name) AS SELECT c.k, x.* FROM bench_floor.chosen c \(table.rows);
-                """)
+            try owner.execute(
+                script: """
+                    CREATE TABLE bench_floor.\(table.name) (LIKE ledger.\(table.name) INCLUDING ALL);
+                    CREATE TABLE bench_floor.t_\(table.name) AS SELECT c.k, x.* FROM bench_floor.chosen c \(table.rows);
+                    """)
             // The columns a copy writes: every column but those the table fills itself.
-            let columns = try owner.query("""
+            let columns = try owner.query(
+                """
                 SELECT attname FROM pg_attribute
                  WHERE attrelid = 'ledger.\(table.name)'::regclass AND attnum > 0 AND NOT attisdropped AND attidentity = '' AND attgenerated = ''
                    AND attname <> 'tx_id' ORDER BY attnum
-                """).map { try $0["attname"].string() }
+                """
+            ).map { try $0["attname"].string() }
             // pgbench reads ":name" as a variable: the unique number is spelt without one.
             let unique = "(currval('bench_floor.copies') * 1000 + g)::text"
             let values = columns.map { table.keyed[$0]?.replacingOccurrences(of: "$k", with: unique) ?? "t.\($0)" }
-            inserts.append("INSERT INTO bench_floor.\(table.name) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
-                           + "FROM generate_series(1, \(Transaction.groupSize)) AS g JOIN bench_floor.t_\(table.name) AS t ON t.k = g % 2;")
+            inserts.append(
+                "INSERT INTO bench_floor.\(table.name) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
+                    + "FROM generate_series(1, \(Transaction.groupSize)) AS g JOIN bench_floor.t_\(table.name) AS t ON t.k = g % 2;")
         }
         return Transaction(inserts: inserts)
     }

@@ -56,7 +56,10 @@ struct RebuildBenchmark: AsyncParsableCommand {
             FileHandle.standardError.write(Data("  phases: \(phases.summary(total: report.totalSeconds))\n".utf8))
             rebuilds.append(Double(report.events) / report.replaySeconds)
             totals.append(Double(report.events) / report.totalSeconds)
-            FileHandle.standardError.write(Data("round \(round)/\(rounds): scan \(Int(scans.last!))/s, rebuild replay \(Int(rebuilds.last!))/s, end to end \(Int(totals.last!))/s, users \(report.users), events replayed \(report.replayed) of \(report.events)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "round \(round)/\(rounds): scan \(Int(scans.last!))/s, rebuild replay \(Int(rebuilds.last!))/s, end to end \(Int(totals.last!))/s, users \(report.users), events replayed \(report.replayed) of \(report.events)\n"
+                        .utf8))
         }
         let readTimes = try userReadTimes(owner)
         await pool.close()
@@ -64,16 +67,26 @@ struct RebuildBenchmark: AsyncParsableCommand {
         print("")
         print("rebuild of the users projection, \(written) events, \(rounds) rounds, medians")
         print("  keyset scan (EventStore.readAll, baseline) \(format(median(scans)))")
-        print("  rebuild: replay into memory               \(format(median(rebuilds)))   \(String(format: "%5.1f %%", median(rebuilds) / median(scans) * 100)) of scan")
-        print("  rebuild: end to end (replay, COPY, switch) \(format(median(totals)))   \(String(format: "%5.1f %%", median(totals) / median(scans) * 100)) of scan (goal ≥ 100,000/s and ≥ 30 %)")
+        print(
+            "  rebuild: replay into memory               \(format(median(rebuilds)))   \(String(format: "%5.1f %%", median(rebuilds) / median(scans) * 100)) of scan"
+        )
+        print(
+            "  rebuild: end to end (replay, COPY, switch) \(format(median(totals)))   \(String(format: "%5.1f %%", median(totals) / median(scans) * 100)) of scan (goal ≥ 100,000/s and ≥ 30 %)"
+        )
         print("  (rates are log events per second; the server leaves out the evidence-only types the projection ignores)")
         let withMetrics = totals.map { Double(written) / $0 }
-        print(String(format: "  finance metrics: rebuild %.2f s with them, %.2f s without (median): +%.1f %% (goal < 25 %%); rounds without: %@",
-                     median(withMetrics), median(withoutMetrics), (median(withMetrics) / median(withoutMetrics) - 1) * 100,
-                     withoutMetrics.map { String(format: "%.2f", $0) }.joined(separator: " / ")))
-        print(String(format: "user state read at the database (EXPLAIN ANALYZE, %d users): median %.3f ms, p99 %.3f ms (goal < 1 ms)",
-                     readTimes.count, median(readTimes), readTimes.sorted()[Int(Double(readTimes.count - 1) * 0.99)]))
-        print("all rounds: scan=\(scans.map { String(format: "%.0f", $0) }) replay=\(rebuilds.map { String(format: "%.0f", $0) }) total=\(totals.map { String(format: "%.0f", $0) })")
+        print(
+            String(
+                format: "  finance metrics: rebuild %.2f s with them, %.2f s without (median): +%.1f %% (goal < 25 %%); rounds without: %@",
+                median(withMetrics), median(withoutMetrics), (median(withMetrics) / median(withoutMetrics) - 1) * 100,
+                withoutMetrics.map { String(format: "%.2f", $0) }.joined(separator: " / ")))
+        print(
+            String(
+                format: "user state read at the database (EXPLAIN ANALYZE, %d users): median %.3f ms, p99 %.3f ms (goal < 1 ms)",
+                readTimes.count, median(readTimes), readTimes.sorted()[Int(Double(readTimes.count - 1) * 0.99)]))
+        print(
+            "all rounds: scan=\(scans.map { String(format: "%.0f", $0) }) replay=\(rebuilds.map { String(format: "%.0f", $0) }) total=\(totals.map { String(format: "%.0f", $0) })"
+        )
     }
 
     /// The same reads the rebuild makes, decoded into RecordedEvent, and nothing else.
@@ -94,7 +107,8 @@ struct RebuildBenchmark: AsyncParsableCommand {
         var times: [Double] = []
         for _ in 0..<reads {
             let user = "user-\(Int.random(in: 1...max(1, events / 40)))"
-            let plan = try connection.query("""
+            let plan = try connection.query(
+                """
                 EXPLAIN (ANALYZE, FORMAT JSON) SELECT timeline FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2
                 """, ["com.example.bench", user])
             let json = try JSONSerialization.jsonObject(with: Data(try plan[0][0].string().utf8)) as! [[String: Any]]

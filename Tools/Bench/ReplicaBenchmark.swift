@@ -34,8 +34,9 @@ struct ReplicaBenchmark: AsyncParsableCommand {
         logger.logLevel = .warning
         let base = URL(fileURLWithPath: "/var/tmp/ledger-bench-replica-\(getpid())")
         let port = Int.random(in: 20_000..<60_000)
-        let primary = try EmbeddedPostgres(dataDirectory: base.appendingPathComponent("primary"),
-                                           options: .init(durable: true, port: port, loopback: true), logger: logger)
+        let primary = try EmbeddedPostgres(
+            dataDirectory: base.appendingPathComponent("primary"),
+            options: .init(durable: true, port: port, loopback: true), logger: logger)
         try primary.start()
         let standby = try primary.createStandby(dataDirectory: base.appendingPathComponent("standby"), options: .init(durable: true, port: port))
         try standby.start()
@@ -56,8 +57,9 @@ struct ReplicaBenchmark: AsyncParsableCommand {
         let pool = PostgresPool(configuration: application(primary.configuration(database: "bench")), size: concurrency, logger: logger)
         let replica = PostgresPool(configuration: application(standby.configuration(database: "bench")), size: concurrency, logger: logger)
         let store = EventStore(pool: pool, logger: logger)
-        let services = LedgerServices(pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: []),
-                                      receipts: VerifyReceiptConfiguration(), replicas: [replica], logger: logger)
+        let services = LedgerServices(
+            pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: []),
+            receipts: VerifyReceiptConfiguration(), replicas: [replica], logger: logger)
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger), logger: logger))
         let background = Task { try await group.run() }
 
@@ -69,19 +71,21 @@ struct ReplicaBenchmark: AsyncParsableCommand {
             for worker in 0..<concurrency {
                 tasks.addTask {
                     for index in stride(from: worker, to: users, by: concurrency) {
-                        _ = try await actions.grant(bundleID: bundle, userID: "u\(index)", entitlement: "pro", expiresAt: nil,
-                                                    reason: "bench", grantID: "g\(index)")
+                        _ = try await actions.grant(
+                            bundleID: bundle, userID: "u\(index)", entitlement: "pro", expiresAt: nil,
+                            reason: "bench", grantID: "g\(index)")
                     }
                 }
             }
             try await tasks.waitForAll()
         }
         try owner.execute(script: "ANALYZE")
-        try await Task.sleep(for: .seconds(1))  // the standby replays the ANALYZE too
+        try await Task.sleep(for: .seconds(1)) // the standby replays the ANALYZE too
 
         // Reads: no timeline cache, so every read is a query; one reader of each kind.
         let onPrimary = UserStateReader(pool: pool, replicas: .primaryOnly(pool, logger: logger))
-        let onReplica = UserStateReader(pool: pool, replicas: ReadReplicas(primary: pool, replicas: [replica], checkpoint: ProjectionRunner.activeCheckpoint(on:), logger: logger))
+        let onReplica = UserStateReader(
+            pool: pool, replicas: ReadReplicas(primary: pool, replicas: [replica], checkpoint: ProjectionRunner.activeCheckpoint(on:), logger: logger))
         var primaryRates: [Double] = [], replicaRates: [Double] = []
         for _ in 0..<rounds {
             primaryRates.append(try await readRate(onPrimary, bundle: bundle))
@@ -95,8 +99,9 @@ struct ReplicaBenchmark: AsyncParsableCommand {
         for index in 0..<writes {
             let written = WrittenPosition()
             try await WrittenPosition.$current.withValue(written) {
-                _ = try await actions.grant(bundleID: bundle, userID: "u\(index % users)", entitlement: "vip", expiresAt: nil,
-                                            reason: "bench", grantID: "ryw\(index)")
+                _ = try await actions.grant(
+                    bundleID: bundle, userID: "u\(index % users)", entitlement: "vip", expiresAt: nil,
+                    reason: "bench", grantID: "ryw\(index)")
             }
             let position = written.position ?? .start
             let query = "SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2"
@@ -120,8 +125,10 @@ struct ReplicaBenchmark: AsyncParsableCommand {
         print("  replica   \(format(replicaMedian))   rounds: \(replicaRates.map { String(format: "%.0f", $0) }.joined(separator: " / "))")
         print(String(format: "  replica / primary: %.1f %% (goal ≥ 80 %%)", replicaMedian / max(primaryMedian, 1) * 100))
         print("read-your-writes on the replica after \(writes) writes (each answered once projected on the primary)")
-        print(String(format: "  fenced read median %.3f ms (p90 %.3f), the same read unfenced %.3f ms: added wait %.3f ms (goal < 5 ms)",
-                     median(fenced), percentile(fenced, 0.9), median(plain), median(fenced) - median(plain)))
+        print(
+            String(
+                format: "  fenced read median %.3f ms (p90 %.3f), the same read unfenced %.3f ms: added wait %.3f ms (goal < 5 ms)",
+                median(fenced), percentile(fenced, 0.9), median(plain), median(fenced) - median(plain)))
         print("  answered by the replica \(sources.replica), by the primary after the wait \(sources.primary)")
     }
 

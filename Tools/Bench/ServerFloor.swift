@@ -30,13 +30,16 @@ final class ServerFloor: Sendable {
 
     /// `verifier`: trusting the roots the server's does. `transaction`: prepared by the owner in
     /// schema `bench_floor`, which this grants the server's runtime role (`pool`'s) to write.
-    init(services: LedgerServices, verifier: SignedDataVerifier, pool: PostgresPool, transaction: PurchaseRowsFloor.Transaction,
-         owner: PostgresConnection) throws {
-        try owner.execute(script: """
-            GRANT USAGE ON SCHEMA bench_floor TO ledger_app;
-            GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA bench_floor TO ledger_app;
-            GRANT USAGE ON ALL SEQUENCES IN SCHEMA bench_floor TO ledger_app;
-            """)
+    init(
+        services: LedgerServices, verifier: SignedDataVerifier, pool: PostgresPool, transaction: PurchaseRowsFloor.Transaction,
+        owner: PostgresConnection
+    ) throws {
+        try owner.execute(
+            script: """
+                GRANT USAGE ON SCHEMA bench_floor TO ledger_app;
+                GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA bench_floor TO ledger_app;
+                GRANT USAGE ON ALL SEQUENCES IN SCHEMA bench_floor TO ledger_app;
+                """)
         self.services = services
         self.verifier = verifier
         self.pool = pool
@@ -56,8 +59,9 @@ final class ServerFloor: Sendable {
             try await self.ingest(request, context: context)
         }
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [app], logger: logger))
         // The stream ends with the server, so a server that never started is an error, not a wait.
         let server = Task {
@@ -79,9 +83,10 @@ final class ServerFloor: Sendable {
 
     private func ingest(_ request: Request, context: BasicRequestContext) async throws -> Response {
         guard let bundleID = context.parameters.get("bundle_id"),
-              let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-              let key = try await services.keys.authenticate(String(header.dropFirst("Bearer ".count))),
-              key.grants(.ingest), key.covers(bundleID: bundleID) else { return Response(status: .unauthorized) }
+            let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+            let key = try await services.keys.authenticate(String(header.dropFirst("Bearer ".count))),
+            key.grants(.ingest), key.covers(bundleID: bundleID)
+        else { return Response(status: .unauthorized) }
         let body = try await request.decode(as: Body.self, context: context)
         let app = try await services.directory.app(bundleID)
         _ = try await verifier.verifyTransaction(body.signed_transaction, expecting: app.expectation)
@@ -101,9 +106,9 @@ final class ServerFloor: Sendable {
             let statements = transaction.statements(group: group.count).map { PipelinedStatement($0) }
             do {
                 _ = try await pool.withConnection { try $0.pipeline(statements, transaction: true) }
-                group.forEach { $0.resume() }
+                for waiter in group { waiter.resume() }
             } catch {
-                group.forEach { $0.resume(throwing: error) }
+                for waiter in group { waiter.resume(throwing: error) }
             }
         }
     }

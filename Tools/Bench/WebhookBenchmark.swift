@@ -55,7 +55,8 @@ struct WebhookBenchmark: AsyncParsableCommand {
 
         /// A new user's purchase of coins: one change (balance.credited) for `user`.
         func body(_ user: String) throws -> [UInt8] {
-            let purchase = SimulatedTransaction(transactionID: "t-\(user)", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+            let purchase = SimulatedTransaction(
+                transactionID: "t-\(user)", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
             return Array(try JSONSerialization.data(withJSONObject: ["user_id": user, "signed_transaction": try simulated.signedTransaction(purchase)]))
         }
         func send(_ method: HTTPMethod, _ path: String, _ bytes: [UInt8]) async throws -> Int {
@@ -94,10 +95,14 @@ struct WebhookBenchmark: AsyncParsableCommand {
         let latencies = answered.all.compactMap { user, at in arrivals[user].map { max(0, $0.timeIntervalSince(at)) * 1000 } }.sorted()
         func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
         print("webhooks on this machine (server, PostgreSQL, receiver and load share 2 cores)")
-        print(String(format: "  latency, answer → arrival, %d purchases at %d/s (sent in %.1f s, %d answered 200, %d arrived):",
-                     count, rate, sentFor, answered.ok, latencies.count))
-        print(String(format: "    p50 %.1f ms   p90 %.1f ms   p99 %.1f ms   max %.1f ms   (goal p50 < 50 ms, p99 < 500 ms)",
-                     percentile(0.5), percentile(0.9), percentile(0.99), latencies.last ?? .nan))
+        print(
+            String(
+                format: "  latency, answer → arrival, %d purchases at %d/s (sent in %.1f s, %d answered 200, %d arrived):",
+                count, rate, sentFor, answered.ok, latencies.count))
+        print(
+            String(
+                format: "    p50 %.1f ms   p90 %.1f ms   p99 %.1f ms   max %.1f ms   (goal p50 < 50 ms, p99 < 500 ms)",
+                percentile(0.5), percentile(0.9), percentile(0.99), latencies.last ?? .nan))
 
         // 2. Throughput: a backlog ingested (its rate measured), then replayed to the receiver.
         var ingestRates: [Double] = [], deliveryRates: [Double] = []
@@ -116,10 +121,13 @@ struct WebhookBenchmark: AsyncParsableCommand {
                 try await tasks.waitForAll()
             }
             ingestRates.append(Double(backlog) / Date().timeIntervalSince(ingestStart))
-            let first = try await pool.query("SELECT min(position) AS p FROM ledger.changes WHERE bundle_id = $1 AND user_id LIKE $2",
-                                             [bundle, prefix + "%"])[0]["p"].int64()
-            while try await pool.query("SELECT count(*) AS n FROM ledger.changes WHERE bundle_id = $1 AND user_id LIKE $2",
-                                       [bundle, prefix + "%"])[0]["n"].int() < backlog { try await Task.sleep(for: .milliseconds(20)) }
+            let first = try await pool.query(
+                "SELECT min(position) AS p FROM ledger.changes WHERE bundle_id = $1 AND user_id LIKE $2",
+                [bundle, prefix + "%"])[0]["p"].int64()
+            while try await pool.query(
+                "SELECT count(*) AS n FROM ledger.changes WHERE bundle_id = $1 AND user_id LIKE $2",
+                [bundle, prefix + "%"])[0]["n"].int() < backlog
+            { try await Task.sleep(for: .milliseconds(20)) }
             // Everything ingested was also delivered by now; the replay sends the backlog again.
             while receiver.accepted.filter({ $0.userID.hasPrefix(prefix) }).count < backlog { try await Task.sleep(for: .milliseconds(20)) }
             let before = receiver.accepted.count
@@ -130,8 +138,12 @@ struct WebhookBenchmark: AsyncParsableCommand {
             deliveryRates.append(Double(backlog) / last.timeIntervalSince(replayStart))
         }
         print("  throughput, \(backlog) changes replayed to a fast receiver, \(rounds) rounds (median):")
-        print("    delivered \(format(median(deliveryRates)))   (rounds: \(deliveryRates.map { String(format: "%.0f", $0) }.joined(separator: " / ")); goal ≥ 2,000/s)")
-        print("    ingested  \(format(median(ingestRates)))   the same purchases, 32 connections (rounds: \(ingestRates.map { String(format: "%.0f", $0) }.joined(separator: " / ")))")
+        print(
+            "    delivered \(format(median(deliveryRates)))   (rounds: \(deliveryRates.map { String(format: "%.0f", $0) }.joined(separator: " / ")); goal ≥ 2,000/s)"
+        )
+        print(
+            "    ingested  \(format(median(ingestRates)))   the same purchases, 32 connections (rounds: \(ingestRates.map { String(format: "%.0f", $0) }.joined(separator: " / ")))"
+        )
         await receiver.stop()
         try await client.shutdown()
         await server.stop()
@@ -140,7 +152,11 @@ struct WebhookBenchmark: AsyncParsableCommand {
     /// When each purchase was answered.
     final class Answers: Sendable {
         private let state = Mutex<(all: [(String, Date)], ok: Int)>(([], 0))
-        func record(_ user: String, at date: Date, ok: Bool) { state.withLock { $0.all.append((user, date)); if ok { $0.ok += 1 } } }
+        func record(_ user: String, at date: Date, ok: Bool) {
+            state.withLock {
+                $0.all.append((user, date)); if ok { $0.ok += 1 }
+            }
+        }
         var all: [(String, Date)] { state.withLock { $0.all } }
         var ok: Int { state.withLock { $0.ok } }
     }

@@ -46,11 +46,13 @@ struct SimulatorCommand: AsyncParsableCommand {
         let webhook = "\(ledger)/v1/apps/\(bundleID)/notifications/apple"
         // The App Store Server API: one In-App Purchase key, kept beside the chain across restarts.
         let keyFile = folder.appendingPathComponent("api-key.p8")
-        let apiKey = try (try? String(contentsOf: keyFile, encoding: .utf8)).map { try P256.Signing.PrivateKey(pemRepresentation: $0) } ?? {
-            let key = P256.Signing.PrivateKey()
-            try key.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
-            return key
-        }()
+        let apiKey =
+            try (try? String(contentsOf: keyFile, encoding: .utf8)).map { try P256.Signing.PrivateKey(pemRepresentation: $0) }
+            ?? {
+                let key = P256.Signing.PrivateKey()
+                try key.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
+                return key
+            }()
         let serverAPI = ServerAPISimulator()
         var twin = app
         twin.environment = environment == "Production" ? "Sandbox" : "Production"
@@ -62,17 +64,19 @@ struct SimulatorCommand: AsyncParsableCommand {
             serverAPI.register(on: router)
         }
         // Written straight to the descriptor: print's buffer would hold it until exit in a pipe or file.
-        FileHandle.standardOutput.write(Data("""
-            appstore-simulator for \(bundleID) (\(environment)) on port \(port)
-              LEDGER_APPLE_ROOT_CERTIFICATES=\(folder.appendingPathComponent("root.der").path)
-              LEDGER_APPLE_VERIFY_RECEIPT_URL=\(urls.production)
-              LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL=\(urls.sandbox)
-              LEDGER_APPLE_SERVER_API_URL=http://127.0.0.1:\(port)/production
-              LEDGER_APPLE_SERVER_API_SANDBOX_URL=http://127.0.0.1:\(port)/sandbox
-              App Store Server API key: issuer_id \(Self.issuerID), key_id \(Self.keyID), private_key in \(keyFile.path)
-              notifications go to \(webhook) (kept in Apple's notification history, delivered or not)
+        FileHandle.standardOutput.write(
+            Data(
+                """
+                appstore-simulator for \(bundleID) (\(environment)) on port \(port)
+                  LEDGER_APPLE_ROOT_CERTIFICATES=\(folder.appendingPathComponent("root.der").path)
+                  LEDGER_APPLE_VERIFY_RECEIPT_URL=\(urls.production)
+                  LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL=\(urls.sandbox)
+                  LEDGER_APPLE_SERVER_API_URL=http://127.0.0.1:\(port)/production
+                  LEDGER_APPLE_SERVER_API_SANDBOX_URL=http://127.0.0.1:\(port)/sandbox
+                  App Store Server API key: issuer_id \(Self.issuerID), key_id \(Self.keyID), private_key in \(keyFile.path)
+                  notifications go to \(webhook) (kept in Apple's notification history, delivered or not)
 
-            """.utf8))
+                """.utf8))
         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
     }
 }
@@ -97,8 +101,9 @@ struct ControlAPI: Sendable {
             let transactions = try (fields["transactions"] as? [[String: Any]] ?? []).map(Self.transaction)
             var app = self.app
             if let environment = fields["environment"] as? String { app.environment = environment }
-            let receipt = try server.register(app.receiptAnswer(transactions), environment: app.environment == "Production" ? .production : .sandbox,
-                                              sharedSecret: fields["shared_secret"] as? String)
+            let receipt = try server.register(
+                app.receiptAnswer(transactions), environment: app.environment == "Production" ? .production : .sandbox,
+                sharedSecret: fields["shared_secret"] as? String)
             return try Self.json(["receipt_data": receipt])
         }
         router.post("/notify") { request, _ in
@@ -109,12 +114,17 @@ struct ControlAPI: Sendable {
             if (fields["version"] as? Int) == 1 {
                 body = try app.notificationV1(type, password: fields["password"] as? String ?? "", transactions: transaction.map { [$0] } ?? [])
             } else {
-                let renewal = transaction.map { SimulatedRenewal(originalTransactionID: $0.originalTransactionID, productID: $0.productID,
-                                                                 autoRenewStatus: fields["auto_renew"] as? Bool ?? true) }
+                let renewal = transaction.map {
+                    SimulatedRenewal(
+                        originalTransactionID: $0.originalTransactionID, productID: $0.productID,
+                        autoRenewStatus: fields["auto_renew"] as? Bool ?? true)
+                }
                 let subtype = fields["subtype"] as? String
-                body = try app.notificationV2(type, subtype: subtype, body: app.documentedBody(
-                    for: type, subtype: subtype, transaction: transaction, renewal: renewal,
-                    appTransactionID: fields["app_transaction_id"] as? String ?? "704000000000001"))
+                body = try app.notificationV2(
+                    type, subtype: subtype,
+                    body: app.documentedBody(
+                        for: type, subtype: subtype, transaction: transaction, renewal: renewal,
+                        appTransactionID: fields["app_transaction_id"] as? String ?? "704000000000001"))
             }
             if let transaction { serverAPI.add([transaction], to: app) }
             var statuses: [Int] = []
@@ -143,9 +153,10 @@ struct ControlAPI: Sendable {
             throw HTTPError(.badRequest, message: "transaction_id and product_id are required")
         }
         func date(_ key: String) -> Date? { (fields[key] as? String).flatMap { try? Date.ISO8601FormatStyle().parse($0) } }
-        var transaction = SimulatedTransaction(transactionID: id, originalTransactionID: fields["original_transaction_id"] as? String, productID: product,
-                                               type: fields["type"] as? String ?? "Auto-Renewable Subscription",
-                                               purchaseDate: date("purchase_date") ?? Date(), expiresDate: date("expires_date"))
+        var transaction = SimulatedTransaction(
+            transactionID: id, originalTransactionID: fields["original_transaction_id"] as? String, productID: product,
+            type: fields["type"] as? String ?? "Auto-Renewable Subscription",
+            purchaseDate: date("purchase_date") ?? Date(), expiresDate: date("expires_date"))
         if transaction.type == "Auto-Renewable Subscription", transaction.expiresDate == nil {
             transaction.expiresDate = transaction.purchaseDate.addingTimeInterval(30 * 86_400)
         }
@@ -161,7 +172,8 @@ struct ControlAPI: Sendable {
     }
 
     static func json(_ object: [String: Any]) throws -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json"],
-                 body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: object, options: .sortedKeys))))
+        Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: object, options: .sortedKeys))))
     }
 }

@@ -56,17 +56,20 @@ package final class WebhookReceiver: Sendable {
             let body = Array((try await request.body.collect(upTo: 1 << 20)).readableBytesView)
             let id = request.headers[.init("Ledger-Webhook-Id")!] ?? ""
             let signature = request.headers[.init("Ledger-Signature")!] ?? ""
-            let attempt = state.withLock { $0.attempts += 1; return $0.attempts }
+            let attempt = state.withLock {
+                $0.attempts += 1; return $0.attempts
+            }
             switch behaviour(attempt, id) {
             case .fail(let status): return Response(status: .init(code: status))
             case .hang(let duration): try? await Task.sleep(for: duration); return Response(status: .ok)
             case .accept: break
             }
             let fields = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
-            let delivery = Delivery(id: id, userID: fields["user_id"] as? String ?? "", type: fields["type"] as? String ?? "",
-                                    position: (fields["position"] as? NSNumber)?.int64Value ?? 0, body: String(decoding: body, as: UTF8.self),
-                                    signatureValid: Self.verify(signature, body: body, secret: secret) && fields["id"] as? String == id,
-                                    arrivedAt: Date())
+            let delivery = Delivery(
+                id: id, userID: fields["user_id"] as? String ?? "", type: fields["type"] as? String ?? "",
+                position: (fields["position"] as? NSNumber)?.int64Value ?? 0, body: String(decoding: body, as: UTF8.self),
+                signatureValid: Self.verify(signature, body: body, secret: secret) && fields["id"] as? String == id,
+                arrivedAt: Date())
             state.withLock { $0.accepted.append(delivery) }
             return Response(status: .noContent)
         }
@@ -74,8 +77,9 @@ package final class WebhookReceiver: Sendable {
         var logger = Logger(label: "webhook-receiver")
         logger.logLevel = .critical
         let port = state.withLock { $0.port }
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "receiver"),
-                              onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) }, logger: logger)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "receiver"),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) }, logger: logger)
         // In a service group, so stopping is a graceful shutdown: the listener closes before the
         // connections, none accepted half-way. Cancelling the app's task while deliveries kept
         // arriving could trip NIO's check on a channel activated after its writer was gone.
@@ -83,20 +87,27 @@ package final class WebhookReceiver: Sendable {
         let task = Task { try await group.run() }
         var iterator = stream.makeAsyncIterator()
         guard let bound = await iterator.next() else { throw CancellationError() }
-        state.withLock { $0.running = (group, task); $0.port = bound }
+        state.withLock {
+            $0.running = (group, task); $0.port = bound
+        }
     }
 
     /// Stops listening: deliveries are refused until `start()` again.
     package func stop() async {
-        guard let running = state.withLock({ state in defer { state.running = nil }; return state.running }) else { return }
+        guard
+            let running = state.withLock({ state in
+                defer { state.running = nil }; return state.running
+            })
+        else { return }
         await running.group.triggerGracefulShutdown()
         _ = await running.task.result
     }
 
     /// `Ledger-Signature: t=…,v1=…` checked as docs/webhooks.md shows: HMAC-SHA256 of "t.body".
     static func verify(_ header: String, body: [UInt8], secret: String) -> Bool {
-        let parts = Dictionary(header.split(separator: ",").map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
-            .filter { $0.count == 2 }.map { ($0[0], $0[1]) }, uniquingKeysWith: { a, _ in a })
+        let parts = Dictionary(
+            header.split(separator: ",").map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
+                .filter { $0.count == 2 }.map { ($0[0], $0[1]) }, uniquingKeysWith: { a, _ in a })
         guard let t = parts["t"], let v1 = parts["v1"], let time = Double(t), abs(Date().timeIntervalSince1970 - time) < 300 else { return false }
         let mac = HMAC<SHA256>.authenticationCode(for: Array("\(t).".utf8) + body, using: SymmetricKey(data: Data(secret.utf8)))
         return mac.map { String(format: "%02x", $0) }.joined() == v1

@@ -20,7 +20,8 @@ package struct DecodedTransaction: Sendable, Equatable {
             throw AppStoreError(.malformed, "the transaction payload is not a JSON object")
         }
         guard let transactionID = fields.string("transactionId"), let productID = fields.string("productId"),
-              let purchaseDate = fields.date("purchaseDate") else {
+            let purchaseDate = fields.date("purchaseDate")
+        else {
             throw AppStoreError(.malformed, "the transaction lacks transactionId, productId or purchaseDate")
         }
         self.facts = TransactionFacts(
@@ -36,8 +37,9 @@ package struct DecodedTransaction: Sendable, Equatable {
             offerDiscountType: fields.string("offerDiscountType"), offerPeriod: fields.string("offerPeriod"),
             appTransactionID: fields.string("appTransactionId"), billingPlanType: fields.string("billingPlanType"),
             commitment: fields.members["commitmentInfo"].flatMap(SignedFields.init).map { commitment in
-                Commitment(billingPeriodNumber: commitment.int("billingPeriodNumber"), totalBillingPeriods: commitment.int("totalBillingPeriods"),
-                           expiresDate: commitment.date("commitmentExpiresDate"), price: commitment.int64("commitmentPrice"))
+                Commitment(
+                    billingPeriodNumber: commitment.int("billingPeriodNumber"), totalBillingPeriods: commitment.int("totalBillingPeriods"),
+                    expiresDate: commitment.date("commitmentExpiresDate"), price: commitment.int64("commitmentPrice"))
             },
             revocationDate: fields.date("revocationDate"), revocationReason: fields.int("revocationReason"),
             signedDate: signedDate)
@@ -50,15 +52,17 @@ package struct DecodedTransaction: Sendable, Equatable {
     /// The revocation this transaction carries, if Apple already revoked it.
     package var revocation: RevocationFacts? {
         guard let date = facts.revocationDate else { return nil }
-        let kind: RevocationFacts.Kind = switch revocationType {
-        case "FAMILY_REVOKE": .familyRevoke
-        case "REFUND_PRORATED": .refundProrated
-        default: facts.ownership == .familyShared && revocationType == nil ? .familyRevoke : .refundFull
-        }
-        return RevocationFacts(environment: facts.environment, transactionID: facts.transactionID,
-                               originalTransactionID: facts.originalTransactionID, revocationDate: date,
-                               reason: facts.revocationReason, kind: kind, percentage: revocationPercentage,
-                               signedDate: facts.signedDate)
+        let kind: RevocationFacts.Kind =
+            switch revocationType {
+            case "FAMILY_REVOKE": .familyRevoke
+            case "REFUND_PRORATED": .refundProrated
+            default: facts.ownership == .familyShared && revocationType == nil ? .familyRevoke : .refundFull
+            }
+        return RevocationFacts(
+            environment: facts.environment, transactionID: facts.transactionID,
+            originalTransactionID: facts.originalTransactionID, revocationDate: date,
+            reason: facts.revocationReason, kind: kind, percentage: revocationPercentage,
+            signedDate: facts.signedDate)
     }
 }
 

@@ -49,8 +49,9 @@ package struct VerifiedNotificationV1: Sendable {
         self.receipt = receipt
         self.statedAt = fields.date("cancellation_date") ?? fields.date("auto_renew_status_change_date") ?? receivedAt
         let original = fields.string("original_transaction_id") ?? receipt?.latestReceiptInfo.last?.originalTransactionID
-        self.notification = AppleNotification(version: "1", notificationType: type, environment: environment,
-                                              originalTransactionID: original, signedDate: nil)
+        self.notification = AppleNotification(
+            version: "1", notificationType: type, environment: environment,
+            originalTransactionID: original, signedDate: nil)
     }
 
     /// Equal-length digests compared in constant time: neither content nor length leaks.

@@ -19,7 +19,8 @@ extension SignedDataVerifier {
     /// later is verified the same way and kept as it is.
     package func verifyNotification(body: Data, expecting expectation: Expectation) async throws -> VerifiedNotificationV2 {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let signedPayload = object["signedPayload"] as? String else {
+            let signedPayload = object["signedPayload"] as? String
+        else {
             throw AppStoreError(.malformed, "a V2 notification is a JSON object with a signedPayload string")
         }
         let verified = try await verify(signedPayload, as: .notification, expecting: expectation)
@@ -58,8 +59,9 @@ extension SignedDataVerifier {
         if case .array(let codes)? = fields.members["storefrontCountryCodes"] {
             storefronts = codes.compactMap { if case .string(let code) = $0 { code } else { nil } }
         }
-        return ExtensionSummary(requestIdentifier: request, productID: fields.string("productId"), storefrontCountryCodes: storefronts,
-                                succeededCount: fields.int64("succeededCount"), failedCount: fields.int64("failedCount"))
+        return ExtensionSummary(
+            requestIdentifier: request, productID: fields.string("productId"), storefrontCountryCodes: storefronts,
+            succeededCount: fields.int64("succeededCount"), failedCount: fields.int64("failedCount"))
     }
 
     static func externalPurchaseToken(_ fields: SignedFields) -> ExternalPurchaseToken? {

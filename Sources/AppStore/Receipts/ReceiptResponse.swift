@@ -83,7 +83,8 @@ package struct ReceiptLine: Sendable, Equatable {
 
     init?(_ fields: LegacyFields) {
         guard let transactionID = fields.string("transaction_id"), let productID = fields.string("product_id"),
-              let purchaseDate = fields.date("purchase_date") else { return nil }
+            let purchaseDate = fields.date("purchase_date")
+        else { return nil }
         self.transactionID = transactionID
         self.originalTransactionID = fields.string("original_transaction_id") ?? transactionID
         self.productID = productID
@@ -106,13 +107,14 @@ package struct ReceiptLine: Sendable, Equatable {
 
     /// The line as the domain's transaction facts, stated by Apple at `statedAt`.
     package func facts(environment: AppleEnvironment, statedAt: Date) -> TransactionFacts {
-        TransactionFacts(environment: environment, transactionID: transactionID, originalTransactionID: originalTransactionID,
-                         productID: productID, purchaseDate: purchaseDate, originalPurchaseDate: originalPurchaseDate,
-                         expiresDate: expiresDate, quantity: quantity, ownership: ownership, isUpgraded: isUpgraded,
-                         webOrderLineItemID: webOrderLineItemID, appAccountToken: appAccountToken,
-                         offerType: isTrialPeriod || isInIntroOfferPeriod ? 1 : (promotionalOfferID != nil ? 2 : (offerCodeRefName != nil ? 3 : nil)),
-                         offerIdentifier: promotionalOfferID ?? offerCodeRefName,
-                         revocationDate: cancellationDate, revocationReason: cancellationReason, signedDate: statedAt)
+        TransactionFacts(
+            environment: environment, transactionID: transactionID, originalTransactionID: originalTransactionID,
+            productID: productID, purchaseDate: purchaseDate, originalPurchaseDate: originalPurchaseDate,
+            expiresDate: expiresDate, quantity: quantity, ownership: ownership, isUpgraded: isUpgraded,
+            webOrderLineItemID: webOrderLineItemID, appAccountToken: appAccountToken,
+            offerType: isTrialPeriod || isInIntroOfferPeriod ? 1 : (promotionalOfferID != nil ? 2 : (offerCodeRefName != nil ? 3 : nil)),
+            offerIdentifier: promotionalOfferID ?? offerCodeRefName,
+            revocationDate: cancellationDate, revocationReason: cancellationReason, signedDate: statedAt)
     }
 }
 
@@ -145,9 +147,10 @@ package struct PendingRenewal: Sendable, Equatable {
     }
 
     package func facts(environment: AppleEnvironment, statedAt: Date) -> RenewalFacts {
-        RenewalFacts(environment: environment, originalTransactionID: originalTransactionID, productID: productID,
-                     autoRenewProductID: autoRenewProductID, willAutoRenew: willAutoRenew, expirationIntent: expirationIntent,
-                     isInBillingRetry: isInBillingRetryPeriod, gracePeriodExpiresDate: gracePeriodExpiresDate, signedDate: statedAt)
+        RenewalFacts(
+            environment: environment, originalTransactionID: originalTransactionID, productID: productID,
+            autoRenewProductID: autoRenewProductID, willAutoRenew: willAutoRenew, expirationIntent: expirationIntent,
+            isInBillingRetry: isInBillingRetryPeriod, gracePeriodExpiresDate: gracePeriodExpiresDate, signedDate: statedAt)
     }
 }
 

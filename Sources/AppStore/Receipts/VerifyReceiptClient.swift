@@ -17,14 +17,17 @@ package struct VerifyReceiptConfiguration: Sendable {
     /// Attempts per URL for retryable failures, and how long to wait between them.
     package var patience: ApplePatience
 
-    package init(productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
-                excludeOldTransactions: Bool = false, maxAttempts: Int = 4, backoffBase: Duration = .milliseconds(200),
-                backoffCap: Duration = .seconds(2), totalBudget: Duration = .seconds(15), requestTimeout: Duration = .seconds(10)) {
+    package init(
+        productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
+        excludeOldTransactions: Bool = false, maxAttempts: Int = 4, backoffBase: Duration = .milliseconds(200),
+        backoffCap: Duration = .seconds(2), totalBudget: Duration = .seconds(15), requestTimeout: Duration = .seconds(10)
+    ) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.excludeOldTransactions = excludeOldTransactions
-        self.patience = ApplePatience(maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
-                                      totalBudget: totalBudget, requestTimeout: requestTimeout)
+        self.patience = ApplePatience(
+            maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
+            totalBudget: totalBudget, requestTimeout: requestTimeout)
     }
 
     /// `LEDGER_APPLE_VERIFY_RECEIPT_URL`, `LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL`,
@@ -59,8 +62,10 @@ package struct VerifyReceiptClient: Sendable {
     /// Apple's answers stay well under this; anything larger is not a verifyReceipt answer.
     static let maximumAnswer = 16 * 1024 * 1024
 
-    package init(configuration: VerifyReceiptConfiguration, http: HTTPClient = .shared, logger: Logger,
-                observe: @escaping @Sendable (AppleCallOutcome) -> Void = { _ in }) {
+    package init(
+        configuration: VerifyReceiptConfiguration, http: HTTPClient = .shared, logger: Logger,
+        observe: @escaping @Sendable (AppleCallOutcome) -> Void = { _ in }
+    ) {
         self.configuration = configuration
         self.http = http
         self.logger = logger

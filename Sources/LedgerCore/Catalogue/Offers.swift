@@ -47,7 +47,8 @@ package enum OfferEligibility {
         case .new:
             return periods.isEmpty
                 ? OfferDecision(eligible: true, reason: "never held \(names)")
-                : OfferDecision(eligible: false, reason: "the offer is for new customers; the user has held \(names) since \(Explanation.day(periods.map(\.start).min()!))")
+                : OfferDecision(
+                    eligible: false, reason: "the offer is for new customers; the user has held \(names) since \(Explanation.day(periods.map(\.start).min()!))")
         case .active:
             return holding
                 ? OfferDecision(eligible: true, reason: "holds \(names) now")
@@ -58,8 +59,11 @@ package enum OfferEligibility {
                 return OfferDecision(eligible: false, reason: "the offer is for lapsed customers; the user never held \(names)")
             }
             if let wait = rule.lapsedFor, wait.added(to: ended) > now {
-                return OfferDecision(eligible: false,
-                                     reason: "the offer is for customers lapsed for \(wait); the user's access ended \(Explanation.day(ended)), eligible from \(Explanation.day(wait.added(to: ended)))")
+                return OfferDecision(
+                    eligible: false,
+                    reason:
+                        "the offer is for customers lapsed for \(wait); the user's access ended \(Explanation.day(ended)), eligible from \(Explanation.day(wait.added(to: ended)))"
+                )
             }
             return OfferDecision(eligible: true, reason: "lapsed since \(Explanation.day(ended))")
         }

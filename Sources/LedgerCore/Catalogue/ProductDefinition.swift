@@ -34,8 +34,10 @@ package struct ProductDefinition: Codable, Sendable, Equatable {
     /// Offer id (as set up in App Store Connect) → who may receive it; nil: no offers declared.
     package var offers: [String: OfferRule]?
 
-    package init(productID: String, type: ProductType, entitlements: [String] = [], grants: [String: Int64] = [:], duration: ISODuration? = nil,
-                offers: [String: OfferRule]? = nil) {
+    package init(
+        productID: String, type: ProductType, entitlements: [String] = [], grants: [String: Int64] = [:], duration: ISODuration? = nil,
+        offers: [String: OfferRule]? = nil
+    ) {
         self.productID = productID
         self.type = type
         self.entitlements = entitlements

@@ -14,8 +14,10 @@ struct ChangeDiff {
     /// The transaction the fact can refund or reinstate, with its revocation before and after.
     let refund: (transaction: String, original: String, before: Date?, after: Date?)?
 
-    init(userID: String, fact: RecordedFact, at instant: Date, before: UserTimeline, after: UserTimeline,
-         refund: (transaction: String, original: String, before: Date?, after: Date?)? = nil) {
+    init(
+        userID: String, fact: RecordedFact, at instant: Date, before: UserTimeline, after: UserTimeline,
+        refund: (transaction: String, original: String, before: Date?, after: Date?)? = nil
+    ) {
         self.userID = userID
         self.refund = refund
         self.fact = fact
@@ -40,14 +42,18 @@ struct ChangeDiff {
     }
 
     private func change(_ kind: Change.Kind, _ key: String, _ subject: Change.Subject) -> Change {
-        Change(kind: kind, userID: userID, occurredAt: fact.occurredAt, recordedAt: instant,
-               identity: "\(key)#\(fact.sequence)", subject: subject, state: stateAfter)
+        Change(
+            kind: kind, userID: userID, occurredAt: fact.occurredAt, recordedAt: instant,
+            identity: "\(key)#\(fact.sequence)", subject: subject, state: stateAfter)
     }
 
     private func ownership() -> [Change] {
         guard case .ownershipTransferred(let transfer) = fact.event, transfer.fromUserID == userID || transfer.toUserID == userID else { return [] }
-        return [change(.ownershipTransferred, transfer.originalTransactionID,
-                       .init(originalTransactionID: transfer.originalTransactionID, from: .text(transfer.fromUserID), to: .text(transfer.toUserID)))]
+        return [
+            change(
+                .ownershipTransferred, transfer.originalTransactionID,
+                .init(originalTransactionID: transfer.originalTransactionID, from: .text(transfer.fromUserID), to: .text(transfer.toUserID)))
+        ]
     }
 
     /// Refunds and their reversals of a transaction the user owns (subscriptions' included, which
@@ -57,18 +63,24 @@ struct ChangeDiff {
         guard let refund, refund.before != refund.after else { return [] }
         if case .revoked = fact.event { return [] }
         let original = refund.original
-        let owned = after.purchases.contains { $0.originalTransactionID == original }
+        let owned =
+            after.purchases.contains { $0.originalTransactionID == original }
             || after.subscriptions.contains { $0.originalTransactionID == original }
             || after.periods.contains { $0.originalTransactionID == original }
         guard owned, let date = refund.after ?? refund.before else { return [] }
-        let product = after.purchases.first { $0.transactionID == refund.transaction }?.productID
+        let product =
+            after.purchases.first { $0.transactionID == refund.transaction }?.productID
             ?? after.subscriptions.first { $0.originalTransactionID == original }?.productID
         // Keyed by the refund itself, not the fact: saying it again is the same change.
-        return [Change(kind: refund.after == nil ? .refundReversed : .purchaseRefunded, userID: userID, occurredAt: fact.occurredAt,
-                       recordedAt: instant, identity: "\(refund.transaction)@\(ChangeLog.micros(date))",
-                       subject: .init(productID: product, originalTransactionID: original, transactionID: refund.transaction,
-                                      from: .date(refund.before), to: .date(refund.after)),
-                       state: stateAfter)]
+        return [
+            Change(
+                kind: refund.after == nil ? .refundReversed : .purchaseRefunded, userID: userID, occurredAt: fact.occurredAt,
+                recordedAt: instant, identity: "\(refund.transaction)@\(ChangeLog.micros(date))",
+                subject: .init(
+                    productID: product, originalTransactionID: original, transactionID: refund.transaction,
+                    from: .date(refund.before), to: .date(refund.after)),
+                state: stateAfter)
+        ]
     }
 
     private func entitlements() -> [Change] {
@@ -81,17 +93,26 @@ struct ChangeDiff {
             let held = old.flatMap { $0.active || ChangeLog.accessEnd($0) == instant ? $0 : nil }
             switch (held, new?.active == true ? new : nil) {
             case (nil, let granted?):
-                changes.append(change(.entitlementGranted, name, .init(entitlement: name, productID: granted.productID,
-                                                                        originalTransactionID: granted.originalTransactionID,
-                                                                        from: .absent, to: .date(granted.expiresAt))))
+                changes.append(
+                    change(
+                        .entitlementGranted, name,
+                        .init(
+                            entitlement: name, productID: granted.productID,
+                            originalTransactionID: granted.originalTransactionID,
+                            from: .absent, to: .date(granted.expiresAt))))
             case (let lost?, nil):
-                let subject = Change.Subject(entitlement: name, productID: lost.productID, originalTransactionID: lost.originalTransactionID,
-                                             reason: revocationReason, from: .date(lost.expiresAt), to: .date(new?.expiresAt))
+                let subject = Change.Subject(
+                    entitlement: name, productID: lost.productID, originalTransactionID: lost.originalTransactionID,
+                    reason: revocationReason, from: .date(lost.expiresAt), to: .date(new?.expiresAt))
                 changes.append(change(revocationReason == nil ? .entitlementExpired : .entitlementRevoked, name, subject))
             case (let old?, let new?) where Self.extends(old.expiresAt, to: new.expiresAt):
-                changes.append(change(.entitlementRenewed, name, .init(entitlement: name, productID: new.productID,
-                                                                        originalTransactionID: new.originalTransactionID,
-                                                                        from: .date(old.expiresAt), to: .date(new.expiresAt))))
+                changes.append(
+                    change(
+                        .entitlementRenewed, name,
+                        .init(
+                            entitlement: name, productID: new.productID,
+                            originalTransactionID: new.originalTransactionID,
+                            from: .date(old.expiresAt), to: .date(new.expiresAt))))
             default: break
             }
         }
@@ -169,9 +190,12 @@ struct ChangeDiff {
             let from = balance[entry.currency] ?? 0
             let to = from + (credit ? entry.amount : -entry.amount)
             balance[entry.currency] = to
-            changes.append(change(kind, "\(entry.currency):\(entry.reference):\(index)",
-                                  .init(currency: entry.currency, amount: entry.amount, reason: undone ? "refund_reversed" : nil,
-                                        from: .number(from), to: .number(to))))
+            changes.append(
+                change(
+                    kind, "\(entry.currency):\(entry.reference):\(index)",
+                    .init(
+                        currency: entry.currency, amount: entry.amount, reason: undone ? "refund_reversed" : nil,
+                        from: .number(from), to: .number(to))))
         }
         return changes
     }

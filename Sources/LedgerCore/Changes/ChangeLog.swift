@@ -97,12 +97,15 @@ package struct ChangeLog: Sendable {
                 guard let ending = end, ending < instant else { break }
                 let then = timeline.state(at: ending)
                 guard let next = then.entitlements[name], next.active else {
-                    changes.append(Change(kind: .entitlementExpired, userID: userID, occurredAt: ending, recordedAt: instant,
-                                          identity: "\(name)@\(micros(ending))",
-                                          subject: .init(entitlement: name, productID: entitlement.productID,
-                                                         originalTransactionID: entitlement.originalTransactionID,
-                                                         from: .date(entitlement.expiresAt), to: .absent),
-                                          state: then))
+                    changes.append(
+                        Change(
+                            kind: .entitlementExpired, userID: userID, occurredAt: ending, recordedAt: instant,
+                            identity: "\(name)@\(micros(ending))",
+                            subject: .init(
+                                entitlement: name, productID: entitlement.productID,
+                                originalTransactionID: entitlement.originalTransactionID,
+                                from: .date(entitlement.expiresAt), to: .absent),
+                            state: then))
                     break
                 }
                 end = accessEnd(next).flatMap { $0 > ending ? $0 : nil }

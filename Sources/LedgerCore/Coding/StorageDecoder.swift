@@ -235,18 +235,19 @@ extension TransactionFacts {
     /// property to it (a fully populated value decodes equal).
     init(stored tree: JSONTree) throws {
         let object = try StoredObject(tree)
-        self.init(environment: try object.value(AppleEnvironment.self, "environment"), transactionID: try object.string("transactionID"),
-                  originalTransactionID: try object.string("originalTransactionID"), productID: try object.string("productID"),
-                  purchaseDate: try object.date("purchaseDate"), originalPurchaseDate: try object.date(ifPresent: "originalPurchaseDate"),
-                  expiresDate: try object.date(ifPresent: "expiresDate"), quantity: try object.int("quantity"),
-                  ownership: try object.value(OwnershipType.self, "ownership"), isUpgraded: try object.bool("isUpgraded"),
-                  price: try object.int64(ifPresent: "price"), currency: try object.string(ifPresent: "currency"),
-                  storefront: try object.string(ifPresent: "storefront"), webOrderLineItemID: try object.string(ifPresent: "webOrderLineItemID"),
-                  appAccountToken: try object.value(UUID.self, ifPresent: "appAccountToken"), offerType: try object.int(ifPresent: "offerType"),
-                  offerIdentifier: try object.string(ifPresent: "offerIdentifier"),
-                  offerDiscountType: try object.string(ifPresent: "offerDiscountType"), offerPeriod: try object.string(ifPresent: "offerPeriod"),
-                  appTransactionID: try object.string(ifPresent: "appTransactionID"), billingPlanType: try object.string(ifPresent: "billingPlanType"),
-                  commitment: try object.value(Commitment.self, ifPresent: "commitment"), revocationDate: try object.date(ifPresent: "revocationDate"),
-                  revocationReason: try object.int(ifPresent: "revocationReason"), signedDate: try object.date("signedDate"))
+        self.init(
+            environment: try object.value(AppleEnvironment.self, "environment"), transactionID: try object.string("transactionID"),
+            originalTransactionID: try object.string("originalTransactionID"), productID: try object.string("productID"),
+            purchaseDate: try object.date("purchaseDate"), originalPurchaseDate: try object.date(ifPresent: "originalPurchaseDate"),
+            expiresDate: try object.date(ifPresent: "expiresDate"), quantity: try object.int("quantity"),
+            ownership: try object.value(OwnershipType.self, "ownership"), isUpgraded: try object.bool("isUpgraded"),
+            price: try object.int64(ifPresent: "price"), currency: try object.string(ifPresent: "currency"),
+            storefront: try object.string(ifPresent: "storefront"), webOrderLineItemID: try object.string(ifPresent: "webOrderLineItemID"),
+            appAccountToken: try object.value(UUID.self, ifPresent: "appAccountToken"), offerType: try object.int(ifPresent: "offerType"),
+            offerIdentifier: try object.string(ifPresent: "offerIdentifier"),
+            offerDiscountType: try object.string(ifPresent: "offerDiscountType"), offerPeriod: try object.string(ifPresent: "offerPeriod"),
+            appTransactionID: try object.string(ifPresent: "appTransactionID"), billingPlanType: try object.string(ifPresent: "billingPlanType"),
+            commitment: try object.value(Commitment.self, ifPresent: "commitment"), revocationDate: try object.date(ifPresent: "revocationDate"),
+            revocationReason: try object.int(ifPresent: "revocationReason"), signedDate: try object.date("signedDate"))
     }
 }

@@ -15,7 +15,7 @@ package enum TimelineJSON {
 
     package static func write(_ timeline: UserTimeline, into out: inout [UInt8]) {
         var json = JSONWriter(bytes: out)
-        out = []  // the writer holds the only reference: appending never copies the buffer
+        out = [] // the writer holds the only reference: appending never copies the buffer
         json.object { json in
             json.field("userID", timeline.userID)
             json.array("periods", timeline.periods) { json, period in json.object { write(period, &$0) } }

@@ -15,8 +15,10 @@ package struct AppTransactionFacts: Codable, Sendable, Equatable {
     package var preorderDate: Date?
     package var originalPlatform: String?
 
-    package init(userID: String, appTransactionID: String?, environment: AppleEnvironment, originalApplicationVersion: String?,
-                originalPurchaseDate: Date?, preorderDate: Date? = nil, originalPlatform: String? = nil) {
+    package init(
+        userID: String, appTransactionID: String?, environment: AppleEnvironment, originalApplicationVersion: String?,
+        originalPurchaseDate: Date?, preorderDate: Date? = nil, originalPlatform: String? = nil
+    ) {
         self.userID = userID
         self.appTransactionID = appTransactionID
         self.environment = environment
@@ -44,7 +46,10 @@ package struct AppPurchaseRule: Codable, Sendable, Equatable {
     /// Either condition given suffices; a rule with neither covers nobody.
     package func covers(_ purchase: AppTransactionFacts) -> Bool {
         if let before = originallyBeforeVersion, let version = purchase.originalApplicationVersion,
-           Self.compare(version, before) == .orderedAscending { return true }
+            Self.compare(version, before) == .orderedAscending
+        {
+            return true
+        }
         if let before = originallyPurchasedBefore, let bought = purchase.originalPurchaseDate, bought < before { return true }
         return false
     }
@@ -105,8 +110,10 @@ package struct OfferSignature: Codable, Sendable, Equatable {
     /// Why the user was eligible (or, for an introductory offer, not).
     package var reason: String
 
-    package init(userID: String, kind: Kind, productID: String, offerID: String?, eligible: Bool?, nonce: String, transactionID: String?,
-                keyID: String, signedAt: Date, reason: String) {
+    package init(
+        userID: String, kind: Kind, productID: String, offerID: String?, eligible: Bool?, nonce: String, transactionID: String?,
+        keyID: String, signedAt: Date, reason: String
+    ) {
         self.userID = userID
         self.kind = kind
         self.productID = productID

@@ -18,8 +18,10 @@ package struct RenewalExtension: Codable, Sendable, Equatable {
     package var effectiveDate: Date?
     package var webOrderLineItemID: String?
 
-    package init(originalTransactionID: String, days: Int, reasonCode: Int, requestID: String, actor: String, requestedAt: Date,
-                effectiveDate: Date?, webOrderLineItemID: String?) {
+    package init(
+        originalTransactionID: String, days: Int, reasonCode: Int, requestID: String, actor: String, requestedAt: Date,
+        effectiveDate: Date?, webOrderLineItemID: String?
+    ) {
         self.originalTransactionID = originalTransactionID
         self.days = days
         self.reasonCode = reasonCode
@@ -47,8 +49,10 @@ package struct MassRenewalExtension: Codable, Sendable, Equatable {
     package var actor: String
     package var requestedAt: Date
 
-    package init(productID: String, days: Int, reasonCode: Int, requestID: String, storefronts: [String], environment: AppleEnvironment,
-                actor: String, requestedAt: Date) {
+    package init(
+        productID: String, days: Int, reasonCode: Int, requestID: String, storefronts: [String], environment: AppleEnvironment,
+        actor: String, requestedAt: Date
+    ) {
         self.productID = productID
         self.days = days
         self.reasonCode = reasonCode

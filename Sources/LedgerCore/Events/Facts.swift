@@ -28,7 +28,7 @@ package struct TransactionFacts: Codable, Sendable, Equatable {
     package var ownership: OwnershipType
     /// True on the old transaction when the user upgraded mid-period (access ends at the upgrade).
     package var isUpgraded: Bool
-    package var price: Int64?          // milliunits, as Apple gives it
+    package var price: Int64? // milliunits, as Apple gives it
     package var currency: String?
     package var storefront: String?
     package var webOrderLineItemID: String?
@@ -52,13 +52,15 @@ package struct TransactionFacts: Codable, Sendable, Equatable {
     package var revocationReason: Int?
     package var signedDate: Date
 
-    package init(environment: AppleEnvironment, transactionID: String, originalTransactionID: String, productID: String,
-                purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil, quantity: Int = 1,
-                ownership: OwnershipType = .purchased, isUpgraded: Bool = false, price: Int64? = nil, currency: String? = nil,
-                storefront: String? = nil, webOrderLineItemID: String? = nil, appAccountToken: UUID? = nil,
-                offerType: Int? = nil, offerIdentifier: String? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil,
-                appTransactionID: String? = nil, billingPlanType: String? = nil, commitment: Commitment? = nil,
-                revocationDate: Date? = nil, revocationReason: Int? = nil, signedDate: Date) {
+    package init(
+        environment: AppleEnvironment, transactionID: String, originalTransactionID: String, productID: String,
+        purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil, quantity: Int = 1,
+        ownership: OwnershipType = .purchased, isUpgraded: Bool = false, price: Int64? = nil, currency: String? = nil,
+        storefront: String? = nil, webOrderLineItemID: String? = nil, appAccountToken: UUID? = nil,
+        offerType: Int? = nil, offerIdentifier: String? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil,
+        appTransactionID: String? = nil, billingPlanType: String? = nil, commitment: Commitment? = nil,
+        revocationDate: Date? = nil, revocationReason: Int? = nil, signedDate: Date
+    ) {
         self.environment = environment
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -122,10 +124,12 @@ package struct RenewalFacts: Codable, Sendable, Equatable {
     package var offerIdentifier: String?
     package var signedDate: Date
 
-    package init(environment: AppleEnvironment, originalTransactionID: String, productID: String, autoRenewProductID: String? = nil,
-                willAutoRenew: Bool, expirationIntent: Int? = nil, isInBillingRetry: Bool = false,
-                gracePeriodExpiresDate: Date? = nil, renewalBillingPlanType: String? = nil, offerType: Int? = nil,
-                offerIdentifier: String? = nil, signedDate: Date) {
+    package init(
+        environment: AppleEnvironment, originalTransactionID: String, productID: String, autoRenewProductID: String? = nil,
+        willAutoRenew: Bool, expirationIntent: Int? = nil, isInBillingRetry: Bool = false,
+        gracePeriodExpiresDate: Date? = nil, renewalBillingPlanType: String? = nil, offerType: Int? = nil,
+        offerIdentifier: String? = nil, signedDate: Date
+    ) {
         self.environment = environment
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -159,8 +163,10 @@ package struct RevocationFacts: Codable, Sendable, Equatable {
     package var percentage: Int?
     package var signedDate: Date
 
-    package init(environment: AppleEnvironment, transactionID: String, originalTransactionID: String, revocationDate: Date,
-                reason: Int? = nil, kind: Kind = .refundFull, percentage: Int? = nil, signedDate: Date) {
+    package init(
+        environment: AppleEnvironment, transactionID: String, originalTransactionID: String, revocationDate: Date,
+        reason: Int? = nil, kind: Kind = .refundFull, percentage: Int? = nil, signedDate: Date
+    ) {
         self.environment = environment
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID

@@ -137,8 +137,10 @@ package struct AppSettings: Codable, Sendable, Equatable {
     /// What buying the app itself grants (an app that went from paid to free); none: nothing.
     package var appPurchase: AppPurchaseRule?
 
-    package init(environments: [AppleEnvironment] = [.production, .sandbox], appleAppID: Int64? = nil, restorePolicy: RestorePolicy = .transfer,
-                consumptionPolicy: ConsumptionPolicy? = nil, appPurchase: AppPurchaseRule? = nil) {
+    package init(
+        environments: [AppleEnvironment] = [.production, .sandbox], appleAppID: Int64? = nil, restorePolicy: RestorePolicy = .transfer,
+        consumptionPolicy: ConsumptionPolicy? = nil, appPurchase: AppPurchaseRule? = nil
+    ) {
         self.environments = environments
         self.appleAppID = appleAppID
         self.restorePolicy = restorePolicy
@@ -261,9 +263,11 @@ package struct AppleNotification: Codable, Sendable, Equatable {
     /// A token of a purchase made outside the App Store (EXTERNAL_PURCHASE_TOKEN).
     package var externalPurchaseToken: ExternalPurchaseToken?
 
-    package init(version: String, notificationType: String, subtype: String? = nil, notificationUUID: String? = nil,
-                environment: AppleEnvironment? = nil, originalTransactionID: String? = nil, signedDate: Date? = nil,
-                appTransactionID: String? = nil, summary: ExtensionSummary? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil) {
+    package init(
+        version: String, notificationType: String, subtype: String? = nil, notificationUUID: String? = nil,
+        environment: AppleEnvironment? = nil, originalTransactionID: String? = nil, signedDate: Date? = nil,
+        appTransactionID: String? = nil, summary: ExtensionSummary? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil
+    ) {
         self.version = version
         self.notificationType = notificationType
         self.subtype = subtype
@@ -342,9 +346,11 @@ package struct ConsumptionAnswer: Codable, Sendable, Equatable {
     package var sampleContentProvided: Bool
     package var sentAt: Date
 
-    package init(transactionID: String, originalTransactionID: String, notificationUUID: String, environment: AppleEnvironment,
-                customerConsented: Bool, consumptionPercentage: Int?, deliveryStatus: String, refundPreference: String?,
-                sampleContentProvided: Bool, sentAt: Date) {
+    package init(
+        transactionID: String, originalTransactionID: String, notificationUUID: String, environment: AppleEnvironment,
+        customerConsented: Bool, consumptionPercentage: Int?, deliveryStatus: String, refundPreference: String?,
+        sampleContentProvided: Bool, sentAt: Date
+    ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.notificationUUID = notificationUUID

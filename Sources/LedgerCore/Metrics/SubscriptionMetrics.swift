@@ -53,7 +53,8 @@ package enum SubscriptionMetrics {
         for c in subscription(history) {
             if c.until == nil { points.append(c); continue }
             if let last = spans.lastIndex(where: { $0.kind == c.kind }), spans[last].until == c.from, spans[last].dimension == c.dimension,
-               spans[last].value == c.value, spans[last].environment == c.environment {
+                spans[last].value == c.value, spans[last].environment == c.environment
+            {
                 spans[last].until = c.until
             } else {
                 spans.append(c)
@@ -72,11 +73,15 @@ package enum SubscriptionMetrics {
         // from the finance rows): a reversal returns what its refund took.
         for environment in Set(history.ordered.map(\.environment)).sorted(by: { $0.rawValue < $1.rawValue }) {
             for row in FinanceView.rows(of: facts, environment: environment, owner: { _ in nil }) {
-                if row.kind == .renewal { out.append(.init(kind: .renewed, environment: environment, dimension: row.productID, from: row.occurredAt, value: 1)) }
+                if row.kind == .renewal {
+                    out.append(.init(kind: .renewed, environment: environment, dimension: row.productID, from: row.occurredAt, value: 1))
+                }
                 guard let currency = row.currency else { continue }
                 switch row.kind {
                 case .purchase, .renewal:
-                    if let price = row.price { out.append(.init(kind: .revenue, environment: environment, dimension: currency, from: row.occurredAt, value: price)) }
+                    if let price = row.price {
+                        out.append(.init(kind: .revenue, environment: environment, dimension: currency, from: row.occurredAt, value: price))
+                    }
                 case .refund, .refundReversed:
                     out.append(.init(kind: .refunds, environment: environment, dimension: currency, from: row.occurredAt, value: row.kind == .refund ? 1 : -1))
                     out.append(.init(kind: .refundedAmount, environment: environment, dimension: currency, from: row.occurredAt, value: -(row.price ?? 0)))
@@ -110,8 +115,10 @@ package enum SubscriptionMetrics {
             guard end > t.purchaseDate else { continue }
             out.append(.init(kind: .active, environment: t.environment, dimension: t.productID, from: t.purchaseDate, until: end, value: 1))
             if let price = t.price, let currency = t.currency {
-                out.append(.init(kind: .mrr, environment: t.environment, dimension: currency, from: t.purchaseDate, until: end,
-                                 value: monthly(price, days: t.expiresDate!.timeIntervalSince(t.purchaseDate) / 86_400)))
+                out.append(
+                    .init(
+                        kind: .mrr, environment: t.environment, dimension: currency, from: t.purchaseDate, until: end,
+                        value: monthly(price, days: t.expiresDate!.timeIntervalSince(t.purchaseDate) / 86_400)))
             }
             if lastEnd.map({ end >= $0.0 }) ?? true { lastEnd = (end, t) }
         }
@@ -165,9 +172,14 @@ extension SubscriptionMetrics {
             }
             day = day.addingTimeInterval(86_400)
         }
-        return sums.compactMap { $0.value == 0 ? nil : MetricPoint(day: $0.key.day, kind: $0.key.kind, environment: $0.key.environment,
-                                                                      dimension: $0.key.dimension, value: $0.value) }
-            .sorted { ($0.day, $0.kind.rawValue, $0.environment.rawValue, $0.dimension) < ($1.day, $1.kind.rawValue, $1.environment.rawValue, $1.dimension) }
+        return sums.compactMap {
+            $0.value == 0
+                ? nil
+                : MetricPoint(
+                    day: $0.key.day, kind: $0.key.kind, environment: $0.key.environment,
+                    dimension: $0.key.dimension, value: $0.value)
+        }
+        .sorted { ($0.day, $0.kind.rawValue, $0.environment.rawValue, $0.dimension) < ($1.day, $1.kind.rawValue, $1.environment.rawValue, $1.dimension) }
     }
 
     /// UTC midnight of `date`'s day.

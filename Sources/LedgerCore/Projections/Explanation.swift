@@ -5,11 +5,13 @@ import Foundation
 package enum Explanation {
     /// `subscription`: the subscription behind the entitlement, if any; `revocation`: why its
     /// transaction was taken back, if it was (refund or family sharing).
-    package static func sentence(for entitlement: Entitlement, at instant: Date, subscription: SubscriptionSummary?,
-                                 revoked: (at: Date, refund: Bool)?) -> String {
+    package static func sentence(
+        for entitlement: Entitlement, at instant: Date, subscription: SubscriptionSummary?,
+        revoked: (at: Date, refund: Bool)?
+    ) -> String {
         let end = entitlement.expiresAt.map(day)
         if entitlement.active {
-            if let grace = entitlement.gracePeriodExpiresAt, grace > instant, (entitlement.expiresAt.map { $0 <= instant } ?? false) {
+            if let grace = entitlement.gracePeriodExpiresAt, grace > instant, entitlement.expiresAt.map({ $0 <= instant }) ?? false {
                 return "in grace period until \(day(grace)), billing problem: Apple is retrying the charge"
             }
             let source: String

@@ -26,9 +26,11 @@ package struct FinanceRow: Codable, Sendable, Equatable {
     package var offerIdentifier: String?
     package var offerDiscountType: String?
 
-    package init(kind: Kind, transactionID: String, originalTransactionID: String, userID: String?, productID: String, quantity: Int,
-                price: Int64?, currency: String?, occurredAt: Date, environment: AppleEnvironment, storefront: String?, recordedAt: Date,
-                offerType: Int? = nil, offerIdentifier: String? = nil, offerDiscountType: String? = nil) {
+    package init(
+        kind: Kind, transactionID: String, originalTransactionID: String, userID: String?, productID: String, quantity: Int,
+        price: Int64?, currency: String?, occurredAt: Date, environment: AppleEnvironment, storefront: String?, recordedAt: Date,
+        offerType: Int? = nil, offerIdentifier: String? = nil, offerDiscountType: String? = nil
+    ) {
         self.kind = kind
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -64,41 +66,49 @@ enum FinanceView {
             firstRecorded[t.transactionID] = min(firstRecorded[t.transactionID] ?? fact.recordedAt, fact.recordedAt)
         }
         var rows: [FinanceRow] = []
-        var refundedShare: [String: Int64] = [:]   // transaction → the share its last refund returned
+        var refundedShare: [String: Int64] = [:] // transaction → the share its last refund returned
         for fact in facts.sorted(by: RecordedFact.businessOrder) {
             switch fact.event {
             case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t):
                 guard t.environment == environment else { continue }
                 if transactions[t.transactionID] == nil {
-                    rows.append(row(t, kind: t.transactionID == t.originalTransactionID ? .purchase : .renewal,
-                                    price: t.price, at: t.purchaseDate, recorded: firstRecorded[t.transactionID] ?? fact.recordedAt, owner: owner))
+                    rows.append(
+                        row(
+                            t, kind: t.transactionID == t.originalTransactionID ? .purchase : .renewal,
+                            price: t.price, at: t.purchaseDate, recorded: firstRecorded[t.transactionID] ?? fact.recordedAt, owner: owner))
                 }
                 transactions[t.transactionID] = t
             case .refunded(let r):
                 guard r.environment == environment, let t = transactions[r.transactionID] else { continue }
                 let share = Int64(r.percentage ?? 100_000)
                 refundedShare[r.transactionID] = share
-                rows.append(row(t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, recorded: fact.recordedAt, owner: owner))
+                rows.append(
+                    row(t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, recorded: fact.recordedAt, owner: owner))
             case .revoked(let r):
-                refundedShare[r.transactionID] = nil   // the latest revocation moved no money: nor will its reversal
+                refundedShare[r.transactionID] = nil // the latest revocation moved no money: nor will its reversal
             case .refundReversed(let reversal):
                 // Only a refund that moved money can be reversed in the books (not a family revocation).
                 guard let t = transactions[reversal.transactionID], t.environment == environment, refundedShare[reversal.transactionID] != nil else { continue }
                 // What the refund returned comes back: all of it, or the prorated share.
                 let share = refundedShare[reversal.transactionID] ?? 100_000
-                rows.append(row(t, kind: .refundReversed, price: t.price.map { $0 * share / 100_000 }, at: reversal.signedDate, recorded: fact.recordedAt,
-                                owner: owner))
+                rows.append(
+                    row(
+                        t, kind: .refundReversed, price: t.price.map { $0 * share / 100_000 }, at: reversal.signedDate, recorded: fact.recordedAt,
+                        owner: owner))
             default: continue
             }
         }
         return rows.sorted { ($0.occurredAt, $0.transactionID, $0.kind.rawValue) < ($1.occurredAt, $1.transactionID, $1.kind.rawValue) }
     }
 
-    private static func row(_ t: TransactionFacts, kind: FinanceRow.Kind, price: Int64?, at: Date, recorded: Date,
-                            owner: (String) -> String?) -> FinanceRow {
-        FinanceRow(kind: kind, transactionID: t.transactionID, originalTransactionID: t.originalTransactionID,
-                   userID: owner(t.originalTransactionID), productID: t.productID, quantity: t.quantity,
-                   price: price, currency: t.currency, occurredAt: at, environment: t.environment, storefront: t.storefront,
-                   recordedAt: recorded, offerType: t.offerType, offerIdentifier: t.offerIdentifier, offerDiscountType: t.offerDiscountType)
+    private static func row(
+        _ t: TransactionFacts, kind: FinanceRow.Kind, price: Int64?, at: Date, recorded: Date,
+        owner: (String) -> String?
+    ) -> FinanceRow {
+        FinanceRow(
+            kind: kind, transactionID: t.transactionID, originalTransactionID: t.originalTransactionID,
+            userID: owner(t.originalTransactionID), productID: t.productID, quantity: t.quantity,
+            price: price, currency: t.currency, occurredAt: at, environment: t.environment, storefront: t.storefront,
+            recordedAt: recorded, offerType: t.offerType, offerIdentifier: t.offerIdentifier, offerDiscountType: t.offerDiscountType)
     }
 }

@@ -14,9 +14,11 @@ package struct UserTimeline: Codable, Sendable, Equatable {
     /// The app itself, as the user bought it on an Apple account (AppTransaction).
     package var appPurchase: AppPurchaseSummary?
 
-    package init(userID: String, periods: [AccessPeriod] = [], subscriptions: [SubscriptionTimeline] = [],
-                purchases: [PurchaseSummary] = [], balanceEntries: [BalanceEntry] = [], consentRescindedAt: Date? = nil,
-                appPurchase: AppPurchaseSummary? = nil) {
+    package init(
+        userID: String, periods: [AccessPeriod] = [], subscriptions: [SubscriptionTimeline] = [],
+        purchases: [PurchaseSummary] = [], balanceEntries: [BalanceEntry] = [], consentRescindedAt: Date? = nil,
+        appPurchase: AppPurchaseSummary? = nil
+    ) {
         self.userID = userID
         self.periods = periods
         self.subscriptions = subscriptions
@@ -76,9 +78,10 @@ package struct SubscriptionTimeline: Codable, Sendable, Equatable {
         } else {
             status = .expired
         }
-        return SubscriptionSummary(originalTransactionID: originalTransactionID, productID: productID, status: status,
-                                   expiresAt: accessEnd, willRenew: willRenew, pendingProductID: pendingProductID,
-                                   expirationIntent: expirationIntent, billingPlanType: billingPlanType,
-                                   commitmentExpiresAt: commitmentExpiresAt, offerType: offerType, offerIdentifier: offerIdentifier)
+        return SubscriptionSummary(
+            originalTransactionID: originalTransactionID, productID: productID, status: status,
+            expiresAt: accessEnd, willRenew: willRenew, pendingProductID: pendingProductID,
+            expirationIntent: expirationIntent, billingPlanType: billingPlanType,
+            commitmentExpiresAt: commitmentExpiresAt, offerType: offerType, offerIdentifier: offerIdentifier)
     }
 }

@@ -28,7 +28,8 @@ struct UserTimelineBuilder {
             let definition = catalogue.definition(of: transaction.productID, at: transaction.purchaseDate)
             let revokedAt = history.revocationDate(of: transaction)
             switch definition?.type {
-            case .autoRenewable?, nil where transaction.expiresDate != nil:
+            case .autoRenewable?,
+                nil where transaction.expiresDate != nil:
                 addSubscriptionPeriod(transaction, definition: definition, history: history)
             case .nonRenewing?:
                 nonRenewing[transaction.productID, default: []].append((transaction, revokedAt, definition!))
@@ -40,7 +41,7 @@ struct UserTimelineBuilder {
                 periods.append(period(transaction, definition!.entitlements, start: transaction.purchaseDate, end: nil))
                 addPurchase(transaction, definition, revokedAt)
             case nil:
-                addPurchase(transaction, nil, revokedAt)  // unknown product: listed, grants nothing
+                addPurchase(transaction, nil, revokedAt) // unknown product: listed, grants nothing
             }
             Self.open(&periods, from: first, gaps: history.gaps(of: transaction))
         }
@@ -104,9 +105,11 @@ struct UserTimelineBuilder {
             }
         }
         for grant in grants.values {
-            periods.append(AccessPeriod(entitlements: [grant.entitlement], productID: "promotional:\(grant.grantID)",
-                                        originalTransactionID: nil, transactionID: nil, start: grant.startsAt,
-                                        end: grant.expiresAt, source: .promotional))
+            periods.append(
+                AccessPeriod(
+                    entitlements: [grant.entitlement], productID: "promotional:\(grant.grantID)",
+                    originalTransactionID: nil, transactionID: nil, start: grant.startsAt,
+                    end: grant.expiresAt, source: .promotional))
         }
     }
 
@@ -117,9 +120,11 @@ struct UserTimelineBuilder {
         let bought = purchase.originalPurchaseDate ?? purchase.preorderDate ?? date
         if appPurchase.map({ ($0.originalPurchaseDate ?? .distantFuture) > bought }) ?? true { appPurchase = AppPurchaseSummary(purchase) }
         guard let rule = appPurchaseRule, !rule.entitlements.isEmpty, rule.covers(purchase) else { return }
-        periods.append(AccessPeriod(entitlements: rule.entitlements, productID: "app:" + (purchase.originalApplicationVersion ?? "?"),
-                                    originalTransactionID: nil, transactionID: purchase.appTransactionID, start: bought, end: nil,
-                                    source: .appPurchase))
+        periods.append(
+            AccessPeriod(
+                entitlements: rule.entitlements, productID: "app:" + (purchase.originalApplicationVersion ?? "?"),
+                originalTransactionID: nil, transactionID: purchase.appTransactionID, start: bought, end: nil,
+                source: .appPurchase))
     }
 
     func build() -> UserTimeline {
@@ -158,13 +163,14 @@ struct UserTimelineBuilder {
         guard let latest = history.ordered.last(where: { $0.expiresDate != nil }) else { return }
         let access = periods.last { $0.transactionID == latest.transactionID }
         let renewal = history.renewal
-        subscriptions.append(SubscriptionTimeline(
-            originalTransactionID: history.originalTransactionID, productID: latest.productID,
-            accessEnd: access?.end, revokedAt: history.revocationDate(of: latest), gracePeriodEnd: access?.gracePeriodEnd,
-            billingRetry: renewal?.isInBillingRetry ?? false, willRenew: renewal?.willAutoRenew,
-            pendingProductID: renewal.flatMap { $0.autoRenewProductID != latest.productID ? $0.autoRenewProductID : nil },
-            expirationIntent: renewal?.expirationIntent, billingPlanType: latest.billingPlanType,
-            commitmentExpiresAt: latest.commitment?.expiresDate, offerType: latest.offerType, offerIdentifier: latest.offerIdentifier))
+        subscriptions.append(
+            SubscriptionTimeline(
+                originalTransactionID: history.originalTransactionID, productID: latest.productID,
+                accessEnd: access?.end, revokedAt: history.revocationDate(of: latest), gracePeriodEnd: access?.gracePeriodEnd,
+                billingRetry: renewal?.isInBillingRetry ?? false, willRenew: renewal?.willAutoRenew,
+                pendingProductID: renewal.flatMap { $0.autoRenewProductID != latest.productID ? $0.autoRenewProductID : nil },
+                expirationIntent: renewal?.expirationIntent, billingPlanType: latest.billingPlanType,
+                commitmentExpiresAt: latest.commitment?.expiresDate, offerType: latest.offerType, offerIdentifier: latest.offerIdentifier))
     }
 
     /// Consumables: credit quantity × amount per unit (catalogue as at the purchase); a refund
@@ -193,22 +199,27 @@ struct UserTimelineBuilder {
             var end = definition.duration.map { $0.added(to: start) } ?? start
             if let revokedAt { end = min(end, max(revokedAt, start)) }
             runningEnd = end
-            result.append(AccessPeriod(entitlements: definition.entitlements, productID: transaction.productID,
-                                       originalTransactionID: transaction.originalTransactionID, transactionID: transaction.transactionID,
-                                       start: start, end: end, source: transaction.ownership == .familyShared ? .familyShared : .purchased))
+            result.append(
+                AccessPeriod(
+                    entitlements: definition.entitlements, productID: transaction.productID,
+                    originalTransactionID: transaction.originalTransactionID, transactionID: transaction.transactionID,
+                    start: start, end: end, source: transaction.ownership == .familyShared ? .familyShared : .purchased))
         }
         return result
     }
 
     private func period(_ transaction: TransactionFacts, _ entitlements: [String], start: Date, end: Date?) -> AccessPeriod {
-        AccessPeriod(entitlements: entitlements, productID: transaction.productID, originalTransactionID: transaction.originalTransactionID,
-                     transactionID: transaction.transactionID, start: start, end: end,
-                     source: transaction.ownership == .familyShared ? .familyShared : .purchased)
+        AccessPeriod(
+            entitlements: entitlements, productID: transaction.productID, originalTransactionID: transaction.originalTransactionID,
+            transactionID: transaction.transactionID, start: start, end: end,
+            source: transaction.ownership == .familyShared ? .familyShared : .purchased)
     }
 
     private mutating func addPurchase(_ transaction: TransactionFacts, _ definition: ProductDefinition?, _ revokedAt: Date?) {
-        purchases.append(PurchaseSummary(transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
-                                         productID: transaction.productID, type: definition?.type, purchaseDate: transaction.purchaseDate,
-                                         quantity: transaction.quantity, revokedAt: revokedAt))
+        purchases.append(
+            PurchaseSummary(
+                transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
+                productID: transaction.productID, type: definition?.type, purchaseDate: transaction.purchaseDate,
+                quantity: transaction.quantity, revokedAt: revokedAt))
     }
 }

@@ -39,7 +39,8 @@ struct AuthMiddleware: RouterMiddleware {
         guard scheme.count == 6, zip(scheme, "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
         let rest = bytes[bytes.index(after: space)...]
         guard let first = rest.firstIndex(where: { $0 != UInt8(ascii: " ") }),
-              let last = rest.lastIndex(where: { $0 != UInt8(ascii: " ") }) else { return nil }
+            let last = rest.lastIndex(where: { $0 != UInt8(ascii: " ") })
+        else { return nil }
         return String(decoding: rest[first...last], as: UTF8.self)
     }
 }

@@ -25,8 +25,11 @@ struct AppsController {
                     throw LedgerError(.invalidAppStoreServerAPI, invalid.description)
                 }
             }
-            return try JSONBody.response(Self.body(try await directory.configure(bundleID, settings: settings, sharedSecret: body.shared_secret,
-                                                                                 serverAPI: key)))
+            return try JSONBody.response(
+                Self.body(
+                    try await directory.configure(
+                        bundleID, settings: settings, sharedSecret: body.shared_secret,
+                        serverAPI: key)))
         }
         group.get("/apps/:bundle_id") { _, context in
             let bundleID = try context.app(.read)
@@ -59,22 +62,25 @@ struct AppsController {
         if environments.contains(.production), environments.contains(where: { $0 == .xcode || $0 == .localTesting }) {
             throw LedgerError(.invalidEnvironment, "Xcode and LocalTesting data are never accepted beside Production")
         }
-        let policy = try body.restore_policy.map { name in
-            guard let policy = RestorePolicy(rawValue: name) else {
-                throw LedgerError(.invalidRestorePolicy, "restore_policy is transfer or keep")
-            }
-            return policy
-        } ?? .transfer
+        let policy =
+            try body.restore_policy.map { name in
+                guard let policy = RestorePolicy(rawValue: name) else {
+                    throw LedgerError(.invalidRestorePolicy, "restore_policy is transfer or keep")
+                }
+                return policy
+            } ?? .transfer
         if let id = body.apple_app_id, id <= 0 { throw LedgerError(.invalidAppleAppID, "apple_app_id is a positive number") }
         let consumption = try body.consumption_policy.map { given in
             if let preference = given.refund_preference, !ConsumptionPolicy.refundPreferences.contains(preference) {
                 throw LedgerError(.invalidConsumptionPolicy, "refund_preference is DECLINE, GRANT_FULL or GRANT_PRORATED")
             }
-            return ConsumptionPolicy(customerConsented: given.customer_consented, refundPreference: given.refund_preference,
-                                     sampleContentProvided: given.sample_content_provided ?? false)
+            return ConsumptionPolicy(
+                customerConsented: given.customer_consented, refundPreference: given.refund_preference,
+                sampleContentProvided: given.sample_content_provided ?? false)
         }
-        return AppSettings(environments: environments, appleAppID: body.apple_app_id, restorePolicy: policy, consumptionPolicy: consumption,
-                           appPurchase: try body.app_purchase.map(Self.appPurchase))
+        return AppSettings(
+            environments: environments, appleAppID: body.apple_app_id, restorePolicy: policy, consumptionPolicy: consumption,
+            appPurchase: try body.app_purchase.map(Self.appPurchase))
     }
 
     static func appPurchase(_ body: Wire.AppPurchaseBody) throws -> AppPurchaseRule {
@@ -90,7 +96,8 @@ struct AppsController {
             before = date
         }
         if let version = body.originally_before_version,
-           version.isEmpty || version.utf8.count > 64 || !version.allSatisfy({ $0.isNumber || $0 == "." || $0.isLetter }) {
+            version.isEmpty || version.utf8.count > 64 || !version.allSatisfy({ $0.isNumber || $0 == "." || $0.isLetter })
+        {
             throw LedgerError(.invalidAppPurchase, "originally_before_version is a version such as 2.0 or a build number")
         }
         guard body.originally_before_version != nil || before != nil else {
@@ -120,8 +127,9 @@ struct AppsController {
         if type == .nonRenewing, duration == nil {
             throw LedgerError(.invalidDuration, "a non_renewing product needs a duration (e.g. P30D)")
         }
-        return ProductDefinition(productID: productID, type: type, entitlements: body.entitlements ?? [], grants: grants, duration: duration,
-                                 offers: try body.offers.map(Self.offers))
+        return ProductDefinition(
+            productID: productID, type: type, entitlements: body.entitlements ?? [], grants: grants, duration: duration,
+            offers: try body.offers.map(Self.offers))
     }
 
     /// Offer ids as App Store Connect allows them (letters, digits, `.`, `_`, `-`), each with a rule.
@@ -146,16 +154,19 @@ struct AppsController {
     }
 
     static func body(_ app: AppConfiguration) -> Wire.AppBody {
-        Wire.AppBody(bundle_id: app.bundleID, environments: app.settings.environments.map(\.rawValue), apple_app_id: app.settings.appleAppID,
-                     restore_policy: app.settings.restorePolicy.rawValue, shared_secret: nil, shared_secret_configured: app.sharedSecret != nil,
-                     consumption_policy: app.settings.consumptionPolicy.map {
-                         Wire.ConsumptionPolicyBody(customer_consented: $0.customerConsented, refund_preference: $0.refundPreference,
-                                                    sample_content_provided: $0.sampleContentProvided)
-                     },
-                     app_store_server_api: nil, app_store_server_api_configured: app.serverAPI != nil,
-                     app_purchase: app.settings.appPurchase.map {
-                         Wire.AppPurchaseBody(entitlements: $0.entitlements, originally_before_version: $0.originallyBeforeVersion,
-                                              originally_purchased_before: $0.originallyPurchasedBefore.map(RFC3339.string))
-                     })
+        Wire.AppBody(
+            bundle_id: app.bundleID, environments: app.settings.environments.map(\.rawValue), apple_app_id: app.settings.appleAppID,
+            restore_policy: app.settings.restorePolicy.rawValue, shared_secret: nil, shared_secret_configured: app.sharedSecret != nil,
+            consumption_policy: app.settings.consumptionPolicy.map {
+                Wire.ConsumptionPolicyBody(
+                    customer_consented: $0.customerConsented, refund_preference: $0.refundPreference,
+                    sample_content_provided: $0.sampleContentProvided)
+            },
+            app_store_server_api: nil, app_store_server_api_configured: app.serverAPI != nil,
+            app_purchase: app.settings.appPurchase.map {
+                Wire.AppPurchaseBody(
+                    entitlements: $0.entitlements, originally_before_version: $0.originallyBeforeVersion,
+                    originally_purchased_before: $0.originallyPurchasedBefore.map(RFC3339.string))
+            })
     }
 }

@@ -17,12 +17,13 @@ struct ChangesController {
         group.get("/apps/:bundle_id/changes") { request, context in
             let bundleID = try context.app(.read)
             _ = try await directory.app(bundleID)
-            let wait = try request.uri.queryParameters["wait"].map { text -> Int in
-                guard let seconds = Int(String(text)), (0...Self.longestWait).contains(seconds) else {
-                    throw LedgerError(.invalidWait, "wait is 0–\(Self.longestWait) seconds")
-                }
-                return seconds
-            } ?? 0
+            let wait =
+                try request.uri.queryParameters["wait"].map { text -> Int in
+                    guard let seconds = Int(String(text)), (0...Self.longestWait).contains(seconds) else {
+                        throw LedgerError(.invalidWait, "wait is 0–\(Self.longestWait) seconds")
+                    }
+                    return seconds
+                } ?? 0
             let page = try await feed.page(bundleID: bundleID, after: try request.cursor(), limit: try request.pageLimit(), wait: .seconds(wait))
             // The bodies are already JSON, exactly as webhooks deliver them: spliced, not re-encoded.
             var bytes = Array(#"{"changes":["#.utf8)

@@ -28,10 +28,12 @@ struct ExportController {
                 try await writer.finish(nil)
             }
             let filename = "\(bundleID)-transactions.\(format.rawValue)"
-            return Response(status: .ok, headers: [
-                .contentType: format == .csv ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
-                .contentDisposition: "attachment; filename=\"\(filename)\"",
-            ], body: body)
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: format == .csv ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
+                    .contentDisposition: "attachment; filename=\"\(filename)\"",
+                ], body: body)
         }
     }
 

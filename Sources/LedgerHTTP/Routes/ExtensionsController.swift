@@ -13,30 +13,38 @@ extension AppleController {
             let bundleID = try context.app(.admin)
             let original = try context.parameters.require("original_transaction_id")
             let body = try await JSONBody.decode(Wire.ExtendRequest.self, from: request, context: context)
-            let extended = try await lookups.extend(bundleID: bundleID, originalTransactionID: original, days: body.days, reasonCode: body.reason_code,
-                                                    requestID: body.request_id, actor: context.key?.name ?? "unknown")
-            return try JSONBody.response(Wire.Extended(original_transaction_id: extended.originalTransactionID,
-                                                       web_order_line_item_id: extended.webOrderLineItemID,
-                                                       effective_date: extended.effectiveDate.map(RFC3339.string)))
+            let extended = try await lookups.extend(
+                bundleID: bundleID, originalTransactionID: original, days: body.days, reasonCode: body.reason_code,
+                requestID: body.request_id, actor: context.key?.name ?? "unknown")
+            return try JSONBody.response(
+                Wire.Extended(
+                    original_transaction_id: extended.originalTransactionID,
+                    web_order_line_item_id: extended.webOrderLineItemID,
+                    effective_date: extended.effectiveDate.map(RFC3339.string)))
         }
         group.post("/apps/:bundle_id/products/:product_id/extend") { request, context in
             let bundleID = try context.app(.admin)
             let product = try context.parameters.require("product_id")
             let body = try await JSONBody.decode(Wire.ExtendRequest.self, from: request, context: context)
-            let requestID = try await lookups.extendAll(bundleID: bundleID, productID: product, days: body.days, reasonCode: body.reason_code,
-                                                        requestID: body.request_id, storefronts: body.storefronts ?? [],
-                                                        environment: try Self.environment(body.environment), actor: context.key?.name ?? "unknown")
-            return try JSONBody.response(Wire.MassExtension(request_id: requestID, complete: false, completed_at: nil, succeeded: nil, failed: nil),
-                                         status: .accepted)
+            let requestID = try await lookups.extendAll(
+                bundleID: bundleID, productID: product, days: body.days, reasonCode: body.reason_code,
+                requestID: body.request_id, storefronts: body.storefronts ?? [],
+                environment: try Self.environment(body.environment), actor: context.key?.name ?? "unknown")
+            return try JSONBody.response(
+                Wire.MassExtension(request_id: requestID, complete: false, completed_at: nil, succeeded: nil, failed: nil),
+                status: .accepted)
         }
         group.get("/apps/:bundle_id/products/:product_id/extend/:request_id") { request, context in
             let bundleID = try context.app(.admin)
-            let status = try await lookups.extensionStatus(bundleID: bundleID, productID: try context.parameters.require("product_id"),
-                                                           requestID: try context.parameters.require("request_id"),
-                                                           environment: try Self.environment(request.uri.queryParameters.get("environment")))
-            return try JSONBody.response(Wire.MassExtension(request_id: status.requestIdentifier ?? "", complete: status.complete ?? false,
-                                                            completed_at: status.completeDate.map { RFC3339.string(Date(timeIntervalSince1970: $0 / 1000)) },
-                                                            succeeded: status.succeededCount, failed: status.failedCount))
+            let status = try await lookups.extensionStatus(
+                bundleID: bundleID, productID: try context.parameters.require("product_id"),
+                requestID: try context.parameters.require("request_id"),
+                environment: try Self.environment(request.uri.queryParameters.get("environment")))
+            return try JSONBody.response(
+                Wire.MassExtension(
+                    request_id: status.requestIdentifier ?? "", complete: status.complete ?? false,
+                    completed_at: status.completeDate.map { RFC3339.string(Date(timeIntervalSince1970: $0 / 1000)) },
+                    succeeded: status.succeededCount, failed: status.failedCount))
         }
     }
 }

@@ -48,9 +48,11 @@ struct IngestionController {
             let result = try await ingestor.linkToken(token, to: userID, bundleID: bundleID)
             // Apple keeps the token on the user's purchases it knows without it (needs the app's key).
             let apple = try await lookups.sendToken(token, of: userID, bundleID: bundleID)
-            return try JSONBody.response(Wire.TokenLink(app_account_token: token.uuidString.lowercased(), user_id: userID,
-                                                        status: result == .linked ? "linked" : "already_linked",
-                                                        apple: apple?.map { Wire.TokenAtApple(original_transaction_id: $0.originalTransactionID, status: $0.status) }))
+            return try JSONBody.response(
+                Wire.TokenLink(
+                    app_account_token: token.uuidString.lowercased(), user_id: userID,
+                    status: result == .linked ? "linked" : "already_linked",
+                    apple: apple?.map { Wire.TokenAtApple(original_transaction_id: $0.originalTransactionID, status: $0.status) }))
         }
         group.get("/apps/:bundle_id/app-account-tokens/:token") { _, context in
             let bundleID = try context.app(.read)

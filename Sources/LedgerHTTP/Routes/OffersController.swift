@@ -18,20 +18,25 @@ struct OffersController {
             guard let format = OfferDesk.Format(rawValue: body.format ?? "jws") else {
                 throw LedgerError(.invalidFormat, "format is jws (StoreKit 2, iOS 18.4+) or legacy (SKPaymentDiscount)")
             }
-            switch try await offers.sign(bundleID: bundleID, userID: userID, productID: body.product_id, offerID: body.offer_id,
-                                         format: format, transactionID: body.transaction_id) {
+            switch try await offers.sign(
+                bundleID: bundleID, userID: userID, productID: body.product_id, offerID: body.offer_id,
+                format: format, transactionID: body.transaction_id)
+            {
             case .jws(let signature):
                 return try JSONBody.response(Wire.OfferJWS(signature: signature))
             case .legacy(let legacy):
-                return try JSONBody.response(Wire.LegacyOffer(key_id: legacy.keyID, nonce: legacy.nonce, timestamp: legacy.timestamp,
-                                                              signature: legacy.signature, application_username: legacy.applicationUsername))
+                return try JSONBody.response(
+                    Wire.LegacyOffer(
+                        key_id: legacy.keyID, nonce: legacy.nonce, timestamp: legacy.timestamp,
+                        signature: legacy.signature, application_username: legacy.applicationUsername))
             }
         }
         group.post("/apps/:bundle_id/users/:user_id/offers/introductory-eligibility") { request, context in
             let (bundleID, userID) = try context.appAndUser(.ingest)
             let body = try await JSONBody.decode(Wire.IntroductoryEligibilityRequest.self, from: request, context: context)
-            let answer = try await offers.introductoryEligibility(bundleID: bundleID, userID: userID, productID: body.product_id,
-                                                                  transactionID: body.transaction_id)
+            let answer = try await offers.introductoryEligibility(
+                bundleID: bundleID, userID: userID, productID: body.product_id,
+                transactionID: body.transaction_id)
             return try JSONBody.response(Wire.IntroductoryEligibility(eligible: answer.eligible, signature: answer.signature, reason: answer.reason))
         }
     }

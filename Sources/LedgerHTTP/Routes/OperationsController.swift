@@ -9,12 +9,14 @@ struct OperationsController {
 
     func register(on router: Router<LedgerRequestContext>) {
         router.get("/metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                     body: .init(byteBuffer: ByteBuffer(string: metrics.render(gauges: await gauges()))))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: metrics.render(gauges: await gauges()))))
         }
         router.get("/openapi.json") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.data)))
+            Response(
+                status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.data)))
         }
     }
 }

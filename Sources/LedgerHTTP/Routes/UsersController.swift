@@ -31,11 +31,14 @@ struct UsersController {
             let (bundleID, userID) = try context.appAndUser(.read)
             _ = try await directory.app(bundleID)
             let after = try request.cursor(), limit = try request.pageLimit()
-            let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID, knownAt: try Self.instants(request).knownAt,
-                                                    atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request)).filter { $0.sequence > after }
+            let trail = try await reader.auditTrail(
+                bundleID: bundleID, userID: userID, knownAt: try Self.instants(request).knownAt,
+                atLeast: PositionMiddleware<LedgerRequestContext>.readAfter(request)
+            ).filter { $0.sequence > after }
             let page = try trail.prefix(limit).map { fact in
-                Wire.AuditEvent(position: fact.sequence, type: fact.event.typeName, occurred_at: RFC3339.string(fact.occurredAt),
-                                recorded_at: RFC3339.string(fact.recordedAt), data: JSONFragment(try fact.event.encodedData()), evidence: fact.evidence)
+                Wire.AuditEvent(
+                    position: fact.sequence, type: fact.event.typeName, occurred_at: RFC3339.string(fact.occurredAt),
+                    recorded_at: RFC3339.string(fact.recordedAt), data: JSONFragment(try fact.event.encodedData()), evidence: fact.evidence)
             }
             let next = trail.count > limit ? page.last.map { String($0.position) } : nil
             return try JSONBody.response(Wire.AuditPage(events: page, next: next))
@@ -43,8 +46,9 @@ struct UsersController {
         group.post("/apps/:bundle_id/users/:user_id/consumptions") { request, context in
             let (bundleID, userID) = try context.appAndUser(.ingest)
             let body = try await JSONBody.decode(Wire.ConsumptionRequest.self, from: request, context: context)
-            let result = try await actions.consume(bundleID: bundleID, userID: userID, currency: body.currency, amount: body.amount,
-                                                   idempotencyKey: body.idempotency_key)
+            let result = try await actions.consume(
+                bundleID: bundleID, userID: userID, currency: body.currency, amount: body.amount,
+                idempotencyKey: body.idempotency_key)
             return try JSONBody.response(Wire.ConsumptionResponse(balance: result.balance, currency: body.currency, replayed: result.replayed))
         }
         group.post("/apps/:bundle_id/users/:user_id/grants") { request, context in
@@ -62,18 +66,22 @@ struct UsersController {
             case (nil, nil): expiresAt = nil
             default: throw LedgerError(.invalidGrant, "give duration or until, not both")
             }
-            let grant = try await actions.grant(bundleID: bundleID, userID: userID, entitlement: body.entitlement, expiresAt: expiresAt,
-                                                reason: body.reason, grantID: body.grant_id, actor: context.key?.name)
-            return try JSONBody.response(Wire.GrantBody(grant_id: grant.grantID, user_id: grant.userID, entitlement: grant.entitlement,
-                                                        starts_at: RFC3339.string(grant.startsAt), expires_at: grant.expiresAt.map(RFC3339.string),
-                                                        reason: grant.reason), status: .created)
+            let grant = try await actions.grant(
+                bundleID: bundleID, userID: userID, entitlement: body.entitlement, expiresAt: expiresAt,
+                reason: body.reason, grantID: body.grant_id, actor: context.key?.name)
+            return try JSONBody.response(
+                Wire.GrantBody(
+                    grant_id: grant.grantID, user_id: grant.userID, entitlement: grant.entitlement,
+                    starts_at: RFC3339.string(grant.startsAt), expires_at: grant.expiresAt.map(RFC3339.string),
+                    reason: grant.reason), status: .created)
         }
         group.post("/apps/:bundle_id/users/:user_id/grants/:grant_id/revoke") { request, context in
             let (bundleID, userID) = try context.appAndUser(.admin)
             let grantID = try context.parameters.require("grant_id")
             let body = try await JSONBody.decode(Wire.RevokeRequest.self, from: request, context: context)
-            try await actions.revokeGrant(bundleID: bundleID, userID: userID, grantID: grantID, reason: body.reason ?? "revoked by support",
-                                          actor: context.key?.name)
+            try await actions.revokeGrant(
+                bundleID: bundleID, userID: userID, grantID: grantID, reason: body.reason ?? "revoked by support",
+                actor: context.key?.name)
             struct Answer: Encodable { var grant_id: String; var status: String }
             return try JSONBody.response(Answer(grant_id: grantID, status: "revoked"))
         }

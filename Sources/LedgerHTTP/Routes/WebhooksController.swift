@@ -82,12 +82,17 @@ struct WebhooksController {
             let bundleID = try context.app(.admin)
             let name = try context.parameters.require("name")
             guard let parked = try await registry.failures(bundleID: bundleID, name: name, limit: try request.pageLimit()) else { throw Self.unknown(name) }
-            struct Failure: Encodable { var position: Int64; var change_id: String; var user_id: String; var attempts: Int; var last_error: String?; var parked_at: String }
+            struct Failure: Encodable {
+                var position: Int64; var change_id: String; var user_id: String; var attempts: Int; var last_error: String?; var parked_at: String
+            }
             struct Failures: Encodable { var failures: [Failure] }
-            return try JSONBody.response(Failures(failures: parked.map {
-                Failure(position: $0.position, change_id: $0.changeID, user_id: $0.userID, attempts: $0.attempts, last_error: $0.lastError,
-                        parked_at: RFC3339.string($0.parkedAt))
-            }))
+            return try JSONBody.response(
+                Failures(
+                    failures: parked.map {
+                        Failure(
+                            position: $0.position, change_id: $0.changeID, user_id: $0.userID, attempts: $0.attempts, last_error: $0.lastError,
+                            parked_at: RFC3339.string($0.parkedAt))
+                    }))
         }
         group.post("/apps/:bundle_id/webhooks/:name/replay") { request, context in
             let bundleID = try context.app(.admin)

@@ -1,6 +1,6 @@
 import Foundation
-import LedgerFormats
 import LedgerCore
+import LedgerFormats
 import LedgerIngestion
 
 /// The API's JSON, spelled out: snake_case keys, RFC 3339 UTC times, secrets never included.
@@ -99,9 +99,10 @@ enum Wire {
             environment = order.environment.rawValue
             transactions = order.lines.map { line in
                 let t = line.transaction
-                return Line(transaction_id: t.transactionID, original_transaction_id: t.originalTransactionID, product_id: t.productID,
-                            purchase_date: RFC3339.string(t.purchaseDate), quantity: t.quantity, price: t.price, currency: t.currency,
-                            revoked_at: line.revokedAt.map(RFC3339.string), owner_user_id: line.owner)
+                return Line(
+                    transaction_id: t.transactionID, original_transaction_id: t.originalTransactionID, product_id: t.productID,
+                    purchase_date: RFC3339.string(t.purchaseDate), quantity: t.quantity, price: t.price, currency: t.currency,
+                    revoked_at: line.revokedAt.map(RFC3339.string), owner_user_id: line.owner)
             }
         }
     }
@@ -125,8 +126,9 @@ enum Wire {
         }
 
         init(_ d: ProductDefinition) {
-            self.init(type: d.type.rawValue, productID: d.productID, entitlements: d.entitlements, grants: d.grants, duration: d.duration?.description,
-                      offers: d.offers?.mapValues { OfferBody(eligible: $0.eligible.rawValue, lapsed_for: $0.lapsedFor?.description) })
+            self.init(
+                type: d.type.rawValue, productID: d.productID, entitlements: d.entitlements, grants: d.grants, duration: d.duration?.description,
+                offers: d.offers?.mapValues { OfferBody(eligible: $0.eligible.rawValue, lapsed_for: $0.lapsedFor?.description) })
         }
     }
 
@@ -213,13 +215,21 @@ enum JSONFragment: Codable {
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let value = try? c.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? c.decode(Int64.self) { self = .integer(value) }
-        else if let value = try? c.decode(Double.self) { self = .number(value) }
-        else if let value = try? c.decode(String.self) { self = .string(value) }
-        else if let value = try? c.decode([JSONFragment].self) { self = .array(value) }
-        else { self = .object(try c.decode([String: JSONFragment].self)) }
+        if c.decodeNil() {
+            self = .null
+        } else if let value = try? c.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? c.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? c.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? c.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? c.decode([JSONFragment].self) {
+            self = .array(value)
+        } else {
+            self = .object(try c.decode([String: JSONFragment].self))
+        }
     }
 
     func encode(to encoder: any Encoder) throws {

@@ -1,7 +1,7 @@
 import Foundation
-import LedgerFormats
 import Hummingbird
 import LedgerCore
+import LedgerFormats
 import NIOCore
 
 /// Reading request bodies with the size limit and clear errors, and writing JSON answers.

@@ -56,8 +56,10 @@ package struct RequestLimits: Sendable {
 struct LimitsMiddleware: RouterMiddleware {
     let limits: RequestLimits
 
-    func handle(_ request: Request, context: LedgerRequestContext,
-                next: (Request, LedgerRequestContext) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: LedgerRequestContext,
+        next: (Request, LedgerRequestContext) async throws -> Response
+    ) async throws -> Response {
         var context = context
         context.maxUploadSize = limits.maximumBody
         return try await next(request, context)

@@ -15,8 +15,8 @@ package final class Metrics: Sendable {
     }
 
     struct State {
-        var requests: [[String]: Int] = [:]          // [route, method, status]
-        var latency: [[String]: Histogram] = [:]     // [route, method]
+        var requests: [[String]: Int] = [:] // [route, method, status]
+        var latency: [[String]: Histogram] = [:] // [route, method]
         var counters: [String: [[String]: Int]] = [:] // name → labels → value
     }
 
@@ -109,8 +109,9 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
         let response = try await next(request, context)
-        metrics.observeRequest(route: context.endpointPath ?? "unmatched", method: request.method.rawValue,
-                               status: response.status.code, seconds: (ContinuousClock.now - start).seconds)
+        metrics.observeRequest(
+            route: context.endpointPath ?? "unmatched", method: request.method.rawValue,
+            status: response.status.code, seconds: (ContinuousClock.now - start).seconds)
         return response
     }
 }

@@ -16,20 +16,26 @@ extension SignedDataVerifier {
     /// id that of the app. The ids it returns are leads to ask Apple about, not facts to record.
     package func verifyAppReceipt(_ base64: String, expecting expectation: Expectation) async throws -> AppReceipt {
         guard base64.utf8.count <= Self.maximumReceiptSize,
-              let bytes = Data(base64Encoded: base64, options: .ignoreUnknownCharacters), !bytes.isEmpty else {
+            let bytes = Data(base64Encoded: base64, options: .ignoreUnknownCharacters), !bytes.isEmpty
+        else {
             throw AppStoreError(.malformed, "the receipt is not base64, or is larger than \(Self.maximumReceiptSize) bytes")
         }
         let container: PKCS7SignedData
         do { container = try PKCS7SignedData(ber: Array(bytes)) } catch let error as BERReading.Malformed {
             throw AppStoreError(.malformed, "the receipt is not a PKCS#7 container: \(error)")
         }
-        guard let leaf = container.certificates.first(where: {
-            $0.serialNumber == container.signer.serialNumber && $0.issuer == container.signer.issuer
-        }) else {
+        guard
+            let leaf = container.certificates.first(where: {
+                $0.serialNumber == container.signer.serialNumber && $0.issuer == container.signer.issuer
+            })
+        else {
             throw AppStoreError(.missingCertificateChain, "the receipt does not carry its signer's certificate")
         }
-        guard leaf.publicKey.isValidSignature(container.signer.signature, for: try container.signer.signedBytes(content: container.content),
-                                              signatureAlgorithm: container.signer.algorithm) else {
+        guard
+            leaf.publicKey.isValidSignature(
+                container.signer.signature, for: try container.signer.signedBytes(content: container.content),
+                signatureAlgorithm: container.signer.algorithm)
+        else {
             throw AppStoreError(.invalidSignature, "the receipt's signature does not match its content")
         }
         let receipt: AppReceipt

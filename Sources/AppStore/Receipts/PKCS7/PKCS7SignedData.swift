@@ -37,7 +37,8 @@ struct PKCS7SignedData {
         do { root = try BER.parse(bytes) } catch { throw Malformed("not ASN.1 (BER)") }
         let contentInfo = try BERReading.children(root, "ContentInfo")
         guard contentInfo.count == 2, try BERReading.objectIdentifier(contentInfo[0], "contentType") == Self.signedDataType,
-              contentInfo[1].identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific) else {
+            contentInfo[1].identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
+        else {
             throw Malformed("not a PKCS#7 SignedData")
         }
         let signedData = try BERReading.children(try BERReading.explicit(contentInfo[1], "content"), "SignedData")
@@ -78,7 +79,7 @@ extension PKCS7SignedData.Signer {
         let attributesTag = ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
         if fields.first?.identifier == attributesTag {
             let attributes = fields.removeFirst()
-            signedAttributes = [0x31] + attributes.encodedBytes.dropFirst()  // [0] IMPLICIT → SET
+            signedAttributes = [0x31] + attributes.encodedBytes.dropFirst() // [0] IMPLICIT → SET
             messageDigest = try Self.messageDigest(in: attributes)
         }
         guard fields.count >= 2 else { throw Malformed("SignerInfo is incomplete") }
@@ -124,12 +125,13 @@ extension PKCS7SignedData.Signer {
     /// The bytes the signature covers, after checking the attributes' digest of `content`.
     func signedBytes(content: [UInt8]) throws -> [UInt8] {
         guard let signedAttributes else { return content }
-        let digest: [UInt8] = switch algorithm {
-        case .sha1WithRSAEncryption: Array(Insecure.SHA1.hash(data: content))
-        case .sha384WithRSAEncryption, .ecdsaWithSHA384: Array(SHA384.hash(data: content))
-        case .sha512WithRSAEncryption: Array(SHA512.hash(data: content))
-        default: Array(SHA256.hash(data: content))
-        }
+        let digest: [UInt8] =
+            switch algorithm {
+            case .sha1WithRSAEncryption: Array(Insecure.SHA1.hash(data: content))
+            case .sha384WithRSAEncryption, .ecdsaWithSHA384: Array(SHA384.hash(data: content))
+            case .sha512WithRSAEncryption: Array(SHA512.hash(data: content))
+            default: Array(SHA256.hash(data: content))
+            }
         guard digest == messageDigest else { throw AppStoreError(.invalidSignature, "the receipt's content does not match its signed digest") }
         return signedAttributes
     }
