@@ -26,6 +26,8 @@ package struct LedgerServices: Sendable {
     package let keys: APIKeyStore
     package let metrics: Metrics
     package let directory: AppDirectory
+    /// Apple's evidence as it came, content-addressed: written by ingestion, shown by the console.
+    package let evidence: EvidenceStore
     /// The projection worker reports through this, so writes answer as soon as it applied them.
     package let progress: ProjectionProgress
     /// The timelines this server has read or written, kept true by every batch's NOTIFY.
@@ -73,8 +75,10 @@ package struct LedgerServices: Sendable {
         let directory = AppDirectory(pool: pool, store: store, freshness: freshness, replicas: reads)
         self.progress = progress
         self.directory = directory
+        let evidence = EvidenceStore(pool: pool)
+        self.evidence = evidence
         self.ingestor = Ingestor(
-            store: store, evidence: EvidenceStore(pool: pool), directory: directory, verifier: verifier, receipts: client,
+            store: store, evidence: evidence, directory: directory, verifier: verifier, receipts: client,
             freshness: freshness, reader: users, logger: logger)
         let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) { outcome in
             metrics.increment("ledger_apple_calls_total", ["api": "app_store_server_api", "outcome": outcome.rawValue])
@@ -99,7 +103,7 @@ package struct LedgerServices: Sendable {
         let metrics = self.metrics
         let console = ConsoleContext(
             sessions: ConsoleSessions(pool: pool, keys: keys), directory: directory, reader: users, metrics: MetricsReader(reads: reads),
-            actions: actions, evidence: EvidenceStore(pool: pool), tokens: AppAccountTokens(store: store), lookups: lookups,
+            actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups,
             refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
         let health = Health(pool: pool, migrator: migrator, reads: reads)
         return Endpoints(
