@@ -94,7 +94,7 @@ package struct LedgerServices: Sendable {
         self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
         self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
         self.changes = ChangeNotifications()
-        self.webhooks = WebhookRegistry(pool: pool)
+        self.webhooks = WebhookRegistry(pool: pool, targets: webhookPolicy.targets)
         self.webhookPolicy = webhookPolicy
     }
 

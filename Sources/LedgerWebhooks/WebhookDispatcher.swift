@@ -54,12 +54,12 @@ package final class WebhookDispatcher: Sendable {
         var lease: Lease
         /// Nil: delivered (2xx), or nothing to deliver.
         var failure: String?
+        /// The target is one webhooks are never sent to: parked at once, with the reason.
+        var refused = false
     }
 
     package func run() async {
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: policy.concurrency)
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let http = PinnedClients(concurrency: policy.concurrency, grace: policy.attemptTimeout + .seconds(1))
         let listener = Task { [notifications, wake, policy] in
             // Announcements wake the loop; so does the poll interval, for retries coming due.
             while !Task.isCancelled {
@@ -101,7 +101,7 @@ package final class WebhookDispatcher: Sendable {
             group.cancelAll()
         }
         listener.cancel()
-        try? await http.shutdown()
+        await http.shutdown()
     }
 
     // MARK: PostgreSQL
@@ -163,7 +163,7 @@ package final class WebhookDispatcher: Sendable {
             var firstFailed: Date?, next = now, error: String?
             if let failure = attempt.failure, let position = lease.change?.position {
                 let since = lease.firstFailedAt ?? now
-                if now.timeIntervalSince(since) >= policy.retryWindow.seconds {
+                if attempt.refused || now.timeIntervalSince(since) >= policy.retryWindow.seconds {
                     parked.append((attempt, position))
                 } else {
                     delivered = lease.delivered
@@ -219,7 +219,7 @@ package final class WebhookDispatcher: Sendable {
                     ]))
             for (attempt, position) in parked {
                 logger.warning(
-                    "webhook change parked after the retry window",
+                    attempt.refused ? "webhook change parked: its target is refused" : "webhook change parked after the retry window",
                     metadata: [
                         "app": "\(attempt.lease.bundleID)", "webhook": "\(attempt.lease.webhook)", "position": "\(position)",
                         "error": "\(attempt.failure ?? "")",
@@ -231,9 +231,19 @@ package final class WebhookDispatcher: Sendable {
 
     // MARK: HTTP
 
-    /// One POST of the change, signed; its failure said without the URL (it may carry a token).
-    func deliver(_ lease: Lease, with http: HTTPClient) async -> Attempt {
+    /// One POST of the change, signed, to an address checked just before (`WebhookTargets`); its
+    /// failure said without the URL (it may carry a token).
+    func deliver(_ lease: Lease, with clients: PinnedClients) async -> Attempt {
         guard let change = lease.change else { return Attempt(lease: lease, failure: nil) }
+        let http: HTTPClient
+        switch await policy.targets.check(url: lease.url) {
+        case .allowed(let host, let addresses):
+            http = clients.client(for: host, at: addresses[0])
+        case .refused(let reason):
+            return Attempt(lease: lease, failure: "refused: \(reason)", refused: true)
+        case .unresolved(let reason):
+            return Attempt(lease: lease, failure: "could not deliver: \(reason)")
+        }
         let body = Array(change.body.utf8)
         var request = HTTPClientRequest(url: lease.url)
         request.method = .POST

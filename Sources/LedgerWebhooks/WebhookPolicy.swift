@@ -17,6 +17,9 @@ package struct WebhookPolicy: Sendable {
     package var concurrency = 64
     /// How often to look for retries that came due when nothing else wakes the dispatcher.
     package var pollInterval: Duration = .seconds(1)
+    /// Where deliveries may go (`LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS`): off, webhooks reach only
+    /// public addresses.
+    package var targets = WebhookTargets(allowPrivateNetworks: false)
 
     package init() {}
 

@@ -29,8 +29,13 @@ package struct ParkedChange: Sendable, Equatable {
 /// Each app's webhooks and what they have set aside, in PostgreSQL.
 package struct WebhookRegistry: Sendable {
     let pool: PostgresPool
+    /// Where webhooks may point: checked before a definition is stored.
+    let targets: WebhookTargets
 
-    package init(pool: PostgresPool) { self.pool = pool }
+    package init(pool: PostgresPool, targets: WebhookTargets) {
+        self.pool = pool
+        self.targets = targets
+    }
 
     /// Checks a definition before it is stored: an absolute http(s) URL, a secret long enough to
     /// sign with, known change types.
@@ -56,6 +61,8 @@ package struct WebhookRegistry: Sendable {
     /// Creates or replaces a webhook (true: created). A new one delivers the changes announced
     /// from now on; a replaced one keeps its place.
     package func put(bundleID: String, name: String, url: String, secret: String, types: [String]?) async throws -> Bool {
+        // A host that does not resolve yet is accepted: every delivery checks it again.
+        if case .refused(let reason) = await targets.check(url: url) { throw LedgerError(.invalidWebhook, "url: \(reason)") }
         let results = try await pool.withConnection { connection in
             try connection.pipeline(
                 [

@@ -63,6 +63,7 @@ struct Configuration: Sendable {
         if let first = read.milliseconds("LEDGER_WEBHOOK_FIRST_RETRY_MS", in: 1...3_600_000) { webhooks.firstRetry = first }
         if let concurrency = read.number("LEDGER_WEBHOOK_CONCURRENCY", in: 1...10_000) { webhooks.concurrency = concurrency }
         if let poll = read.milliseconds("LEDGER_WEBHOOK_POLL_MS", in: 1...3_600_000) { webhooks.pollInterval = poll }
+        if let allowed = read.flag("LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS") { webhooks.targets.allowPrivateNetworks = allowed }
         guard read.problems.isEmpty else { throw ConfigurationError(problems: read.problems) }
     }
 

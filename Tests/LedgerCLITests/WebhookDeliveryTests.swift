@@ -96,6 +96,7 @@ import WebhookReceiver
             environment["LEDGER_WEBHOOK_FIRST_RETRY_MS"] = "50"
             environment["LEDGER_WEBHOOK_LONGEST_RETRY"] = "1"
             environment["LEDGER_WEBHOOK_POLL_MS"] = "100"
+            environment["LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS"] = "1" // the receiver is on loopback
             let created = try ChildProcess.run(
                 LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "chaos", "--scopes", "admin"],
                 environment: environment)

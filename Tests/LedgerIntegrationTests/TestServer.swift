@@ -53,9 +53,11 @@ final class TestServer: Sendable {
     static let apiKey = P256.Signing.PrivateKey()
     static let issuerID = "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11"
     static let keyID = "SIMKEY01"
-    /// Webhook deliveries paced for tests: retries within half a second, a 2 s timeout.
+    /// Webhook deliveries paced for tests: retries within half a second, a 2 s timeout; the
+    /// receivers listen on loopback, so private networks are allowed.
     static let quickWebhooks: WebhookPolicy = {
         var policy = WebhookPolicy()
+        policy.targets.allowPrivateNetworks = true
         policy.attemptTimeout = .seconds(2)
         policy.firstRetry = .milliseconds(50)
         policy.longestRetry = .milliseconds(500)

@@ -7,6 +7,7 @@ import LedgerHTTP
 import LedgerPostgres
 import LedgerSchema
 import LedgerServer
+import LedgerWebhooks
 import Logging
 import ServiceLifecycle
 
@@ -27,9 +28,12 @@ struct BenchServer {
                 var c = database.configuration; c.role = "ledger_app"; return c
             }(), size: 8, logger: logger)
         let authority = try TestCertificateAuthority()
+        // The benchmarks' webhook receiver listens on loopback.
+        var webhooks = WebhookPolicy()
+        webhooks.targets.allowPrivateNetworks = true
         let services = LedgerServices(
             pool: pool, store: EventStore(pool: pool, logger: logger), migrator: migrator,
-            verifier: SignedDataVerifier(roots: [authority.root]), receipts: VerifyReceiptConfiguration(), logger: logger)
+            verifier: SignedDataVerifier(roots: [authority.root]), receipts: VerifyReceiptConfiguration(), webhookPolicy: webhooks, logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = services.application(host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger) + [app], logger: logger))
