@@ -38,6 +38,13 @@ package final class APIKeyStore: Sendable {
     let replicas: ReadReplicas?
     let cacheTTL: Duration
     private let cache = Mutex<[Data: (key: APIKey?, at: ContinuousClock.Instant)]>([:])
+    /// Every live key by hash, read whole at most once per `ringTTL`: what a throttled address's
+    /// key is checked against, so that guessing costs no lookup while a good key still works.
+    private let ring = Mutex<(keys: [Data: APIKey], loadedAt: ContinuousClock.Instant?, loading: Bool)>(([:], nil, false))
+    let ringTTL: Duration = .seconds(2)
+    /// Keys looked up in the database, for tests and metrics.
+    private let lookupCount = Atomic<Int>(0)
+    package var lookups: Int { lookupCount.load(ordering: .relaxed) }
 
     package init(pool: PostgresPool, replicas: ReadReplicas? = nil, cacheTTL: Duration = .seconds(2)) {
         self.pool = pool
@@ -71,6 +78,7 @@ package final class APIKeyStore: Sendable {
              WHERE revoked_at IS NULL AND (id::text = $1 OR name = $1 OR prefix = $1) RETURNING id
             """, [idOrName])
         cache.withLock { $0.removeAll() }
+        ring.withLock { $0.loadedAt = nil }
         return rows.count
     }
 
@@ -88,7 +96,33 @@ package final class APIKeyStore: Sendable {
         return key
     }
 
+    /// The live key for a secret, from the ring of every live key (refreshed at most once per
+    /// `ringTTL` for all callers together, never once per request): for addresses being throttled.
+    package func authenticateWithoutLookup(_ secret: String) async throws -> APIKey? {
+        guard secret.hasPrefix("lk_"), secret.utf8.count < 200 else { return nil }
+        let now = ContinuousClock.now
+        let refresh = ring.withLock { ring -> Bool in
+            guard !ring.loading, ring.loadedAt.map({ now - $0 >= ringTTL }) ?? true else { return false }
+            ring.loading = true
+            return true
+        }
+        if refresh {
+            do {
+                let keys = try await pool.query("SELECT \(Self.columns), key_hash FROM ledger.api_keys WHERE revoked_at IS NULL")
+                var byHash: [Data: APIKey] = [:]
+                for row in keys { byHash[Data(try row["key_hash"].bytes())] = try Self.key(from: row) }
+                ring.withLock { $0 = (byHash, now, false) }
+            } catch {
+                ring.withLock { $0.loading = false }
+                throw error
+            }
+        }
+        let hash = Data(Self.hash(secret))
+        return ring.withLock { $0.keys[hash] }
+    }
+
     private func find(hash: [UInt8]) async throws -> APIKey? {
+        lookupCount.add(1, ordering: .relaxed)
         let sql = "SELECT \(Self.columns) FROM ledger.api_keys WHERE key_hash = $1 AND revoked_at IS NULL"
         if let replicas, !replicas.replicas.isEmpty,
             let key = try? await replicas.read(atLeast: .start, { try $0.query(sql, [PostgresBytes(hash)]).first.map(Self.key(from:)) })

@@ -14,12 +14,14 @@ package struct ConsoleContext: Sendable {
     package var evidence: EvidenceStore
     package var tokens: AppAccountTokens
     package var lookups: AppleLookups
+    /// Failed sign-ins, counted with the API's failed keys.
+    package var throttle: FailureThrottle
     /// Evidence refused since this server started, by code (from its metrics).
     package var refusals: @Sendable () -> [(code: String, count: Int)]
 
     package init(
         sessions: ConsoleSessions, directory: AppDirectory, reader: UserStateReader, metrics: MetricsReader, actions: UserActions,
-        evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups,
+        evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups, throttle: FailureThrottle,
         refusals: @escaping @Sendable () -> [(code: String, count: Int)]
     ) {
         self.sessions = sessions
@@ -30,6 +32,7 @@ package struct ConsoleContext: Sendable {
         self.evidence = evidence
         self.tokens = tokens
         self.lookups = lookups
+        self.throttle = throttle
         self.refusals = refusals
     }
 }

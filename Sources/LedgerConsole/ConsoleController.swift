@@ -11,7 +11,7 @@ import Mustache
 /// Mustache templates (which escape every value they insert), charts drawn as SVG, no script.
 /// Signed in with an API key exchanged for a session cookie; every form carries the session's
 /// CSRF token; `read` looks, `admin` acts, and actions are recorded with the key's name.
-package struct ConsoleController<Context: RequestContext>: Sendable {
+package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable {
     let console: ConsoleContext
     let templates: MustacheLibrary
     static var cookie: String { "ledger_console" }
@@ -118,9 +118,24 @@ package struct ConsoleController<Context: RequestContext>: Sendable {
         }
     }
 
+    /// Failed sign-ins count against the client's address as wrong API keys do: past the limit,
+    /// only a key the ring of live keys holds is heard, and a guess costs no lookup.
     func signIn(_ request: Request, _ context: Context) async throws -> Response {
         let form = try await Form(request, context)
-        guard let (token, _) = try await console.sessions.signIn(with: form["key"] ?? "") else {
+        let secret = form["key"] ?? ""
+        let throttle = console.throttle
+        let address = throttle.clientAddress(
+            connection: context.remoteAddress?.ipAddress, forwardedFor: request.headers[HTTPField.Name("X-Forwarded-For")!])
+        if let wait = throttle.wait(for: address), (try? await console.sessions.keys.authenticateWithoutLookup(secret)) == nil {
+            let seconds = FailureThrottle.seconds(wait)
+            var page = render(
+                "signin", Frame(title: "Sign in", error: "Too many failed sign-ins from this address. Try again in \(seconds) s."), session: nil,
+                status: .tooManyRequests)
+            page.headers[.retryAfter] = String(seconds)
+            return page
+        }
+        guard let (token, _) = try await console.sessions.signIn(with: secret) else {
+            throttle.recordFailure(from: address)
             return render(
                 "signin", Frame(title: "Sign in", error: "That key is unknown, revoked, or lacks the read scope."), session: nil, status: .unauthorized)
         }

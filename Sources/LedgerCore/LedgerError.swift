@@ -17,6 +17,8 @@ package struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible 
         case conflict
         /// A body over the limit (413).
         case tooLarge
+        /// Too many attempts; try again after `retryAfter` seconds (429).
+        case throttled
         /// Evidence that failed verification, or Apple cannot be asked as the app is set up (422).
         case unverifiable
         /// Apple or the database is unavailable; try again (503 with `Retry-After`).
@@ -31,10 +33,13 @@ package struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible 
     /// What caused it, for the server's log where the request ends — never for the caller: it
     /// may be the database's words about the values it was given.
     package var underlying: (any Error & Sendable)?
+    /// Seconds the caller should wait before trying again, when the refusal knows.
+    package var retryAfter: Int?
 
     /// A refusal of the code's usual kind.
-    package init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
+    package init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil, retryAfter: Int? = nil) {
         self.init(code, message, kind: code.kind, underlying: underlying)
+        self.retryAfter = retryAfter
     }
 
     /// A refusal whose kind is not its code's usual one (an unknown token is 404 where it is

@@ -16,6 +16,8 @@ package struct Endpoints: Sendable {
     package var actions: UserActions
     package var users: UserStateReader
     package var keys: APIKeyStore
+    /// Failed authentications per client address.
+    package var throttle: FailureThrottle
     package var exports: FinanceExports
     package var feed: ChangeFeed
     package var webhooks: WebhookRegistry
@@ -28,7 +30,7 @@ package struct Endpoints: Sendable {
 
     package init(
         ingestor: Ingestor, lookups: AppleLookups, offers: OfferDesk, directory: AppDirectory, actions: UserActions,
-        users: UserStateReader, keys: APIKeyStore, exports: FinanceExports, feed: ChangeFeed, webhooks: WebhookRegistry,
+        users: UserStateReader, keys: APIKeyStore, throttle: FailureThrottle, exports: FinanceExports, feed: ChangeFeed, webhooks: WebhookRegistry,
         console: ConsoleContext, metrics: Metrics, readiness: @escaping @Sendable () async -> Readiness,
         gauges: @escaping @Sendable () async -> [Metrics.Gauge]
     ) {
@@ -39,6 +41,7 @@ package struct Endpoints: Sendable {
         self.actions = actions
         self.users = users
         self.keys = keys
+        self.throttle = throttle
         self.exports = exports
         self.feed = feed
         self.webhooks = webhooks

@@ -16,7 +16,8 @@ package func buildApplication(
     let ingestion = IngestionController(ingestor: endpoints.ingestor, lookups: endpoints.lookups, metrics: endpoints.metrics)
     ingestion.registerWebhook(on: router)
 
-    let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: endpoints.keys)).add(middleware: PositionMiddleware())
+    let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: endpoints.keys, throttle: endpoints.throttle, metrics: endpoints.metrics)).add(
+        middleware: PositionMiddleware())
     let directory = endpoints.directory
     AppsController(directory: directory).register(on: v1)
     ingestion.register(on: v1)

@@ -24,6 +24,8 @@ package struct LedgerServices: Sendable {
     package let ingestor: Ingestor
     package let actions: UserActions
     package let keys: APIKeyStore
+    /// Failed authentications per client address (API keys and console sign-ins alike).
+    package let throttle: FailureThrottle
     package let metrics: Metrics
     package let directory: AppDirectory
     /// Apple's evidence as it came, content-addressed: written by ingestion, shown by the console.
@@ -51,7 +53,8 @@ package struct LedgerServices: Sendable {
         pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
         receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [],
         replicaWait: Duration = .milliseconds(250),
-        keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), logger: Logger
+        keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), throttle: FailureThrottle = FailureThrottle(),
+        logger: Logger
     ) {
         let metrics = Metrics()
         self.pool = pool
@@ -96,6 +99,7 @@ package struct LedgerServices: Sendable {
         self.changes = ChangeNotifications()
         self.webhooks = WebhookRegistry(pool: pool, targets: webhookPolicy.targets)
         self.webhookPolicy = webhookPolicy
+        self.throttle = throttle
     }
 
     /// What the HTTP edge calls.
@@ -103,12 +107,12 @@ package struct LedgerServices: Sendable {
         let metrics = self.metrics
         let console = ConsoleContext(
             sessions: ConsoleSessions(pool: pool, keys: keys), directory: directory, reader: users, metrics: MetricsReader(reads: reads),
-            actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups,
+            actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups, throttle: throttle,
             refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
         let health = Health(pool: pool, migrator: migrator, reads: reads)
         return Endpoints(
             ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
-            users: users, keys: keys, exports: FinanceExports(reads: reads), feed: ChangeFeed(pool: pool, notifications: changes),
+            users: users, keys: keys, throttle: throttle, exports: FinanceExports(reads: reads), feed: ChangeFeed(pool: pool, notifications: changes),
             webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
     }
 }

@@ -32,6 +32,10 @@ struct Configuration: Sendable {
     var logLevel = Logger.Level.info
     // Webhooks.
     var webhooks = WebhookPolicy()
+    // Guessing: failed authentications allowed per client address and minute, and the proxies
+    // whose X-Forwarded-For names the client.
+    var authenticationFailureLimit = 20
+    var trustedProxies: [String] = []
 
     /// What this process was started with, or what in it could not be read.
     static let environment = Result<Configuration, ConfigurationError> { () throws(ConfigurationError) in
@@ -64,6 +68,8 @@ struct Configuration: Sendable {
         if let concurrency = read.number("LEDGER_WEBHOOK_CONCURRENCY", in: 1...10_000) { webhooks.concurrency = concurrency }
         if let poll = read.milliseconds("LEDGER_WEBHOOK_POLL_MS", in: 1...3_600_000) { webhooks.pollInterval = poll }
         if let allowed = read.flag("LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS") { webhooks.targets.allowPrivateNetworks = allowed }
+        authenticationFailureLimit = read.number("LEDGER_AUTH_FAILURE_LIMIT", in: 1...100_000) ?? authenticationFailureLimit
+        trustedProxies = Self.list(read.text("LEDGER_TRUSTED_PROXIES"))
         guard read.problems.isEmpty else { throw ConfigurationError(problems: read.problems) }
     }
 

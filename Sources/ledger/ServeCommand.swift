@@ -2,6 +2,7 @@ import AppStore
 import ArgumentParser
 import Foundation
 import Hummingbird
+import LedgerAccess
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
@@ -99,7 +100,8 @@ struct ServeCommand: AsyncParsableCommand {
         let services = LedgerServices(
             pool: pool, store: store, migrator: migrator, verifier: trust.verifier(),
             receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, replicas: replicas,
-            replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks, logger: logger)
+            replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks,
+            throttle: FailureThrottle(limit: settings.authenticationFailureLimit, trustedProxies: Set(settings.trustedProxies)), logger: logger)
         return services
     }
 }

@@ -6,15 +6,33 @@ import LedgerIngestion
 
 /// Finds the API key of a `/v1` request (`Authorization: Bearer <key>`). Routes then check the
 /// scope and app they need with `context.authorize`. Keys are never logged.
+///
+/// Wrong keys are counted per client address (`FailureThrottle`). Past the limit, the address's
+/// keys are recognised only from the ring of live keys held in memory: a good key still works,
+/// and each guess is answered 429 without a lookup.
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = LedgerRequestContext
     let keys: APIKeyStore
+    let throttle: FailureThrottle
+    let metrics: Metrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization] else {
             throw LedgerError(.missingAPIKey, "send Authorization: Bearer <key>")
         }
-        guard let secret = Self.bearerToken(header) else {
+        let address = context.clientAddress(request, throttle)
+        let secret = Self.bearerToken(header)
+        if let wait = throttle.wait(for: address) {
+            guard let secret, let key = try? await keys.authenticateWithoutLookup(secret) else {
+                metrics.increment("ledger_auth_throttled_total", ["surface": "api"])
+                let seconds = FailureThrottle.seconds(wait)
+                throw LedgerError(
+                    .tooManyAttempts, "too many failed authentications from this address; try again in \(seconds) s", retryAfter: seconds)
+            }
+            return try await next(request, authenticated(context, key))
+        }
+        guard let secret else {
+            failed(address)
             throw LedgerError(.invalidAPIKey, "the Authorization header must be Bearer <key>")
         }
         let key: APIKey?
@@ -23,10 +41,22 @@ struct AuthMiddleware: RouterMiddleware {
         } catch {
             throw LedgerError(.databaseUnavailable, "the database is unavailable; try again shortly")
         }
-        guard let key else { throw LedgerError(.invalidAPIKey, "this key is unknown or revoked") }
+        guard let key else {
+            failed(address)
+            throw LedgerError(.invalidAPIKey, "this key is unknown or revoked")
+        }
+        return try await next(request, authenticated(context, key))
+    }
+
+    private func authenticated(_ context: Context, _ key: APIKey) -> Context {
         var context = context
         context.key = key
-        return try await next(request, context)
+        return context
+    }
+
+    private func failed(_ address: String) {
+        throttle.recordFailure(from: address)
+        metrics.increment("ledger_auth_failures_total", ["surface": "api"])
     }
 
     /// The token of `Bearer <token>` (scheme case-insensitive, spaces around the token ignored).

@@ -16,6 +16,7 @@ extension LedgerError: HTTPResponseError {
         case .methodNotAllowed: .methodNotAllowed
         case .conflict: .conflict
         case .tooLarge: .contentTooLarge
+        case .throttled: .tooManyRequests
         case .unverifiable: .unprocessableContent
         case .unavailable: .serviceUnavailable
         case .fault: .internalServerError
@@ -28,7 +29,7 @@ extension LedgerError: HTTPResponseError {
     package func response(from request: Request, context: some RequestContext) throws -> Response {
         let data = try JSONEncoder().encode(ErrorBody(error: .init(code: code.rawValue, message: message)))
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
-        if kind == .unavailable { headers[.retryAfter] = String(Self.retryAfterSeconds) }
+        if let seconds = retryAfter ?? (kind == .unavailable ? Self.retryAfterSeconds : nil) { headers[.retryAfter] = String(seconds) }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -1,16 +1,27 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import LedgerAccess
 import LedgerCore
 import Logging
+import NIOCore
 
 /// Per-request state: the authenticated key, once the auth middleware has found one.
-package struct LedgerRequestContext: RequestContext {
+package struct LedgerRequestContext: RequestContext, RemoteAddressRequestContext {
     package var coreContext: CoreRequestContextStorage
     package var key: APIKey?
+    /// The connection's peer: what failed authentications are counted against (unless a trusted
+    /// proxy says otherwise).
+    package let remoteAddress: SocketAddress?
 
     package init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
+    }
+
+    /// The client's address as the throttle counts it.
+    func clientAddress(_ request: Request, _ throttle: FailureThrottle) -> String {
+        throttle.clientAddress(connection: remoteAddress?.ipAddress, forwardedFor: request.headers[.xForwardedFor])
     }
 
     /// Bodies over this are refused with 413; set for every request by `LimitsMiddleware` from
@@ -64,4 +75,8 @@ struct LimitsMiddleware: RouterMiddleware {
         context.maxUploadSize = limits.maximumBody
         return try await next(request, context)
     }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
 }
