@@ -16,12 +16,14 @@ package struct ConsoleContext: Sendable {
     package var lookups: AppleLookups
     /// Failed sign-ins, counted with the API's failed keys.
     package var throttle: FailureThrottle
+    /// Where the console's actions are recorded, and what its audit page lists.
+    package var audit: AuditLog
     /// Evidence refused since this server started, by code (from its metrics).
     package var refusals: @Sendable () -> [(code: String, count: Int)]
 
     package init(
         sessions: ConsoleSessions, directory: AppDirectory, reader: UserStateReader, metrics: MetricsReader, actions: UserActions,
-        evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups, throttle: FailureThrottle,
+        evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups, throttle: FailureThrottle, audit: AuditLog,
         refusals: @escaping @Sendable () -> [(code: String, count: Int)]
     ) {
         self.sessions = sessions
@@ -33,6 +35,7 @@ package struct ConsoleContext: Sendable {
         self.tokens = tokens
         self.lookups = lookups
         self.throttle = throttle
+        self.audit = audit
         self.refusals = refusals
     }
 }

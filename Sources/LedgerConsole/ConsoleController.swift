@@ -11,7 +11,7 @@ import Mustache
 /// Mustache templates (which escape every value they insert), charts drawn as SVG, no script.
 /// Signed in with an API key exchanged for a session cookie; every form carries the session's
 /// CSRF token; `read` looks, `admin` acts, and actions are recorded with the key's name.
-package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable {
+package struct ConsoleController<Context: ConsoleRequestContext>: Sendable {
     let console: ConsoleContext
     let templates: MustacheLibrary
     static var cookie: String { "ledger_console" }
@@ -19,7 +19,7 @@ package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable
     package init(console: ConsoleContext) throws {
         self.console = console
         var library = MustacheLibrary()
-        for name in ["header", "footer", "findbox", "signin", "apps", "app", "find", "user", "metrics", "evidence"] {
+        for name in ["header", "footer", "findbox", "signin", "apps", "app", "find", "user", "metrics", "evidence", "audit"] {
             guard let url = Bundle.module.url(forResource: name, withExtension: "mustache", subdirectory: "Templates") else {
                 throw ConsoleError.missingTemplate(name)
             }
@@ -34,6 +34,7 @@ package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable
         let group = router.group("console")
         group.get { request, _ in try await page(request) { session in try await appsPage(session) } }
         group.get("sign-in") { _, _ in render("signin", Frame(title: "Sign in"), session: nil) }
+        group.get("audit") { request, _ in try await page(request) { session in try await auditPage(request, session) } }
         group.post("sign-in") { request, context in try await signIn(request, context) }
         group.post("sign-out") { request, context in
             let form = try await Form(request, context)
@@ -64,10 +65,13 @@ package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable
             try await act(request, context) { session, form, bundleID, userID in
                 let days = Int(form["days"] ?? "") ?? 0
                 guard (1...3650).contains(days) else { return "days is 1–3650" }
-                _ = try await console.actions.grant(
+                let grant = try await console.actions.grant(
                     bundleID: bundleID, userID: userID, entitlement: form["entitlement"] ?? "",
                     expiresAt: Date().addingTimeInterval(Double(days) * 86_400), reason: form["reason"] ?? "",
                     grantID: nil, actor: session.keyName)
+                try await audit(
+                    context, session, "grant.created", target: "\(bundleID)/users/\(userID)/grants/\(grant.grantID)", bundleID: bundleID,
+                    after: ["entitlement": grant.entitlement, "days": String(days), "reason": grant.reason])
                 return nil
             }
         }
@@ -77,6 +81,9 @@ package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable
                 try await console.actions.revokeGrant(
                     bundleID: bundleID, userID: userID, grantID: grantID, reason: form["reason"] ?? "",
                     actor: session.keyName)
+                try await audit(
+                    context, session, "grant.revoked", target: "\(bundleID)/users/\(userID)/grants/\(grantID)", bundleID: bundleID,
+                    after: ["reason": form["reason"] ?? ""])
                 return nil
             }
         }
@@ -85,9 +92,13 @@ package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable
             return try await act(request, context) { session, form, bundleID, _ in
                 guard let days = Int(form["days"] ?? ""), let reason = Int(form["reason"] ?? "") else { return "days and reason are numbers" }
                 // The form's own request id: sending the same form twice extends once.
+                let requestID = form["request_id"] ?? UUID().uuidString
                 _ = try await console.lookups.extend(
                     bundleID: bundleID, originalTransactionID: original, days: days, reasonCode: reason,
-                    requestID: form["request_id"] ?? UUID().uuidString, actor: session.keyName)
+                    requestID: requestID, actor: session.keyName)
+                try await audit(
+                    context, session, "subscription.extended", target: "\(bundleID)/subscriptions/\(original)", bundleID: bundleID,
+                    after: ["days": String(days), "reason_code": String(reason), "request_id": requestID])
                 return "Extended \(original) by \(days) days at Apple."
             }
         }
@@ -177,6 +188,17 @@ package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable
         return Response(status: .seeOther, headers: [.location: location])
     }
 
+    /// Records an action the console made, as the API records its own.
+    func audit(
+        _ context: Context, _ session: ConsoleSessions.Session, _ action: String, target: String, bundleID: String, after: [String: String]
+    )
+        async throws
+    {
+        try await console.audit.record(
+            actor: session.keyName, keyID: nil, requestID: context.requestID, action: action, target: target, bundleID: bundleID, before: nil,
+            after: AuditLog.json(after))
+    }
+
     static func token(_ request: Request) -> String? {
         request.cookies[cookie]?.value
     }
@@ -219,7 +241,11 @@ package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable
             frame.csrf = session.csrf
             object = frame
         }
-        let html = templates.render(object, withTemplate: template) ?? ""
+        // Every template is loaded (and checked) when the controller is made; one a page names that
+        // was not loaded is a fault of this code, shown as one rather than as an empty page.
+        guard let html = templates.render(object, withTemplate: template) else {
+            return Response(status: .internalServerError, body: .init(byteBuffer: ByteBuffer(string: "the console has no template \(template)")))
+        }
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
         headers[.cacheControl] = "no-store"
@@ -235,6 +261,12 @@ package struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable
         text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~"))
             ?? ""
     }
+}
+
+/// What the console needs of a request's context: the client's address (failed sign-ins are
+/// counted against it) and the request's id (recorded with the actions it makes).
+package protocol ConsoleRequestContext: RemoteAddressRequestContext {
+    var requestID: String { get }
 }
 
 /// A page refused (the key's app, a missing user): its status and words.

@@ -1,12 +1,31 @@
 import AppStoreServerAPI
 import Foundation
 import Hummingbird
+import LedgerAccess
 import LedgerCore
 import LedgerIngestion
 import LedgerProjections
 import Mustache
 
 extension ConsoleController {
+    /// The audit log (admin sessions; a session limited to one app sees that app's entries).
+    func auditPage(_ request: Request, _ session: ConsoleSessions.Session) async throws -> Response {
+        guard session.may(.admin) else { throw ConsolePageError(status: .forbidden, message: "The audit log is for admin keys.") }
+        let after = request.uri.queryParameters.get("after").flatMap { Int64($0) } ?? 0
+        let limit = 100
+        let entries = try await console.audit.page(after: after, limit: limit, bundleID: session.bundleID)
+        let rows: [[String: String]] = entries.map { entry in
+            let change = [entry.before.map { "before: " + $0 }, entry.after.map { "after: " + $0 }].compactMap { $0 }.joined(separator: "\n")
+            return [
+                "position": String(entry.position), "recorded": RFC3339.string(entry.recordedAt), "actor": entry.actor, "action": entry.action,
+                "target": entry.target, "request": entry.requestID, "change": change,
+            ]
+        }
+        var values: [String: Any] = ["entries": rows]
+        if entries.count == limit, let last = entries.last { values["next"] = String(last.position) }
+        return render("audit", Merged(frame("Audit log", app: nil, session), values), session: session)
+    }
+
     func appsPage(_ session: ConsoleSessions.Session) async throws -> Response {
         let apps = try await console.directory.bundleIDs().filter(session.covers)
         return render("apps", Merged(frame("Apps", app: nil, session), ["apps": apps]), session: session)

@@ -18,6 +18,8 @@ package struct Endpoints: Sendable {
     package var keys: APIKeyStore
     /// Failed authentications per client address.
     package var throttle: FailureThrottle
+    /// Every admin action, recorded.
+    package var audit: AuditLog
     package var exports: FinanceExports
     package var feed: ChangeFeed
     package var webhooks: WebhookRegistry
@@ -30,7 +32,8 @@ package struct Endpoints: Sendable {
 
     package init(
         ingestor: Ingestor, lookups: AppleLookups, offers: OfferDesk, directory: AppDirectory, actions: UserActions,
-        users: UserStateReader, keys: APIKeyStore, throttle: FailureThrottle, exports: FinanceExports, feed: ChangeFeed, webhooks: WebhookRegistry,
+        users: UserStateReader, keys: APIKeyStore, throttle: FailureThrottle, audit: AuditLog, exports: FinanceExports, feed: ChangeFeed,
+        webhooks: WebhookRegistry,
         console: ConsoleContext, metrics: Metrics, readiness: @escaping @Sendable () async -> Readiness,
         gauges: @escaping @Sendable () async -> [Metrics.Gauge]
     ) {
@@ -42,6 +45,7 @@ package struct Endpoints: Sendable {
         self.users = users
         self.keys = keys
         self.throttle = throttle
+        self.audit = audit
         self.exports = exports
         self.feed = feed
         self.webhooks = webhooks

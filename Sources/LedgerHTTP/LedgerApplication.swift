@@ -9,6 +9,7 @@ package func buildApplication(
 ) -> some ApplicationProtocol {
     let router = Router(context: LedgerRequestContext.self)
     router.add(middleware: LimitsMiddleware(limits: limits))
+    router.add(middleware: RequestIDMiddleware())
     router.add(middleware: RequestMetricsMiddleware(metrics: endpoints.metrics))
     router.add(middleware: ErrorMiddleware())
     router.addRoutes(HealthController(readiness: endpoints.readiness).routes)
@@ -19,14 +20,15 @@ package func buildApplication(
     let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: endpoints.keys, throttle: endpoints.throttle, metrics: endpoints.metrics)).add(
         middleware: PositionMiddleware())
     let directory = endpoints.directory
-    AppsController(directory: directory).register(on: v1)
+    AppsController(directory: directory, audit: endpoints.audit).register(on: v1)
     ingestion.register(on: v1)
-    AppleController(lookups: endpoints.lookups).register(on: v1)
+    AppleController(lookups: endpoints.lookups, audit: endpoints.audit).register(on: v1)
     OffersController(offers: endpoints.offers).register(on: v1)
-    UsersController(directory: directory, reader: endpoints.users, actions: endpoints.actions).register(on: v1)
+    UsersController(directory: directory, reader: endpoints.users, actions: endpoints.actions, audit: endpoints.audit).register(on: v1)
     ExportController(directory: directory, exports: endpoints.exports).register(on: v1)
     ChangesController(directory: directory, feed: endpoints.feed).register(on: v1)
-    WebhooksController(directory: directory, registry: endpoints.webhooks).register(on: v1)
+    WebhooksController(directory: directory, registry: endpoints.webhooks, audit: endpoints.audit).register(on: v1)
+    AuditController(audit: endpoints.audit).register(on: v1)
     // The templates are part of the binary: a missing one is a build fault, found by every test.
     try! ConsoleController<LedgerRequestContext>(console: endpoints.console).register(on: router)
     return Application(

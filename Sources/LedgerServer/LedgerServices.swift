@@ -26,6 +26,8 @@ package struct LedgerServices: Sendable {
     package let keys: APIKeyStore
     /// Failed authentications per client address (API keys and console sign-ins alike).
     package let throttle: FailureThrottle
+    /// Every admin action, recorded.
+    package let audit: AuditLog
     package let metrics: Metrics
     package let directory: AppDirectory
     /// Apple's evidence as it came, content-addressed: written by ingestion, shown by the console.
@@ -100,6 +102,7 @@ package struct LedgerServices: Sendable {
         self.webhooks = WebhookRegistry(pool: pool, targets: webhookPolicy.targets)
         self.webhookPolicy = webhookPolicy
         self.throttle = throttle
+        self.audit = AuditLog(pool: pool)
     }
 
     /// What the HTTP edge calls.
@@ -107,12 +110,13 @@ package struct LedgerServices: Sendable {
         let metrics = self.metrics
         let console = ConsoleContext(
             sessions: ConsoleSessions(pool: pool, keys: keys), directory: directory, reader: users, metrics: MetricsReader(reads: reads),
-            actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups, throttle: throttle,
+            actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups, throttle: throttle, audit: audit,
             refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
         let health = Health(pool: pool, migrator: migrator, reads: reads)
         return Endpoints(
             ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
-            users: users, keys: keys, throttle: throttle, exports: FinanceExports(reads: reads), feed: ChangeFeed(pool: pool, notifications: changes),
+            users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),
+            feed: ChangeFeed(pool: pool, notifications: changes),
             webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
     }
 }

@@ -35,14 +35,23 @@ struct KeysCommand: AsyncParsableCommand {
                 }
                 return scope
             }
-            let (key, secret) = try await withKeys { try await $0.create(name: name, scopes: Set(parsed), bundleID: app) }
+            let (name, app) = (self.name, self.app)
+            let (key, secret) = try await withKeys { keys, audit in
+                let (key, secret) = try await keys.create(name: name, scopes: Set(parsed), bundleID: app)
+                struct Created: Encodable { var id: String; var name: String; var prefix: String; var scopes: [String]; var app: String? }
+                try await KeysCommand.record(
+                    audit, "key.created", key: key.name, bundleID: app,
+                    after: Created(
+                        id: key.id.uuidString.lowercased(), name: key.name, prefix: key.prefix, scopes: key.scopes.map(\.rawValue).sorted(), app: app))
+                return (key, secret)
+            }
             print(
                 "created key \(key.name) (\(key.id)) with scopes \(key.scopes.map(\.rawValue).sorted().joined(separator: ","))"
                     + (key.bundleID.map { " for \($0)" } ?? " for every app") + ". It is shown only now:")
             print(secret)
         }
 
-        func withKeys<T: Sendable>(_ body: @Sendable (APIKeyStore) async throws -> T) async throws -> T {
+        func withKeys<T: Sendable>(_ body: @Sendable (APIKeyStore, AuditLog) async throws -> T) async throws -> T {
             try await KeysCommand.withKeys(database, body)
         }
     }
@@ -52,7 +61,7 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            let keys = try await KeysCommand.withKeys(database) { try await $0.list() }
+            let keys = try await KeysCommand.withKeys(database) { keys, _ in try await keys.list() }
             print("id\tname\tprefix\tscopes\tapp\tcreated\tstatus")
             for key in keys {
                 print(
@@ -73,7 +82,11 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let key = self.key
-            let count = try await KeysCommand.withKeys(database) { try await $0.revoke(key) }
+            let count = try await KeysCommand.withKeys(database) { keys, audit in
+                let count = try await keys.revoke(key)
+                if count > 0 { try await KeysCommand.record(audit, "key.revoked", key: key, bundleID: nil, after: ["revoked": count]) }
+                return count
+            }
             guard count > 0 else {
                 print("no active key matches \(key)")
                 throw ExitCode(1)
@@ -82,13 +95,21 @@ struct KeysCommand: AsyncParsableCommand {
         }
     }
 
+    /// Records what the command did to the keys in the audit log, as the API records admin actions:
+    /// the actor is the command and the operating-system user who ran it.
+    static func record(_ audit: AuditLog, _ action: String, key: String, bundleID: String?, after: some Encodable) async throws {
+        try await audit.record(
+            actor: "ledger keys (\(ProcessInfo.processInfo.userName))", keyID: nil, requestID: "cli-" + UUID().uuidString.lowercased(), action: action,
+            target: "keys/\(key)", bundleID: bundleID, before: nil, after: AuditLog.json(after))
+    }
+
     /// Opens the database (migrating it: a first command may be `keys create`) for one call.
-    static func withKeys<T: Sendable>(_ database: DatabaseOptions, _ body: @Sendable (APIKeyStore) async throws -> T) async throws -> T {
+    static func withKeys<T: Sendable>(_ database: DatabaseOptions, _ body: @Sendable (APIKeyStore, AuditLog) async throws -> T) async throws -> T {
         let logger = LoggingSetup.logger("ledger.keys")
         return try await database.withDatabase(logger: logger) { opened, _ in
             let pool = PostgresPool(configuration: opened.application, size: 1, logger: logger)
             do {
-                let result = try await whilePostgres("using the API keys table") { try await body(APIKeyStore(pool: pool)) }
+                let result = try await whilePostgres("using the API keys table") { try await body(APIKeyStore(pool: pool), AuditLog(pool: pool)) }
                 await pool.close()
                 return result
             } catch {

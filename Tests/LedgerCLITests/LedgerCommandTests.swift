@@ -102,6 +102,22 @@ import Testing
         #expect(unknown.status != 0 && unknown.output.contains("unknown projection"))
     }
 
+    @Test func keysMadeAndRevokedByTheCommandAreInTheAuditLog() throws {
+        var environment = ProcessInfo.processInfo.environment
+        let database = try TestCluster.database()
+        environment["LEDGER_DATABASE_URL"] = database.connectionString
+        let created = try ChildProcess.run(Self.ledgerBinary, ["keys", "create", "--name", "ops", "--scopes", "admin"], environment: environment)
+        #expect(created.status == 0)
+        let secret = created.output.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(secret.hasPrefix("lk_"))
+        #expect(try ChildProcess.run(Self.ledgerBinary, ["keys", "revoke", "ops"], environment: environment).status == 0)
+        let rows = try PostgresConnection.connect(TestCluster.superuser(database)).query(
+            "SELECT actor, action, target, after::text AS after FROM ledger.audit_log ORDER BY position")
+        #expect(try rows.map { try $0["action"].string() } == ["key.created", "key.revoked"])
+        #expect(try rows.allSatisfy { try $0["actor"].string().hasPrefix("ledger keys (") && $0["target"].string() == "keys/ops" })
+        #expect(try !rows[0]["after"].string().contains(secret), "the key itself is never recorded, only its prefix")
+    }
+
     @Test func migrateIsIdempotentAndHelpIsThere() throws {
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = try TestCluster.database().connectionString

@@ -9,6 +9,7 @@ import LedgerIngestion
 /// support's "whose purchase is this?" from the order id on Apple's emailed receipt).
 struct AppleController {
     let lookups: AppleLookups
+    let audit: AuditLog
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.post("/apps/:bundle_id/users/:user_id/sync") { request, context in

@@ -9,6 +9,7 @@ import LedgerIngestion
 /// an app reads to know which product ids to offer.
 struct AppsController {
     let directory: AppDirectory
+    let audit: AuditLog
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.put("/apps/:bundle_id") { request, context in
@@ -25,11 +26,10 @@ struct AppsController {
                     throw LedgerError(.invalidAppStoreServerAPI, invalid.description)
                 }
             }
-            return try JSONBody.response(
-                Self.body(
-                    try await directory.configure(
-                        bundleID, settings: settings, sharedSecret: body.shared_secret,
-                        serverAPI: key)))
+            let before = try await directory.find(bundleID).map(Self.body)
+            let after = Self.body(try await directory.configure(bundleID, settings: settings, sharedSecret: body.shared_secret, serverAPI: key))
+            try await context.audit(audit, "app.configured", target: bundleID, bundleID: bundleID, before: before, after: after)
+            return try JSONBody.response(after)
         }
         group.get("/apps/:bundle_id") { _, context in
             let bundleID = try context.app(.read)
@@ -40,7 +40,11 @@ struct AppsController {
             let productID = try context.parameters.require("product_id")
             let body = try await JSONBody.decode(Wire.ProductBody.self, from: request, context: context)
             let definition = try Self.definition(productID, body)
+            let before = try await directory.find(bundleID)?.products.first { $0.productID == productID }.map(Wire.ProductBody.init)
             _ = try await directory.define(definition, in: bundleID)
+            try await context.audit(
+                audit, "product.defined", target: "\(bundleID)/products/\(productID)", bundleID: bundleID, before: before,
+                after: Wire.ProductBody(definition))
             return try JSONBody.response(Wire.ProductBody(definition))
         }
         group.get("/apps/:bundle_id/products") { _, context in

@@ -16,11 +16,14 @@ extension AppleController {
             let extended = try await lookups.extend(
                 bundleID: bundleID, originalTransactionID: original, days: body.days, reasonCode: body.reason_code,
                 requestID: body.request_id, actor: context.key?.name ?? "unknown")
-            return try JSONBody.response(
-                Wire.Extended(
-                    original_transaction_id: extended.originalTransactionID,
-                    web_order_line_item_id: extended.webOrderLineItemID,
-                    effective_date: extended.effectiveDate.map(RFC3339.string)))
+            let answer = Wire.Extended(
+                original_transaction_id: extended.originalTransactionID,
+                web_order_line_item_id: extended.webOrderLineItemID,
+                effective_date: extended.effectiveDate.map(RFC3339.string))
+            try await context.audit(
+                audit, "subscription.extended", target: "\(bundleID)/subscriptions/\(original)", bundleID: bundleID,
+                after: Wire.Asked(request: body, answer: answer))
+            return try JSONBody.response(answer)
         }
         group.post("/apps/:bundle_id/products/:product_id/extend") { request, context in
             let bundleID = try context.app(.admin)
@@ -30,9 +33,11 @@ extension AppleController {
                 bundleID: bundleID, productID: product, days: body.days, reasonCode: body.reason_code,
                 requestID: body.request_id, storefronts: body.storefronts ?? [],
                 environment: try Self.environment(body.environment), actor: context.key?.name ?? "unknown")
-            return try JSONBody.response(
-                Wire.MassExtension(request_id: requestID, complete: false, completed_at: nil, succeeded: nil, failed: nil),
-                status: .accepted)
+            let answer = Wire.MassExtension(request_id: requestID, complete: false, completed_at: nil, succeeded: nil, failed: nil)
+            try await context.audit(
+                audit, "product.extension_requested", target: "\(bundleID)/products/\(product)", bundleID: bundleID,
+                after: Wire.Asked(request: body, answer: answer))
+            return try JSONBody.response(answer, status: .accepted)
         }
         group.get("/apps/:bundle_id/products/:product_id/extend/:request_id") { request, context in
             let bundleID = try context.app(.admin)
@@ -61,7 +66,13 @@ extension AppleController {
 }
 
 extension Wire {
-    struct ExtendRequest: Decodable {
+    /// What an extension asked of Apple and what Apple answered, for the audit log.
+    struct Asked<Answer: Encodable>: Encodable {
+        var request: ExtendRequest
+        var answer: Answer
+    }
+
+    struct ExtendRequest: Codable {
         var days: Int
         /// Apple's extendReasonCode: 0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage.
         var reason_code: Int

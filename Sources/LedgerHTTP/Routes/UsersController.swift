@@ -11,6 +11,7 @@ struct UsersController {
     let directory: AppDirectory
     let reader: UserStateReader
     let actions: UserActions
+    let audit: AuditLog
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/apps/:bundle_id/users/:user_id") { request, context in
@@ -69,19 +70,24 @@ struct UsersController {
             let grant = try await actions.grant(
                 bundleID: bundleID, userID: userID, entitlement: body.entitlement, expiresAt: expiresAt,
                 reason: body.reason, grantID: body.grant_id, actor: context.key?.name)
-            return try JSONBody.response(
-                Wire.GrantBody(
-                    grant_id: grant.grantID, user_id: grant.userID, entitlement: grant.entitlement,
-                    starts_at: RFC3339.string(grant.startsAt), expires_at: grant.expiresAt.map(RFC3339.string),
-                    reason: grant.reason), status: .created)
+            let answer = Wire.GrantBody(
+                grant_id: grant.grantID, user_id: grant.userID, entitlement: grant.entitlement,
+                starts_at: RFC3339.string(grant.startsAt), expires_at: grant.expiresAt.map(RFC3339.string),
+                reason: grant.reason)
+            try await context.audit(
+                audit, "grant.created", target: "\(bundleID)/users/\(userID)/grants/\(grant.grantID)", bundleID: bundleID, after: answer)
+            return try JSONBody.response(answer, status: .created)
         }
         group.post("/apps/:bundle_id/users/:user_id/grants/:grant_id/revoke") { request, context in
             let (bundleID, userID) = try context.appAndUser(.admin)
             let grantID = try context.parameters.require("grant_id")
             let body = try await JSONBody.decode(Wire.RevokeRequest.self, from: request, context: context)
-            try await actions.revokeGrant(
-                bundleID: bundleID, userID: userID, grantID: grantID, reason: body.reason ?? "revoked by support",
-                actor: context.key?.name)
+            let reason = body.reason ?? "revoked by support"
+            try await actions.revokeGrant(bundleID: bundleID, userID: userID, grantID: grantID, reason: reason, actor: context.key?.name)
+            struct Revoked: Encodable { var grant_id: String; var reason: String }
+            try await context.audit(
+                audit, "grant.revoked", target: "\(bundleID)/users/\(userID)/grants/\(grantID)", bundleID: bundleID,
+                after: Revoked(grant_id: grantID, reason: reason))
             struct Answer: Encodable { var grant_id: String; var status: String }
             return try JSONBody.response(Answer(grant_id: grantID, status: "revoked"))
         }

@@ -10,6 +10,7 @@ import LedgerWebhooks
 struct WebhooksController {
     let directory: AppDirectory
     let registry: WebhookRegistry
+    let audit: AuditLog
 
     struct Definition: Decodable {
         var url: String
@@ -56,9 +57,11 @@ struct WebhooksController {
             _ = try await directory.app(bundleID)
             let body = try await JSONBody.decode(Definition.self, from: request, context: context)
             try WebhookRegistry.validate(name: name, url: body.url, secret: body.secret, types: body.types)
+            let before = try await registry.list(bundleID: bundleID).first { $0.name == name }.map(Listed.init)
             let created = try await registry.put(bundleID: bundleID, name: name, url: body.url, secret: body.secret, types: body.types)
-            let listed = try await registry.list(bundleID: bundleID).first { $0.name == name }
-            return try JSONBody.response(listed.map(Listed.init), status: created ? .created : .ok)
+            let listed = try await registry.list(bundleID: bundleID).first { $0.name == name }.map(Listed.init)
+            try await context.audit(audit, "webhook.defined", target: "\(bundleID)/webhooks/\(name)", bundleID: bundleID, before: before, after: listed)
+            return try JSONBody.response(listed, status: created ? .created : .ok)
         }
         group.get("/apps/:bundle_id/webhooks") { _, context in
             let bundleID = try context.app(.admin)
@@ -75,7 +78,9 @@ struct WebhooksController {
         group.delete("/apps/:bundle_id/webhooks/:name") { _, context in
             let bundleID = try context.app(.admin)
             let name = try context.parameters.require("name")
+            let before = try await registry.list(bundleID: bundleID).first { $0.name == name }.map(Listed.init)
             guard try await registry.delete(bundleID: bundleID, name: name) else { throw Self.unknown(name) }
+            try await context.audit(audit, "webhook.deleted", target: "\(bundleID)/webhooks/\(name)", bundleID: bundleID, before: before)
             return Response(status: .noContent)
         }
         group.get("/apps/:bundle_id/webhooks/:name/failures") { request, context in
@@ -102,7 +107,9 @@ struct WebhooksController {
             guard body.from_position >= 1 else { throw LedgerError(.invalidPosition, "from_position is a change position, 1 or more") }
             guard let users = try await registry.replay(bundleID: bundleID, name: name, from: body.from_position) else { throw Self.unknown(name) }
             struct Replayed: Encodable { var from_position: Int64; var users: Int }
-            return try JSONBody.response(Replayed(from_position: body.from_position, users: users), status: .accepted)
+            let answer = Replayed(from_position: body.from_position, users: users)
+            try await context.audit(audit, "webhook.replayed", target: "\(bundleID)/webhooks/\(name)", bundleID: bundleID, after: answer)
+            return try JSONBody.response(answer, status: .accepted)
         }
     }
 

@@ -2,21 +2,35 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LedgerAccess
+import LedgerConsole
 import LedgerCore
 import Logging
 import NIOCore
 
 /// Per-request state: the authenticated key, once the auth middleware has found one.
-package struct LedgerRequestContext: RequestContext, RemoteAddressRequestContext {
+package struct LedgerRequestContext: RequestContext, ConsoleRequestContext {
     package var coreContext: CoreRequestContextStorage
     package var key: APIKey?
     /// The connection's peer: what failed authentications are counted against (unless a trusted
     /// proxy says otherwise).
     package let remoteAddress: SocketAddress?
+    /// The request's id: the client's `X-Request-Id` when it is a plain token, else a new one
+    /// (`RequestIDMiddleware`); answered back, and recorded with every admin action.
+    package var requestID = UUID().uuidString.lowercased()
 
     package init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
+    }
+
+    /// Records the admin action this request made, once it succeeded: who (the key's name), which
+    /// request, what, and the resource before and after as the API shows it.
+    func audit(
+        _ log: AuditLog, _ action: String, target: String, bundleID: String?, before: (any Encodable)? = nil, after: (any Encodable)? = nil
+    ) async throws {
+        try await log.record(
+            actor: key?.name ?? "unknown", keyID: key?.id, requestID: requestID, action: action, target: target, bundleID: bundleID,
+            before: AuditLog.json(before), after: AuditLog.json(after))
     }
 
     /// The client's address as the throttle counts it.
@@ -79,4 +93,27 @@ struct LimitsMiddleware: RouterMiddleware {
 
 extension HTTPField.Name {
     static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
+    static let xRequestID = HTTPField.Name("X-Request-Id")!
+}
+
+/// Gives every request an id (`LedgerRequestContext.requestID`) and answers it in `X-Request-Id`,
+/// so a client, the logs and the audit log name the same request.
+struct RequestIDMiddleware: RouterMiddleware {
+    typealias Context = LedgerRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        if let given = request.headers[.xRequestID], Self.isPlain(given) { context.requestID = given }
+        var response = try await next(request, context)
+        response.headers[.xRequestID] = context.requestID
+        return response
+    }
+
+    /// 1–128 letters, digits, '-', '_' or '.': what a client's id may be to be kept as it is.
+    static func isPlain(_ text: String) -> Bool {
+        (1...128).contains(text.utf8.count)
+            && text.utf8.allSatisfy {
+                $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+            }
+    }
 }
