@@ -65,6 +65,14 @@ import Testing
             #expect(try await browser.text("#timeline").contains("PromotionalRevoked"))
             try await shot("5-revoked")
 
+            // Both actions are in the audit log, by the key that made them.
+            try await browser.loading {
+                try await browser.evaluate("[...document.querySelectorAll('header a')].find(a => a.textContent == 'audit log').click()")
+            }
+            let audit = try await browser.text()
+            #expect(audit.contains("grant.created") && audit.contains("grant.revoked") && audit.contains("app.configured"), "\(audit.prefix(300))")
+            try await shot("5b-audit-log")
+
             // Apple's notices about the app: a withdrawn consent and an external purchase token, and
             // the user they concern.
             for body in [
