@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import NIOPosix
 
 #if canImport(Glibc)
     import Glibc
@@ -59,27 +60,23 @@ package struct WebhookTargets: Sendable {
         return .allowed(host: bare, addresses: addresses)
     }
 
-    /// The host's addresses (getaddrinfo, on a thread of its own: it blocks).
+    /// The host's addresses: getaddrinfo, which blocks, on NIO's shared blocking-work pool (never
+    /// on Swift's cooperative threads, and not a thread per delivery).
     static func resolve(_ host: String) async -> [IPAddress] {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var hints = addrinfo()
-                hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-                var list: UnsafeMutablePointer<addrinfo>?
-                guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else {
-                    continuation.resume(returning: [])
-                    return
-                }
-                defer { freeaddrinfo(first) }
-                var found: [IPAddress] = []
-                var entry: UnsafeMutablePointer<addrinfo>? = first
-                while let current = entry {
-                    if let address = IPAddress(socketAddress: current.pointee.ai_addr), !found.contains(address) { found.append(address) }
-                    entry = current.pointee.ai_next
-                }
-                continuation.resume(returning: found)
+        (try? await NIOThreadPool.singleton.runIfActive {
+            var hints = addrinfo()
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var list: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { return [] }
+            defer { freeaddrinfo(first) }
+            var found: [IPAddress] = []
+            var entry: UnsafeMutablePointer<addrinfo>? = first
+            while let current = entry {
+                if let address = IPAddress(socketAddress: current.pointee.ai_addr), !found.contains(address) { found.append(address) }
+                entry = current.pointee.ai_next
             }
-        }
+            return found
+        }) ?? []
     }
 }
 
@@ -123,7 +120,7 @@ package struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         var copy = bytes
         _ = inet_ntop(bytes.count == 4 ? AF_INET : AF_INET6, &copy, &text, socklen_t(text.count))
-        return String(cString: text)
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// What kind of address it is, for `WebhookTargets`.
