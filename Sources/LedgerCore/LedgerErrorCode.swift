@@ -82,8 +82,10 @@ extension LedgerError {
         case extensionLimitReached = "extension_limit_reached"
         case familySharedNotSupported = "family_shared_not_supported"
 
-        // Too many failed attempts from one address: wait, as `Retry-After` says.
+        // Too many failed attempts from one address, or a key over its request limit: wait, as
+        // `Retry-After` says.
         case tooManyAttempts = "too_many_attempts"
+        case rateLimited = "rate_limited"
 
         // A body over the limit.
         case bodyTooLarge = "body_too_large"
@@ -135,7 +137,7 @@ extension LedgerError {
                 .idempotencyKeyReused, .appAccountTokenLinkedToAnotherUser, .notEligible, .reconciliationLeaseLost,
                 .extensionIneligible, .extensionLimitReached, .familySharedNotSupported:
                 .conflict
-            case .tooManyAttempts: .throttled
+            case .tooManyAttempts, .rateLimited: .throttled
             case .bodyTooLarge: .tooLarge
             case .unsupportedAlgorithm, .missingCertificateChain, .untrustedChain, .invalidSignature, .bundleMismatch,
                 .appMismatch, .environmentNotAllowed, .receiptInvalid, .sharedSecretMismatch, .sharedSecretMissing,

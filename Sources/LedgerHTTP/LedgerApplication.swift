@@ -1,4 +1,5 @@
 import Hummingbird
+import LedgerAccess
 import LedgerConsole
 import Logging
 
@@ -17,7 +18,9 @@ package func buildApplication(
     let ingestion = IngestionController(ingestor: endpoints.ingestor, lookups: endpoints.lookups, metrics: endpoints.metrics)
     ingestion.registerWebhook(on: router)
 
-    let v1 = router.group("v1").add(middleware: AuthMiddleware(keys: endpoints.keys, throttle: endpoints.throttle, metrics: endpoints.metrics)).add(
+    let v1 = router.group("v1").add(
+        middleware: AuthMiddleware(keys: endpoints.keys, throttle: endpoints.throttle, limiter: KeyRateLimiter(), metrics: endpoints.metrics)
+    ).add(
         middleware: PositionMiddleware())
     let directory = endpoints.directory
     AppsController(directory: directory, audit: endpoints.audit).register(on: v1)

@@ -27,6 +27,8 @@ struct KeysCommand: AsyncParsableCommand {
         @Option(help: "A name to recognise the key by (unique names make revoking by name easy).") var name: String
         @Option(help: ArgumentHelp("Comma-separated scopes: read, ingest, finance, admin.", valueName: "scopes")) var scopes: String
         @Option(help: ArgumentHelp("Limit the key to one app (bundle id); default: every app.", valueName: "bundle-id")) var app: String?
+        @Option(help: ArgumentHelp("Requests a second the key may make, e.g. 50/s (a second's worth at once); default: no limit.", valueName: "N/s"))
+        var rateLimit: String?
 
         func run() async throws {
             let parsed = try scopes.split(separator: ",").map { name in
@@ -36,13 +38,21 @@ struct KeysCommand: AsyncParsableCommand {
                 return scope
             }
             let (name, app) = (self.name, self.app)
+            let rate = try rateLimit.map { text in
+                let number = text.hasSuffix("/s") ? String(text.dropLast(2)) : text
+                guard let rate = Double(number), rate > 0, rate.isFinite else { throw ValidationError("--rate-limit is requests a second, e.g. 50/s") }
+                return rate
+            }
             let (key, secret) = try await withKeys { keys, audit in
-                let (key, secret) = try await keys.create(name: name, scopes: Set(parsed), bundleID: app)
-                struct Created: Encodable { var id: String; var name: String; var prefix: String; var scopes: [String]; var app: String? }
+                let (key, secret) = try await keys.create(name: name, scopes: Set(parsed), bundleID: app, rateLimit: rate)
+                struct Created: Encodable {
+                    var id: String; var name: String; var prefix: String; var scopes: [String]; var app: String?; var rate_limit: Double?
+                }
                 try await KeysCommand.record(
                     audit, "key.created", key: key.name, bundleID: app,
                     after: Created(
-                        id: key.id.uuidString.lowercased(), name: key.name, prefix: key.prefix, scopes: key.scopes.map(\.rawValue).sorted(), app: app))
+                        id: key.id.uuidString.lowercased(), name: key.name, prefix: key.prefix, scopes: key.scopes.map(\.rawValue).sorted(), app: app,
+                        rate_limit: rate))
                 return (key, secret)
             }
             print(
@@ -62,12 +72,13 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let keys = try await KeysCommand.withKeys(database) { keys, _ in try await keys.list() }
-            print("id\tname\tprefix\tscopes\tapp\tcreated\tstatus")
+            print("id\tname\tprefix\tscopes\tapp\tcreated\tstatus\trate limit")
             for key in keys {
                 print(
                     [
                         key.id.uuidString.lowercased(), key.name, key.prefix + "…", key.scopes.map(\.rawValue).sorted().joined(separator: ","),
                         key.bundleID ?? "*", key.createdAt.formatted(.iso8601), key.revokedAt == nil ? "active" : "revoked",
+                        key.rateLimit.map { String(format: "%g/s", $0) } ?? "-",
                     ].joined(separator: "\t"))
             }
         }

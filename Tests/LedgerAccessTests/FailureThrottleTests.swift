@@ -1,3 +1,4 @@
+import Foundation
 import LedgerAccess
 import Testing
 
@@ -27,5 +28,23 @@ import Testing
             "the last hop a trusted proxy did not add")
         #expect(ClientAddress.of(connection: "10.0.0.2", forwardedFor: nil, trustedProxies: proxies) == "10.0.0.2")
         #expect(ClientAddress.of(connection: nil, forwardedFor: nil, trustedProxies: []) == "unknown")
+    }
+}
+
+/// A key with a limit makes a second's worth of requests at once, then its rate.
+@Suite struct KeyRateLimiterTests {
+    static func key(rate: Double?) -> APIKey {
+        APIKey(id: UUID(), name: "k", prefix: "lk_0", scopes: [.read], bundleID: nil, createdAt: Date(), rateLimit: rate)
+    }
+
+    @Test func aLimitedKeyWaitsForItsNextTokenAndAnUnlimitedOneNever() {
+        let limiter = KeyRateLimiter()
+        let limited = Self.key(rate: 2), free = Self.key(rate: nil)
+        let start = ContinuousClock.now
+        #expect(limiter.take(limited, now: start) == nil && limiter.take(limited, now: start) == nil, "a second's worth at once")
+        #expect(limiter.take(limited, now: start) == .milliseconds(500), "then one every half second")
+        #expect(limiter.take(limited, now: start + .milliseconds(500)) == nil)
+        #expect(limiter.take(limited, now: start + .milliseconds(600)) != nil)
+        #expect((0..<1000).allSatisfy { _ in limiter.take(free, now: start) == nil })
     }
 }

@@ -106,10 +106,15 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         let database = try TestCluster.database()
         environment["LEDGER_DATABASE_URL"] = database.connectionString
-        let created = try ChildProcess.run(Self.ledgerBinary, ["keys", "create", "--name", "ops", "--scopes", "admin"], environment: environment)
+        let created = try ChildProcess.run(
+            Self.ledgerBinary, ["keys", "create", "--name", "ops", "--scopes", "admin", "--rate-limit", "50/s"], environment: environment)
         #expect(created.status == 0)
         let secret = created.output.split(separator: "\n").last.map(String.init) ?? ""
         #expect(secret.hasPrefix("lk_"))
+        #expect(try ChildProcess.run(Self.ledgerBinary, ["keys", "list"], environment: environment).output.contains("50/s"))
+        #expect(
+            try ChildProcess.run(Self.ledgerBinary, ["keys", "create", "--name", "x", "--scopes", "read", "--rate-limit", "0"], environment: environment).status
+                != 0)
         #expect(try ChildProcess.run(Self.ledgerBinary, ["keys", "revoke", "ops"], environment: environment).status == 0)
         let rows = try PostgresConnection.connect(TestCluster.superuser(database)).query(
             "SELECT actor, action, target, after::text AS after FROM ledger.audit_log ORDER BY position")

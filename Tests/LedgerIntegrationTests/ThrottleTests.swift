@@ -46,4 +46,27 @@ import Testing
             "POST", "/console/sign-in", body: Data("key=\(server.adminKey)".utf8), headers: form, followingRedirects: false)
         #expect(good.status == 303, "a good key signs in from the throttled address")
     }
+
+    @Test func aKeyOverItsRequestLimitWaitsWhileOtherKeysGoOn() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let limited = try await server.keys.create(name: "runaway", scopes: [.read], bundleID: nil, rateLimit: 0.5).secret
+        let path = "/v1/apps/\(TestServer.bundleID)/products"
+        var statuses: [Int] = []
+        var waits: [String] = []
+        for _ in 0..<6 {
+            let answer = try await server.send("GET", path, key: limited)
+            statuses.append(answer.status)
+            if answer.status == 429 {
+                #expect(answer.errorCode == "rate_limited")
+                waits.append(answer.headers.first(name: "Retry-After") ?? "")
+            }
+        }
+        // One request at once, then one every two seconds: the requests right after the first wait.
+        #expect(statuses.first == 200 && statuses.contains(429), "\(statuses)")
+        #expect(waits.allSatisfy { ["1", "2"].contains($0) }, "\(waits)")
+        #expect(try await server.send("GET", path, key: server.adminKey).status == 200, "another key is not held back")
+        try await Task.sleep(for: .seconds(2))
+        #expect(try await server.send("GET", path, key: limited).status == 200, "the key's rate refilled")
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerPostgres
 import LedgerTestSupport
+import Synchronization
 import Testing
 
 @Suite struct PoolTests {
@@ -47,22 +48,22 @@ import Testing
     @Test func aWaiterGivesUpAfterTheWaitLimit() async throws {
         let configuration = try TestCluster.database()
         let pool = PostgresPool(configuration: configuration, size: 1, waitLimit: .milliseconds(100), logger: TestCluster.quietLogger)
-        async let long: PostgresRows = pool.query("SELECT pg_sleep(2)")
-        // Wait until the one connection is really busy (a loaded machine may start it late).
-        // (A condition, not a duration: under a loaded CI machine it once took over 5 s.)
-        let observer = try PostgresConnection.connect(configuration)
-        var busy = 0
-        for _ in 0..<3000 where busy == 0 {
-            busy = try observer.query(
-                """
-                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'
-                """)[0][0].int()
-            if busy == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        // The one connection is held until the waiter has given up: a condition, not a duration
+        // (a loaded machine once let a two-second query finish before the waiter even asked).
+        let lent = Mutex(false)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Task {
+            try await pool.withConnection { _ in
+                lent.withLock { $0 = true }
+                release.wait()
+            }
         }
-        try #require(busy > 0, "the long query started")
+        while !lent.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
         let error = await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
         #expect(error?.code == .poolTimeout)
-        _ = try await long
+        release.signal()
+        try await holder.value
+        #expect(try await pool.query("SELECT 1").count == 1, "the connection serves again once returned")
         await pool.close()
     }
 

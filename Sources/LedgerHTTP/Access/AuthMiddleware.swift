@@ -14,6 +14,7 @@ struct AuthMiddleware: RouterMiddleware {
     typealias Context = LedgerRequestContext
     let keys: APIKeyStore
     let throttle: FailureThrottle
+    let limiter: KeyRateLimiter
     let metrics: Metrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -29,7 +30,7 @@ struct AuthMiddleware: RouterMiddleware {
                 throw LedgerError(
                     .tooManyAttempts, "too many failed authentications from this address; try again in \(seconds) s", retryAfter: seconds)
             }
-            return try await next(request, authenticated(context, key))
+            return try await next(request, try authenticated(context, key))
         }
         guard let secret else {
             failed(address)
@@ -45,10 +46,18 @@ struct AuthMiddleware: RouterMiddleware {
             failed(address)
             throw LedgerError(.invalidAPIKey, "this key is unknown or revoked")
         }
-        return try await next(request, authenticated(context, key))
+        return try await next(request, try authenticated(context, key))
     }
 
-    private func authenticated(_ context: Context, _ key: APIKey) -> Context {
+    /// The context with its key, once the key is within its request limit, if it has one.
+    private func authenticated(_ context: Context, _ key: APIKey) throws -> Context {
+        if let wait = limiter.take(key) {
+            metrics.increment("ledger_rate_limited_total", [:])
+            let seconds = FailureThrottle.seconds(wait)
+            throw LedgerError(
+                .rateLimited, "this key may make \(key.rateLimit.map { String(format: "%g", $0) } ?? "?") requests a second; try again in \(seconds) s",
+                retryAfter: seconds)
+        }
         var context = context
         context.key = key
         return context
