@@ -13,6 +13,12 @@ package final class FailureThrottle: Sendable {
     /// Addresses remembered at most; beyond, the oldest failures are forgotten first.
     let capacity: Int
     private let failures = Mutex<[String: [ContinuousClock.Instant]]>([:])
+    /// How many addresses have failures on record: none (the usual case) lets a request skip
+    /// working out its address and taking the lock.
+    private let tracked = Atomic<Int>(0)
+
+    /// Whether any address has failed lately; when not, no address needs to wait.
+    package var isTracking: Bool { tracked.load(ordering: .relaxed) > 0 }
 
     package init(limit: Int = 20, window: Duration = .seconds(60), trustedProxies: Set<String> = [], capacity: Int = 100_000) {
         self.limit = limit
@@ -27,6 +33,7 @@ package final class FailureThrottle: Sendable {
             guard let times = failures[address] else { return nil }
             let recent = times.filter { now - $0 < window }
             failures[address] = recent.isEmpty ? nil : recent
+            tracked.store(failures.count, ordering: .relaxed)
             guard recent.count >= limit, let oldest = recent.first else { return nil }
             return window - (now - oldest)
         }
@@ -52,6 +59,7 @@ package final class FailureThrottle: Sendable {
             times.append(now)
             // Only the last `limit` matter: the wait is counted from the oldest of them.
             failures[address] = Array(times.suffix(limit))
+            tracked.store(failures.count, ordering: .relaxed)
         }
     }
 }

@@ -21,9 +21,8 @@ struct AuthMiddleware: RouterMiddleware {
         guard let header = request.headers[.authorization] else {
             throw LedgerError(.missingAPIKey, "send Authorization: Bearer <key>")
         }
-        let address = context.clientAddress(request, throttle)
         let secret = Self.bearerToken(header)
-        if let wait = throttle.wait(for: address) {
+        if throttle.isTracking, let wait = throttle.wait(for: context.clientAddress(request, throttle)) {
             guard let secret, let key = try? await keys.authenticateWithoutLookup(secret) else {
                 metrics.increment("ledger_auth_throttled_total", ["surface": "api"])
                 let seconds = FailureThrottle.seconds(wait)
@@ -33,7 +32,7 @@ struct AuthMiddleware: RouterMiddleware {
             return try await next(request, try authenticated(context, key))
         }
         guard let secret else {
-            failed(address)
+            failed(context.clientAddress(request, throttle))
             throw LedgerError(.invalidAPIKey, "the Authorization header must be Bearer <key>")
         }
         let key: APIKey?
@@ -43,7 +42,7 @@ struct AuthMiddleware: RouterMiddleware {
             throw LedgerError(.databaseUnavailable, "the database is unavailable; try again shortly")
         }
         guard let key else {
-            failed(address)
+            failed(context.clientAddress(request, throttle))
             throw LedgerError(.invalidAPIKey, "this key is unknown or revoked")
         }
         return try await next(request, try authenticated(context, key))
