@@ -44,7 +44,7 @@ package struct WebhookTargets: Sendable {
 
     package func check(url text: String) async -> Check {
         guard let url = URL(string: text), let host = url.host(percentEncoded: false), !host.isEmpty else {
-            return .refused("\(text) names no host")
+            return .refused("the URL names no host")
         }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if let literal = IPAddress(bare) {
