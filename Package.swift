@@ -156,7 +156,7 @@ let package = Package(
         // API keys: created, listed, revoked and recognised, with their scopes (ledger.api_keys).
         .target(
             name: "LedgerAccess",
-            dependencies: ["LedgerFormats", "LedgerPostgres", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["LedgerCore", "LedgerFormats", "LedgerPostgres", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // Changes: what each fact meant for each user, derived from the log; the change feed.

@@ -81,7 +81,7 @@ package struct AppStoreServerAPIClient: Sendable {
                 logger.debug(
                     "retrying App Store Server API call",
                     metadata: [
-                        "apple.path": "\(path)", "apple.wait_ms": "\(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)",
+                        "apple.path": "\(path)", "apple.wait_ms": "\(wait.milliseconds)",
                     ])
                 try await Task.sleep(for: wait)
             case .stop:

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import Synchronization
 
 /// Each limited key's requests, as a token bucket: a key with a limit of N a second may make N at
@@ -15,8 +16,7 @@ package final class KeyRateLimiter: Sendable {
         let capacity = max(1, rate)
         return buckets.withLock { buckets in
             var (tokens, at) = buckets[key.id] ?? (capacity, now)
-            let elapsed = now - at
-            tokens = min(capacity, tokens + rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+            tokens = min(capacity, tokens + rate * (now - at).seconds)
             guard tokens >= 1 else {
                 buckets[key.id] = (tokens, now)
                 return .seconds((1 - tokens) / rate)
