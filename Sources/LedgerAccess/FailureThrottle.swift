@@ -44,6 +44,24 @@ package final class FailureThrottle: Sendable {
         ClientAddress.of(connection: connection, forwardedFor: forwardedFor, trustedProxies: trustedProxies)
     }
 
+    /// What a request from `address` presenting `secret` meets at the door.
+    package enum Gate: Sendable {
+        /// The address is under the limit: authenticate as usual.
+        case open
+        /// Past the limit, a key the ring of live keys holds: a good key still works.
+        case key(APIKey)
+        /// Past the limit, a guess: wait this many whole seconds; it cost no lookup.
+        case wait(seconds: Int)
+    }
+
+    /// The gate for a request (`APIKeyStore.authenticateWithoutLookup` past the limit). The API's
+    /// keys and the console's sign-ins both pass here.
+    package func gate(_ secret: String?, from address: @autoclosure () -> String, keys: APIKeyStore) async -> Gate {
+        guard isTracking, let wait = wait(for: address()) else { return .open }
+        if let secret, let key = try? await keys.authenticateWithoutLookup(secret) { return .key(key) }
+        return .wait(seconds: Self.seconds(wait))
+    }
+
     /// Whole seconds to wait, at least one: what `Retry-After` says.
     package static func seconds(_ wait: Duration) -> Int { max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0)) }
 

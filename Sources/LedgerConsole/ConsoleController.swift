@@ -129,16 +129,15 @@ package struct ConsoleController<Context: ConsoleRequestContext>: Sendable {
         }
     }
 
-    /// Failed sign-ins count against the client's address as wrong API keys do: past the limit,
-    /// only a key the ring of live keys holds is heard, and a guess costs no lookup.
+    /// Failed sign-ins count against the client's address as wrong API keys do
+    /// (`FailureThrottle.gate`).
     func signIn(_ request: Request, _ context: Context) async throws -> Response {
         let form = try await Form(request, context)
         let secret = form["key"] ?? ""
         let throttle = console.throttle
         let address = throttle.clientAddress(
             connection: context.remoteAddress?.ipAddress, forwardedFor: request.headers[HTTPField.Name("X-Forwarded-For")!])
-        if let wait = throttle.wait(for: address), (try? await console.sessions.keys.authenticateWithoutLookup(secret)) == nil {
-            let seconds = FailureThrottle.seconds(wait)
+        if case .wait(let seconds) = await throttle.gate(secret, from: address, keys: console.sessions.keys) {
             var page = render(
                 "signin", Frame(title: "Sign in", error: "Too many failed sign-ins from this address. Try again in \(seconds) s."), session: nil,
                 status: .tooManyRequests)

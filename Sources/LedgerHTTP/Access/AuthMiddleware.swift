@@ -7,9 +7,8 @@ import LedgerIngestion
 /// Finds the API key of a `/v1` request (`Authorization: Bearer <key>`). Routes then check the
 /// scope and app they need with `context.authorize`. Keys are never logged.
 ///
-/// Wrong keys are counted per client address (`FailureThrottle`). Past the limit, the address's
-/// keys are recognised only from the ring of live keys held in memory: a good key still works,
-/// and each guess is answered 429 without a lookup.
+/// Wrong keys are counted per client address; past the limit a guess is answered 429 without a
+/// lookup, while a good key still works (`FailureThrottle.gate`).
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = LedgerRequestContext
     let keys: APIKeyStore
@@ -22,14 +21,12 @@ struct AuthMiddleware: RouterMiddleware {
             throw LedgerError(.missingAPIKey, "send Authorization: Bearer <key>")
         }
         let secret = Self.bearerToken(header)
-        if throttle.isTracking, let wait = throttle.wait(for: context.clientAddress(request, throttle)) {
-            guard let secret, let key = try? await keys.authenticateWithoutLookup(secret) else {
-                metrics.increment("ledger_auth_throttled_total", ["surface": "api"])
-                let seconds = FailureThrottle.seconds(wait)
-                throw LedgerError(
-                    .tooManyAttempts, "too many failed authentications from this address; try again in \(seconds) s", retryAfter: seconds)
-            }
-            return try await next(request, try authenticated(context, key))
+        switch await throttle.gate(secret, from: context.clientAddress(request, throttle), keys: keys) {
+        case .open: break
+        case .key(let key): return try await next(request, try authenticated(context, key))
+        case .wait(let seconds):
+            metrics.increment("ledger_auth_throttled_total", ["surface": "api"])
+            throw LedgerError(.tooManyAttempts, "too many failed authentications from this address; try again in \(seconds) s", retryAfter: seconds)
         }
         guard let secret else {
             failed(context.clientAddress(request, throttle))
