@@ -17,16 +17,18 @@ CREATE TABLE ledger.audit_log (
 );
 COMMENT ON TABLE ledger.audit_log IS 'Every admin action: actor, request, target, before and after (secrets never). Append-only.';
 
-CREATE FUNCTION ledger.refuse_audit_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
+-- ledger.refuse_rewrite (0001) names ledger.events in its message; this one names the table it
+-- guards, for this and any later append-only table.
+CREATE FUNCTION ledger.refuse_append_only_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    RAISE EXCEPTION 'ledger.audit_log is append-only: % is not allowed', TG_OP
+    RAISE EXCEPTION '%.% is append-only: % is not allowed', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'LE003';
 END
 $$;
 CREATE TRIGGER audit_log_no_update_delete BEFORE UPDATE OR DELETE ON ledger.audit_log
-    FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_audit_rewrite();
+    FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_append_only_rewrite();
 CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON ledger.audit_log
-    FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_audit_rewrite();
+    FOR EACH STATEMENT EXECUTE FUNCTION ledger.refuse_append_only_rewrite();
 
 REVOKE ALL ON ledger.audit_log FROM PUBLIC;
 GRANT SELECT, INSERT ON ledger.audit_log TO ledger_app;
