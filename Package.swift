@@ -137,6 +137,7 @@ let package = Package(
             name: "LedgerIngestion",
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerProjections", "LedgerPostgres",
+                "LedgerSecrets",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -151,6 +152,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // Secrets sealed at rest: AES-256-GCM envelopes bound to their row, the keys' proofs, rotation.
+        .target(
+            name: "LedgerSecrets",
+            dependencies: ["LedgerCore", "LedgerPostgres", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // API keys: created, listed, revoked and recognised, with their scopes (ledger.api_keys).
@@ -172,7 +179,7 @@ let package = Package(
         .target(
             name: "LedgerWebhooks",
             dependencies: [
-                "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres",
+                "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSecrets",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -222,7 +229,7 @@ let package = Package(
             name: "LedgerServer",
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerChanges", "LedgerConsole", "LedgerEventStore", "LedgerHTTP",
-                "LedgerIngestion", "LedgerPostgres", "LedgerProjections", "LedgerReconciliation", "LedgerWebhooks",
+                "LedgerIngestion", "LedgerPostgres", "LedgerProjections", "LedgerReconciliation", "LedgerSecrets", "LedgerWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -242,6 +249,7 @@ let package = Package(
                 "LedgerEventStore",
                 "LedgerHTTP",
                 "LedgerServer",
+                "LedgerSecrets",
                 "LedgerWebhooks",
                 "LedgerProjections",
                 "LedgerIngestion",
@@ -276,6 +284,7 @@ let package = Package(
                 "LedgerIngestion",
                 "LedgerReconciliation",
                 "LedgerChanges",
+                "LedgerSecrets",
                 "LedgerWebhooks",
                 "WebhookReceiver",
                 .product(name: "X509", package: "swift-certificates"),
@@ -412,6 +421,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "LedgerSecretsTests",
+            dependencies: ["LedgerSecrets", "LedgerCore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "LedgerAccessTests",
             dependencies: ["LedgerAccess", "LedgerPostgres", "LedgerTestSupport"],
             swiftSettings: swiftSettings
@@ -445,7 +459,7 @@ let package = Package(
         .testTarget(
             name: "LedgerServerTests",
             dependencies: [
-                "LedgerServer", "LedgerHTTP", "AppStore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport",
+                "LedgerServer", "LedgerHTTP", "AppStore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerSecrets", "LedgerTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
@@ -464,7 +478,7 @@ let package = Package(
                 "LedgerAccess", "LedgerReconciliation", "AppStoreServerAPI",
                 "LedgerHTTP", "LedgerServer", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
                 "LedgerTestSupport", "LedgerFacts", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
-                "LedgerChanges", "LedgerWebhooks", "WebhookReceiver",
+                "LedgerChanges", "LedgerSecrets", "LedgerWebhooks", "WebhookReceiver",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -480,7 +494,7 @@ let package = Package(
             name: "LedgerCLITests",
             dependencies: [
                 "ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
-                "LedgerIngestion", "LedgerProjections", "LedgerCore", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
+                "LedgerIngestion", "LedgerProjections", "LedgerCore", "LedgerSecrets", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
                 "WebhookReceiver",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -45,8 +45,8 @@ extension ConsoleController {
             "environments": app.settings.environments.map(\.rawValue).joined(separator: ", "),
             "appleAppID": app.settings.appleAppID.map(String.init) ?? "not set",
             "restorePolicy": app.settings.restorePolicy.rawValue,
-            "sharedSecret": app.sharedSecret == nil ? "not configured" : "configured (never shown)",
-            "serverAPI": app.serverAPI.map { "configured: key \($0.keyID) (never shown)" } ?? "not configured",
+            "sharedSecret": !app.hasSharedSecret ? "not configured" : "configured (never shown)",
+            "serverAPI": app.serverAPIKeyID.map { "configured: key \($0) (never shown)" } ?? "not configured",
             "products": products, "query": "",
             "refusals": console.refusals().map { ["code": $0.code, "count": String($0.count)] },
             "notices": try await console.reader.appNotices(bundleID: bundleID).compactMap { fact -> [String: String]? in

@@ -108,6 +108,7 @@ extension LedgerError {
         // Apple or the database away: try again.
         case appleUnavailable = "apple_unavailable"
         case databaseUnavailable = "database_unavailable"
+        case secretUnavailable = "secret_unavailable"
 
         // A bug or a fault of the database.
         case internalError = "internal_error"
@@ -143,7 +144,7 @@ extension LedgerError {
                 .appMismatch, .environmentNotAllowed, .receiptInvalid, .sharedSecretMismatch, .sharedSecretMissing,
                 .appleAPIUnauthorized, .appleAPINotConfigured, .appleAPIRefused:
                 .unverifiable
-            case .appleUnavailable, .databaseUnavailable: .unavailable
+            case .appleUnavailable, .databaseUnavailable, .secretUnavailable: .unavailable
             case .internalError: .fault
             }
         }

@@ -7,22 +7,32 @@ import LedgerFacts
 import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
+import LedgerSecrets
 import Logging
 import Synchronization
 
 /// One app as configured: settings and catalogue from its `app:` stream (events), the shared
 /// secret from `ledger.app_secrets` and the App Store Server API key from
-/// `ledger.app_server_api_keys` (never events: the log is forever).
+/// `ledger.app_server_api_keys` (never events: the log is forever), both stored sealed.
 package struct AppConfiguration: Sendable {
     package var bundleID: String
     package var settings: AppSettings
     package var catalogue: Catalogue
     package var products: [ProductDefinition]
-    package var sharedSecret: String?
-    /// The In-App Purchase key for asking Apple (`ledger.app_server_api_keys`), if configured.
-    package var serverAPI: ServerAPICredentials?
+    /// Opened when read; a value that does not open fails only what needs it.
+    var storedSharedSecret: Result<String, LedgerError>?
+    var storedServerAPI: Result<ServerAPICredentials, LedgerError>?
+    /// The In-App Purchase key's id (not a secret), when one is stored.
+    package var serverAPIKeyID: String?
     /// The app stream's version, for optimistic concurrency on configuration changes.
     package var version: Int64
+
+    /// The shared secret, if configured; `secret_unavailable` if this server cannot open it.
+    package var sharedSecret: String? { get throws { try storedSharedSecret?.get() } }
+    /// The In-App Purchase key for asking Apple, if configured.
+    package var serverAPI: ServerAPICredentials? { get throws { try storedServerAPI?.get() } }
+    package var hasSharedSecret: Bool { storedSharedSecret != nil }
+    package var hasServerAPI: Bool { storedServerAPI != nil }
 
     /// What signed evidence must be for this app.
     package var expectation: Expectation {
@@ -42,11 +52,16 @@ package final class AppDirectory: Sendable {
     let cacheTTL: Duration
     /// Where apps are read from while the primary is away, so reads keep their answers.
     let replicas: ReadReplicas?
+    /// Seals the secrets before they are stored and opens them when read.
+    let keyring: Keyring
     private let cache = Mutex<[String: (app: AppConfiguration?, at: ContinuousClock.Instant)]>([:])
 
     /// `pool`: the primary, where `ledger.apps` and the secrets are; `store`: the apps' streams.
-    package init(pool: PostgresPool, store: EventStore, freshness: ProjectionFreshness, cacheTTL: Duration = .seconds(1), replicas: ReadReplicas? = nil) {
+    package init(
+        pool: PostgresPool, store: EventStore, freshness: ProjectionFreshness, keyring: Keyring, cacheTTL: Duration = .seconds(1), replicas: ReadReplicas? = nil
+    ) {
         self.pool = pool
+        self.keyring = keyring
         self.store = store
         self.freshness = freshness
         self.cacheTTL = cacheTTL
@@ -65,7 +80,7 @@ package final class AppDirectory: Sendable {
             found = try await find(bundleID)
         } catch let error as PostgresError where error.isTransient && replicas?.replicas.isEmpty == false {
             // The primary is away: the app as a replica has it (configuration rarely changes).
-            found = try await replicas!.read(atLeast: .start) { connection in try Self.find(bundleID, on: connection) }
+            found = try await replicas!.read(atLeast: .start) { [keyring] connection in try Self.find(bundleID, on: connection, keyring: keyring) }
         }
         cache.withLock { cache in
             if cache.count > 10_000 { cache.removeAll() } // unknown bundle ids are cached too: keep it bounded
@@ -77,10 +92,10 @@ package final class AppDirectory: Sendable {
 
     /// The app as stored now (no cache).
     package func find(_ bundleID: String) async throws -> AppConfiguration? {
-        try await pool.withConnection { connection in try Self.find(bundleID, on: connection) }
+        try await pool.withConnection { [keyring] connection in try Self.find(bundleID, on: connection, keyring: keyring) }
     }
 
-    static func find(_ bundleID: String, on connection: PostgresConnection) throws -> AppConfiguration? {
+    static func find(_ bundleID: String, on connection: PostgresConnection, keyring: Keyring) throws -> AppConfiguration? {
         let recorded = try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", [LedgerStream.app(bundleID)])
             .map(RecordedEvent.init(row:))
         guard !recorded.isEmpty else { return nil }
@@ -91,20 +106,27 @@ package final class AppDirectory: Sendable {
             ledger.apply(fact)
             if case .productConfigured(let definition) = fact.event { products[definition.productID] = definition }
         }
-        let secret = try connection.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID])
-            .first.map { try $0["shared_secret"].string() }
-        let key =
-            try connection.query("SELECT issuer_id, key_id, private_key FROM ledger.app_server_api_keys WHERE bundle_id = $1", [bundleID])
-            .first.map { row in
+        let secret = try connection.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID]).first.map { row in
+            let sealed = try row["shared_secret"].string()
+            return Result { () throws(LedgerError) in try keyring.open(sealed, for: StoredSecrets.sharedSecret(of: bundleID)) }
+        }
+        let keyRow = try connection.query("SELECT issuer_id, key_id, private_key FROM ledger.app_server_api_keys WHERE bundle_id = $1", [bundleID]).first
+        let key = try keyRow.map { row in
+            let (issuerID, keyID) = (try row["issuer_id"].string(), try row["key_id"].string())
+            let sealed = try row["private_key"].string()
+            return Result { () throws(LedgerError) in
+                let pem = try keyring.open(sealed, for: StoredSecrets.serverAPIKey(of: bundleID))
                 // Checked when configured; a key that no longer parses is reported when it is used.
-                try? ServerAPICredentials(
-                    issuerID: try row["issuer_id"].string(), keyID: try row["key_id"].string(),
-                    privateKeyPEM: try row["private_key"].string(), bundleID: bundleID)
-            } ?? nil
+                guard let credentials = try? ServerAPICredentials(issuerID: issuerID, keyID: keyID, privateKeyPEM: pem, bundleID: bundleID) else {
+                    throw LedgerError(.appleAPINotConfigured, "\(bundleID)'s stored App Store Server API key no longer parses; configure app_store_server_api again")
+                }
+                return credentials
+            }
+        }
         return AppConfiguration(
             bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(),
             products: products.values.sorted { $0.productID < $1.productID },
-            sharedSecret: secret, serverAPI: key, version: recorded.last?.version ?? 0)
+            storedSharedSecret: secret, storedServerAPI: key, serverAPIKeyID: try keyRow?["key_id"].string(), version: recorded.last?.version ?? 0)
     }
 
     /// Every app that was ever configured, by bundle id.
@@ -130,14 +152,14 @@ package final class AppDirectory: Sendable {
                 INSERT INTO ledger.app_server_api_keys (bundle_id, issuer_id, key_id, private_key) VALUES ($1, $2, $3, $4)
                 ON CONFLICT (bundle_id) DO UPDATE SET issuer_id = EXCLUDED.issuer_id, key_id = EXCLUDED.key_id,
                     private_key = EXCLUDED.private_key, updated_at = now()
-                """, [bundleID, serverAPI.issuerID, serverAPI.keyID, serverAPI.privateKeyPEM])
+                """, [bundleID, serverAPI.issuerID, serverAPI.keyID, keyring.seal(serverAPI.privateKeyPEM, for: StoredSecrets.serverAPIKey(of: bundleID))])
         }
         if let sharedSecret {
             try await pool.query(
                 """
                 INSERT INTO ledger.app_secrets (bundle_id, shared_secret) VALUES ($1, $2)
                 ON CONFLICT (bundle_id) DO UPDATE SET shared_secret = EXCLUDED.shared_secret, updated_at = now()
-                """, [bundleID, sharedSecret])
+                """, [bundleID, keyring.seal(sharedSecret, for: StoredSecrets.sharedSecret(of: bundleID))])
         }
         let current = try await find(bundleID)
         if current == nil || current?.settings != settings {

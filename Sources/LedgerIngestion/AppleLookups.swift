@@ -195,7 +195,7 @@ package struct AppleLookups: Sendable {
 
     /// The app's key, or the error that says it must be configured first.
     static func key(of app: AppConfiguration) throws -> ServerAPICredentials {
-        guard let key = app.serverAPI else {
+        guard let key = try app.serverAPI else {
             throw AppStoreError(
                 .appleAPINotConfigured,
                 "asking Apple needs the app's App Store Server API key; configure app_store_server_api (issuer_id, key_id, private_key) first")

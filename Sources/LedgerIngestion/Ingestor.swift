@@ -132,7 +132,7 @@ package struct Ingestor: Sendable {
         try await LedgerError.mapping {
             try Self.validate(userID: userID)
             let app = try await directory.app(bundleID)
-            guard let secret = app.sharedSecret else {
+            guard let secret = try app.sharedSecret else {
                 throw LedgerError(.sharedSecretMissing, "legacy receipts need the app's shared_secret; configure it first")
             }
             let verified = try await receipts.verify(receiptData: receiptData, sharedSecret: secret, expecting: app.expectation)
@@ -179,7 +179,7 @@ package struct Ingestor: Sendable {
                     consumptionRequest = (verified.notification, transaction.facts)
                 }
             } else if VerifiedNotificationV1.looksLikeV1(object) {
-                let verified = try VerifiedNotificationV1(body: body, sharedSecret: app.sharedSecret, expecting: app.expectation, receivedAt: Date())
+                let verified = try VerifiedNotificationV1(body: body, sharedSecret: try app.sharedSecret, expecting: app.expectation, receivedAt: Date())
                 events = EvidenceEvents.events(for: verified)
                 // The password is the app's secret: it is redacted before the body is kept.
                 var redacted = object

@@ -157,7 +157,7 @@ extension AppleLookups {
     package func sendToken(_ token: UUID, of userID: String, bundleID: String, now: Date = Date()) async throws -> [TokenAtApple]? {
         try await LedgerError.mapping {
             let app = try await ingestor.directory.app(bundleID)
-            guard let key = app.serverAPI else { return nil }
+            guard let key = try app.serverAPI else { return nil }
             // One read: the user's purchases with what was already sent to Apple about them.
             let ledger = try await ingestor.users.ledger(bundleID: bundleID, userID: userID, withEvidence: true)
             let owned = Set(ledger.transactions(ownedBy: userID).map(\.originalTransactionID))

@@ -75,7 +75,7 @@ package struct ConsumptionResponder: Sendable {
         let app = try await directory.app(pending.bundleID)
         guard let policy = app.settings.consumptionPolicy else { return "no_consumption_policy" }
         guard policy.customerConsented else { return "not_consented" }
-        guard let key = app.serverAPI else { return "no_app_store_server_api_key" }
+        guard let key = try app.serverAPI else { return "no_app_store_server_api_key" }
         let (known, owner) = try await requests.purchase(pending)
         guard let transaction = known else { return "unknown_transaction" }
         let now = Date()

@@ -73,7 +73,7 @@ package struct NotificationRecovery: Sendable {
     /// was missed. `since` overrides where the window starts (at most 180 days back).
     package func reconcile(bundleID: String, since: Date? = nil, now: Date = Date()) async throws -> [Report] {
         let app = try await ingestor.directory.app(bundleID)
-        guard let key = app.serverAPI else {
+        guard let key = try app.serverAPI else {
             throw LedgerError(
                 .appleAPINotConfigured,
                 "\(bundleID) has no App Store Server API key; configure app_store_server_api first")

@@ -83,7 +83,7 @@ extension LedgerServices {
             loops.append(BackgroundLoop("change projection") { await changeWorker.run() })
         }
         if delivering {
-            let dispatcher = WebhookDispatcher(pool: pool, notifications: changes, policy: webhookPolicy, logger: logger)
+            let dispatcher = WebhookDispatcher(pool: pool, notifications: changes, policy: webhookPolicy, keyring: keyring, logger: logger)
             loops.append(BackgroundLoop("webhook deliveries") { await dispatcher.run() })
         }
         if let reconcileInterval {

@@ -9,6 +9,7 @@ import LedgerIngestion
 import LedgerPostgres
 import LedgerProjections
 import LedgerReconciliation
+import LedgerSecrets
 import LedgerWebhooks
 import Logging
 
@@ -50,10 +51,12 @@ package struct LedgerServices: Sendable {
     /// Each app's webhooks, and how their deliveries are paced.
     package let webhooks: WebhookRegistry
     package let webhookPolicy: WebhookPolicy
+    /// The keys stored secrets are sealed under (the caller has checked them: `SecretVault.prepare`).
+    package let keyring: Keyring
 
     package init(
         pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
-        receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [],
+        keyring: Keyring, receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [],
         replicaWait: Duration = .milliseconds(250),
         keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), throttle: FailureThrottle = FailureThrottle(),
         logger: Logger
@@ -63,6 +66,7 @@ package struct LedgerServices: Sendable {
         self.replicaPools = replicas
         self.store = store
         self.migrator = migrator
+        self.keyring = keyring
         self.metrics = metrics
         let client = VerifyReceiptClient(configuration: receipts, logger: logger) { outcome in
             metrics.increment("ledger_apple_calls_total", ["api": "verifyReceipt", "outcome": outcome.rawValue])
@@ -77,7 +81,7 @@ package struct LedgerServices: Sendable {
         let users = UserStateReader(pool: pool, cache: timelines, replicas: reads)
         self.users = users
         let freshness = ProjectionFreshness(pool: pool, progress: progress)
-        let directory = AppDirectory(pool: pool, store: store, freshness: freshness, replicas: reads)
+        let directory = AppDirectory(pool: pool, store: store, freshness: freshness, keyring: keyring, replicas: reads)
         self.progress = progress
         self.directory = directory
         let evidence = EvidenceStore(pool: pool)
@@ -99,7 +103,7 @@ package struct LedgerServices: Sendable {
         self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
         self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
         self.changes = ChangeNotifications()
-        self.webhooks = WebhookRegistry(pool: pool, targets: webhookPolicy.targets)
+        self.webhooks = WebhookRegistry(pool: pool, targets: webhookPolicy.targets, keyring: keyring)
         self.webhookPolicy = webhookPolicy
         self.throttle = throttle
         self.audit = AuditLog(pool: pool)

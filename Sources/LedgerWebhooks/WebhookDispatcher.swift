@@ -4,6 +4,7 @@ import LedgerChanges
 import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
+import LedgerSecrets
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -21,16 +22,19 @@ package final class WebhookDispatcher: Sendable {
     let pool: PostgresPool
     let notifications: ChangeNotifications
     let policy: WebhookPolicy
+    /// Opens the webhooks' secrets, stored sealed.
+    let keyring: Keyring
     let logger: Logger
     /// This process's leases.
     let server = UUID()
     private let finished = Mutex<[Attempt]>([])
     private let wake = Watermark<UInt64>(0)
 
-    package init(pool: PostgresPool, notifications: ChangeNotifications, policy: WebhookPolicy = WebhookPolicy(), logger: Logger) {
+    package init(pool: PostgresPool, notifications: ChangeNotifications, policy: WebhookPolicy = WebhookPolicy(), keyring: Keyring, logger: Logger) {
         self.pool = pool
         self.notifications = notifications
         self.policy = policy
+        self.keyring = keyring
         self.logger = logger
     }
 
@@ -235,6 +239,13 @@ package final class WebhookDispatcher: Sendable {
     /// failure said without the URL (it may carry a token).
     func deliver(_ lease: Lease, with clients: PinnedClients) async -> Attempt {
         guard let change = lease.change else { return Attempt(lease: lease, failure: nil) }
+        let secret: String
+        do {
+            secret = try keyring.open(lease.secret, for: StoredSecrets.webhookSecret(of: lease.bundleID, webhook: lease.webhook))
+        } catch {
+            // Retried, not refused: a server given the key (or a finished rotation) delivers it.
+            return Attempt(lease: lease, failure: "could not sign: \(error.message)")
+        }
         let http: HTTPClient
         switch await policy.targets.check(url: lease.url) {
         case .allowed(let host, let addresses):
@@ -250,7 +261,7 @@ package final class WebhookDispatcher: Sendable {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: "entitlement-ledger-webhooks")
         request.headers.add(name: WebhookSignature.idHeader, value: change.id)
-        request.headers.add(name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: lease.secret, at: Int64(Date().timeIntervalSince1970)))
+        request.headers.add(name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: secret, at: Int64(Date().timeIntervalSince1970)))
         request.body = .bytes(ByteBuffer(bytes: body))
         do {
             let response = try await http.execute(request, timeout: .milliseconds(policy.attemptTimeout.milliseconds))

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerCore
 import LedgerPostgres
+import LedgerSecrets
 
 /// A webhook as listed: never its secret.
 package struct Webhook: Sendable, Equatable {
@@ -31,10 +32,13 @@ package struct WebhookRegistry: Sendable {
     let pool: PostgresPool
     /// Where webhooks may point: checked before a definition is stored.
     let targets: WebhookTargets
+    /// Seals each secret before it is stored.
+    let keyring: Keyring
 
-    package init(pool: PostgresPool, targets: WebhookTargets) {
+    package init(pool: PostgresPool, targets: WebhookTargets, keyring: Keyring) {
         self.pool = pool
         self.targets = targets
+        self.keyring = keyring
     }
 
     /// Checks a definition before it is stored: an absolute http(s) URL, a secret long enough to
@@ -63,6 +67,7 @@ package struct WebhookRegistry: Sendable {
     package func put(bundleID: String, name: String, url: String, secret: String, types: [String]?) async throws -> Bool {
         // A host that does not resolve yet is accepted: every delivery checks it again.
         if case .refused(let reason) = await targets.check(url: url) { throw LedgerError(.invalidWebhook, "url: \(reason)") }
+        let sealed = keyring.seal(secret, for: StoredSecrets.webhookSecret(of: bundleID, webhook: name))
         let results = try await pool.withConnection { connection in
             try connection.pipeline(
                 [
@@ -75,7 +80,7 @@ package struct WebhookRegistry: Sendable {
                         VALUES ($1, $2, $3, $4, $5::text[], (SELECT coalesce(max(position), 0) FROM ledger.changes))
                         ON CONFLICT (bundle_id, name) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, types = EXCLUDED.types, updated_at = now()
                         RETURNING (xmax = 0) AS created
-                        """, [bundleID, name, url, secret, types.map(PostgresTextArray.init)]),
+                        """, [bundleID, name, url, sealed, types.map(PostgresTextArray.init)]),
                 ], transaction: true)
         }
         return try results[1][0]["created"].bool()

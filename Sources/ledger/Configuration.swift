@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import LedgerHTTP
 import LedgerPostgres
+import LedgerSecrets
 import LedgerWebhooks
 import Logging
 
@@ -36,6 +37,9 @@ struct Configuration: Sendable {
     // whose X-Forwarded-For names the client.
     var authenticationFailureLimit = 20
     var trustedProxies: [String] = []
+    // Stored secrets: the key they are sealed under, and the new one during a rotation.
+    var secretsKey: SecretsKey?
+    var newSecretsKey: SecretsKey?
 
     /// What this process was started with, or what in it could not be read.
     static let environment = Result<Configuration, ConfigurationError> { () throws(ConfigurationError) in
@@ -70,6 +74,8 @@ struct Configuration: Sendable {
         if let allowed = read.flag("LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS") { webhooks.targets.allowPrivateNetworks = allowed }
         authenticationFailureLimit = read.number("LEDGER_AUTH_FAILURE_LIMIT", in: 1...100_000) ?? authenticationFailureLimit
         trustedProxies = Self.list(read.text("LEDGER_TRUSTED_PROXIES"))
+        secretsKey = read.secretsKey("LEDGER_SECRETS_KEY")
+        newSecretsKey = read.secretsKey("LEDGER_SECRETS_NEW_KEY")
         guard read.problems.isEmpty else { throw ConfigurationError(problems: read.problems) }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerSecrets
 import Logging
 
 /// Reads the ledger's settings from environment variables, refusing a value it cannot read rather
@@ -55,6 +56,29 @@ struct EnvironmentReader {
             return nil
         }
         return value
+    }
+
+    /// A secrets key from `name` (base64 of 32 bytes) or from the file `name_FILE` names (what a
+    /// secret manager mounts); both set is a mistake, said as one.
+    mutating func secretsKey(_ name: String) -> SecretsKey? {
+        let fileName = name + "_FILE"
+        switch (text(name), text(fileName)) {
+        case (nil, nil):
+            return nil
+        case (.some, .some):
+            problems.append("\(name) and \(fileName) are both set: set one")
+            return nil
+        case (let value?, nil):
+            do { return try SecretsKey(base64: value) } catch {
+                problems.append("\(name) is not a usable key: \(error)")  // never the value: it is a secret
+                return nil
+            }
+        case (nil, let path?):
+            do { return try SecretsKey(file: URL(fileURLWithPath: path)) } catch {
+                problems.append("\(fileName) (\(path)) does not hold a usable key: \(error)")
+                return nil
+            }
+        }
     }
 
     /// `true` or `false` (also `1`/`0`, `yes`/`no`).

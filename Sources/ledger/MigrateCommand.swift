@@ -19,5 +19,13 @@ struct MigrateCommand: AsyncParsableCommand {
             try Migrator(migrations: LedgerSchema.migrations(), role: opened.role, logger: logger).migrate(PostgresConnection.connect(opened.owner))
         }
         print("applied \(report.applied.count) migration(s); \(report.alreadyApplied) already applied")
+        // Values stored in clear before sealing existed are sealed now if the key is at hand, or
+        // else by the first server that starts with it.
+        let settings = try database.settings
+        if settings.secretsKey != nil || opened.embedded != nil {
+            try SecretsKeys.prepare(try SecretsKeys.keyring(settings, for: opened, logger: logger), on: opened, logger: logger)
+        } else {
+            print("stored secrets are sealed when `ledger serve` first starts with LEDGER_SECRETS_KEY (or now, by migrating with it set)")
+        }
     }
 }

@@ -89,6 +89,8 @@ struct ServeCommand: AsyncParsableCommand {
     /// what they learn from Apple (`reconcile`): one composition, no second way to build it.
     static func makeServices(_ opened: Database, migrator: Migrator, settings: Configuration, logger: Logger) throws -> LedgerServices {
         let trust = try AppleTrust.load(paths: settings.appleRootCertificates, logger: logger)
+        let keyring = try SecretsKeys.keyring(settings, for: opened, logger: logger)
+        try SecretsKeys.prepare(keyring, on: opened, logger: logger)
         let pool = PostgresPool(configuration: opened.application, size: settings.poolSize, logger: logger)
         let replicas = settings.readDatabaseURLs.map { url in
             PostgresPool(
@@ -98,7 +100,7 @@ struct ServeCommand: AsyncParsableCommand {
         for replica in replicas { logger.info("reads served by a replica", metadata: ["db": "\(replica.configuration)"]) }
         let store = EventStore(pool: pool, logger: logger)
         let services = LedgerServices(
-            pool: pool, store: store, migrator: migrator, verifier: trust.verifier(),
+            pool: pool, store: store, migrator: migrator, verifier: trust.verifier(), keyring: keyring,
             receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, replicas: replicas,
             replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks,
             throttle: FailureThrottle(limit: settings.authenticationFailureLimit, trustedProxies: Set(settings.trustedProxies)), logger: logger)

@@ -36,6 +36,7 @@ import Testing
         func ledger(_ arguments: [String], login: String = "ledger", extra: [String: String] = [:]) throws -> ChildProcess.Outcome {
             var environment = ProcessInfo.processInfo.environment
             environment["LEDGER_DATABASE_URL"] = url(login)
+            environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
             environment.removeValue(forKey: "LEDGER_DATABASE_ROLE")
             environment.merge(extra) { $1 }
             return try ChildProcess.run(LedgerCommandTests.ledgerBinary, arguments, environment: environment)
@@ -47,6 +48,7 @@ import Testing
             let log = NSTemporaryDirectory() + "ledger-shape-\(UUID().uuidString.prefix(8)).log"
             var environment = ProcessInfo.processInfo.environment
             environment["LEDGER_DATABASE_URL"] = url(login)
+            environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
             environment.merge(extra) { $1 }
             let pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
             defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }

@@ -51,6 +51,7 @@ import Testing
             """, [Self.bundle])
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = configuration.connectionString
+        environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
         environment["LEDGER_LOG_LEVEL"] = "warning"
         let created = try ChildProcess.run(
             LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "finance", "--scopes", "finance,admin"],

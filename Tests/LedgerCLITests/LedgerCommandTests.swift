@@ -2,6 +2,7 @@ import EmbeddedPostgres
 import Foundation
 import LedgerEventStore
 import LedgerPostgres
+import LedgerSecrets
 import LedgerTestSupport
 import Testing
 
@@ -16,6 +17,9 @@ import Testing
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         return bundle.appendingPathComponent("ledger").path
     }
+
+    /// The secrets key the tests' servers are given with a database URL (one per test run).
+    static let secretsKey = SecretsKey.generate()
 
     @Test func serveStartsItsOwnPostgresAnswersHealthAndStopsCleanlyOnSIGTERM() async throws {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-cli-\(UUID().uuidString.prefix(8))")
@@ -53,6 +57,7 @@ import Testing
         let log = NSTemporaryDirectory() + "ledger-outage-\(UUID().uuidString.prefix(8)).log"
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = try TestCluster.database(on: cluster, named: "ledger").connectionString
+        environment["LEDGER_SECRETS_KEY"] = Self.secretsKey
         let pid = try ChildProcess.spawn(Self.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
         defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
 

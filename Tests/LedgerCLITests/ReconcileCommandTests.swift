@@ -9,6 +9,7 @@ import LedgerEventStore
 import LedgerIngestion
 import LedgerPostgres
 import LedgerProjections
+import LedgerSecrets
 import LedgerTestSupport
 import Testing
 
@@ -50,7 +51,10 @@ import Testing
             application.role = "ledger_app"
             let pool = PostgresPool(configuration: application, size: 2, logger: TestCluster.quietLogger)
             let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
-            let directory = AppDirectory(pool: pool, store: store, freshness: ProjectionFreshness(pool: pool, progress: nil, timeout: .milliseconds(100)))
+            let secretsKey = SecretsKey.generate()
+            let keyring = Keyring([try SecretsKey(base64: secretsKey)])
+            let directory = AppDirectory(
+                pool: pool, store: store, freshness: ProjectionFreshness(pool: pool, progress: nil, timeout: .milliseconds(100)), keyring: keyring)
             _ = try await directory.configure(
                 ReconcileCommandTests.bundle, settings: AppSettings(appleAppID: 77), sharedSecret: nil,
                 serverAPI: try ServerAPICredentials(
@@ -62,6 +66,7 @@ import Testing
 
             var environment = ProcessInfo.processInfo.environment
             environment["LEDGER_DATABASE_URL"] = owner.connectionString
+            environment["LEDGER_SECRETS_KEY"] = secretsKey
             // The JWS root and, as an operator lists Apple Inc. Root beside G3, the receipts' root.
             try ReceiptAuthority.shared.rootDER.write(to: folder.appendingPathComponent("receipt-root.der"))
             let roots = [folder.appendingPathComponent("root.der").path, folder.appendingPathComponent("receipt-root.der").path]

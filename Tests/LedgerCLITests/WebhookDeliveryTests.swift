@@ -89,6 +89,7 @@ import WebhookReceiver
             let app = SimulatedApp(authority: authority, bundleID: Self.bundle, appAppleID: 99, environment: "Sandbox")
             var environment = ProcessInfo.processInfo.environment
             environment["LEDGER_DATABASE_URL"] = owner.connectionString
+            environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
             environment["LEDGER_APPLE_ROOT_CERTIFICATES"] = folder + "/root.der"
             environment["LEDGER_APPLE_RECONCILE_INTERVAL"] = "off"
             environment["LEDGER_LOG_LEVEL"] = "error"

@@ -12,6 +12,7 @@ import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
 import LedgerSchema
+import LedgerSecrets
 import LedgerServer
 import LedgerTestSupport
 import LedgerWebhooks
@@ -48,6 +49,8 @@ final class TestServer: Sendable {
     let readPools: [PostgresPool]
 
     static let authority = try! TestCertificateAuthority()
+    /// The key every test server seals secrets under (servers sharing a database share it).
+    static let keyring = Keyring.ephemeral()
     static let bundleID = "com.example.game"
     /// The app's In-App Purchase key, as App Store Connect would hand it out.
     static let apiKey = P256.Signing.PrivateKey()
@@ -100,6 +103,8 @@ final class TestServer: Sendable {
         let logger = TestCluster.quietLogger
         configuration = owner
         pool = PostgresPool(configuration: TestCluster.applicationRole(owner), size: poolSize, logger: logger)
+        // As `ledger serve` starts: the secrets key checked against the database (and listed on a new one).
+        _ = try SecretVault(keyring: Self.keyring).prepare(PostgresConnection.connect(TestCluster.applicationRole(owner)))
         store = EventStore(pool: pool, logger: logger)
         let serverAPI = appleOf?.serverAPI ?? ServerAPISimulator()
         self.serverAPI = serverAPI
@@ -122,7 +127,7 @@ final class TestServer: Sendable {
         readPools = replicas.map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
         services = LedgerServices(
             pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root, ReceiptAuthority.shared.root]),
-            receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero,
+            keyring: Self.keyring, receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero,
             webhookPolicy: webhooks, logger: logger)
         keys = services.keys
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)

@@ -6,6 +6,7 @@ import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerSchema
+import LedgerSecrets
 import LedgerServer
 import LedgerTestSupport
 import Testing
@@ -23,7 +24,7 @@ import Testing
         let services = LedgerServices(
             pool: pool, store: EventStore(pool: pool, logger: logger),
             migrator: try Migrator(migrations: LedgerSchema.migrations(), logger: logger),
-            verifier: SignedDataVerifier(roots: []), receipts: VerifyReceiptConfiguration(), logger: logger)
+            verifier: SignedDataVerifier(roots: []), keyring: .ephemeral(), receipts: VerifyReceiptConfiguration(), logger: logger)
         let application = services.application(host: "127.0.0.1", port: 0, logger: logger)
         try await application.test(.router) { client in try await body(client) }
         await pool.close()

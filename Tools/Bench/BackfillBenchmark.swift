@@ -11,6 +11,7 @@ import LedgerIngestion
 import LedgerPostgres
 import LedgerReconciliation
 import LedgerSchema
+import LedgerSecrets
 import LedgerServer
 import Logging
 import ServiceLifecycle
@@ -55,7 +56,7 @@ struct BackfillBenchmark: AsyncParsableCommand {
         let store = EventStore(pool: pool, logger: logger)
         let services = LedgerServices(
             pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [authority.root]),
-            receipts: VerifyReceiptConfiguration(),
+            keyring: .ephemeral(), receipts: VerifyReceiptConfiguration(),
             serverAPI: ServerAPIConfiguration(productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox"),
             logger: logger)
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger), logger: logger))

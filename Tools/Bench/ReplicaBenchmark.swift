@@ -11,6 +11,7 @@ import LedgerIngestion
 import LedgerPostgres
 import LedgerProjections
 import LedgerSchema
+import LedgerSecrets
 import LedgerServer
 import Logging
 import ServiceLifecycle
@@ -59,7 +60,7 @@ struct ReplicaBenchmark: AsyncParsableCommand {
         let store = EventStore(pool: pool, logger: logger)
         let services = LedgerServices(
             pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: []),
-            receipts: VerifyReceiptConfiguration(), replicas: [replica], logger: logger)
+            keyring: .ephemeral(), receipts: VerifyReceiptConfiguration(), replicas: [replica], logger: logger)
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger), logger: logger))
         let background = Task { try await group.run() }
 

@@ -160,13 +160,13 @@ struct AppsController {
     static func body(_ app: AppConfiguration) -> Wire.AppBody {
         Wire.AppBody(
             bundle_id: app.bundleID, environments: app.settings.environments.map(\.rawValue), apple_app_id: app.settings.appleAppID,
-            restore_policy: app.settings.restorePolicy.rawValue, shared_secret: nil, shared_secret_configured: app.sharedSecret != nil,
+            restore_policy: app.settings.restorePolicy.rawValue, shared_secret: nil, shared_secret_configured: app.hasSharedSecret,
             consumption_policy: app.settings.consumptionPolicy.map {
                 Wire.ConsumptionPolicyBody(
                     customer_consented: $0.customerConsented, refund_preference: $0.refundPreference,
                     sample_content_provided: $0.sampleContentProvided)
             },
-            app_store_server_api: nil, app_store_server_api_configured: app.serverAPI != nil,
+            app_store_server_api: nil, app_store_server_api_configured: app.hasServerAPI,
             app_purchase: app.settings.appPurchase.map {
                 Wire.AppPurchaseBody(
                     entitlements: $0.entitlements, originally_before_version: $0.originallyBeforeVersion,
