@@ -118,7 +118,8 @@ package final class AppDirectory: Sendable {
                 let pem = try keyring.open(sealed, for: StoredSecrets.serverAPIKey(of: bundleID))
                 // Checked when configured; a key that no longer parses is reported when it is used.
                 guard let credentials = try? ServerAPICredentials(issuerID: issuerID, keyID: keyID, privateKeyPEM: pem, bundleID: bundleID) else {
-                    throw LedgerError(.appleAPINotConfigured, "\(bundleID)'s stored App Store Server API key no longer parses; configure app_store_server_api again")
+                    throw LedgerError(
+                        .appleAPINotConfigured, "\(bundleID)'s stored App Store Server API key no longer parses; configure app_store_server_api again")
                 }
                 return credentials
             }

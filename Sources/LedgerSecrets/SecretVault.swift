@@ -107,7 +107,7 @@ package struct SecretVault: Sendable {
                     let again = try connection.query(column.rowsSQL).first {
                         (try? $0["bundle_id"].string()) == bundleID && (try? $0["part"].string()) == part
                     }
-                    guard let again else { break }  // deleted meanwhile
+                    guard let again else { break } // deleted meanwhile
                     stored = try again["value"].string()
                 }
             }

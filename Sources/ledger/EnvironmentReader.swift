@@ -70,7 +70,7 @@ struct EnvironmentReader {
             return nil
         case (let value?, nil):
             do { return try SecretsKey(base64: value) } catch {
-                problems.append("\(name) is not a usable key: \(error)")  // never the value: it is a secret
+                problems.append("\(name) is not a usable key: \(error)") // never the value: it is a secret
                 return nil
             }
         case (nil, let path?):

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerAccess
 import LedgerPostgres
 import LedgerSecrets
 import Logging
@@ -41,18 +42,43 @@ struct SecretsCommand: AsyncParsableCommand {
             let logger = LoggingSetup.logger("ledger.secrets")
             let settings = try database.settings
             guard finish || settings.newSecretsKey != nil else {
-                throw ValidationError("a rotation needs the new key: set LEDGER_SECRETS_NEW_KEY (or LEDGER_SECRETS_NEW_KEY_FILE); `ledger secrets generate` makes one")
+                throw ValidationError(
+                    "a rotation needs the new key: set LEDGER_SECRETS_NEW_KEY (or LEDGER_SECRETS_NEW_KEY_FILE); `ledger secrets generate` makes one")
             }
+            let finish = finish
             let report = try await database.withDatabase(logger: logger) { opened, _ in
                 let vault = SecretVault(keyring: try SecretsKeys.keyring(settings, for: opened, logger: logger))
-                return try whilePostgres("connecting to \(opened.owner)") {
+                let report = try whilePostgres("connecting to \(opened.owner)") {
                     let connection = try PostgresConnection.connect(opened.application)
                     return try finish ? vault.finish(connection) : vault.rotate(connection)
                 }
+                try await Self.record(report, finishing: finish, on: opened, logger: logger)
+                return report
             }
             let keys = report.listed.isEmpty ? "" : "; key \(report.listed.joined(separator: ", ")) added"
             let dropped = report.dropped.isEmpty ? "" : "; key \(report.dropped.joined(separator: ", ")) forgotten"
             print("sealed \(report.resealed) secret(s) again (\(report.sealed) found in clear)\(keys)\(dropped)")
+        }
+
+        /// The rotation in the audit log, as the API records admin actions: key ids and counts
+        /// (never a key), the actor the command and the operating-system user who ran it.
+        static func record(_ report: SecretVault.Report, finishing: Bool, on database: Database, logger: Logger) async throws {
+            struct Rotation: Encodable {
+                var resealed: Int
+                var keys_added: [String]
+                var keys_forgotten: [String]
+            }
+            let pool = PostgresPool(configuration: database.application, size: 1, logger: logger)
+            do {
+                try await AuditLog(pool: pool).record(
+                    actor: "ledger secrets (\(ProcessInfo.processInfo.userName))", keyID: nil, requestID: "cli-" + UUID().uuidString.lowercased(),
+                    action: finishing ? "secrets.rotate.finish" : "secrets.rotate", target: "secrets", bundleID: nil, before: nil,
+                    after: AuditLog.json(Rotation(resealed: report.resealed, keys_added: report.listed, keys_forgotten: report.dropped)))
+                await pool.close()
+            } catch {
+                await pool.close()
+                throw error
+            }
         }
     }
 }

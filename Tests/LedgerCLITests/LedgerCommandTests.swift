@@ -42,6 +42,10 @@ import Testing
         #expect(health.0 == 200 && health.1.contains("\"ok\""))
         #expect(ready?.0 == 200, "readyz: \(String(describing: ready)); log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         #expect(ready?.1.contains(#""migrations":"ok""#) == true)
+        // The embedded database's secrets key was made on first use, readable by its owner only.
+        let keyFile = FileManager.default.currentDirectoryPath + "/.ledger/secrets.key"
+        let mode = (try? FileManager.default.attributesOfItem(atPath: keyFile))?[.posixPermissions] as? Int
+        #expect(mode == 0o600, "\(keyFile): \(String(describing: mode))")
 
         kill(pid, SIGTERM)
         let status = await Task.detached { ChildProcess.wait(pid) }.value

@@ -16,7 +16,8 @@ import Testing
         let connection = try PostgresConnection.connect(TestCluster.applicationRole(try TestCluster.database()))
         try connection.query("INSERT INTO ledger.app_secrets (bundle_id, shared_secret) VALUES ('com.example.game', 'clear-shared-secret-0001')")
         try connection.query(
-            "INSERT INTO ledger.app_server_api_keys (bundle_id, issuer_id, key_id, private_key) VALUES ('com.example.game', 'issuer', 'KEY1', 'clear-pem-0002')")
+            "INSERT INTO ledger.app_server_api_keys (bundle_id, issuer_id, key_id, private_key) VALUES ('com.example.game', 'issuer', 'KEY1', 'clear-pem-0002')"
+        )
         try connection.query(
             """
             INSERT INTO ledger.webhooks (bundle_id, name, url, secret, starts_after)

@@ -34,7 +34,8 @@ struct BenchServer {
         webhooks.targets.allowPrivateNetworks = true
         let services = LedgerServices(
             pool: pool, store: EventStore(pool: pool, logger: logger), migrator: migrator,
-            verifier: SignedDataVerifier(roots: [authority.root]), keyring: .ephemeral(), receipts: VerifyReceiptConfiguration(), webhookPolicy: webhooks, logger: logger)
+            verifier: SignedDataVerifier(roots: [authority.root]), keyring: .ephemeral(), receipts: VerifyReceiptConfiguration(), webhookPolicy: webhooks,
+            logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = services.application(host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger) + [app], logger: logger))
