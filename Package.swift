@@ -332,6 +332,24 @@ let package = Package(
             path: "Tools/WebhookReceiver",
             swiftSettings: swiftSettings
         ),
+        // The parsers of untrusted bytes as fuzz targets, shared by `ledger-fuzz` and the regression tests.
+        .target(
+            name: "FuzzTargets",
+            dependencies: [
+                "AppStore", "LedgerCore", "LedgerFormats",
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            path: "Tools/Fuzz/Targets",
+            swiftSettings: swiftSettings
+        ),
+        // `ledger-fuzz`: libFuzzer's driver over the targets, their seed corpora, replays (`Tools/fuzz`).
+        .executableTarget(
+            name: "ledger-fuzz",
+            dependencies: ["FuzzTargets", "AppStoreSimulator"],
+            path: "Tools/Fuzz/Driver",
+            swiftSettings: swiftSettings
+        ),
         // `appstore-simulator serve`: the simulator as a process, for demos (see docs/simulator.md).
         .executableTarget(
             name: "appstore-simulator",
@@ -418,6 +436,12 @@ let package = Package(
         .testTarget(
             name: "EmbeddedPostgresTests",
             dependencies: ["EmbeddedPostgres", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FuzzRegressionTests",
+            dependencies: ["FuzzTargets"],
+            exclude: ["Inputs"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,9 +1,9 @@
 import Foundation
 
-enum Base64URL {
+package enum Base64URL {
     /// Decodes base64url (JWS) or plain base64 (x5c), padded or not, in one pass over the bytes:
     /// this runs on every verification, where string replacements showed up in the benchmark.
-    static func decode(_ text: Substring) -> Data? {
+    package static func decode(_ text: Substring) -> Data? {
         if let decoded = text.utf8.withContiguousStorageIfAvailable({ decode(bytes: $0) }) { return decoded }
         return decode(bytes: Array(text.utf8))
     }

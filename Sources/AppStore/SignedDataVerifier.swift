@@ -193,6 +193,9 @@ struct Claims {
     var bundleID: String?
     var appAppleID: Int64?
 
+    /// 9999-12-31T23:59:59Z in milliseconds: the last instant an X.509 time can name.
+    static let latestSigningDate: Double = 253_402_300_799_000
+
     init(_ payload: ClaimsPayload, tree: JSONTree, kind: Expectation.Kind) throws {
         var signed = payload.signedDate
         let scope: ClaimsPayload.Scope
@@ -205,6 +208,12 @@ struct Claims {
             scope = .init(environment: payload.receiptType, bundleId: payload.bundleId, appAppleId: payload.appAppleId)
         case .transaction, .renewalInfo:
             scope = .init(environment: payload.environment, bundleId: payload.bundleId, appAppleId: payload.appAppleId)
+        }
+        // The payload is not yet verified here, and its date decides which chain is checked: a
+        // date no certificate can be valid at (not finite, or past year 9999, which X.509 times
+        // cannot hold) is refused before it reaches the chain check, where it would trap.
+        if let milliseconds = signed, !(milliseconds.isFinite && (0...Self.latestSigningDate).contains(milliseconds)) {
+            throw AppStoreError(.malformed, "signedDate is not a time in milliseconds since 1970 that a certificate could be valid at")
         }
         self.signedDate = signed.map { Date(timeIntervalSince1970: $0 / 1000) } ?? Date()
         self.environment = scope.environment.flatMap(AppleEnvironment.init(rawValue:))

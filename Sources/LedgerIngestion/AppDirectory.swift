@@ -197,10 +197,12 @@ package final class AppDirectory: Sendable {
         }
     }
 
-    /// Bundle ids are reverse-DNS names; they are also part of stream names, so no colons.
+    /// Bundle ids are reverse-DNS names of ASCII letters, digits, '.', '-' (and '_', which older
+    /// apps have); they are also part of stream names, so no colons. The API description states
+    /// the same pattern.
     static func validate(bundleID: String) throws {
-        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: ".-_"))
-        guard !bundleID.isEmpty, bundleID.count <= 155, bundleID.unicodeScalars.allSatisfy(allowed.contains) else {
+        let allowed = { (scalar: Unicode.Scalar) in scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || ".-_".unicodeScalars.contains(scalar)) }
+        guard !bundleID.isEmpty, bundleID.unicodeScalars.count <= 155, bundleID.unicodeScalars.allSatisfy(allowed) else {
             throw LedgerError(.invalidBundleID, "a bundle id is 1–155 letters, digits, '.', '-' or '_'")
         }
     }

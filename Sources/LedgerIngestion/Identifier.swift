@@ -12,22 +12,24 @@ import LedgerCore
 package struct Identifier: Sendable {
     package let field: String
     package let code: LedgerError.Code
-    package let maximumBytes: Int
+    package let maximumLength: Int
 
-    package static let userID = Identifier(field: "user_id", code: .invalidUserID, maximumBytes: 255)
-    package static let grantID = Identifier(field: "grant_id", code: .invalidGrantID, maximumBytes: 255)
-    package static let idempotencyKey = Identifier(field: "idempotency_key", code: .invalidIdempotencyKey, maximumBytes: 255)
-    package static let currency = Identifier(field: "currency", code: .invalidAmount, maximumBytes: 100)
-    package static let entitlement = Identifier(field: "entitlement", code: .invalidGrant, maximumBytes: 200)
-    package static let appPurchaseEntitlement = Identifier(field: "app_purchase.entitlements", code: .invalidAppPurchase, maximumBytes: 200)
-    package static let productEntitlement = Identifier(field: "entitlements", code: .invalidEntitlements, maximumBytes: 200)
-    package static let productCurrency = Identifier(field: "grants' currencies", code: .invalidGrants, maximumBytes: 100)
+    package static let userID = Identifier(field: "user_id", code: .invalidUserID, maximumLength: 255)
+    package static let grantID = Identifier(field: "grant_id", code: .invalidGrantID, maximumLength: 255)
+    package static let idempotencyKey = Identifier(field: "idempotency_key", code: .invalidIdempotencyKey, maximumLength: 255)
+    package static let currency = Identifier(field: "currency", code: .invalidAmount, maximumLength: 100)
+    package static let entitlement = Identifier(field: "entitlement", code: .invalidGrant, maximumLength: 200)
+    package static let appPurchaseEntitlement = Identifier(field: "app_purchase.entitlements", code: .invalidAppPurchase, maximumLength: 200)
+    package static let productEntitlement = Identifier(field: "entitlements", code: .invalidEntitlements, maximumLength: 200)
+    package static let productCurrency = Identifier(field: "grants' currencies", code: .invalidGrants, maximumLength: 100)
 
-    /// `value`, or a 400 naming the field.
+    /// `value`, or a 400 naming the field. The length counts Unicode code points, as JSON
+    /// Schema's `maxLength` does: the API description states the rule exactly (`Identifier` in
+    /// openapi.json), so a value it calls valid is never refused here.
     @discardableResult
     package func check(_ value: String) throws -> String {
-        guard !value.isEmpty, value.utf8.count <= maximumBytes, !value.unicodeScalars.contains(where: Self.isControl) else {
-            throw LedgerError(code, "\(field) must be 1–\(maximumBytes) bytes without control characters")
+        guard !value.isEmpty, value.unicodeScalars.count <= maximumLength, !value.unicodeScalars.contains(where: Self.isControl) else {
+            throw LedgerError(code, "\(field) must be 1–\(maximumLength) characters without control characters")
         }
         return value
     }

@@ -52,7 +52,7 @@ package struct WebhookRegistry: Sendable {
         else {
             throw LedgerError(.invalidWebhook, "url: an absolute http:// or https:// URL of at most 2048 characters")
         }
-        guard (16...256).contains(secret.utf8.count) else {
+        guard (16...256).contains(secret.unicodeScalars.count) else {
             throw LedgerError(.invalidWebhook, "secret: 16 to 256 characters (32 random bytes, hex-encoded, is a good secret)")
         }
         let known = Set(Change.Kind.allCases.map(\.rawValue))

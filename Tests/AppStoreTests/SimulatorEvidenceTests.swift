@@ -26,6 +26,24 @@ struct SimulatorEvidenceTests {
         guard case .purchased = EvidenceEvents.events(for: decoded).first else { Issue.record("not a purchase"); return }
     }
 
+    /// The signing date picks the instant the chain is checked at, before the signature is: a
+    /// date no certificate can hold (found by fuzzing: `1.6E4007`, infinite as a Double, made the
+    /// certificate library trap and took the server down) is refused as malformed.
+    @Test(arguments: [1.6e307, -1, 253_402_300_800_000])
+    func aSigningDateNoCertificateCanHoldIsRefusedNotATrap(milliseconds: Double) async throws {
+        for field in ["signedDate", "receiptCreationDate"] {
+            let signed = try Self.authority.sign(["environment": "Sandbox", "bundleId": "com.example.game", field: milliseconds, "receiptType": "Sandbox"])
+            #expect(await code { try await Self.verifier.verifyTransaction(signed, expecting: Self.expectation) } == .malformed)
+            #expect(await code { try await Self.verifier.verifyAppTransaction(signed, expecting: Self.expectation) } == .malformed)
+        }
+        // The input the fuzzer found: Apple's header and chain, a payload whose date is 1.67E4010.
+        let infinite = try Self.authority.sign(["environment": "Sandbox", "bundleId": "com.example.game"])
+        let payload = Data(#"{"environment":"Sandbox","signedDate":16729561E4000}"#.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let parts = infinite.split(separator: ".")
+        #expect(await code { try await Self.verifier.verifyTransaction("\(parts[0]).\(payload).\(parts[2])", expecting: Self.expectation) } == .malformed)
+    }
+
     @Test func aV2NotificationVerifiesWithItsNestedEvidence() async throws {
         let refund = Self.purchase.revoked(at: Date())
         let body = try Self.app.notificationV2(

@@ -18,6 +18,18 @@ import Testing
         #expect("\(fault.underlying.map { "\($0)" } ?? "")".contains("permission denied"), "kept for the log")
     }
 
+    /// U+0000 in a free-text field reaches PostgreSQL, which cannot store it in text or jsonb:
+    /// the request's fault, a 400, not the ledger's.
+    @Test func textTheDatabaseCannotStoreIsTheCallersToFix() {
+        for state in ["22P05", "22021"] {
+            let error = PostgresError(
+                code: .server, sqlState: state, message: "unsupported Unicode escape sequence", detail: "\\u0000 cannot be converted to text."
+            ).ledgerError
+            #expect(error.code == .invalidRequest && error.kind == .invalid, "\(state)")
+            #expect(error.message.contains("U+0000") && !error.message.contains("escape sequence"))
+        }
+    }
+
     @Test func theStoresRefusalsBecomeTheCallersWords() {
         let refused = EventStoreError.invalidEvents("value too long for stream user:com.example:secret-user").ledgerError
         #expect(refused.code == .invalidRequest && !refused.message.contains("secret-user"))

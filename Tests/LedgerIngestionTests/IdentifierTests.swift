@@ -13,8 +13,10 @@ import Testing
 
     @Test func ordinaryIdentifiersPassAndLengthIsBounded() throws {
         #expect(try Identifier.userID.check("player-42 🎮 Zoë") == "player-42 🎮 Zoë")
-        #expect(throws: LedgerError(.invalidUserID, "user_id must be 1–255 bytes without control characters")) {
+        #expect(throws: LedgerError(.invalidUserID, "user_id must be 1–255 characters without control characters")) {
             try Identifier.userID.check(String(repeating: "x", count: 256))
         }
+        // Characters, not bytes: the API description's maxLength counts code points.
+        #expect(try Identifier.userID.check(String(repeating: "🎮", count: 255)).unicodeScalars.count == 255)
     }
 }

@@ -114,7 +114,10 @@ struct AppsController {
         guard let type = ProductType(rawValue: body.type) else {
             throw LedgerError(.invalidProductType, "type is one of \(ProductType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard !productID.isEmpty, productID.utf8.count <= 255 else { throw LedgerError(.invalidProductID, "product ids are 1–255 bytes") }
+        guard !productID.isEmpty, productID.unicodeScalars.count <= 255, !productID.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else {
+            throw LedgerError(.invalidProductID, "product ids are 1–255 characters without control characters")
+        }
         let grants = body.grants ?? [:]
         guard grants.allSatisfy({ !$0.key.isEmpty && $0.value > 0 }) else {
             throw LedgerError(.invalidGrants, "grants map currency names to positive amounts per unit")

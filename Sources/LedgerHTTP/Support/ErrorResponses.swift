@@ -46,6 +46,16 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            // The router found no route: for a documented path, the method is what is wrong.
+            guard let allowed = DocumentedMethods.allowed(for: request.uri.path), !allowed.contains(request.method.rawValue) else {
+                return try Self.refusal(error).response(from: request, context: context)
+            }
+            let refusal = LedgerError(
+                .methodNotAllowed, "\(request.method.rawValue) is not answered here; this path answers \(allowed.joined(separator: ", "))")
+            var response = try refusal.response(from: request, context: context)
+            response.headers[.allow] = allowed.joined(separator: ", ")
+            return response
         } catch {
             let refusal = Self.refusal(error)
             // Logged once, here where the request ends; the caller gets only the code and sentence.

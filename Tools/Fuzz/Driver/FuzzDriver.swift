@@ -1,0 +1,87 @@
+import AppStoreSimulator
+import Foundation
+import FuzzTargets
+
+/// `ledger-fuzz`: the parsers of untrusted bytes under libFuzzer (`Tools/fuzz TARGET SECONDS`
+/// builds it with `-sanitize=fuzzer,address` and `LEDGER_FUZZING`), their seed corpora, and a
+/// replay of inputs without libFuzzer.
+///
+///     ledger-fuzz seeds DIR            seed corpora: DIR/<target>/…, from the simulator and the fixtures
+///     ledger-fuzz replay TARGET FILE…  runs inputs once (any build)
+///     LEDGER_FUZZ_TARGET=jws ledger-fuzz [libFuzzer options] CORPUS…   (fuzzing build only)
+@main
+struct FuzzDriver {
+    static func main() throws {
+        let arguments = CommandLine.arguments
+        let fixtures = URL(fileURLWithPath: ProcessInfo.processInfo.environment["LEDGER_FUZZ_FIXTURES"] ?? "../shared/fixtures/apple")
+        let authorityFolder = ProcessInfo.processInfo.environment["LEDGER_FUZZ_AUTHORITY"].map { URL(fileURLWithPath: $0) }
+        let context = FuzzContext(fixtures: fixtures, extraRoots: authorityFolder.map { [$0.appendingPathComponent("root.der")] } ?? [])
+        switch arguments.dropFirst().first {
+        case "seeds":
+            guard arguments.count == 3, let authorityFolder else { usage() }
+            try Seeds.write(to: URL(fileURLWithPath: arguments[2]), fixtures: fixtures, authority: try .persistent(in: authorityFolder))
+        case "replay":
+            guard arguments.count >= 4, let target = FuzzTarget(rawValue: arguments[2]) else { usage() }
+            for path in arguments.dropFirst(3) {
+                target.run(try Data(contentsOf: URL(fileURLWithPath: path)), with: context)
+                print("ok \(path)")
+            }
+        default:
+            #if LEDGER_FUZZING
+                guard let name = ProcessInfo.processInfo.environment["LEDGER_FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else { usage() }
+                exit(LibFuzzer.run(target, context: context))
+            #else
+                usage()
+            #endif
+        }
+    }
+
+    static func usage() -> Never {
+        let targets = FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")
+        FileHandle.standardError.write(
+            Data(
+                """
+                usage: ledger-fuzz seeds DIR            (LEDGER_FUZZ_AUTHORITY=folder of the simulator's signing chain)
+                       ledger-fuzz replay TARGET FILE…
+                       LEDGER_FUZZ_TARGET=TARGET ledger-fuzz [libFuzzer options] CORPUS…   (a build with -sanitize=fuzzer: Tools/fuzz)
+                targets: \(targets)
+
+                """.utf8))
+        exit(2)
+    }
+}
+
+#if LEDGER_FUZZING
+    /// libFuzzer's entry points: its driver is started from our `main` (SwiftPM gives every
+    /// executable its own), and it calls back for each input.
+    enum LibFuzzer {
+        nonisolated(unsafe) static var current: (target: FuzzTarget, context: FuzzContext)?
+        nonisolated(unsafe) static var previousInput = Data()
+
+        static func run(_ target: FuzzTarget, context: FuzzContext) -> Int32 {
+            current = (target, context)
+            var argc = CommandLine.argc
+            var argv = CommandLine.unsafeArgv
+            return runDriver(&argc, &argv, fuzzOne)
+        }
+    }
+
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runDriver(
+        _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    ) -> CInt
+
+    /// Also what libFuzzer's own `main`, linked but unused, refers to.
+    @_cdecl("LLVMFuzzerTestOneInput")
+    func fuzzOne(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+        guard let (target, context) = LibFuzzer.current else { return 0 }
+        let input = start.map { Data(bytes: $0, count: count) } ?? Data()
+        // Kept until the next input: the async targets' tasks release their copy a moment after
+        // the input is done, which libFuzzer's leak check (run as soon as an input ends with more
+        // allocations than frees) would otherwise catch half-released and call a leak.
+        LibFuzzer.previousInput = input
+        target.run(input, with: context)
+        return 0
+    }
+#endif
