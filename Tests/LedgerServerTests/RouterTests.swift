@@ -66,6 +66,26 @@ import Testing
         }
     }
 
+    /// A documented path asked with a method it does not answer is 405 with the methods it does,
+    /// as HTTP says (and schemathesis checks); a path the description lacks is still 404.
+    @Test func aDocumentedPathWithAnotherMethodIs405WithAllow() async throws {
+        try await withRouter { client in
+            for (uri, method, allowed) in [
+                ("/healthz", HTTPRequest.Method(rawValue: "TRACE")!, "GET"), ("/v1/apps/com.example.game", .delete, "GET, PUT"),
+                ("/v1/apps/com.example.game/webhooks/game", .post, "DELETE, GET, PUT"),
+            ] {
+                try await client.execute(uri: uri, method: method) { response in
+                    #expect(response.status == .methodNotAllowed, "\(method) \(uri)")
+                    #expect(response.headers[.allow] == allowed, "\(method) \(uri)")
+                    #expect((try? code(response)) == "method_not_allowed")
+                }
+            }
+            try await client.execute(uri: "/v1/apps/com.example.game/nothing-here", method: .delete) { response in
+                #expect(response.status == .notFound)
+            }
+        }
+    }
+
     @Test func whatNeedsTheDatabaseIsA503WithRetryAfterAndReadinessSaysSo() async throws {
         try await withRouter { client in
             try await client.execute(
