@@ -23,7 +23,8 @@ struct FuzzDriver {
         case "replay":
             guard arguments.count >= 4, let target = FuzzTarget(rawValue: arguments[2]) else { usage() }
             for path in arguments.dropFirst(3) {
-                target.run(try Data(contentsOf: URL(fileURLWithPath: path)), with: context)
+                let input = try Data(contentsOf: URL(fileURLWithPath: path))
+                blocking { await target.run(input, with: context) }
                 print("ok \(path)")
             }
         default:
@@ -49,6 +50,17 @@ struct FuzzDriver {
                 """.utf8))
         exit(2)
     }
+}
+
+/// Runs async work to its end from a thread outside the concurrency pool (`main`, libFuzzer's
+/// callback), which may wait for it; never from a task.
+func blocking(_ body: @escaping @Sendable () async -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        await body()
+        done.signal()
+    }
+    done.wait()
 }
 
 #if LEDGER_FUZZING
@@ -81,7 +93,7 @@ struct FuzzDriver {
         // the input is done, which libFuzzer's leak check (run as soon as an input ends with more
         // allocations than frees) would otherwise catch half-released and call a leak.
         LibFuzzer.previousInput = input
-        target.run(input, with: context)
+        blocking { await target.run(input, with: context) }
         return 0
     }
 #endif

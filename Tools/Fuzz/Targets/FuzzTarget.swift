@@ -1,5 +1,4 @@
 import AppStore
-import Dispatch
 import Foundation
 import LedgerCore
 import LedgerFormats
@@ -22,38 +21,35 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     /// A JSON request body: the ledger's parser, its Codable bridge, and writing it back.
     case jsonBody = "json-body"
 
-    /// Runs one input.
-    package func run(_ data: Data, with context: FuzzContext) {
+    /// Runs one input. Asynchronous, as the verifier is: libFuzzer's callback, which may block,
+    /// waits for it (`ledger-fuzz`); a test awaits it, never blocking the concurrency pool.
+    package func run(_ data: Data, with context: FuzzContext) async {
         switch self {
-        case .jws: Self.jws(data, context)
-        case .receipt: Self.receipt(data, context)
+        case .jws: await Self.jws(data, context)
+        case .receipt: await Self.receipt(data, context)
         case .notificationV1: Self.notificationV1(data, context)
         case .jsonBody: Self.jsonBody(data)
         }
     }
 
-    private static func jws(_ data: Data, _ context: FuzzContext) {
+    private static func jws(_ data: Data, _ context: FuzzContext) async {
         let text = String(decoding: data, as: UTF8.self)
-        blocking {
-            for expectation in context.expectations {
-                _ = try? await context.verifier.verifyTransaction(text, expecting: expectation)
-                _ = try? await context.verifier.verifyRenewal(text, expecting: expectation)
-                _ = try? await context.verifier.verifyAppTransaction(text, expecting: expectation)
-            }
-            _ = try? await context.verifier.verifyNotification(body: Data(#"{"signedPayload":"\#(text)"}"#.utf8), expecting: context.expectations[0])
+        for expectation in context.expectations {
+            _ = try? await context.verifier.verifyTransaction(text, expecting: expectation)
+            _ = try? await context.verifier.verifyRenewal(text, expecting: expectation)
+            _ = try? await context.verifier.verifyAppTransaction(text, expecting: expectation)
         }
+        _ = try? await context.verifier.verifyNotification(body: Data(#"{"signedPayload":"\#(text)"}"#.utf8), expecting: context.expectations[0])
         // The payload decoders, which a forged signature never reaches.
         let segments = text.split(separator: ".", omittingEmptySubsequences: false)
         let payload = segments.count == 3 ? Base64URL.decode(segments[1]) : data
         if let payload { try? UntrustedParsers.signedPayload(payload) }
     }
 
-    private static func receipt(_ data: Data, _ context: FuzzContext) {
+    private static func receipt(_ data: Data, _ context: FuzzContext) async {
         try? UntrustedParsers.receipt(Array(data))
         try? UntrustedParsers.receiptPayload(Array(data))
-        blocking {
-            _ = try? await context.verifier.verifyAppReceipt(data.base64EncodedString(), expecting: context.expectations[0])
-        }
+        _ = try? await context.verifier.verifyAppReceipt(data.base64EncodedString(), expecting: context.expectations[0])
     }
 
     private static func notificationV1(_ data: Data, _ context: FuzzContext) {
@@ -77,16 +73,6 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             fatalError("JSONTree did not read back what it wrote: \(String(decoding: written, as: UTF8.self).prefix(200))")
         }
         for shape in BodyShapes.all { shape(tree) }
-    }
-
-    /// Runs async work to its end from libFuzzer's thread, which is not the concurrency pool's.
-    private static func blocking(_ body: @escaping @Sendable () async -> Void) {
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            await body()
-            done.signal()
-        }
-        done.wait()
     }
 }
 
