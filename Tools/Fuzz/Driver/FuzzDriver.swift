@@ -66,15 +66,35 @@ func blocking(_ body: @escaping @Sendable () async -> Void) {
 #if LEDGER_FUZZING
     /// libFuzzer's entry points: its driver is started from our `main` (SwiftPM gives every
     /// executable its own), and it calls back for each input.
+    ///
+    /// One long-lived task runs the inputs, each read from `input`, which the callback sets and
+    /// keeps until the next one: nothing per input is held by a task that ends after the callback
+    /// returns. (With a task per input, libFuzzer's leak check — run as soon as an input ends
+    /// with more allocations than frees — found the input half-released by the finishing task
+    /// and called it a leak.)
     enum LibFuzzer {
         nonisolated(unsafe) static var current: (target: FuzzTarget, context: FuzzContext)?
-        nonisolated(unsafe) static var previousInput = Data()
+        nonisolated(unsafe) static var input = Data()
+        static let (ticks, tick) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .unbounded)
+        static let done = DispatchSemaphore(value: 0)
 
         static func run(_ target: FuzzTarget, context: FuzzContext) -> Int32 {
             current = (target, context)
+            Task.detached {
+                for await _ in ticks {
+                    await runCurrent()
+                    done.signal()
+                }
+            }
             var argc = CommandLine.argc
             var argv = CommandLine.unsafeArgv
             return runDriver(&argc, &argv, fuzzOne)
+        }
+
+        /// Its copies of the input are released when it returns, before the callback is told.
+        static func runCurrent() async {
+            guard let (target, context) = current else { return }
+            await target.run(input, with: context)
         }
     }
 
@@ -87,13 +107,9 @@ func blocking(_ body: @escaping @Sendable () async -> Void) {
     /// Also what libFuzzer's own `main`, linked but unused, refers to.
     @_cdecl("LLVMFuzzerTestOneInput")
     func fuzzOne(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
-        guard let (target, context) = LibFuzzer.current else { return 0 }
-        let input = start.map { Data(bytes: $0, count: count) } ?? Data()
-        // Kept until the next input: the async targets' tasks release their copy a moment after
-        // the input is done, which libFuzzer's leak check (run as soon as an input ends with more
-        // allocations than frees) would otherwise catch half-released and call a leak.
-        LibFuzzer.previousInput = input
-        blocking { await target.run(input, with: context) }
+        LibFuzzer.input = start.map { Data(bytes: $0, count: count) } ?? Data()
+        LibFuzzer.tick.yield()
+        LibFuzzer.done.wait()
         return 0
     }
 #endif
