@@ -131,6 +131,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What is held about a user: the subject-access export.
+        .target(
+            name: "LedgerPrivacy",
+            dependencies: ["LedgerCore", "LedgerFormats", "LedgerPostgres", "LedgerProjections"],
+            swiftSettings: swiftSettings
+        ),
         // Evidence in, events out: verification against each app's configuration, raw evidence
         // storage, ownership decisions, consumptions and grants, read-your-writes answers.
         .target(
@@ -213,6 +219,7 @@ let package = Package(
                 "LedgerCore",
                 "LedgerFormats",
                 "LedgerIngestion",
+                "LedgerPrivacy",
                 "LedgerProjections",
                 "LedgerWebhooks",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -229,8 +236,8 @@ let package = Package(
             name: "LedgerServer",
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerChanges", "LedgerConsole", "LedgerEventStore", "LedgerHTTP",
-                "LedgerIngestion", "LedgerPostgres", "LedgerProjections", "LedgerReconciliation", "LedgerSecrets", "LedgerWebhooks",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "LedgerIngestion", "LedgerPostgres", "LedgerPrivacy", "LedgerProjections", "LedgerReconciliation", "LedgerSecrets",
+                "LedgerWebhooks", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

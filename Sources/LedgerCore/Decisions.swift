@@ -6,18 +6,26 @@ package enum ClaimDecision: Sendable, Equatable {
     case alreadyOwned
     case claim(Claim)
     case transfer(Transfer)
-    /// `keep` policy and someone else owns it: refused with `transaction_owned_by_another_user`.
+    /// Someone else owns it and the policy keeps it with them (`keep`, or `transfer_if_no_active`
+    /// while it gives them something active): refused with `transaction_owned_by_another_user`.
     case refused(owner: String)
 }
 
 package enum Decide {
-    /// A user presented evidence of `originalTransactionID`.
-    package static func claim(_ originalTransactionID: String, by userID: String, currentOwner: String?, policy: RestorePolicy) -> ClaimDecision {
+    /// A user presented evidence of `originalTransactionID`. `activeForOwner` says whether the
+    /// purchase gives its current owner an active entitlement now; only `transfer_if_no_active`
+    /// asks (callers may answer lazily: it is computed from the owner's history).
+    package static func claim(
+        _ originalTransactionID: String, by userID: String, currentOwner: String?, policy: RestorePolicy,
+        activeForOwner: () -> Bool = { false }
+    ) -> ClaimDecision {
         guard let currentOwner else { return .claim(Claim(originalTransactionID: originalTransactionID, userID: userID)) }
         if currentOwner == userID { return .alreadyOwned }
+        let transfer = ClaimDecision.transfer(Transfer(originalTransactionID: originalTransactionID, fromUserID: currentOwner, toUserID: userID))
         switch policy {
-        case .transfer: return .transfer(Transfer(originalTransactionID: originalTransactionID, fromUserID: currentOwner, toUserID: userID))
+        case .transfer: return transfer
         case .keep: return .refused(owner: currentOwner)
+        case .transferIfNoActive: return activeForOwner() ? .refused(owner: currentOwner) : transfer
         }
     }
 

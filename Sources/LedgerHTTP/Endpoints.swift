@@ -3,6 +3,7 @@ import LedgerAccess
 import LedgerChanges
 import LedgerConsole
 import LedgerIngestion
+import LedgerPrivacy
 import LedgerProjections
 import LedgerWebhooks
 
@@ -21,6 +22,8 @@ package struct Endpoints: Sendable {
     /// Every admin action, recorded.
     package var audit: AuditLog
     package var exports: FinanceExports
+    /// Everything held about a user, for a subject-access request.
+    package var subjectAccess: SubjectAccess
     package var feed: ChangeFeed
     package var webhooks: WebhookRegistry
     package var console: ConsoleContext
@@ -32,7 +35,8 @@ package struct Endpoints: Sendable {
 
     package init(
         ingestor: Ingestor, lookups: AppleLookups, offers: OfferDesk, directory: AppDirectory, actions: UserActions,
-        users: UserStateReader, keys: APIKeyStore, throttle: FailureThrottle, audit: AuditLog, exports: FinanceExports, feed: ChangeFeed,
+        users: UserStateReader, keys: APIKeyStore, throttle: FailureThrottle, audit: AuditLog, exports: FinanceExports,
+        subjectAccess: SubjectAccess, feed: ChangeFeed,
         webhooks: WebhookRegistry,
         console: ConsoleContext, metrics: Metrics, readiness: @escaping @Sendable () async -> Readiness,
         gauges: @escaping @Sendable () async -> [Metrics.Gauge]
@@ -47,6 +51,7 @@ package struct Endpoints: Sendable {
         self.throttle = throttle
         self.audit = audit
         self.exports = exports
+        self.subjectAccess = subjectAccess
         self.feed = feed
         self.webhooks = webhooks
         self.console = console

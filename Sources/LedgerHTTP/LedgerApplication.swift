@@ -27,7 +27,9 @@ package func buildApplication(
     ingestion.register(on: v1)
     AppleController(lookups: endpoints.lookups, audit: endpoints.audit).register(on: v1)
     OffersController(offers: endpoints.offers).register(on: v1)
-    UsersController(directory: directory, reader: endpoints.users, actions: endpoints.actions, audit: endpoints.audit).register(on: v1)
+    UsersController(
+        directory: directory, reader: endpoints.users, actions: endpoints.actions, audit: endpoints.audit, subjectAccess: endpoints.subjectAccess
+    ).register(on: v1)
     ExportController(directory: directory, exports: endpoints.exports).register(on: v1)
     ChangesController(directory: directory, feed: endpoints.feed).register(on: v1)
     WebhooksController(directory: directory, registry: endpoints.webhooks, audit: endpoints.audit).register(on: v1)

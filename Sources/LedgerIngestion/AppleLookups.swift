@@ -48,7 +48,10 @@ package struct AppleLookups: Sendable {
         let app = try await ingestor.directory.app(bundleID)
         var pieces = try await customer(of: transactionID, app)
         if let purchase = try await appPurchase(of: transactionID, for: userID, app) { pieces.append(purchase) }
-        return (pieces, try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy)))
+        return (
+            pieces,
+            try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy, catalogue: app.catalogue))
+        )
     }
 
     /// The app itself as bought on the customer's account (Get App Transaction Info), for `userID`;

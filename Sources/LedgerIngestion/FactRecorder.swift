@@ -30,10 +30,13 @@ struct FactRecorder: Sendable {
         var policy: RestorePolicy
         /// The user who presented the evidence (whose state answers the request), if one did.
         var presenter: String? = nil
+        /// The app's catalogue, for `transfer_if_no_active`: whether a purchase still gives its
+        /// owner something depends on what the product is.
+        var catalogue = Catalogue()
 
         /// A user presented the evidence: everything it names is theirs, by the app's restore policy.
-        static func presenter(_ userID: String, policy: RestorePolicy) -> Claimant {
-            Claimant(user: { _ in userID }, policy: policy, presenter: userID)
+        static func presenter(_ userID: String, policy: RestorePolicy, catalogue: Catalogue = Catalogue()) -> Claimant {
+            Claimant(user: { _ in userID }, policy: policy, presenter: userID, catalogue: catalogue)
         }
         /// Apple sent it: a transaction nobody owns yet goes to the user its appAccountToken
         /// stands for. Never a transfer — a notification cannot take a purchase from its owner.
@@ -50,6 +53,7 @@ struct FactRecorder: Sendable {
         var candidates: [NewEvent]
         var claim: (original: String, user: String)?
         var policy: RestorePolicy
+        var catalogue = Catalogue()
         /// Purchase streams are decided on what they hold; others (the per-app notifications
         /// stream grows without bound and decides nothing) are appended event by event.
         var isDecided: Bool { LedgerStream.isPurchase(stream) }
@@ -92,7 +96,7 @@ struct FactRecorder: Sendable {
             }
             return StreamWork(
                 stream: stream, candidates: candidates, claim: original.flatMap { original in claimant.user(original).map { (original, $0) } },
-                policy: claimant.policy)
+                policy: claimant.policy, catalogue: claimant.catalogue)
         }
     }
 
@@ -161,7 +165,10 @@ struct FactRecorder: Sendable {
         // before the one it followed would hand the purchase back).
         let decisions = Set(LedgerEventType.ownership.map(\.rawValue))
         let decidedAt = existing.lazy.filter { decisions.contains($0.type) }.map(\.occurredAt).reduce(now, max)
-        switch Decide.claim(claim.original, by: claim.user, currentOwner: history.owner(of: claim.original), policy: work.policy) {
+        let decision = Decide.claim(claim.original, by: claim.user, currentOwner: history.owner(of: claim.original), policy: work.policy) {
+            history.givesActiveEntitlement(claim.original, at: now, catalogue: work.catalogue)
+        }
+        switch decision {
         case .alreadyOwned: break
         case .claim(let decided):
             plan.fresh.append(try ownership(.transactionClaimed(decided), work.stream, bundleID, existing.count, decidedAt))

@@ -55,7 +55,7 @@ package struct Ingestor: Sendable {
             let item = EvidenceStore.Item(body: signedTransaction, kind: .signedTransaction, bundleID: bundleID)
             let outcome = try await record(
                 EvidenceEvents.events(for: transaction), evidence: [item], bundleID: bundleID,
-                claimant: .presenter(presenter, policy: app.settings.restorePolicy))
+                claimant: .presenter(presenter, policy: app.settings.restorePolicy, catalogue: app.catalogue))
             return try await answer(outcome, bundleID: bundleID, userID: presenter)
         }
     }
@@ -72,7 +72,7 @@ package struct Ingestor: Sendable {
             do {
                 let outcome = try await recorder.record(
                     EvidenceEvents.events(for: decoded, userID: userID), bundleID: bundleID, evidence: digest,
-                    claimant: .presenter(userID, policy: app.settings.restorePolicy))
+                    claimant: .presenter(userID, policy: app.settings.restorePolicy, catalogue: app.catalogue))
                 return try await answer(outcome, bundleID: bundleID, userID: userID)
             } catch EventStoreError.idempotencyConflict {
                 // The fact's id derives from everything it says, so the same id here is the same
@@ -150,7 +150,7 @@ package struct Ingestor: Sendable {
                 statedAt: verified.response.requestDate ?? Date())
             let outcome = try await record(
                 events, evidence: [receipt, .init(body: answer, kind: .receiptAnswer, bundleID: bundleID, answers: receipt.digest)],
-                bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy))
+                bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy, catalogue: app.catalogue))
             return try await self.answer(outcome, bundleID: bundleID, userID: userID)
         }
     }
@@ -268,12 +268,13 @@ package struct Ingestor: Sendable {
         try await freshness.wait(for: position, logger: logger)
     }
 
-    /// A restore the `keep` policy refused: the purchase stays with its owner, whose id is not disclosed.
+    /// A restore the app's policy refused (`keep`, or `transfer_if_no_active` while the purchase
+    /// gives its owner something active): the purchase stays with its owner, whose id is not disclosed.
     static func refuseKept(_ outcome: FactRecorder.Outcome) throws {
         if let original = outcome.keptByAnother.first {
             throw LedgerError(
                 .transactionOwnedByAnotherUser,
-                "transaction \(original) belongs to another user of this app, and its restore policy is keep")
+                "transaction \(original) belongs to another user of this app, who keeps it under the app's restore policy")
         }
     }
 

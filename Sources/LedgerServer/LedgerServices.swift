@@ -7,6 +7,7 @@ import LedgerEventStore
 import LedgerHTTP
 import LedgerIngestion
 import LedgerPostgres
+import LedgerPrivacy
 import LedgerProjections
 import LedgerReconciliation
 import LedgerSecrets
@@ -120,7 +121,7 @@ package struct LedgerServices: Sendable {
         return Endpoints(
             ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
             users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),
-            feed: ChangeFeed(pool: pool, notifications: changes),
+            subjectAccess: SubjectAccess(pool: pool, reader: UserStateReader(pool: pool)), feed: ChangeFeed(pool: pool, notifications: changes),
             webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
     }
 }

@@ -46,6 +46,10 @@ import Testing
             Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .transfer)
                 == .transfer(Transfer(originalTransactionID: "t1", fromUserID: "alice", toUserID: "bob")))
         #expect(Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .keep) == .refused(owner: "alice"))
+        #expect(Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .transferIfNoActive) { true } == .refused(owner: "alice"))
+        #expect(
+            Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .transferIfNoActive) { false }
+                == .transfer(Transfer(originalTransactionID: "t1", fromUserID: "alice", toUserID: "bob")))
     }
 
     @Test func aTransferMovesAccessFromTheTransferOn() {

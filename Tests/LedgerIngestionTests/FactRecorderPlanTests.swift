@@ -17,10 +17,12 @@ import Testing
         .purchased(SampleCatalogue.transaction(id, product: "remove.ads", at: date))
     }
 
+    static let catalogue = SampleCatalogue.all.reduce(into: Catalogue()) { $0.define($1, from: day(-1)) }
+
     static func work(
         _ events: [LedgerEvent], presentedBy user: String?, policy: RestorePolicy = .transfer, now: Date = day(0)
     ) throws -> FactRecorder.StreamWork {
-        let claimant: FactRecorder.Claimant = user.map { .presenter($0, policy: policy) } ?? .nobody
+        let claimant: FactRecorder.Claimant = user.map { .presenter($0, policy: policy, catalogue: catalogue) } ?? .nobody
         let work = try FactRecorder.work(for: events, bundleID: bundleID, evidence: "sha256:e", claimant: claimant, now: now)
         try #require(work.count == 1)
         return work[0]
@@ -75,6 +77,30 @@ import Testing
             bundleID: Self.bundleID, now: day(1))
         #expect(keep.fresh.isEmpty)
         #expect(keep.kept == "1000", "the purchase stays with its owner; the caller learns only that it is kept")
+    }
+
+    /// `transfer_if_no_active` leaves a live subscription with its owner and hands over a lapsed
+    /// one; a non-consumable is active for good, so it stays.
+    @Test func transferIfNoActiveMovesOnlyWhatGivesItsOwnerNothingActive() throws {
+        let subscription = LedgerEvent.purchased(SampleCatalogue.transaction("2000", product: "pro.monthly", at: day(0), expires: day(30)))
+        let alice = try Self.work([subscription], presentedBy: "alice")
+        let stream = Self.stored(try FactRecorder.plan(alice, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: alice.stream)
+        let bob = try Self.work([subscription], presentedBy: "bob", policy: .transferIfNoActive)
+
+        let whileActive = try FactRecorder.plan(bob, existing: stream, bundleID: Self.bundleID, now: day(10))
+        #expect(whileActive.fresh.isEmpty)
+        #expect(whileActive.kept == "2000", "alice's subscription is live: it stays hers")
+
+        let afterItLapsed = try FactRecorder.plan(bob, existing: stream, bundleID: Self.bundleID, now: day(31))
+        #expect(Self.types(afterItLapsed.fresh) == ["OwnershipTransferred"])
+        #expect(afterItLapsed.kept == nil)
+
+        let lifetime = LedgerEvent.purchased(SampleCatalogue.transaction("3000", product: "lifetime", at: day(0)))
+        let carol = try Self.work([lifetime], presentedBy: "carol")
+        let owned = Self.stored(try FactRecorder.plan(carol, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: carol.stream)
+        let dave = try FactRecorder.plan(
+            try Self.work([lifetime], presentedBy: "dave", policy: .transferIfNoActive), existing: owned, bundleID: Self.bundleID, now: day(400))
+        #expect(dave.kept == "3000", "a non-consumable never lapses")
     }
 
     /// A decision is stamped after every earlier decision of its stream, whatever the deciding

@@ -186,6 +186,33 @@ import Testing
         #expect(!kept.text.contains("frank"), "the owner's id is not disclosed")
     }
 
+    /// Under `transfer_if_no_active` a live subscription stays with its owner, a lapsed one moves.
+    @Test func transferIfNoActiveMovesOnlyALapsedSubscription() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        let put = try await server.send(
+            "PUT", "/v1/apps/\(Self.bundle)", key: server.adminKey, json: ["restore_policy": "transfer_if_no_active", "apple_app_id": 4242])
+        #expect(put.status == 200, "\(put.text)")
+        let live = try server.app.signedTransaction(Self.subscription("live-1"))
+        let lapsed = try server.app.signedTransaction(Self.subscription("lapsed-1", days: 30, startedAgo: 40 * 86_400))
+        for jws in [live, lapsed] {
+            let bought = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "ida", "signed_transaction": jws])
+            #expect(bought.status == 200, "\(bought.text)")
+        }
+        let refused = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "jon", "signed_transaction": live])
+        #expect(refused.status == 409 && refused.errorCode == "transaction_owned_by_another_user", "\(refused.text)")
+        #expect(!refused.text.contains("ida"), "the owner's id is not disclosed")
+
+        let moved = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "jon", "signed_transaction": lapsed])
+        #expect(moved.status == 200, "\(moved.text)")
+        let jon = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/jon", key: key)
+        let subscriptions = (jon.json["subscriptions"] as? [[String: any Sendable]])?.compactMap { $0["original_transaction_id"] as? String } ?? []
+        #expect(subscriptions == ["lapsed-1"], "\(jon.text)")
+        let ida = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/ida", key: key)
+        #expect(((ida.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable])?["active"] as? Bool == true)
+    }
+
     @Test func theAuditTrailPagesInOrderWithEvidence() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

@@ -6,6 +6,10 @@ package enum RestorePolicy: String, Codable, Sendable {
     case transfer
     /// The first owner keeps it; the newcomer's request is refused.
     case keep
+    /// Ownership moves only when the purchase gives its current owner nothing active any more (a
+    /// lapsed subscription, a refunded purchase): a shared Apple ID cannot pass a live
+    /// subscription back and forth between two accounts, yet a new account inherits a dead one.
+    case transferIfNoActive = "transfer_if_no_active"
 }
 
 /// Every fact the ledger records. `docs/events.md` lists each with its fields, the Apple evidence

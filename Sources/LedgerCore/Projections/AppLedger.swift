@@ -110,6 +110,18 @@ package struct AppLedger: Sendable {
         history(of: originalTransactionID).owner(at: instant)
     }
 
+    /// Whether `originalTransactionID` gives whoever owns it an active entitlement at `instant`,
+    /// priced by `catalogue` (a purchase stream read alone carries no catalogue of its own).
+    package func givesActiveEntitlement(_ originalTransactionID: String, at instant: Date, catalogue: Catalogue) -> Bool {
+        let history = history(of: originalTransactionID)
+        guard let owner = history.owner(at: instant) else { return false }
+        var builder = UserTimelineBuilder(userID: owner, catalogue: catalogue)
+        builder.add(history)
+        return builder.build().state(at: instant).entitlements.values.contains {
+            $0.active && $0.originalTransactionID == originalTransactionID
+        }
+    }
+
     /// What `userID` owned at `instant` (valid time), by the facts recorded by `knownAt` (default:
     /// every fact known).
     package func userState(_ userID: String, at instant: Date, knownAt: Date? = nil) -> UserState {

@@ -69,7 +69,7 @@ struct AppsController {
         let policy =
             try body.restore_policy.map { name in
                 guard let policy = RestorePolicy(rawValue: name) else {
-                    throw LedgerError(.invalidRestorePolicy, "restore_policy is transfer or keep")
+                    throw LedgerError(.invalidRestorePolicy, "restore_policy is transfer, keep or transfer_if_no_active")
                 }
                 return policy
             } ?? .transfer

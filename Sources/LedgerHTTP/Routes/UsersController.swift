@@ -3,6 +3,7 @@ import Hummingbird
 import LedgerAccess
 import LedgerCore
 import LedgerIngestion
+import LedgerPrivacy
 import LedgerProjections
 
 /// What a user owns (now or as of an instant), why (the audit trail), and what the app and
@@ -12,6 +13,7 @@ struct UsersController {
     let reader: UserStateReader
     let actions: UserActions
     let audit: AuditLog
+    let subjectAccess: SubjectAccess
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/apps/:bundle_id/users/:user_id") { request, context in
@@ -43,6 +45,13 @@ struct UsersController {
             }
             let next = trail.count > limit ? page.last.map { String($0.position) } : nil
             return try JSONBody.response(Wire.AuditPage(events: page, next: next))
+        }
+        // Everything held about the user (a subject-access request): admin, as it includes the
+        // raw evidence and the admin actions aimed at them.
+        group.get("/apps/:bundle_id/users/:user_id/export") { _, context in
+            let (bundleID, userID) = try context.appAndUser(.admin)
+            _ = try await directory.app(bundleID)
+            return JSONBody.response(bytes: try await subjectAccess.export(bundleID: bundleID, userID: userID))
         }
         group.post("/apps/:bundle_id/users/:user_id/consumptions") { request, context in
             let (bundleID, userID) = try context.appAndUser(.ingest)

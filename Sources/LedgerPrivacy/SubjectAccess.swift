@@ -1,0 +1,191 @@
+import Foundation
+import LedgerCore
+import LedgerFormats
+import LedgerPostgres
+import LedgerProjections
+
+/// Everything the ledger holds about one user of one app, as one JSON document: what a person
+/// is owed when they ask what is kept about them (a subject-access request), and what support
+/// reads before an erasure.
+///
+/// It gathers from every place a user id is written: the state and every fact that touched the
+/// user (the same replay `/events` pages through), the raw Apple evidence those facts cite, the
+/// appAccountTokens linked to the user, the changes announced about them and where their webhook
+/// deliveries stand, the backfills run for them, and the admin actions aimed at them.
+package struct SubjectAccess: Sendable {
+    let pool: PostgresPool
+    let reader: UserStateReader
+
+    package init(pool: PostgresPool, reader: UserStateReader) {
+        self.pool = pool
+        self.reader = reader
+    }
+
+    /// The document, read from the primary (an export must not miss a write a replica has not
+    /// replayed yet).
+    package func export(bundleID: String, userID: String, now: Date = Date()) async throws -> [UInt8] {
+        let state = try await reader.currentState(bundleID: bundleID, userID: userID, at: now)
+        let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID)
+        let digests = Array(Set(trail.compactMap(\.evidence))).sorted()
+        let held = try await pool.withConnection { connection in
+            try connection.pipeline(Self.statements(bundleID: bundleID, userID: userID, evidence: digests), transaction: true)
+        }
+        var json = JSONWriter(reservingCapacity: 16 * 1024)
+        json.object { json in
+            json.field("bundle_id", bundleID)
+            json.field("user_id", userID)
+            json.time("exported_at", now)
+            json.key("state")
+            UserStateJSON.write(state, knownAt: now, into: &json)
+            json.array("events", trail) { json, fact in Self.write(fact, of: userID, into: &json) }
+            Self.write(rows: held, into: &json)
+        }
+        return json.bytes
+    }
+
+    /// One statement per place the user's id is written besides the log, in the order the
+    /// document lists them; `write(rows:into:)` reads their results in the same order.
+    static func statements(bundleID: String, userID: String, evidence: [String]) -> [PipelinedStatement] {
+        [
+            PipelinedStatement(
+                """
+                SELECT digest, kind, received_at, body FROM ledger.evidence WHERE digest = ANY($1::text[]) ORDER BY received_at, digest
+                """, [PostgresTextArray(evidence)]),
+            // Links are events of their own streams, one stream per token: a rare, whole-log read.
+            PipelinedStatement(
+                """
+                SELECT data->>'appAccountToken' AS token, recorded_at FROM ledger.events
+                 WHERE event_type = 'AppAccountTokenLinked' AND stream LIKE 'token:' || $1 || ':%' AND data->>'userID' = $2
+                 ORDER BY position
+                """, [bundleID, userID]),
+            PipelinedStatement(
+                "SELECT body FROM ledger.changes WHERE bundle_id = $1 AND user_id = $2 ORDER BY position", [bundleID, userID]),
+            PipelinedStatement(
+                """
+                SELECT webhook, delivered, wanted, attempts, last_error, next_attempt_at FROM ledger.webhook_queue
+                 WHERE bundle_id = $1 AND user_id = $2 ORDER BY webhook
+                """, [bundleID, userID]),
+            PipelinedStatement(
+                """
+                SELECT webhook, position, attempts, last_error, parked_at FROM ledger.webhook_failures
+                 WHERE bundle_id = $1 AND user_id = $2 ORDER BY webhook, position
+                """, [bundleID, userID]),
+            PipelinedStatement(
+                "SELECT reference, done_at FROM ledger.backfill_done WHERE bundle_id = $1 AND user_id = $2 ORDER BY reference",
+                [bundleID, userID]),
+            // Admin actions name a user in their target (`<bundle>/users/<user>/…`).
+            PipelinedStatement(
+                """
+                SELECT position, recorded_at, actor, action, target, after::text AS after FROM ledger.audit_log
+                 WHERE bundle_id = $1 AND starts_with(target, $1 || '/users/' || $2 || '/') ORDER BY position
+                """, [bundleID, userID]),
+        ]
+    }
+
+    /// The other party of a transfer is somebody else's personal data: the document says only
+    /// that there was one.
+    static let anotherUser = "(another user)"
+
+    static func write(_ fact: RecordedFact, of userID: String, into json: inout JSONWriter) {
+        var event = fact.event
+        if case .ownershipTransferred(var transfer) = event {
+            if transfer.fromUserID != userID { transfer.fromUserID = anotherUser }
+            if transfer.toUserID != userID { transfer.toUserID = anotherUser }
+            event = .ownershipTransferred(transfer)
+        }
+        json.object { json in
+            json.field("position", fact.sequence)
+            json.field("type", event.typeName)
+            json.time("occurred_at", fact.occurredAt)
+            json.time("recorded_at", fact.recordedAt)
+            json.key("data")
+            if let data = try? event.encodedData() { json.raw(String(decoding: data, as: UTF8.self)) } else { json.value(nil as String?) }
+            json.key("evidence"); json.value(fact.evidence)
+        }
+    }
+
+    static func write(rows: [PostgresRows], into json: inout JSONWriter) {
+        json.key("evidence")
+        json.array { json in
+            for row in rows[0] {
+                json.object { json in
+                    json.field("digest", row["digest"].optionalString())
+                    json.field("kind", row["kind"].optionalString())
+                    json.time("received_at", try? row["received_at"].date())
+                    // JWS, receipts (base64) and V1 notifications are text; anything else is base64.
+                    let body = (try? row["body"].bytes()) ?? []
+                    json.field("body", String(validating: body, as: UTF8.self) ?? Data(body).base64EncodedString())
+                }
+            }
+        }
+        json.key("app_account_tokens")
+        json.array { json in
+            for row in rows[1] {
+                json.object { json in
+                    json.field("app_account_token", row["token"].optionalString()?.lowercased())
+                    json.time("linked_at", try? row["recorded_at"].date())
+                }
+            }
+        }
+        json.key("changes")
+        json.array { json in
+            for row in rows[2] { json.raw(row["body"].optionalString() ?? "null") }
+        }
+        json.key("webhook_deliveries")
+        json.array { json in
+            for row in rows[3] {
+                json.object { json in
+                    json.field("webhook", row["webhook"].optionalString())
+                    json.field("delivered_position", try? row["delivered"].int64())
+                    json.field("wanted_position", try? row["wanted"].int64())
+                    json.field("attempts", try? row["attempts"].int64())
+                    json.key("last_error"); json.value(row["last_error"].optionalString())
+                    json.time("next_attempt_at", try? row["next_attempt_at"].date())
+                }
+            }
+        }
+        json.key("webhook_failures")
+        json.array { json in
+            for row in rows[4] {
+                json.object { json in
+                    json.field("webhook", row["webhook"].optionalString())
+                    json.field("position", try? row["position"].int64())
+                    json.field("attempts", try? row["attempts"].int64())
+                    json.key("last_error"); json.value(row["last_error"].optionalString())
+                    json.time("parked_at", try? row["parked_at"].date())
+                }
+            }
+        }
+        json.key("backfills")
+        json.array { json in
+            for row in rows[5] {
+                json.object { json in
+                    json.field("reference", row["reference"].optionalString())
+                    json.time("done_at", try? row["done_at"].date())
+                }
+            }
+        }
+        json.key("admin_actions")
+        json.array { json in
+            for row in rows[6] {
+                json.object { json in
+                    json.field("position", try? row["position"].int64())
+                    json.time("recorded_at", try? row["recorded_at"].date())
+                    json.field("actor", row["actor"].optionalString())
+                    json.field("action", row["action"].optionalString())
+                    json.field("target", row["target"].optionalString())
+                    json.key("after")
+                    json.raw(row["after"].optionalString() ?? "null")
+                }
+            }
+        }
+    }
+}
+
+extension JSONWriter {
+    /// A time as the API writes times (RFC 3339), null when absent: the document keeps one shape.
+    fileprivate mutating func time(_ name: StaticString, _ date: Date?) {
+        key(name)
+        value(date.map(RFC3339.string))
+    }
+}
