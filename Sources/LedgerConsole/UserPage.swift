@@ -99,7 +99,12 @@ struct UserPage {
             return "transaction \(r.transactionID) (\(r.kind.rawValue)) at \(RFC3339.string(r.revocationDate))"
         case .refundReversed(let r): return "transaction \(r.transactionID): the refund reversed"
         case .transactionClaimed(let c): return "\(c.originalTransactionID) claimed by \(c.userID)"
-        case .ownershipTransferred(let t): return "\(t.originalTransactionID) from \(t.fromUserID) to \(t.toUserID)"
+        case .ownershipTransferred(let t):
+            return "\(t.originalTransactionID) from \(t.fromUserID) to \(t.toUserID)" + (t.reason.map { " (\($0))" } ?? "")
+        case .balanceMoved(let m):
+            return m.amount >= 0
+                ? "\(m.amount) \(m.currency) moved in from \(m.counterpartUserID) (\(m.reason))"
+                : "\(-m.amount) \(m.currency) moved out to \(m.counterpartUserID) (\(m.reason))"
         case .consumed(let c): return "spent \(c.amount) \(c.currency) (\(c.idempotencyKey))"
         case .promotionalGranted(let g):
             return "\(g.entitlement) granted \(g.expiresAt.map { "until \(RFC3339.string($0))" } ?? "until revoked"): \(g.reason)"

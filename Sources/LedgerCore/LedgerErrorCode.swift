@@ -38,6 +38,7 @@ extension LedgerError {
         case invalidReasonCode = "invalid_reason_code"
         case invalidRequestID = "invalid_request_id"
         case invalidStorefront = "invalid_storefront"
+        case invalidMerge = "invalid_merge"
         case missingUserID = "missing_user_id"
         case missingTransactionID = "missing_transaction_id"
         case notASubscription = "not_a_subscription"
@@ -124,7 +125,7 @@ extension LedgerError {
                 .invalidDuration, .invalidEntitlements, .invalidGrants, .invalidGrant, .invalidFormat,
                 .invalidSharedSecret, .invalidAppStoreServerAPI, .invalidConsumptionPolicy, .invalidAppleAppID,
                 .invalidAppPurchase, .invalidOffer, .invalidWebhook, .invalidTransactionID, .invalidDays,
-                .invalidReasonCode, .invalidRequestID, .invalidStorefront, .missingUserID, .missingTransactionID,
+                .invalidReasonCode, .invalidRequestID, .invalidStorefront, .invalidMerge, .missingUserID, .missingTransactionID,
                 .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID:
                 .invalid
             case .missingAPIKey, .invalidAPIKey: .unauthenticated

@@ -175,12 +175,22 @@ package final class EventStore: Sendable {
         }
     }
 
-    /// The position of the last event appended (committed or not), 0 for an empty log: a gauge.
     /// The names of the streams that match a SQL `LIKE` pattern, in order.
     package func streamNames(like pattern: String) async throws -> [String] {
         try await pool.query("SELECT stream FROM ledger.streams WHERE stream LIKE $1 ORDER BY stream", [pattern]).map { try $0["stream"].string() }
     }
 
+    /// The streams starting with `prefix` that hold an event of `type` whose data says `userID`:
+    /// for the few event types indexed by user (schema 0023), such as appAccountToken links.
+    package func streams(prefix: String, holding type: String, forUser userID: String) async throws -> [String] {
+        try await pool.query(
+            """
+            SELECT DISTINCT stream FROM ledger.events WHERE event_type = $1 AND data->>'userID' = $2 AND starts_with(stream, $3) ORDER BY stream
+            """, [type, userID, prefix]
+        ).map { try $0["stream"].string() }
+    }
+
+    /// The position of the last event appended (committed or not), 0 for an empty log: a gauge.
     package static func lastAppended(on connection: PostgresConnection) throws -> Int64 {
         try connection.query("SELECT coalesce(max(position), 0) AS n FROM ledger.events")[0]["n"].int64()
     }

@@ -57,6 +57,30 @@ extension EventStore {
         }
     }
 
+    /// `serialized(on:_:)` for several streams at once, in one transaction: for a decision that
+    /// reads and writes more than one stream and must be all or nothing (two accounts merged).
+    /// Locks are taken in name order in the process and in key order in PostgreSQL, as every
+    /// multi-stream writer takes them, so two such writers never deadlock.
+    package func serialized<T: Sendable>(on streams: [String], _ body: @escaping @Sendable ([LockedStream]) throws -> T) async throws -> T {
+        let names = Array(Set(streams)).sorted()
+        return try await withLocks(names[...]) {
+            let result = try await pool.withConnection { connection in
+                try connection.transaction { connection in
+                    let locks = Self.streamLocksStatement(names)
+                    try connection.query(locks.sql, locks.parameters)
+                    return try body(streams.map { LockedStream(stream: $0, connection: connection) })
+                }
+            }
+            announceAppends()
+            return result
+        }
+    }
+
+    private func withLocks<T: Sendable>(_ names: ArraySlice<String>, _ body: () async throws -> T) async throws -> T {
+        guard let first = names.first else { return try await body() }
+        return try await streamLocks.withLock(first) { try await withLocks(names.dropFirst(), body) }
+    }
+
     /// The advisory lock of a stream, held to the end of the transaction. Keys are a 64-bit hash
     /// of the name: two streams sharing one only take turns they did not need to.
     static let streamLockSQL = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"

@@ -15,6 +15,8 @@ package struct Endpoints: Sendable {
     package var offers: OfferDesk
     package var directory: AppDirectory
     package var actions: UserActions
+    /// Two accounts of one person made one.
+    package var merges: AccountMerges
     package var users: UserStateReader
     package var keys: APIKeyStore
     /// Failed authentications per client address.
@@ -35,6 +37,7 @@ package struct Endpoints: Sendable {
 
     package init(
         ingestor: Ingestor, lookups: AppleLookups, offers: OfferDesk, directory: AppDirectory, actions: UserActions,
+        merges: AccountMerges,
         users: UserStateReader, keys: APIKeyStore, throttle: FailureThrottle, audit: AuditLog, exports: FinanceExports,
         subjectAccess: SubjectAccess, feed: ChangeFeed,
         webhooks: WebhookRegistry,
@@ -46,6 +49,7 @@ package struct Endpoints: Sendable {
         self.offers = offers
         self.directory = directory
         self.actions = actions
+        self.merges = merges
         self.users = users
         self.keys = keys
         self.throttle = throttle

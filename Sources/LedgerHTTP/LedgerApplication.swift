@@ -28,7 +28,8 @@ package func buildApplication(
     AppleController(lookups: endpoints.lookups, audit: endpoints.audit).register(on: v1)
     OffersController(offers: endpoints.offers).register(on: v1)
     UsersController(
-        directory: directory, reader: endpoints.users, actions: endpoints.actions, audit: endpoints.audit, subjectAccess: endpoints.subjectAccess
+        directory: directory, reader: endpoints.users, actions: endpoints.actions, audit: endpoints.audit, merges: endpoints.merges,
+        subjectAccess: endpoints.subjectAccess
     ).register(on: v1)
     ExportController(directory: directory, exports: endpoints.exports).register(on: v1)
     ChangesController(directory: directory, feed: endpoints.feed).register(on: v1)

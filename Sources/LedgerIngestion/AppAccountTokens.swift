@@ -7,10 +7,11 @@ import LedgerEventStore
 /// knows none.
 ///
 /// A link is an event of its own stream, `token:<bundle>:<uuid>` (the stream name is the index
-/// a lookup needs; the users projection ignores the stream). The first link wins and is never
-/// moved: a token that could be re-pointed would let one user's evidence attribute purchases to
-/// another. Links come from the app (`PUT …/users/{u}/app-account-tokens/{token}`, before the
-/// purchase) or are learnt when a user presents a transaction carrying an unlinked token.
+/// a lookup needs; the users projection ignores the stream). The first link wins: a token that
+/// the app could re-point would let one user's evidence attribute purchases to another. Links
+/// come from the app (`PUT …/users/{u}/app-account-tokens/{token}`, before the purchase) or are
+/// learnt when a user presents a transaction carrying an unlinked token. Only a merge of two
+/// accounts moves a link, with a second event on the stream: the holder is the latest link.
 package struct AppAccountTokens: Sendable {
     let store: EventStore
 
@@ -28,6 +29,9 @@ package struct AppAccountTokens: Sendable {
     struct Link: Codable {
         var appAccountToken: UUID
         var userID: String
+        /// Absent on a first link; `merged` on a link moved from `fromUserID`.
+        var reason: String? = nil
+        var fromUserID: String? = nil
     }
 
     static let eventType = "AppAccountTokenLinked"
@@ -38,9 +42,39 @@ package struct AppAccountTokens: Sendable {
 
     /// The user `token` stands for in the app, nil when it was never linked.
     package func user(of token: UUID, bundleID: String) async throws -> String? {
-        let events = try await store.read(stream: Self.stream(bundleID: bundleID, token: token), limit: 1)
-        guard let first = events.first else { return nil }
-        return try JSONDecoder().decode(Link.self, from: Data(first.data.utf8)).userID
+        try Self.holder(of: try await store.read(stream: Self.stream(bundleID: bundleID, token: token)))
+    }
+
+    static func holder(of events: [RecordedEvent]) throws -> String? {
+        guard let last = events.last(where: { $0.type == eventType }) else { return nil }
+        return try JSONDecoder().decode(Link.self, from: Data(last.data.utf8)).userID
+    }
+
+    /// The tokens that stand for `userID` now.
+    package func tokens(of userID: String, bundleID: String) async throws -> [UUID] {
+        let prefix = "token:\(bundleID):"
+        var held: [UUID] = []
+        for stream in try await store.streams(prefix: prefix, holding: Self.eventType, forUser: userID) {
+            guard let token = UUID(uuidString: String(stream.dropFirst(prefix.count))) else { continue }
+            if try await user(of: token, bundleID: bundleID) == userID { held.append(token) }
+        }
+        return held
+    }
+
+    /// Moves the link of `token` from `from` to `to` (two accounts merged); nothing when it
+    /// stands for someone else by now. Returns whether it moved.
+    @discardableResult
+    package func move(_ token: UUID, from: String, to: String, bundleID: String) async throws -> Bool {
+        let stream = Self.stream(bundleID: bundleID, token: token)
+        return try await store.serialized(on: stream) { locked in
+            let events = try locked.events()
+            guard try Self.holder(of: events) == from else { return false }
+            let link = Link(appAccountToken: token, userID: to, reason: "merged", fromUserID: from)
+            let data = String(decoding: try JSONEncoder().encode(link), as: UTF8.self)
+            let id = StableID.make(stream, Self.eventType, "merged", String(events.count), from, to)
+            _ = try locked.append([NewEvent(id: id, type: Self.eventType, data: data, occurredAt: Date())], expectedVersion: .exact(Int64(events.count)))
+            return true
+        }
     }
 
     /// Links `token` to `userID` unless it already stands for someone.

@@ -16,6 +16,8 @@ package struct Identifier: Sendable {
 
     package static let userID = Identifier(field: "user_id", code: .invalidUserID, maximumLength: 255)
     package static let grantID = Identifier(field: "grant_id", code: .invalidGrantID, maximumLength: 255)
+    /// The account merged into another (`from` of a merge): a user id.
+    package static let mergedUserID = Identifier(field: "from", code: .invalidMerge, maximumLength: 255)
     package static let idempotencyKey = Identifier(field: "idempotency_key", code: .invalidIdempotencyKey, maximumLength: 255)
     package static let currency = Identifier(field: "currency", code: .invalidAmount, maximumLength: 100)
     package static let entitlement = Identifier(field: "entitlement", code: .invalidGrant, maximumLength: 200)

@@ -55,7 +55,7 @@ package struct SubjectAccess: Sendable {
             PipelinedStatement(
                 """
                 SELECT data->>'appAccountToken' AS token, recorded_at FROM ledger.events
-                 WHERE event_type = 'AppAccountTokenLinked' AND stream LIKE 'token:' || $1 || ':%' AND data->>'userID' = $2
+                 WHERE event_type = 'AppAccountTokenLinked' AND data->>'userID' = $2 AND starts_with(stream, 'token:' || $1 || ':')
                  ORDER BY position
                 """, [bundleID, userID]),
             PipelinedStatement(
@@ -82,16 +82,21 @@ package struct SubjectAccess: Sendable {
         ]
     }
 
-    /// The other party of a transfer is somebody else's personal data: the document says only
-    /// that there was one.
+    /// The other party of a transfer or of a merge is somebody else's personal data: the document
+    /// says only that there was one.
     static let anotherUser = "(another user)"
 
     static func write(_ fact: RecordedFact, of userID: String, into json: inout JSONWriter) {
         var event = fact.event
-        if case .ownershipTransferred(var transfer) = event {
+        switch event {
+        case .ownershipTransferred(var transfer):
             if transfer.fromUserID != userID { transfer.fromUserID = anotherUser }
             if transfer.toUserID != userID { transfer.toUserID = anotherUser }
             event = .ownershipTransferred(transfer)
+        case .balanceMoved(var move):
+            move.counterpartUserID = anotherUser
+            event = .balanceMoved(move)
+        default: break
         }
         json.object { json in
             json.field("position", fact.sequence)

@@ -25,6 +25,7 @@ package struct LedgerServices: Sendable {
     package let migrator: Migrator
     package let ingestor: Ingestor
     package let actions: UserActions
+    package let merges: AccountMerges
     package let keys: APIKeyStore
     /// Failed authentications per client address (API keys and console sign-ins alike).
     package let throttle: FailureThrottle
@@ -102,6 +103,8 @@ package struct LedgerServices: Sendable {
             metrics.increment("ledger_consumption_requests_total", ["outcome": outcome])
         }
         self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
+        self.merges = AccountMerges(
+            store: store, directory: directory, tokens: ingestor.tokens, freshness: freshness, reader: users, logger: logger)
         self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
         self.changes = ChangeNotifications()
         self.webhooks = WebhookRegistry(pool: pool, targets: webhookPolicy.targets, keyring: keyring)
@@ -120,7 +123,7 @@ package struct LedgerServices: Sendable {
         let health = Health(pool: pool, migrator: migrator, reads: reads)
         return Endpoints(
             ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
-            users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),
+            merges: merges, users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),
             subjectAccess: SubjectAccess(pool: pool, reader: UserStateReader(pool: pool)), feed: ChangeFeed(pool: pool, notifications: changes),
             webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
     }

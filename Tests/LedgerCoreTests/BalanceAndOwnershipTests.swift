@@ -156,3 +156,47 @@ struct RFC3339Tests {
         #expect(RFC3339.parse("yesterday") == nil)
     }
 }
+
+/// `Decide.merge`: what moves besides purchases when two accounts become one.
+@Suite struct AccountMergeDecisionTests {
+    @Test func balancesBothWaysAndActiveGrantsMoveAndNothingElse() {
+        let grant = PromotionalGrant(grantID: "g1", userID: "anon", entitlement: "vip", startsAt: day(0), expiresAt: day(10), reason: "welcome")
+        let lapsed = PromotionalGrant(grantID: "g2", userID: "anon", entitlement: "old", startsAt: day(0), expiresAt: day(1), reason: "once")
+        let revoked = PromotionalGrant(grantID: "g3", userID: "anon", entitlement: "gone", startsAt: day(0), expiresAt: nil, reason: "oops")
+        let facts: [LedgerEvent] = [
+            .promotionalGranted(grant), .promotionalGranted(lapsed), .promotionalGranted(revoked),
+            .promotionalRevoked(PromotionalRevocation(grantID: "g3", userID: "anon", reason: "mistake")),
+        ]
+        let merge = Decide.merge(
+            from: "anon", into: "sam", balances: ["coins": 70, "gems": -5, "stars": 0], userFacts: facts, intoGrantIDs: ["g1"], now: day(2))
+        #expect(
+            merge.fromEvents == [
+                .balanceMoved(BalanceMove(userID: "anon", counterpartUserID: "sam", currency: "coins", amount: -70, reason: "merged")),
+                .balanceMoved(BalanceMove(userID: "anon", counterpartUserID: "sam", currency: "gems", amount: 5, reason: "merged")),
+                .promotionalRevoked(PromotionalRevocation(grantID: "g1", userID: "anon", reason: "merged")),
+            ])
+        var moved = grant
+        moved.userID = "sam"
+        moved.grantID = "g1-merged"
+        moved.startsAt = day(2)
+        moved.reason = "merged: welcome"
+        #expect(
+            merge.intoEvents == [
+                .balanceMoved(BalanceMove(userID: "sam", counterpartUserID: "anon", currency: "coins", amount: 70, reason: "merged")),
+                .balanceMoved(BalanceMove(userID: "sam", counterpartUserID: "anon", currency: "gems", amount: -5, reason: "merged")),
+                .promotionalGranted(moved),
+            ])
+        #expect(Decide.merge(from: "anon", into: "sam", balances: ["coins": 0], userFacts: [], intoGrantIDs: [], now: day(2)).isEmpty)
+    }
+
+    /// Moved currency counts where it went, from when it moved.
+    @Test func aMovedBalanceCountsFromTheMove() {
+        var ledger = AppLedger(bundleID: "com.example.app")
+        ledger.apply(
+            RecordedFact(
+                event: .balanceMoved(BalanceMove(userID: "sam", counterpartUserID: "anon", currency: "coins", amount: 70, reason: "merged")),
+                occurredAt: day(5), sequence: 1))
+        #expect(ledger.userState("sam", at: day(6)).balances["coins"] == 70)
+        #expect(ledger.userState("sam", at: day(4)).balances["coins"] == nil)
+    }
+}

@@ -134,8 +134,9 @@ struct ChangeDiff {
         case .refunded: "refund"
         case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.revocationDate == nil ? nil : "refund"
         case .revoked: "family_revocation"
-        case .promotionalRevoked: "support"
-        case .ownershipTransferred, .transactionClaimed: "transferred"
+        case .promotionalRevoked(let r): r.reason == "merged" ? "merged" : "support"
+        case .ownershipTransferred(let t): t.reason == "merged" ? "merged" : "transferred"
+        case .transactionClaimed: "transferred"
         default: nil
         }
     }

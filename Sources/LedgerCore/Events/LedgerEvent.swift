@@ -46,6 +46,9 @@ package indirect enum LedgerEvent: Sendable, Equatable {
     case consumed(Consumption)
     case promotionalGranted(PromotionalGrant)
     case promotionalRevoked(PromotionalRevocation)
+    /// Currency moved between two accounts of one person when they were merged: recorded on both
+    /// users' streams in one transaction (out of one, into the other).
+    case balanceMoved(BalanceMove)
     /// The app's own purchase on an Apple account, presented for the user (AppTransaction).
     case appTransactionRecorded(AppTransactionFacts)
     /// A signature the ledger issued for the user (an offer, an introductory eligibility): audit only.
@@ -86,6 +89,7 @@ package indirect enum LedgerEvent: Sendable, Equatable {
         case .consumed: .consumed
         case .promotionalGranted: .promotionalGranted
         case .promotionalRevoked: .promotionalRevoked
+        case .balanceMoved: .balanceMoved
         case .appTransactionRecorded: .appTransactionRecorded
         case .offerSigned: .offerSigned
         case .renewalExtended: .renewalExtended
@@ -119,6 +123,7 @@ package enum LedgerEventType: String, Sendable, CaseIterable {
     case consumed = "Consumed"
     case promotionalGranted = "PromotionalGranted"
     case promotionalRevoked = "PromotionalRevoked"
+    case balanceMoved = "BalanceMoved"
     case appTransactionRecorded = "AppTransactionRecorded"
     case offerSigned = "OfferSigned"
     case renewalExtended = "RenewalExtendedAtApple"
@@ -196,10 +201,31 @@ package struct Transfer: Codable, Sendable, Equatable {
     package var originalTransactionID: String
     package var fromUserID: String
     package var toUserID: String
-    package init(originalTransactionID: String, fromUserID: String, toUserID: String) {
+    /// Why it moved: absent for a restore decided by the app's policy, `merged` when two accounts
+    /// of one person became one.
+    package var reason: String?
+    package init(originalTransactionID: String, fromUserID: String, toUserID: String, reason: String? = nil) {
         self.originalTransactionID = originalTransactionID
         self.fromUserID = fromUserID
         self.toUserID = toUserID
+        self.reason = reason
+    }
+}
+
+/// One side of currency moved between accounts: `amount` is what it adds to `userID`'s balance
+/// (negative on the account it left, which may move a debt as well as a credit).
+package struct BalanceMove: Codable, Sendable, Equatable {
+    package var userID: String
+    package var counterpartUserID: String
+    package var currency: String
+    package var amount: Int64
+    package var reason: String
+    package init(userID: String, counterpartUserID: String, currency: String, amount: Int64, reason: String) {
+        self.userID = userID
+        self.counterpartUserID = counterpartUserID
+        self.currency = currency
+        self.amount = amount
+        self.reason = reason
     }
 }
 

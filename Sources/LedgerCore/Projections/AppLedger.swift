@@ -44,6 +44,7 @@ package struct AppLedger: Sendable {
         case .consumed(let c): userFacts[c.userID, default: []].append(index)
         case .promotionalGranted(let g): userFacts[g.userID, default: []].append(index)
         case .promotionalRevoked(let r): userFacts[r.userID, default: []].append(index)
+        case .balanceMoved(let m): userFacts[m.userID, default: []].append(index)
         case .appTransactionRecorded(let a): userFacts[a.userID, default: []].append(index)
         case .offerSigned(let o): userFacts[o.userID, default: []].append(index)
         case .transactionClaimed(let c): everOwned[c.userID, default: []].insert(c.originalTransactionID)

@@ -90,6 +90,11 @@ struct UserTimelineBuilder {
             switch fact.event {
             case .consumed(let c):
                 entries.append(BalanceEntry(kind: .debit, currency: c.currency, amount: c.amount, at: fact.occurredAt, reference: c.idempotencyKey))
+            case .balanceMoved(let move) where move.amount != 0:
+                entries.append(
+                    BalanceEntry(
+                        kind: move.amount > 0 ? .credit : .debit, currency: move.currency, amount: Int64(clamping: move.amount.magnitude),
+                        at: fact.occurredAt, reference: "\(move.reason):\(move.counterpartUserID)"))
             case .promotionalGranted(let grant):
                 grants[grant.grantID] = grant
             case .promotionalRevoked(let revocation):

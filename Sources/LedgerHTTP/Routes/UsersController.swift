@@ -13,6 +13,7 @@ struct UsersController {
     let reader: UserStateReader
     let actions: UserActions
     let audit: AuditLog
+    let merges: AccountMerges
     let subjectAccess: SubjectAccess
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
@@ -45,6 +46,11 @@ struct UsersController {
             }
             let next = trail.count > limit ? page.last.map { String($0.position) } : nil
             return try JSONBody.response(Wire.AuditPage(events: page, next: next))
+        }
+        group.post("/apps/:bundle_id/users/:user_id/merge") { request, context in
+            let (bundleID, userID) = try context.appAndUser(.ingest)
+            let body = try await JSONBody.decode(Wire.MergeRequest.self, from: request, context: context)
+            return JSONBody.response(bytes: Wire.userState(try await merges.merge(bundleID: bundleID, into: userID, from: body.from)))
         }
         // Everything held about the user (a subject-access request): admin, as it includes the
         // raw evidence and the admin actions aimed at them.

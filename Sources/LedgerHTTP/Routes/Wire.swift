@@ -151,6 +151,9 @@ enum Wire {
         var apple: [TokenAtApple]? = nil
     }
     struct TokenAtApple: Encodable { var original_transaction_id: String; var status: String }
+    /// `POST …/users/{u}/merge`: the account merged into `u`.
+    struct MergeRequest: Decodable { var from: String }
+
     struct ConsumptionRequest: Decodable { var currency: String; var amount: Int64; var idempotency_key: String }
     struct ConsumptionResponse: Encodable { var balance: Int64; var currency: String; var replayed: Bool }
 
