@@ -120,6 +120,23 @@ package struct EmbeddedPostgres: Sendable {
         try run(binaries.pgCtl, ["stop", "-w", "-t", "60", "-m", mode, "-D", dataDirectory.path])
     }
 
+    /// Kills the postmaster with SIGKILL, as a machine's death or the OOM killer would: no
+    /// shutdown message to clients, no checkpoint (for failover tests).
+    package func kill() throws {
+        let pidFile = dataDirectory.appendingPathComponent("postmaster.pid")
+        guard let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            return
+        }
+        _ = try run(URL(fileURLWithPath: "/bin/kill"), ["-KILL", String(pid)], asPostgres: false)
+        // Its children leave when they see it gone; the folder is reusable once they have.
+        for _ in 0..<200 where isRunning() { usleep(50_000) }
+    }
+
+    /// Promotes this standby to a primary and waits until it accepts writes.
+    package func promote() throws {
+        try run(binaries.pgCtl, ["promote", "-w", "-t", "60", "-D", dataDirectory.path])
+    }
+
     package func isRunning() -> Bool {
         (try? run(binaries.pgCtl, ["status", "-D", dataDirectory.path])) != nil
     }

@@ -13,12 +13,20 @@ package struct PostgresConfiguration: Sendable, CustomStringConvertible {
     package var role: String?
     /// Seconds libpq waits for a connection before giving up.
     package var connectTimeoutSeconds: Int
+    /// How long one call (a statement, a pipeline) may wait for the server's answer before the
+    /// connection is dropped and the call fails as `deadlineExceeded`; nil: as long as it takes.
+    /// A serving process sets one, so no request hangs on a server that stopped answering; the
+    /// maintenance commands (migrations, rebuilds, verification) run without.
+    package var deadline: Duration?
 
-    package init(connectionString: String, applicationName: String = "ledger", role: String? = nil, connectTimeoutSeconds: Int = 5) {
+    package init(
+        connectionString: String, applicationName: String = "ledger", role: String? = nil, connectTimeoutSeconds: Int = 5, deadline: Duration? = nil
+    ) {
         self.connectionString = connectionString
         self.applicationName = applicationName
         self.role = role
         self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.deadline = deadline
     }
 
     /// A unix-socket connection, as used for the embedded cluster.

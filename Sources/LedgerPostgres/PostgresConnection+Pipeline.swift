@@ -26,6 +26,7 @@ extension PostgresConnection {
         let names = try statements.map { try statementName(for: $0.sql, parameterCount: $0.parameters.count) }
         let control = try transaction ? [statementName(for: "BEGIN", parameterCount: 0), statementName(for: "COMMIT", parameterCount: 0)] : []
 
+        let deadline = callDeadline()
         guard PQenterPipelineMode(handle) == 1 else { throw connectionError() }
         var sent = 0
         do {
@@ -47,6 +48,7 @@ extension PostgresConnection {
         var firstError: (any Error)?
         for index in 0..<sent {
             do {
+                try awaitInput(by: deadline)
                 let rows = try consume(PQgetResult(handle))
                 results.append(rows)
             } catch var error as PostgresError {
@@ -61,6 +63,7 @@ extension PostgresConnection {
             while let extra = PQgetResult(handle) { PQclear(extra) }
         }
         // The sync point itself answers PGRES_PIPELINE_SYNC.
+        try awaitInput(by: deadline)
         if let sync = PQgetResult(handle) { PQclear(sync) }
         PQexitPipelineMode(handle)
 

@@ -20,8 +20,13 @@ package final class PostgresConnection: @unchecked Sendable {
     /// Set once a call failed below the SQL level: libpq may still report CONNECTION_OK after a
     /// failed send on a reset socket, but such a connection must never be handed out again.
     private var broken = false
+    /// `PostgresConfiguration.deadline`, per call.
+    let deadline: Duration?
 
-    private init(handle: OpaquePointer) { self.handle = handle }
+    private init(handle: OpaquePointer, deadline: Duration?) {
+        self.handle = handle
+        self.deadline = deadline
+    }
 
     deinit { PQfinish(handle) }
 
@@ -47,7 +52,7 @@ package final class PostgresConnection: @unchecked Sendable {
             PQfinish(handle)
             throw PostgresError(code: .connectionFailed, message: message.trimmingTrailingWhitespace())
         }
-        let connection = PostgresConnection(handle: handle)
+        let connection = PostgresConnection(handle: handle, deadline: configuration.deadline)
         if let role = configuration.role {
             // set_config keeps the role name a parameter rather than spliced SQL text.
             try connection.query("SELECT set_config('role', $1, false)", [role])
@@ -83,10 +88,11 @@ package final class PostgresConnection: @unchecked Sendable {
     package func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) throws -> PostgresRows {
         do {
             let name = try statementName(for: sql, parameterCount: parameters.count)
-            let result = withParameters(parameters) { values, count in
-                PQexecPrepared(handle, name, count, values, nil, nil, 0)
+            let sent = withParameters(parameters) { values, count in
+                PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
             }
-            return try consume(result)
+            guard sent == 1 else { throw connectionError() }
+            return try consume(awaitResult(by: callDeadline()))
         } catch let error as PostgresError {
             throw PostgresRedaction.redact(error, parameters: parameters.map { $0?.postgresText })
         }
@@ -122,9 +128,61 @@ package final class PostgresConnection: @unchecked Sendable {
     func statementName(for sql: String, parameterCount: Int) throws -> String {
         if let name = prepared[sql] { return name }
         let name = "ledger_\(prepared.count + 1)"
-        try consume(PQprepare(handle, name, sql, Int32(parameterCount), nil))
+        guard PQsendPrepare(handle, name, sql, Int32(parameterCount), nil) == 1 else { throw connectionError() }
+        try consume(awaitResult(by: callDeadline()))
         prepared[sql] = name
         return name
+    }
+
+    /// When a call starting now must have its answer.
+    func callDeadline() -> ContinuousClock.Instant? { deadline.map { ContinuousClock.now + $0 } }
+
+    /// The result of the statement sent last, as `PQexec` would return it (its last result, or
+    /// its first error), read without blocking past `deadline`.
+    func awaitResult(by deadline: ContinuousClock.Instant?) throws -> OpaquePointer? {
+        var kept: OpaquePointer?
+        while true {
+            try awaitInput(by: deadline)
+            guard let result = PQgetResult(handle) else { return kept }
+            if let earlier = kept {
+                // An error stays the answer; otherwise the later result replaces the earlier.
+                if PQresultStatus(earlier) == PGRES_FATAL_ERROR {
+                    PQclear(result)
+                    continue
+                }
+                PQclear(earlier)
+            }
+            kept = result
+        }
+    }
+
+    /// Waits until libpq can hand out the next result without blocking. Past the deadline the
+    /// connection is dropped — the server may still be running the statement, or have committed
+    /// it — and the call fails as `deadlineExceeded`.
+    func awaitInput(by deadline: ContinuousClock.Instant?) throws {
+        while PQisBusy(handle) == 1 {
+            var timeout: Int32 = -1
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { throw deadlineExceeded() }
+                let (seconds, attoseconds) = left.components
+                timeout = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, timeout)
+            if ready < 0, errno == EINTR { continue }
+            guard ready >= 0 else { throw connectionError() }
+            if ready == 0 { throw deadlineExceeded() }
+            guard PQconsumeInput(handle) == 1 else { throw connectionError() }
+        }
+    }
+
+    private func deadlineExceeded() -> PostgresError {
+        broken = true
+        let limit = deadline.map { " within \($0)" } ?? ""
+        return PostgresError(
+            code: .deadlineExceeded,
+            message: "PostgreSQL did not answer\(limit); the connection was dropped, and whether the statement took effect is unknown")
     }
 
     /// Turns a `PGresult` into rows or a typed error, and frees it.
@@ -148,11 +206,20 @@ package final class PostgresConnection: @unchecked Sendable {
         }
         let message = field(Int32(UInt8(ascii: "M"))) ?? String(cString: PQresultErrorMessage(result))
         guard let sqlState = field(Int32(UInt8(ascii: "C"))) else { return connectionError() }
+        if Self.retires(sqlState) { broken = true }
         return PostgresRedaction.redact(
             PostgresError(
                 code: .server, sqlState: sqlState, message: message, detail: field(Int32(UInt8(ascii: "D"))),
                 hint: field(Int32(UInt8(ascii: "H"))), constraint: field(Int32(UInt8(ascii: "n")))
             ))
+    }
+
+    /// Errors after which this connection is worth nothing, though libpq still calls it open:
+    /// its server became a standby (25006, read-only: a failover demoted it, or the host list led
+    /// to it) or is going away (57P01–57P03, 08xxx). The pool then connects afresh, through the
+    /// configured host list, to whichever server is the primary now.
+    static func retires(_ sqlState: String) -> Bool {
+        sqlState == "25006" || sqlState.hasPrefix("57P") || sqlState.hasPrefix("08")
     }
 
     /// A failure with no SQLSTATE: the statement may or may not have reached the server, and the

@@ -18,6 +18,10 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDe
         package static let connectionLost = Code("connection_lost")
         /// The server ran the statement and reported an error (see `sqlState`).
         package static let server = Code("server_error")
+        /// The server did not answer within the connection's deadline (a lock held elsewhere, a
+        /// COMMIT waiting for a synchronous standby that is gone, a server that stopped
+        /// answering). The connection is dropped: what the statement did is unknown.
+        package static let deadlineExceeded = Code("deadline_exceeded")
         /// No connection became free within the pool's wait limit.
         package static let poolTimeout = Code("pool_timeout")
         /// The pool was shut down.
@@ -56,7 +60,7 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDe
     /// failure or deadlock was reported. Anything else is a fault to fix, not to wait out.
     package var isTransient: Bool {
         switch code {
-        case .connectionFailed, .connectionLost, .poolTimeout: return true
+        case .connectionFailed, .connectionLost, .poolTimeout, .deadlineExceeded: return true
         case .server:
             // 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 08xxx connection,
             // 53300 too many connections, 25006 read-only transaction (a primary that became a standby).

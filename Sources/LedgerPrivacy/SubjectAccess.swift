@@ -38,7 +38,7 @@ package struct SubjectAccess: Sendable {
             json.key("state")
             UserStateJSON.write(state, knownAt: now, into: &json)
             json.array("events", trail) { json, fact in Self.write(fact, of: userID, into: &json) }
-            Self.write(rows: held, into: &json)
+            Self.write(rows: held, of: userID, into: &json)
         }
         return json.bytes
     }
@@ -109,7 +109,20 @@ package struct SubjectAccess: Sendable {
         }
     }
 
-    static func write(rows: [PostgresRows], into json: inout JSONWriter) {
+    /// A change as announced, but an `ownership.transferred` names the other user only as
+    /// `anotherUser`.
+    static func change(_ body: String, of userID: String) -> String {
+        guard body.contains(#""type":"ownership.transferred""#),
+            var change = (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any],
+            var subject = change["change"] as? [String: Any]
+        else { return body }
+        for side in ["from", "to"] where subject[side] as? String != userID { subject[side] = anotherUser }
+        change["change"] = subject
+        guard let data = try? JSONSerialization.data(withJSONObject: change, options: [.sortedKeys]) else { return body }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func write(rows: [PostgresRows], of userID: String, into json: inout JSONWriter) {
         json.key("evidence")
         json.array { json in
             for row in rows[0] {
@@ -134,7 +147,7 @@ package struct SubjectAccess: Sendable {
         }
         json.key("changes")
         json.array { json in
-            for row in rows[2] { json.raw(row["body"].optionalString() ?? "null") }
+            for row in rows[2] { json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID)) }
         }
         json.key("webhook_deliveries")
         json.array { json in

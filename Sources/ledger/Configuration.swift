@@ -23,6 +23,9 @@ struct Configuration: Sendable {
     var poolSize = 8
     var readDatabaseURLs: [String] = []
     var readReplicaWait = Duration.milliseconds(250)
+    /// How long the server waits for one answer of PostgreSQL (a COMMIT waiting for a synchronous
+    /// standby included) before it drops the connection and the request answers 503.
+    var databaseDeadline = Duration.seconds(10)
     var limits = RequestLimits()
     // Apple.
     var appleRootCertificates: String?
@@ -58,6 +61,7 @@ struct Configuration: Sendable {
         poolSize = read.number("LEDGER_POOL_SIZE", in: 1...1_000) ?? poolSize
         readDatabaseURLs = Self.list(read.text("LEDGER_READ_DATABASE_URL"))
         readReplicaWait = read.milliseconds("LEDGER_READ_REPLICA_WAIT_MS", in: 0...60_000) ?? readReplicaWait
+        if let deadline = read.interval("LEDGER_DATABASE_DEADLINE") ?? nil { databaseDeadline = deadline }
         limits = RequestLimits(maximumBody: read.number("LEDGER_MAX_BODY_BYTES", in: 1_024...1_073_741_824) ?? RequestLimits.defaultMaximumBody)
         appleRootCertificates = read.text("LEDGER_APPLE_ROOT_CERTIFICATES")
         verifyReceipt = .fromEnvironment(environment)

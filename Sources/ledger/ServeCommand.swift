@@ -91,10 +91,13 @@ struct ServeCommand: AsyncParsableCommand {
         let trust = try AppleTrust.load(paths: settings.appleRootCertificates, logger: logger)
         let keyring = try SecretsKeys.keyring(settings, for: opened, logger: logger)
         try SecretsKeys.prepare(keyring, on: opened, logger: logger)
-        let pool = PostgresPool(configuration: opened.application, size: settings.poolSize, logger: logger)
+        var application = opened.application
+        application.deadline = settings.databaseDeadline
+        let pool = PostgresPool(configuration: application, size: settings.poolSize, logger: logger)
         let replicas = settings.readDatabaseURLs.map { url in
             PostgresPool(
-                configuration: PostgresConfiguration(connectionString: url, applicationName: "ledger-reads", role: opened.role.name),
+                configuration: PostgresConfiguration(
+                    connectionString: url, applicationName: "ledger-reads", role: opened.role.name, deadline: settings.databaseDeadline),
                 size: settings.poolSize, logger: logger)
         }
         for replica in replicas { logger.info("reads served by a replica", metadata: ["db": "\(replica.configuration)"]) }

@@ -64,7 +64,18 @@ import Testing
         let afterTransfer = try await server.send("GET", "/v1/apps/\(b)/users/kim/export", key: server.adminKey)
         let transfer = (afterTransfer.json["events"] as? [[String: any Sendable]] ?? []).first { $0["type"] as? String == "OwnershipTransferred" }
         #expect((transfer?["data"] as? [String: any Sendable])?["toUserID"] as? String == "(another user)", "\(afterTransfer.text)")
-        #expect(!afterTransfer.text.contains("lou"))
+        // The change that announced the transfer is in kim's export too, once announced.
+        var announcedTransfer = false
+        for _ in 0..<10 where !announcedTransfer {
+            let page = try await server.send("GET", "/v1/apps/\(b)/changes?after=\(after)&wait=5", key: key)
+            announcedTransfer = (page.json["changes"] as? [[String: any Sendable]] ?? []).contains { $0["type"] as? String == "ownership.transferred" }
+            after = page.json["next_after"] as? Int ?? after
+        }
+        #expect(announcedTransfer)
+        let withChange = try await server.send("GET", "/v1/apps/\(b)/users/kim/export", key: server.adminKey)
+        let transferChange = (withChange.json["changes"] as? [[String: any Sendable]] ?? []).first { $0["type"] as? String == "ownership.transferred" }
+        #expect((transferChange?["change"] as? [String: any Sendable])?["to"] as? String == "(another user)", "\(withChange.text)")
+        #expect(!withChange.text.contains("lou"))
 
         let nobody = try await server.send("GET", "/v1/apps/\(b)/users/nobody/export", key: server.adminKey)
         #expect(nobody.status == 200)

@@ -76,10 +76,13 @@ final class TestServer: Sendable {
     static func start(
         poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
         projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250),
-        appleOf: TestServer? = nil, webhooks: WebhookPolicy = TestServer.quickWebhooks
+        appleOf: TestServer? = nil, webhooks: WebhookPolicy = TestServer.quickWebhooks,
+        connecting: (owner: PostgresConfiguration, application: PostgresConfiguration)? = nil
     ) async throws -> TestServer {
         let owner: PostgresConfiguration
-        if let sharing {
+        if let connecting {
+            owner = connecting.owner
+        } else if let sharing {
             owner = sharing.configuration
         } else {
             let cluster = try given ?? cluster.get()
@@ -90,21 +93,21 @@ final class TestServer: Sendable {
         let database = PostgresConfiguration.parse(owner.connectionString)["dbname"] ?? ""
         let readers = replicas.map { TestCluster.applicationRole($0.configuration(database: database)) }
         let server = try await TestServer(
-            owner: owner, migrator: migrator, poolSize: poolSize, projecting: projecting,
-            replicas: readers, replicaWait: replicaWait, appleOf: appleOf, webhooks: webhooks)
+            owner: owner, application: connecting?.application ?? TestCluster.applicationRole(owner), migrator: migrator, poolSize: poolSize,
+            projecting: projecting, replicas: readers, replicaWait: replicaWait, appleOf: appleOf, webhooks: webhooks)
         if configure { try await server.configureDefaultApp() }
         return server
     }
 
     private init(
-        owner: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool,
+        owner: PostgresConfiguration, application: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool,
         replicas: [PostgresConfiguration], replicaWait: Duration, appleOf: TestServer?, webhooks: WebhookPolicy
     ) async throws {
         let logger = TestCluster.quietLogger
         configuration = owner
-        pool = PostgresPool(configuration: TestCluster.applicationRole(owner), size: poolSize, logger: logger)
+        pool = PostgresPool(configuration: application, size: poolSize, logger: logger)
         // As `ledger serve` starts: the secrets key checked against the database (and listed on a new one).
-        _ = try SecretVault(keyring: Self.keyring).prepare(PostgresConnection.connect(TestCluster.applicationRole(owner)))
+        _ = try SecretVault(keyring: Self.keyring).prepare(PostgresConnection.connect(application))
         store = EventStore(pool: pool, logger: logger)
         let serverAPI = appleOf?.serverAPI ?? ServerAPISimulator()
         self.serverAPI = serverAPI

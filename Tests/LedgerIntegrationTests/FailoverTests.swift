@@ -1,0 +1,165 @@
+import AppStoreSimulator
+import EmbeddedPostgres
+import Foundation
+import LedgerAccess
+import LedgerEventStore
+import LedgerPostgres
+import LedgerTestSupport
+import NIOHTTP1
+import Testing
+
+/// The primary dies: a synchronous streaming standby is promoted, as a failover manager does, and
+/// the server — given both hosts in one libpq host list with `target_session_attrs=read-write` —
+/// follows it. Requests get 200 or 503 with `Retry-After`, never a hang; every acknowledged
+/// purchase is on the new primary; background work (projection, changes) goes on.
+@Suite(.serialized) struct FailoverTests {
+    static let bundle = TestServer.bundleID
+
+    /// The database on both nodes, as the server is told: every host, the primary wanted.
+    static func hostList(
+        _ primary: EmbeddedPostgres, _ standby: EmbeddedPostgres, database: String, user: String, deadline: Duration? = nil
+    ) -> PostgresConfiguration {
+        PostgresConfiguration(
+            connectionString:
+                "host='\(primary.socketDirectory.path),\(standby.socketDirectory.path)' port=\(primary.options.port),\(standby.options.port) "
+                + "dbname='\(database)' user='\(user)' target_session_attrs=read-write",
+            connectTimeoutSeconds: 2, deadline: deadline)
+    }
+
+    /// Commits wait for the standby, so an acknowledged purchase is on both nodes.
+    static func makeSynchronous(_ primary: EmbeddedPostgres) throws {
+        let admin = try PostgresConnection.connect(primary.configuration(database: "postgres"))
+        try admin.execute(script: "ALTER SYSTEM SET synchronous_standby_names = '*'")
+        try admin.query("SELECT pg_reload_conf()")
+    }
+
+    static func server(_ primary: EmbeddedPostgres, _ standby: EmbeddedPostgres) async throws -> TestServer {
+        let database = PostgresConfiguration.parse(try TestCluster.database(on: primary).connectionString)["dbname"] ?? ""
+        var application = hostList(primary, standby, database: database, user: "ledger_runtime", deadline: .seconds(2))
+        application.role = "ledger_app"
+        return try await TestServer.start(connecting: (hostList(primary, standby, database: database, user: "ledger_owner"), application))
+    }
+
+    /// A purchase as the app posts it; a retry posts the same JWS again.
+    static func purchase(_ server: TestServer, _ id: String, key: String, jws given: String? = nil) async throws -> TestServer.Answer {
+        let jws = try given ?? signed(server, id)
+        return try await server.send(
+            "POST", "/v1/apps/\(bundle)/transactions", key: key, json: ["user_id": "user-\(id)", "signed_transaction": jws], timeout: 20)
+    }
+
+    static func signed(_ server: TestServer, _ id: String) throws -> String {
+        try server.app.signedTransaction(IngestionFlowTests.subscription(id, days: 30, startedAgo: 60))
+    }
+
+    @Test func writesComeBackOnTheSameServerAfterTheStandbyIsPromoted() async throws {
+        let (primary, standby) = try TestCluster.primaryWithStandby()
+        try Self.makeSynchronous(primary)
+        let server = try await Self.server(primary, standby)
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        let before = try await Self.purchase(server, "f-0", key: key)
+        #expect(before.status == 200, "\(before.text)")
+
+        try primary.kill()
+        let orphaned = try await Self.purchase(server, "f-1", key: key)
+        #expect(orphaned.status == 503 && orphaned.headers.first(name: "Retry-After") != nil, "no primary: \(orphaned.status) \(orphaned.text)")
+
+        try standby.promote()
+        let promoted = ContinuousClock.now
+        let retried = try Self.signed(server, "f-2")
+        var answered: TestServer.Answer?
+        var statuses: Set<Int> = []
+        while answered == nil, ContinuousClock.now - promoted < .seconds(30) {
+            let attempt = try await Self.purchase(server, "f-2", key: key, jws: retried)
+            statuses.insert(attempt.status)
+            if attempt.status == 200 { answered = attempt } else { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let resumed = ContinuousClock.now - promoted
+        #expect(answered != nil, "writes came back: \(statuses)")
+        #expect(statuses.isSubset(of: [200, 503]), "\(statuses)")
+        #expect(resumed < .seconds(5), "writes resumed \(resumed) after the promotion")
+
+        // Background work followed the primary: the purchase made after the failover is announced.
+        var after = 0
+        var announced = false
+        let waiting = ContinuousClock.now
+        while !announced, ContinuousClock.now - waiting < .seconds(30) {
+            let page = try await server.send("GET", "/v1/apps/\(Self.bundle)/changes?after=\(after)&wait=2", key: key)
+            announced = (page.json["changes"] as? [[String: any Sendable]] ?? []).contains { $0["user_id"] as? String == "user-f-2" }
+            after = page.json["next_after"] as? Int ?? after
+        }
+        #expect(announced, "the change projection came back after the failover")
+
+        // Every acknowledged purchase is on the new primary, and the chain holds.
+        let purchased = try await server.pool.query(
+            "SELECT data->>'originalTransactionID' AS id FROM ledger.events WHERE event_type = 'Purchased' ORDER BY 1")
+        #expect(try purchased.map { try $0["id"].string() }.filter { $0 != "f-1" } == ["f-0", "f-2"])
+        let report = try await ChainVerifier(pool: server.pool).verify()
+        #expect(report.isIntact, "\(report.breaks)")
+    }
+
+    /// A planned switchover, as failover managers make one: the primary turned read-only (its
+    /// open sessions too), the standby promoted. Connections to the old primary stay open and
+    /// answer every write with 25006; they are dropped at the first, and the pool finds the new
+    /// primary through the host list.
+    @Test func connectionsToAPrimaryTurnedReadOnlyAreDroppedAndWritesFollowThePromotion() async throws {
+        let (primary, standby) = try TestCluster.primaryWithStandby()
+        try Self.makeSynchronous(primary)
+        let server = try await Self.server(primary, standby)
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        #expect(try await Self.purchase(server, "w-0", key: key).status == 200)
+
+        let old = try PostgresConnection.connect(primary.configuration(database: "postgres"))
+        try old.execute(script: "ALTER SYSTEM SET default_transaction_read_only = on")
+        try old.query("SELECT pg_reload_conf()")
+        try standby.promote()
+        let promoted = ContinuousClock.now
+        let jws = try Self.signed(server, "w-1")
+        var statuses: [Int] = []
+        while statuses.last != 200, ContinuousClock.now - promoted < .seconds(30) {
+            statuses.append(try await Self.purchase(server, "w-1", key: key, jws: jws).status)
+            if statuses.last != 200 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let resumed = ContinuousClock.now - promoted
+        #expect(statuses.last == 200 && Set(statuses).isSubset(of: [200, 503]), "\(statuses)")
+        #expect(resumed < .seconds(5), "writes resumed \(resumed) after the promotion")
+        let recorded = try await server.pool.query(
+            "SELECT count(*) AS n, bool_and(NOT pg_is_in_recovery()) AS primary FROM ledger.events WHERE data->>'originalTransactionID' = 'w-1'")
+        #expect(try recorded[0]["n"].int() == 2 && recorded[0]["primary"].optionalString() == "t", "the purchase and its claim, on the new primary")
+    }
+
+    /// A COMMIT waiting for a synchronous standby that is gone never ends by itself: the request
+    /// answers 503 at the deadline, and the client's retry, once commits go through again, is
+    /// answered with the purchase recorded once.
+    @Test func aCommitWaitingForAGoneStandbyAnswers503AtTheDeadline() async throws {
+        let (primary, standby) = try TestCluster.primaryWithStandby()
+        try Self.makeSynchronous(primary)
+        let server = try await Self.server(primary, standby)
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+        #expect(try await Self.purchase(server, "s-0", key: key).status == 200)
+
+        try standby.stop()
+        let jws = try Self.signed(server, "s-1")
+        let asked = ContinuousClock.now
+        let waiting = try await Self.purchase(server, "s-1", key: key, jws: jws)
+        let took = ContinuousClock.now - asked
+        #expect(waiting.status == 503 && waiting.headers.first(name: "Retry-After") != nil, "\(waiting.status) \(waiting.text)")
+        #expect(took < .seconds(15), "answered after \(took), not left hanging")
+
+        try standby.start()
+        var retried: TestServer.Answer?
+        let restarted = ContinuousClock.now
+        while retried?.status != 200, ContinuousClock.now - restarted < .seconds(30) {
+            retried = try await Self.purchase(server, "s-1", key: key, jws: jws)
+            if retried?.status != 200 { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(retried?.status == 200, "\(retried?.text ?? "")")
+        let copies = try await server.pool.query(
+            "SELECT stream, version, event_id::text AS id, data::text AS data FROM ledger.events WHERE data->>'originalTransactionID' = 's-1' ORDER BY position"
+        )
+        let seen = try copies.map { "\(try $0["stream"].string())#\(try $0["version"].int()) \(try $0["data"].string())" }
+        #expect(seen.count == 2, "one purchase and its claim, whichever attempt recorded them: \(seen)")
+    }
+}
