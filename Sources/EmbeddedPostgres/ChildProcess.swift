@@ -39,10 +39,26 @@ package enum ChildProcess {
         // ledger stopped while Apple delivers looked hung, not down). Also database connections.
         if let closeFrom = Self.closeFrom { _ = closeFrom(&actions, 3) }
 
+        // Signals as a shell would leave them: none blocked, the usual ones at their defaults. The
+        // child otherwise inherits this thread's mask and the process's ignored signals (a test
+        // runner's, a server's that handles SIGTERM itself), and a supervisor among the children
+        // (pg_autoctl) could never stop its own services.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
         var pid: pid_t = 0
         let spawnStatus = withCStrings([executable] + arguments) { argv in
-            guard let environment else { return posix_spawn(&pid, executable, &actions, nil, argv, environ) } // inherited as it is
-            return withCStrings(environment.map { "\($0.key)=\($0.value)" }) { envp in posix_spawn(&pid, executable, &actions, nil, argv, envp) }
+            guard let environment else { return posix_spawn(&pid, executable, &actions, &attributes, argv, environ) } // inherited as it is
+            return withCStrings(environment.map { "\($0.key)=\($0.value)" }) { envp in posix_spawn(&pid, executable, &actions, &attributes, argv, envp) }
         }
         guard spawnStatus == 0 else {
             throw EmbeddedPostgresError.commandFailed(command: executable, status: spawnStatus, output: String(cString: strerror(spawnStatus)))

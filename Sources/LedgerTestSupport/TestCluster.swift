@@ -32,7 +32,12 @@ package enum TestCluster {
 
     /// What a DBA does once per cluster: the owner login, the application role and a runtime login.
     package static func prepareRoles(_ cluster: EmbeddedPostgres) throws {
-        try PostgresConnection.connect(cluster.configuration(database: "postgres")).execute(
+        try prepareRoles(admin: cluster.configuration(database: "postgres"))
+    }
+
+    /// The same on any server, given a superuser's connection to it.
+    package static func prepareRoles(admin: PostgresConfiguration) throws {
+        try PostgresConnection.connect(admin).execute(
             script: """
                 DO $$
                 BEGIN

@@ -1,0 +1,130 @@
+import AppStoreSimulator
+import Foundation
+import LedgerAccess
+import LedgerEventStore
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// The ledger under a real failover manager: pg_auto_failover (a monitor, a primary and a
+/// synchronous secondary, each node under its `pg_autoctl` keeper) decides, the server follows.
+/// Under a steady load of purchases: the primary's machine dies and the monitor promotes the
+/// secondary; the old primary rejoins as secondary; a planned switchover goes back.
+@Suite(.serialized) struct AutoFailoverTests {
+    static let bundle = TestServer.bundleID
+
+    /// Purchases posted one after another by each of `writers` tasks until stopped, every answer kept.
+    final class Load: Sendable {
+        struct Answer: Sendable {
+            var id: String
+            var status: Int
+            var at: ContinuousClock.Instant
+        }
+        let answers = Locked<[Answer]>([])
+        let running = Locked(true)
+        let tasks = Locked<[Task<Void, Never>]>([])
+
+        init(_ server: TestServer, key: String, writers: Int = 2) {
+            for writer in 0..<writers {
+                let task = Task { [answers, running] in
+                    var index = 0
+                    while running.value {
+                        index += 1
+                        let id = "load-\(writer)-\(index)"
+                        let status: Int
+                        do {
+                            let jws = try server.app.signedTransaction(IngestionFlowTests.subscription(id, days: 30, startedAgo: 60))
+                            status = try await server.send(
+                                "POST", "/v1/apps/\(AutoFailoverTests.bundle)/transactions", key: key,
+                                json: ["user_id": "user-\(id)", "signed_transaction": jws], timeout: 30
+                            ).status
+                        } catch {
+                            status = -1 // no answer at all
+                        }
+                        answers.withLock { $0.append(Answer(id: id, status: status, at: .now)) }
+                        if status != 200 { try? await Task.sleep(for: .milliseconds(50)) }
+                    }
+                }
+                tasks.withLock { $0.append(task) }
+            }
+        }
+
+        func stop() async {
+            running.withLock { $0 = false }
+            for task in tasks.value { await task.value }
+        }
+
+        func firstAcknowledged(after instant: ContinuousClock.Instant) -> Answer? {
+            answers.value.first { $0.status == 200 && $0.at > instant }
+        }
+
+        func waitForAcknowledgement(after instant: ContinuousClock.Instant, within limit: Duration) async throws -> Answer? {
+            let start = ContinuousClock.now
+            while ContinuousClock.now - start < limit {
+                if let answer = firstAcknowledged(after: instant) { return answer }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
+        }
+    }
+
+    @Test func theLedgerFollowsPgAutoFailoverThroughAFailoverAndASwitchoverUnderLoad() async throws {
+        try #require(AutoFailover.isAvailable, "pg_auto_failover is not installed: Tools/dev test and .ci/run install postgresql-15-auto-failover")
+        let formation = try AutoFailover.start()
+        defer { formation.stop() }
+        let (owner, database) = try formation.database()
+        var application = formation.hostList(database: database, user: TestCluster.runtime, deadline: .seconds(2))
+        application.role = "ledger_app"
+        let server = try await TestServer.start(connecting: (owner, application))
+        defer { Task { await server.stop() } }
+        let key = try await server.key([.ingest, .read])
+
+        let load = Load(server, key: key)
+        _ = try await load.waitForAcknowledgement(after: .now, within: .seconds(20))
+        try await Task.sleep(for: .seconds(1))
+
+        // The primary's machine dies; the monitor promotes the secondary.
+        let old = try formation.primaryNode()
+        let other = try #require(formation.nodes.first { $0.name != old.name })
+        let killed = ContinuousClock.now
+        try formation.kill(old)
+        let promoted = try formation.waitUntilWritable(other, within: .seconds(60))
+        let resumed = try #require(try await load.waitForAcknowledgement(after: promoted, within: .seconds(30)), "writes never came back")
+        print("failover: promoted \(promoted - killed) after the kill; first purchase acknowledged \(resumed.at - promoted) after the promotion")
+        #expect(resumed.at - promoted < .seconds(5), "writes resumed \(resumed.at - promoted) after the promotion")
+
+        // The old primary rejoins as secondary; then a planned switchover goes back to it.
+        try formation.restart(old)
+        try formation.waitForStates([old.name: "secondary", other.name: "primary"], within: .seconds(120))
+        let asked = ContinuousClock.now
+        try formation.switchover()
+        try formation.waitForStates([old.name: "primary", other.name: "secondary"], within: .seconds(120))
+        let back = try #require(try await load.waitForAcknowledgement(after: .now, within: .seconds(30)), "writes did not come back after the switchover")
+        let refused = load.answers.value.filter { $0.at > asked && $0.at <= back.at && $0.status != 200 }
+        let window = refused.isEmpty ? Duration.zero : refused.last!.at - refused.first!.at
+        print("switchover: \(refused.count) purchases answered 503 over \(window)")
+        #expect(window <= .seconds(2), "503s for \(window) during the switchover")
+
+        await load.stop()
+        let answers = load.answers.value
+        #expect(Set(answers.map(\.status)).isSubset(of: [200, 503]), "\(Set(answers.map(\.status)))")
+        let acknowledged = Set(answers.filter { $0.status == 200 }.map(\.id))
+        let recorded = try await server.pool.query("SELECT data->>'originalTransactionID' AS id FROM ledger.events WHERE event_type = 'Purchased'")
+        let present = Set(try recorded.map { try $0["id"].string() })
+        #expect(acknowledged.isSubset(of: present), "acknowledged but missing: \(acknowledged.subtracting(present).sorted())")
+        let report = try await ChainVerifier(pool: server.pool).verify()
+        #expect(report.isIntact, "\(report.breaks)")
+
+        // Background work followed: the last purchase acknowledged is announced.
+        let last = try #require(answers.last { $0.status == 200 })
+        var after = 0
+        var announced = false
+        let waiting = ContinuousClock.now
+        while !announced, ContinuousClock.now - waiting < .seconds(30) {
+            let page = try await server.send("GET", "/v1/apps/\(Self.bundle)/changes?after=\(after)&wait=2&limit=1000", key: key)
+            announced = (page.json["changes"] as? [[String: any Sendable]] ?? []).contains { $0["user_id"] as? String == "user-\(last.id)" }
+            after = page.json["next_after"] as? Int ?? after
+        }
+        #expect(announced, "the change projection followed the primary")
+    }
+}
