@@ -33,16 +33,20 @@ package final class AutoFailover: @unchecked Sendable {
 
     /// Creates and starts the monitor and two nodes; returns once one is primary and the other
     /// secondary, with the ledger's roles prepared (a DBA's work) on the primary.
-    package static func start(logger: Logger = TestCluster.quietLogger) throws -> AutoFailover {
+    package static func start(logger: Logger = TestCluster.quietLogger) async throws -> AutoFailover {
+        try await offThePool { try startBlocking(logger: logger) }
+    }
+
+    private static func startBlocking(logger: Logger) throws -> AutoFailover {
         let port = Int.random(in: 20_000..<60_000)
         let formation = try AutoFailover(basePort: port, logger: logger)
         try formation.createMonitor()
         let (first, second) = (formation.nodes[0], formation.nodes[1])
         try formation.createNode(first)
         // The second node is made from the first's data: it must find a primary to copy.
-        try formation.waitForStates([first.name: "single"], within: .seconds(90))
+        try formation.waitForStatesBlocking([first.name: "single"], within: .seconds(90))
         try formation.createNode(second)
-        try formation.waitForStates([first.name: "primary", second.name: "secondary"], within: .seconds(90))
+        try formation.waitForStatesBlocking([first.name: "primary", second.name: "secondary"], within: .seconds(90))
         try TestCluster.prepareRoles(admin: formation.admin(port: formation.nodes[0].port))
         return formation
     }
@@ -74,7 +78,11 @@ package final class AutoFailover: @unchecked Sendable {
     }
 
     /// A migrated database owned by the ledger's owner login, created on the primary.
-    package func database() throws -> (owner: PostgresConfiguration, name: String) {
+    package func database() async throws -> (owner: PostgresConfiguration, name: String) {
+        try await offThePool { try self.databaseBlocking() }
+    }
+
+    private func databaseBlocking() throws -> (owner: PostgresConfiguration, name: String) {
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         let primary = try primaryNode()
         try PostgresConnection.connect(admin(port: primary.port)).execute(script: "CREATE DATABASE \(name) OWNER \(TestCluster.owner)")
@@ -101,7 +109,11 @@ package final class AutoFailover: @unchecked Sendable {
     }
 
     /// Waits until every named node reports the state given.
-    package func waitForStates(_ wanted: [String: String], within limit: Duration) throws {
+    package func waitForStates(_ wanted: [String: String], within limit: Duration) async throws {
+        try await offThePool { try self.waitForStatesBlocking(wanted, within: limit) }
+    }
+
+    private func waitForStatesBlocking(_ wanted: [String: String], within limit: Duration) throws {
         let start = ContinuousClock.now
         var last: [String: String] = [:]
         while ContinuousClock.now - start < limit {
@@ -113,7 +125,11 @@ package final class AutoFailover: @unchecked Sendable {
     }
 
     /// Waits until `node` accepts writes, and returns when it first did (polled every 20 ms).
-    package func waitUntilWritable(_ node: Node, within limit: Duration) throws -> ContinuousClock.Instant {
+    package func waitUntilWritable(_ node: Node, within limit: Duration) async throws -> ContinuousClock.Instant {
+        try await offThePool { try self.waitUntilWritableBlocking(node, within: limit) }
+    }
+
+    private func waitUntilWritableBlocking(_ node: Node, within limit: Duration) throws -> ContinuousClock.Instant {
         let start = ContinuousClock.now
         while ContinuousClock.now - start < limit {
             if let connection = try? PostgresConnection.connect(admin(port: node.port)),
@@ -143,9 +159,9 @@ package final class AutoFailover: @unchecked Sendable {
         try keep(node.dataDirectory, log: "\(node.name).log")
     }
 
-    /// A planned switchover, asked of the monitor.
-    package func switchover() throws {
-        try run(Self.autoctl, ["perform", "switchover", "--pgdata", monitorDirectory.path, "--wait", "60"])
+    /// A planned switchover, asked of the monitor (which waits for it to complete).
+    package func switchover() async throws {
+        try await offThePool { try self.run(Self.autoctl, ["perform", "switchover", "--pgdata", self.monitorDirectory.path, "--wait", "60"]) }
     }
 
     /// Stops every keeper and server of the formation, and removes its folders.
@@ -222,7 +238,7 @@ package final class AutoFailover: @unchecked Sendable {
     }
 
     @discardableResult
-    private func run(_ program: String, _ arguments: [String], asPostgres: Bool = true) throws -> String {
+    fileprivate func run(_ program: String, _ arguments: [String], asPostgres: Bool = true) throws -> String {
         let outcome =
             asPostgres && geteuid() == 0
             ? try ChildProcess.run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments)

@@ -76,11 +76,15 @@ import Testing
             self.environment = environment
         }
 
-        func run(_ arguments: [String]) -> (status: Int32, output: String) {
+        /// Waited for off the cooperative pool: the command calls the simulator, whose handlers
+        /// run on that pool in this very process.
+        func run(_ arguments: [String]) async -> (status: Int32, output: String) {
             let log = folder.appendingPathComponent("run-\(UUID().uuidString.prefix(6)).log").path
+            let environment = self.environment
             let outcome =
-                (try? ChildProcess.spawn(LedgerCommandTests.ledgerBinary, arguments, environment: environment, outputPath: log))
-                .map { ChildProcess.wait($0) } ?? -1
+                (try? await offThePool {
+                    ChildProcess.wait(try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, arguments, environment: environment, outputPath: log))
+                }) ?? -1
             return (outcome, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
         }
     }
@@ -109,18 +113,18 @@ import Testing
         try csv.write(toFile: file, atomically: true, encoding: .utf8)
 
         let beforeImport = RFC3339.microseconds(Date())
-        let first = fixture.run(["backfill", "--app", Self.bundle, "--file", file])
+        let first = await fixture.run(["backfill", "--app", Self.bundle, "--file", file])
         #expect(first.status == 0, "\(first.output)")
         #expect(first.output.contains("4 lines: 4 imported (12 transactions), 0 done before, 0 failed"), "\(first.output)")
         // The books as they were before the import, and as they are: the same command, --known-at.
-        let books = fixture.run(["export", "transactions", "--app", Self.bundle, "--environment", "Sandbox"])
-        let closedBooks = fixture.run(["export", "transactions", "--app", Self.bundle, "--environment", "Sandbox", "--known-at", beforeImport])
+        let books = await fixture.run(["export", "transactions", "--app", Self.bundle, "--environment", "Sandbox"])
+        let closedBooks = await fixture.run(["export", "transactions", "--app", Self.bundle, "--environment", "Sandbox", "--known-at", beforeImport])
         let lines = { (text: String) in text.split(whereSeparator: \.isNewline).filter { $0.contains(",Sandbox,") || $0.hasPrefix("transaction_id,") } }
         #expect(
             books.status == 0 && lines(books.output).count == 13
                 && lines(books.output).first?.hasSuffix(",recorded_at,offer_type,offer_id,offer_discount_type") == true, "\(books.output)")
         #expect(closedBooks.status == 0 && lines(closedBooks.output).count == 1, "only the header: \(closedBooks.output)")
-        let second = fixture.run(["backfill", "--app", Self.bundle, "--file", file])
+        let second = await fixture.run(["backfill", "--app", Self.bundle, "--file", file])
         #expect(second.status == 0 && second.output.contains("4 lines: 0 imported (0 transactions), 4 done before, 0 failed"), "\(second.output)")
 
         // Two notifications Apple could not deliver (no URL answered): one run of reconcile records them.
@@ -129,13 +133,13 @@ import Testing
             purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
         await fixture.simulator.send(try fixture.app.notificationV2("DID_RENEW", transaction: renewal), of: fixture.app)
         await fixture.simulator.send(try fixture.app.notificationV2("TEST"), of: fixture.app)
-        let reconciled = fixture.run(["reconcile", "--app", Self.bundle])
+        let reconciled = await fixture.run(["reconcile", "--app", Self.bundle])
         #expect(reconciled.status == 0, "\(reconciled.output)")
         #expect(reconciled.output.contains("Sandbox") && reconciled.output.contains("2 notifications in Apple's history, 2 recorded"), "\(reconciled.output)")
-        let again = fixture.run(["reconcile", "--app", Self.bundle])
+        let again = await fixture.run(["reconcile", "--app", Self.bundle])
         #expect(again.output.contains("0 recorded, 2 already recorded"), "\(again.output)")
 
-        let missing = fixture.run(["backfill", "--app", Self.bundle, "--file", fixture.folder.appendingPathComponent("none.csv").path])
+        let missing = await fixture.run(["backfill", "--app", Self.bundle, "--file", fixture.folder.appendingPathComponent("none.csv").path])
         #expect(missing.status != 0 && missing.output.contains("cannot read"), "\(missing.output)")
     }
 }

@@ -70,9 +70,9 @@ import Testing
 
     @Test func theLedgerFollowsPgAutoFailoverThroughAFailoverAndASwitchoverUnderLoad() async throws {
         try #require(AutoFailover.isAvailable, "pg_auto_failover is not installed: Tools/dev test and .ci/run install postgresql-15-auto-failover")
-        let formation = try AutoFailover.start()
+        let formation = try await AutoFailover.start()
         defer { formation.stop() }
-        let (owner, database) = try formation.database()
+        let (owner, database) = try await formation.database()
         var application = formation.hostList(database: database, user: TestCluster.runtime, deadline: .seconds(2))
         application.role = "ledger_app"
         let server = try await TestServer.start(connecting: (owner, application))
@@ -88,17 +88,17 @@ import Testing
         let other = try #require(formation.nodes.first { $0.name != old.name })
         let killed = ContinuousClock.now
         try formation.kill(old)
-        let promoted = try formation.waitUntilWritable(other, within: .seconds(60))
+        let promoted = try await formation.waitUntilWritable(other, within: .seconds(60))
         let resumed = try #require(try await load.waitForAcknowledgement(after: promoted, within: .seconds(30)), "writes never came back")
         print("failover: promoted \(promoted - killed) after the kill; first purchase acknowledged \(resumed.at - promoted) after the promotion")
         #expect(resumed.at - promoted < .seconds(5), "writes resumed \(resumed.at - promoted) after the promotion")
 
         // The old primary rejoins as secondary; then a planned switchover goes back to it.
         try formation.restart(old)
-        try formation.waitForStates([old.name: "secondary", other.name: "primary"], within: .seconds(120))
+        try await formation.waitForStates([old.name: "secondary", other.name: "primary"], within: .seconds(120))
         let asked = ContinuousClock.now
-        try formation.switchover()
-        try formation.waitForStates([old.name: "primary", other.name: "secondary"], within: .seconds(120))
+        try await formation.switchover()
+        try await formation.waitForStates([old.name: "primary", other.name: "secondary"], within: .seconds(120))
         let back = try #require(try await load.waitForAcknowledgement(after: .now, within: .seconds(30)), "writes did not come back after the switchover")
         let refused = load.answers.value.filter { $0.at > asked && $0.at <= back.at && $0.status != 200 }
         let window = refused.isEmpty ? Duration.zero : refused.last!.at - refused.first!.at

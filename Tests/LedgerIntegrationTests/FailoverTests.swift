@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test func writesComeBackOnTheSameServerAfterTheStandbyIsPromoted() async throws {
-        let (primary, standby) = try TestCluster.primaryWithStandby()
+        let (primary, standby) = try await offThePool { try TestCluster.primaryWithStandby() }
         try Self.makeSynchronous(primary)
         let server = try await Self.server(primary, standby)
         defer { Task { await server.stop() } }
@@ -60,11 +60,11 @@ import Testing
         let before = try await Self.purchase(server, "f-0", key: key)
         #expect(before.status == 200, "\(before.text)")
 
-        try primary.kill()
+        try await offThePool { try primary.kill() }
         let orphaned = try await Self.purchase(server, "f-1", key: key)
         #expect(orphaned.status == 503 && orphaned.headers.first(name: "Retry-After") != nil, "no primary: \(orphaned.status) \(orphaned.text)")
 
-        try standby.promote()
+        try await offThePool { try standby.promote() }
         let promoted = ContinuousClock.now
         let retried = try Self.signed(server, "f-2")
         var answered: TestServer.Answer?
@@ -103,7 +103,7 @@ import Testing
     /// answer every write with 25006; they are dropped at the first, and the pool finds the new
     /// primary through the host list.
     @Test func connectionsToAPrimaryTurnedReadOnlyAreDroppedAndWritesFollowThePromotion() async throws {
-        let (primary, standby) = try TestCluster.primaryWithStandby()
+        let (primary, standby) = try await offThePool { try TestCluster.primaryWithStandby() }
         try Self.makeSynchronous(primary)
         let server = try await Self.server(primary, standby)
         defer { Task { await server.stop() } }
@@ -113,7 +113,7 @@ import Testing
         let old = try PostgresConnection.connect(primary.configuration(database: "postgres"))
         try old.execute(script: "ALTER SYSTEM SET default_transaction_read_only = on")
         try old.query("SELECT pg_reload_conf()")
-        try standby.promote()
+        try await offThePool { try standby.promote() }
         let promoted = ContinuousClock.now
         let jws = try Self.signed(server, "w-1")
         var statuses: [Int] = []
@@ -133,14 +133,14 @@ import Testing
     /// answers 503 at the deadline, and the client's retry, once commits go through again, is
     /// answered with the purchase recorded once.
     @Test func aCommitWaitingForAGoneStandbyAnswers503AtTheDeadline() async throws {
-        let (primary, standby) = try TestCluster.primaryWithStandby()
+        let (primary, standby) = try await offThePool { try TestCluster.primaryWithStandby() }
         try Self.makeSynchronous(primary)
         let server = try await Self.server(primary, standby)
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read])
         #expect(try await Self.purchase(server, "s-0", key: key).status == 200)
 
-        try standby.stop()
+        try await offThePool { try standby.stop() }
         let jws = try Self.signed(server, "s-1")
         let asked = ContinuousClock.now
         let waiting = try await Self.purchase(server, "s-1", key: key, jws: jws)
@@ -148,7 +148,7 @@ import Testing
         #expect(waiting.status == 503 && waiting.headers.first(name: "Retry-After") != nil, "\(waiting.status) \(waiting.text)")
         #expect(took < .seconds(15), "answered after \(took), not left hanging")
 
-        try standby.start()
+        try await offThePool { try standby.start() }
         var retried: TestServer.Answer?
         let restarted = ContinuousClock.now
         while retried?.status != 200, ContinuousClock.now - restarted < .seconds(30) {
