@@ -19,6 +19,8 @@ import Testing
             var id: String
             var status: Int
             var at: ContinuousClock.Instant
+            /// What a refusal said (its error message), for the report of a failed run.
+            var said: String = ""
         }
         let answers = Locked<[Answer]>([])
         let running = Locked(true)
@@ -32,16 +34,19 @@ import Testing
                         index += 1
                         let id = "load-\(writer)-\(index)"
                         let status: Int
+                        var said = ""
                         do {
                             let jws = try server.app.signedTransaction(IngestionFlowTests.subscription(id, days: 30, startedAgo: 60))
-                            status = try await server.send(
+                            let answer = try await server.send(
                                 "POST", "/v1/apps/\(AutoFailoverTests.bundle)/transactions", key: key,
-                                json: ["user_id": "user-\(id)", "signed_transaction": jws], timeout: 30
-                            ).status
+                                json: ["user_id": "user-\(id)", "signed_transaction": jws], timeout: 30)
+                            status = answer.status
+                            if status != 200 { said = String(answer.text.prefix(300)) }
                         } catch {
                             status = -1 // no answer at all
+                            said = "\(error)"
                         }
-                        answers.withLock { $0.append(Answer(id: id, status: status, at: .now)) }
+                        answers.withLock { $0.append(Answer(id: id, status: status, at: .now, said: said)) }
                         if status != 200 { try? await Task.sleep(for: .milliseconds(50)) }
                     }
                 }
@@ -89,7 +94,9 @@ import Testing
         let killed = ContinuousClock.now
         try formation.kill(old)
         let promoted = try await formation.waitUntilWritable(other, within: .seconds(60))
-        let resumed = try #require(try await load.waitForAcknowledgement(after: promoted, within: .seconds(30)), "writes never came back")
+        let resumed = try #require(
+            try await load.waitForAcknowledgement(after: promoted, within: .seconds(30)),
+            "writes never came back: states \((try? formation.states()) ?? [:]), last answers \(load.answers.value.suffix(4).map { "\($0.status) \($0.said)" })")
         print("failover: promoted \(promoted - killed) after the kill; first purchase acknowledged \(resumed.at - promoted) after the promotion")
         #expect(resumed.at - promoted < .seconds(5), "writes resumed \(resumed.at - promoted) after the promotion")
 
