@@ -124,7 +124,9 @@ package final class AutoFailover: @unchecked Sendable {
         throw AutoFailoverError.timedOut(wanted: wanted, last: last)
     }
 
-    /// Waits until `node` accepts writes, and returns when it first did (polled every 20 ms).
+    /// Waits until the monitor has made `node` the primary (`wait_primary` or `primary`: its
+    /// failover done) and the node accepts writes, and returns when it first did (polled every
+    /// 20 ms). A node promoted but still in `stop_replication` takes no commit yet.
     package func waitUntilWritable(_ node: Node, within limit: Duration) async throws -> ContinuousClock.Instant {
         try await offThePool { try self.waitUntilWritableBlocking(node, within: limit) }
     }
@@ -132,7 +134,8 @@ package final class AutoFailover: @unchecked Sendable {
     private func waitUntilWritableBlocking(_ node: Node, within limit: Duration) throws -> ContinuousClock.Instant {
         let start = ContinuousClock.now
         while ContinuousClock.now - start < limit {
-            if let connection = try? PostgresConnection.connect(admin(port: node.port)),
+            if ["wait_primary", "primary"].contains((try? states())?[node.name]),
+                let connection = try? PostgresConnection.connect(admin(port: node.port)),
                 let rows = try? connection.query("SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable"),
                 rows.first?["writable"].optionalString() == "t"
             {
@@ -145,13 +148,12 @@ package final class AutoFailover: @unchecked Sendable {
 
     // MARK: - Faults and operations
 
-    /// The node's machine dies: its keeper and its postmaster killed with SIGKILL.
+    /// The node's machine dies: its keeper, the keeper's services and its postmaster, every
+    /// process of the node, killed with SIGKILL at once. (Killing the keeper alone is not a
+    /// death: its postgres service, renamed and so found only as its child, started the server
+    /// again — a second primary the monitor never heard of.)
     package func kill(_ node: Node) throws {
-        for pid in keeperProcesses(of: node.dataDirectory) { Glibc.kill(pid, SIGKILL) }
-        let pidFile = node.dataDirectory.appendingPathComponent("postmaster.pid")
-        if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }) {
-            Glibc.kill(pid, SIGKILL)
-        }
+        killEverything(of: node.dataDirectory)
     }
 
     /// Starts the node's keeper again: a node that was primary rejoins as a secondary.
@@ -166,14 +168,41 @@ package final class AutoFailover: @unchecked Sendable {
 
     /// Stops every keeper and server of the formation, and removes its folders.
     package func stop() {
-        for directory in [monitorDirectory] + nodes.map(\.dataDirectory) {
-            for pid in keeperProcesses(of: directory) { Glibc.kill(pid, SIGKILL) }
-            let pidFile = directory.appendingPathComponent("postmaster.pid")
-            if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }) {
-                Glibc.kill(pid, SIGKILL)
-            }
-        }
+        for directory in [monitorDirectory] + nodes.map(\.dataDirectory) { killEverything(of: directory) }
         try? FileManager.default.removeItem(at: root)
+    }
+
+    private func killEverything(of directory: URL) {
+        var doomed = keepers.withLock { $0[directory.path] ?? [] }
+        let pidFile = directory.appendingPathComponent("postmaster.pid")
+        if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }) {
+            doomed.append(pid)
+        }
+        let all = Self.descendants(of: doomed)
+        for pid in all { Glibc.kill(pid, SIGSTOP) } // none can start another while the rest die
+        for pid in all { Glibc.kill(pid, SIGKILL) }
+        keepers.withLock { $0[directory.path] = nil }
+    }
+
+    /// `roots` and every process below them, from `/proc/<pid>/stat` (the parent is its fourth field).
+    static func descendants(of roots: [pid_t]) -> [pid_t] {
+        var children: [pid_t: [pid_t]] = [:]
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, let parent = pid_t(fields[1]) { children[parent, default: []].append(pid) }
+        }
+        var found: [pid_t] = []
+        var queue = roots
+        while let pid = queue.popLast() {
+            guard !found.contains(pid) else { continue }
+            found.append(pid)
+            queue += children[pid] ?? []
+        }
+        return found
     }
 
     // MARK: - Making it
@@ -221,17 +250,15 @@ package final class AutoFailover: @unchecked Sendable {
     private func keep(_ directory: URL, log: String, create: [String]? = nil) throws {
         let arguments = create.map { $0 + ["--run"] } ?? ["run", "--pgdata", directory.path]
         let output = root.appendingPathComponent(log).path
-        if geteuid() == 0 {
-            _ = try ChildProcess.spawn("/usr/sbin/runuser", ["-u", "postgres", "--", Self.autoctl] + arguments, outputPath: output)
-        } else {
-            _ = try ChildProcess.spawn(Self.autoctl, arguments, outputPath: output)
-        }
+        let pid =
+            geteuid() == 0
+            ? try ChildProcess.spawn("/usr/sbin/runuser", ["-u", "postgres", "--", Self.autoctl] + arguments, outputPath: output)
+            : try ChildProcess.spawn(Self.autoctl, arguments, outputPath: output)
+        keepers.withLock { $0[directory.path, default: []].append(pid) }
     }
 
-    private func keeperProcesses(of directory: URL) -> [pid_t] {
-        let found = (try? ChildProcess.run("/usr/bin/pgrep", ["-f", "pg_autoctl.*\(directory.path)"]))?.output ?? ""
-        return found.split(separator: "\n").compactMap { pid_t($0) }
-    }
+    /// The keeper processes started here, by data folder.
+    private let keepers = Locked<[String: [pid_t]]>([:])
 
     private func pgCtl() throws -> String {
         try PostgresBinaries.locate(configured: nil).pgCtl.path

@@ -124,7 +124,11 @@ import Testing
         let resumed = ContinuousClock.now - promoted
         #expect(statuses.last == 200 && Set(statuses).isSubset(of: [200, 503]), "\(statuses)")
         #expect(resumed < .seconds(5), "writes resumed \(resumed) after the promotion")
-        let recorded = try await server.pool.query(
+        // Asked of the new primary itself: the old one, read-only but up, still answers reads.
+        let database = PostgresConfiguration.parse(server.configuration.connectionString)["dbname"] ?? ""
+        let onNew = try PostgresConnection.connect(
+            .unixSocket(directory: standby.socketDirectory.path, port: standby.options.port, database: database, user: EmbeddedPostgres.superuser))
+        let recorded = try onNew.query(
             "SELECT count(*) AS n, bool_and(NOT pg_is_in_recovery()) AS primary FROM ledger.events WHERE data->>'originalTransactionID' = 'w-1'")
         #expect(try recorded[0]["n"].int() == 2 && recorded[0]["primary"].optionalString() == "t", "the purchase and its claim, on the new primary")
     }
