@@ -25,13 +25,18 @@ import Testing
         }
         let answers = Locked<[Answer]>([])
         let running = Locked(true)
+        let paused = Locked(false)
         let tasks = Locked<[Task<Void, Never>]>([])
 
         init(_ server: TestServer, key: String, writers: Int = 2) {
             for writer in 0..<writers {
-                let task = Task { [answers, running] in
+                let task = Task { [answers, running, paused] in
                     var index = 0
                     while running.value {
+                        if paused.value {
+                            try? await Task.sleep(for: .milliseconds(50))
+                            continue
+                        }
                         index += 1
                         let id = "load-\(writer)-\(index)"
                         let status: Int
@@ -115,9 +120,14 @@ import Testing
         print("failover: promoted \(promoted - killed) after the kill; first purchase acknowledged \(resumed.at - promoted) after the promotion")
         #expect(resumed.at - promoted < .seconds(5), "writes resumed \(resumed.at - promoted) after the promotion")
 
-        // The old primary rejoins as secondary; then a planned switchover goes back to it.
+        // The old primary rejoins as secondary — with the load paused: its keeper starts the
+        // server as the primary it last was, and until the monitor has it demoted, a client
+        // following the host list may write there what the rewind then drops (pg_auto_failover's
+        // window, said in docs/deployment.md). Then a planned switchover goes back, under load.
+        load.paused.withLock { $0 = true }
         try formation.restart(old)
         try await formation.waitForStates([old.name: "secondary", other.name: "primary"], within: .seconds(120))
+        load.paused.withLock { $0 = false }
         let asked = ContinuousClock.now
         try await formation.switchover()
         try await formation.waitForStates([old.name: "primary", other.name: "secondary"], within: .seconds(120))
