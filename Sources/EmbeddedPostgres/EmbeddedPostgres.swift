@@ -123,13 +123,16 @@ package struct EmbeddedPostgres: Sendable {
     /// Kills the postmaster with SIGKILL, as a machine's death or the OOM killer would: no
     /// shutdown message to clients, no checkpoint (for failover tests).
     package func kill() throws {
-        let pidFile = dataDirectory.appendingPathComponent("postmaster.pid")
-        guard let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else {
-            return
-        }
+        guard let pid = Self.postmasterPID(in: dataDirectory) else { return }
         _ = try run(URL(fileURLWithPath: "/bin/kill"), ["-KILL", String(pid)], asPostgres: false)
         // Its children leave when they see it gone; the folder is reusable once they have.
         for _ in 0..<200 where isRunning() { usleep(50_000) }
+    }
+
+    /// The postmaster running on `dataDirectory`, from its `postmaster.pid` (nil: none running).
+    package static func postmasterPID(in dataDirectory: URL) -> pid_t? {
+        let text = try? String(contentsOf: dataDirectory.appendingPathComponent("postmaster.pid"), encoding: .utf8)
+        return text?.split(separator: "\n").first.flatMap { pid_t($0) }
     }
 
     /// Promotes this standby to a primary and waits until it accepts writes.

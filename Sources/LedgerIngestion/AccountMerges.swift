@@ -60,8 +60,7 @@ package struct AccountMerges: Sendable {
         }
     }
 
-    /// One purchase, if `from` still owns it: stamped after every earlier decision of its stream,
-    /// as `FactRecorder` stamps its own.
+    /// One purchase, if `from` still owns it, stamped as `FactRecorder` stamps its decisions.
     private func transfer(_ original: String, bundleID: String, from: String, into: String) async throws -> LogPosition? {
         let stream = LedgerStream.purchase(bundleID, originalTransactionID: original)
         return try await store.serialized(on: stream) { locked -> LogPosition? in
@@ -71,8 +70,7 @@ package struct AccountMerges: Sendable {
                 if let (_, fact) = try StoredFacts.fact(from: event) { history.apply(fact) }
             }
             guard history.owner(of: original) == from else { return nil }
-            let decisions = Set(LedgerEventType.ownership.map(\.rawValue))
-            let at = existing.lazy.filter { decisions.contains($0.type) }.map(\.occurredAt).reduce(Date(), max)
+            let at = FactRecorder.decisionTime(after: existing, now: Date())
             let event = LedgerEvent.ownershipTransferred(
                 Transfer(originalTransactionID: original, fromUserID: from, toUserID: into, reason: AccountMerge.reason))
             let id = StableID.make(stream, event.typeName, String(existing.count), from + "→" + into, AccountMerge.reason)

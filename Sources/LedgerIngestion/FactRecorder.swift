@@ -160,11 +160,7 @@ struct FactRecorder: Sendable {
             return true
         }
         guard let claim = work.claim else { return plan }
-        // The domain orders facts by their time: a decision must come after every earlier decision
-        // of its stream, whatever the clocks of concurrent requests said (a transfer stamped
-        // before the one it followed would hand the purchase back).
-        let decisions = Set(LedgerEventType.ownership.map(\.rawValue))
-        let decidedAt = existing.lazy.filter { decisions.contains($0.type) }.map(\.occurredAt).reduce(now, max)
+        let decidedAt = Self.decisionTime(after: existing, now: now)
         let decision = Decide.claim(claim.original, by: claim.user, currentOwner: history.owner(of: claim.original), policy: work.policy) {
             history.givesActiveEntitlement(claim.original, at: now, catalogue: work.catalogue)
         }
@@ -178,6 +174,15 @@ struct FactRecorder: Sendable {
             plan.kept = claim.original
         }
         return plan
+    }
+
+    /// When an ownership decision taken `now` on a stream holding `existing` is stamped. The
+    /// domain orders facts by their time: a decision must come after every earlier decision of its
+    /// stream, whatever the clocks of concurrent requests said (a transfer stamped before the one
+    /// it followed would hand the purchase back).
+    static func decisionTime(after existing: [RecordedEvent], now: Date) -> Date {
+        let decisions = Set(LedgerEventType.ownership.map(\.rawValue))
+        return existing.lazy.filter { decisions.contains($0.type) }.map(\.occurredAt).reduce(now, max)
     }
 
     /// Ownership decisions are told apart by the stream version they were decided at, so the same

@@ -123,84 +123,56 @@ package struct SubjectAccess: Sendable {
     }
 
     static func write(rows: [PostgresRows], of userID: String, into json: inout JSONWriter) {
-        json.key("evidence")
-        json.array { json in
-            for row in rows[0] {
-                json.object { json in
-                    json.field("digest", row["digest"].optionalString())
-                    json.field("kind", row["kind"].optionalString())
-                    json.time("received_at", try? row["received_at"].date())
-                    // JWS, receipts (base64) and V1 notifications are text; anything else is base64.
-                    let body = (try? row["body"].bytes()) ?? []
-                    json.field("body", String(validating: body, as: UTF8.self) ?? Data(body).base64EncodedString())
-                }
-            }
+        json.objects("evidence", rows[0]) { json, row in
+            json.field("digest", row["digest"].optionalString())
+            json.field("kind", row["kind"].optionalString())
+            json.time("received_at", try? row["received_at"].date())
+            // JWS, receipts (base64) and V1 notifications are text; anything else is base64.
+            let body = (try? row["body"].bytes()) ?? []
+            json.field("body", String(validating: body, as: UTF8.self) ?? Data(body).base64EncodedString())
         }
-        json.key("app_account_tokens")
-        json.array { json in
-            for row in rows[1] {
-                json.object { json in
-                    json.field("app_account_token", row["token"].optionalString()?.lowercased())
-                    json.time("linked_at", try? row["recorded_at"].date())
-                }
-            }
+        json.objects("app_account_tokens", rows[1]) { json, row in
+            json.field("app_account_token", row["token"].optionalString()?.lowercased())
+            json.time("linked_at", try? row["recorded_at"].date())
         }
-        json.key("changes")
-        json.array { json in
-            for row in rows[2] { json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID)) }
+        json.array("changes", Array(rows[2])) { json, row in json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID)) }
+        json.objects("webhook_deliveries", rows[3]) { json, row in
+            json.field("webhook", row["webhook"].optionalString())
+            json.field("delivered_position", try? row["delivered"].int64())
+            json.field("wanted_position", try? row["wanted"].int64())
+            json.field("attempts", try? row["attempts"].int64())
+            json.key("last_error"); json.value(row["last_error"].optionalString())
+            json.time("next_attempt_at", try? row["next_attempt_at"].date())
         }
-        json.key("webhook_deliveries")
-        json.array { json in
-            for row in rows[3] {
-                json.object { json in
-                    json.field("webhook", row["webhook"].optionalString())
-                    json.field("delivered_position", try? row["delivered"].int64())
-                    json.field("wanted_position", try? row["wanted"].int64())
-                    json.field("attempts", try? row["attempts"].int64())
-                    json.key("last_error"); json.value(row["last_error"].optionalString())
-                    json.time("next_attempt_at", try? row["next_attempt_at"].date())
-                }
-            }
+        json.objects("webhook_failures", rows[4]) { json, row in
+            json.field("webhook", row["webhook"].optionalString())
+            json.field("position", try? row["position"].int64())
+            json.field("attempts", try? row["attempts"].int64())
+            json.key("last_error"); json.value(row["last_error"].optionalString())
+            json.time("parked_at", try? row["parked_at"].date())
         }
-        json.key("webhook_failures")
-        json.array { json in
-            for row in rows[4] {
-                json.object { json in
-                    json.field("webhook", row["webhook"].optionalString())
-                    json.field("position", try? row["position"].int64())
-                    json.field("attempts", try? row["attempts"].int64())
-                    json.key("last_error"); json.value(row["last_error"].optionalString())
-                    json.time("parked_at", try? row["parked_at"].date())
-                }
-            }
+        json.objects("backfills", rows[5]) { json, row in
+            json.field("reference", row["reference"].optionalString())
+            json.time("done_at", try? row["done_at"].date())
         }
-        json.key("backfills")
-        json.array { json in
-            for row in rows[5] {
-                json.object { json in
-                    json.field("reference", row["reference"].optionalString())
-                    json.time("done_at", try? row["done_at"].date())
-                }
-            }
-        }
-        json.key("admin_actions")
-        json.array { json in
-            for row in rows[6] {
-                json.object { json in
-                    json.field("position", try? row["position"].int64())
-                    json.time("recorded_at", try? row["recorded_at"].date())
-                    json.field("actor", row["actor"].optionalString())
-                    json.field("action", row["action"].optionalString())
-                    json.field("target", row["target"].optionalString())
-                    json.key("after")
-                    json.raw(row["after"].optionalString() ?? "null")
-                }
-            }
+        json.objects("admin_actions", rows[6]) { json, row in
+            json.field("position", try? row["position"].int64())
+            json.time("recorded_at", try? row["recorded_at"].date())
+            json.field("actor", row["actor"].optionalString())
+            json.field("action", row["action"].optionalString())
+            json.field("target", row["target"].optionalString())
+            json.key("after")
+            json.raw(row["after"].optionalString() ?? "null")
         }
     }
 }
 
 extension JSONWriter {
+    /// A member holding one object per row, its fields written by `fields`.
+    fileprivate mutating func objects(_ name: StaticString, _ rows: PostgresRows, _ fields: (inout JSONWriter, PostgresRow) -> Void) {
+        array(name, Array(rows)) { json, row in json.object { fields(&$0, row) } }
+    }
+
     /// A time as the API writes times (RFC 3339), null when absent: the document keeps one shape.
     fileprivate mutating func time(_ name: StaticString, _ date: Date?) {
         key(name)

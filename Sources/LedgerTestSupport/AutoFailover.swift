@@ -174,10 +174,7 @@ package final class AutoFailover: @unchecked Sendable {
 
     private func killEverything(of directory: URL) {
         var doomed = keepers.withLock { $0[directory.path] ?? [] }
-        let pidFile = directory.appendingPathComponent("postmaster.pid")
-        if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }) {
-            doomed.append(pid)
-        }
+        if let pid = EmbeddedPostgres.postmasterPID(in: directory) { doomed.append(pid) }
         let all = Self.descendants(of: doomed)
         for pid in all { Glibc.kill(pid, SIGSTOP) } // none can start another while the rest die
         for pid in all { Glibc.kill(pid, SIGKILL) }

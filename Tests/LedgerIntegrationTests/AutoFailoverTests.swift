@@ -149,14 +149,7 @@ import Testing
 
         // Background work followed: the last purchase acknowledged is announced.
         let last = try #require(answers.last { $0.status == 200 })
-        var after = 0
-        var announced = false
-        let waiting = ContinuousClock.now
-        while !announced, ContinuousClock.now - waiting < .seconds(30) {
-            let page = try await server.send("GET", "/v1/apps/\(Self.bundle)/changes?after=\(after)&wait=2&limit=1000", key: key)
-            announced = (page.json["changes"] as? [[String: any Sendable]] ?? []).contains { $0["user_id"] as? String == "user-\(last.id)" }
-            after = page.json["next_after"] as? Int ?? after
-        }
+        let announced = try await server.waitForChange(key: key) { $0["user_id"] as? String == "user-\(last.id)" }.found
         #expect(announced, "the change projection followed the primary")
     }
 }

@@ -80,14 +80,7 @@ import Testing
         #expect(resumed < .seconds(5), "writes resumed \(resumed) after the promotion")
 
         // Background work followed the primary: the purchase made after the failover is announced.
-        var after = 0
-        var announced = false
-        let waiting = ContinuousClock.now
-        while !announced, ContinuousClock.now - waiting < .seconds(30) {
-            let page = try await server.send("GET", "/v1/apps/\(Self.bundle)/changes?after=\(after)&wait=2", key: key)
-            announced = (page.json["changes"] as? [[String: any Sendable]] ?? []).contains { $0["user_id"] as? String == "user-f-2" }
-            after = page.json["next_after"] as? Int ?? after
-        }
+        let announced = try await server.waitForChange(key: key) { $0["user_id"] as? String == "user-f-2" }.found
         #expect(announced, "the change projection came back after the failover")
 
         // Every acknowledged purchase is on the new primary, and the chain holds.

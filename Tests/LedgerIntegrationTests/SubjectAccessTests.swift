@@ -29,13 +29,7 @@ import Testing
             "POST", "/v1/apps/\(b)/users/kim/grants", key: server.adminKey, json: ["entitlement": "vip", "duration": "P7D", "reason": "goodwill"])
         #expect(granted.status == 201, "\(granted.text)")
         // The change projection runs behind the users projection: wait until it announced kim.
-        var after = 0
-        var announced = false
-        for _ in 0..<10 where !announced {
-            let page = try await server.send("GET", "/v1/apps/\(b)/changes?after=\(after)&wait=5", key: key)
-            announced = (page.json["changes"] as? [[String: any Sendable]] ?? []).contains { $0["user_id"] as? String == "kim" }
-            after = page.json["next_after"] as? Int ?? after
-        }
+        let (announced, after) = try await server.waitForChange(key: key, within: .seconds(50)) { $0["user_id"] as? String == "kim" }
         #expect(announced)
 
         let refused = try await server.send("GET", "/v1/apps/\(b)/users/kim/export", key: key)
@@ -65,12 +59,9 @@ import Testing
         let transfer = (afterTransfer.json["events"] as? [[String: any Sendable]] ?? []).first { $0["type"] as? String == "OwnershipTransferred" }
         #expect((transfer?["data"] as? [String: any Sendable])?["toUserID"] as? String == "(another user)", "\(afterTransfer.text)")
         // The change that announced the transfer is in kim's export too, once announced.
-        var announcedTransfer = false
-        for _ in 0..<10 where !announcedTransfer {
-            let page = try await server.send("GET", "/v1/apps/\(b)/changes?after=\(after)&wait=5", key: key)
-            announcedTransfer = (page.json["changes"] as? [[String: any Sendable]] ?? []).contains { $0["type"] as? String == "ownership.transferred" }
-            after = page.json["next_after"] as? Int ?? after
-        }
+        let announcedTransfer = try await server.waitForChange(key: key, after: after, within: .seconds(50)) {
+            $0["type"] as? String == "ownership.transferred"
+        }.found
         #expect(announcedTransfer)
         let withChange = try await server.send("GET", "/v1/apps/\(b)/users/kim/export", key: server.adminKey)
         let transferChange = (withChange.json["changes"] as? [[String: any Sendable]] ?? []).first { $0["type"] as? String == "ownership.transferred" }

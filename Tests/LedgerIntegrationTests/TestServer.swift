@@ -220,6 +220,22 @@ final class TestServer: Sendable {
         try await pool.query("SELECT count(*) AS n FROM ledger.events WHERE $1::text IS NULL OR event_type = $1", [type])[0]["n"].int()
     }
 
+    /// Reads the default app's change feed from `after`, in long polls, until a change matches
+    /// or `limit` has passed: whether one did, and the cursor reached (to read on from).
+    func waitForChange(
+        key: String, after: Int = 0, within limit: Duration = .seconds(30), where matches: ([String: any Sendable]) -> Bool
+    ) async throws -> (found: Bool, after: Int) {
+        var after = after
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < limit {
+            let page = try await send("GET", "/v1/apps/\(Self.bundleID)/changes?after=\(after)&wait=2&limit=1000", key: key)
+            let found = (page.json["changes"] as? [[String: any Sendable]] ?? []).contains(where: matches)
+            after = page.json["next_after"] as? Int ?? after
+            if found { return (true, after) }
+        }
+        return (false, after)
+    }
+
     func key(_ scopes: Set<Scope>, app: String? = nil) async throws -> String {
         try await keys.create(name: "k-\(UUID().uuidString.prefix(8))", scopes: scopes, bundleID: app).secret
     }
