@@ -80,8 +80,20 @@ package enum ChildProcess {
         while waitpid(pid, &status, 0) == -1 {
             guard errno == EINTR else { return -1 }
         }
-        // WIFEXITED / WEXITSTATUS, spelled out: the C macros are not imported into Swift.
-        return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return exitStatus(status)
+    }
+
+    /// The exit status of `pid` if it has ended, nil while it runs (or -1 if it is no child).
+    package static func poll(_ pid: pid_t) -> Int32? {
+        var status: Int32 = 0
+        let ended = waitpid(pid, &status, WNOHANG)
+        if ended == 0 { return nil }
+        return ended == pid ? exitStatus(status) : -1
+    }
+
+    /// WIFEXITED / WEXITSTATUS, spelled out: the C macros are not imported into Swift.
+    private static func exitStatus(_ status: Int32) -> Int32 {
+        (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
 
     private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {

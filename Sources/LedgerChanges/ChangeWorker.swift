@@ -20,13 +20,16 @@ package struct ChangeWorker: Sendable {
     /// groups at 4 connections), each reading its users' histories again. A webhook may wait this
     /// much longer; under load a batch holds many groups' events (docs/performance.md).
     let batchWindow: Duration
+    /// Told of every batch, done or failed.
+    let heartbeat: Heartbeat?
     let logger: Logger
 
     package init(
         pool: PostgresPool, progress: ProjectionProgress?, notifications: ChangeNotifications, batchSize: Int = 500,
         pollInterval: Duration = .milliseconds(250), sweepInterval: Duration = .seconds(1), batchWindow: Duration = .milliseconds(20),
-        logger: Logger
+        heartbeat: Heartbeat? = nil, logger: Logger
     ) {
+        self.heartbeat = heartbeat
         self.batchWindow = batchWindow
         self.pool = pool
         self.projection = ChangeProjection(batchSize: batchSize)
@@ -42,19 +45,29 @@ package struct ChangeWorker: Sendable {
         let clock = ContinuousClock()
         var lastSweep = clock.now - sweepInterval
         let projection = self.projection
+        // A failed sweep is tried again a second later; the batches in between succeeding does
+        // not make the part well.
+        var sweepFailing = false
         while !Task.isCancelled {
             let seen = progress?.position ?? .start
             do {
                 let outcome = try await pool.withConnection { try projection.step(on: $0) }
                 if let position = outcome.position { notifications.announce(position) }
-                if outcome.events == projection.batchSize { continue }
+                if outcome.events == projection.batchSize {
+                    if !sweepFailing { heartbeat?.beat() }
+                    continue
+                }
                 if outcome.events > 0 { try? await Task.sleep(for: batchWindow) }
                 if clock.now - lastSweep >= sweepInterval {
                     lastSweep = clock.now
+                    sweepFailing = true
                     let swept = try await pool.withConnection { try projection.sweep(on: $0) }
+                    sweepFailing = false
                     if let position = swept.position { notifications.announce(position) }
                 }
+                if !sweepFailing { heartbeat?.beat() }
             } catch {
+                heartbeat?.failed(error)
                 logger.warning("change projection batch failed; retrying", metadata: ["error": "\(error)"])
             }
             if let progress {

@@ -250,10 +250,10 @@ package final class EventStore: Sendable {
     /// runs it for its lifetime; without it, subscriptions still see everything by polling.
     /// `also`: other channels heard on the same connection (each server holds one, not one per
     /// listener: a database hands out only so many), with what to do with each payload.
-    package func runNotifications(also channels: [String: @Sendable (String) -> Void] = [:]) async {
+    package func runNotifications(also channels: [String: @Sendable (String) -> Void] = [:], heartbeat: Heartbeat? = nil) async {
         let wakeup = self.wakeup
         let listener = PostgresListener(
-            configuration: pool.configuration, channels: [Self.notificationChannel] + channels.keys.sorted(), logger: logger
+            configuration: pool.configuration, channels: [Self.notificationChannel] + channels.keys.sorted(), heartbeat: heartbeat, logger: logger
         ) { notification in
             guard case .notify(let channel, let payload) = notification, channel != Self.notificationChannel else { return wakeup.signal() }
             channels[channel]?(payload)

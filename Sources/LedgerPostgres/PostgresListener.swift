@@ -20,20 +20,29 @@ package final class PostgresListener: Sendable {
     private let channels: [String]
     private let handler: @Sendable (PostgresNotification) -> Void
     private let logger: Logger
+    /// Beats on each sign of life from the server (a notification, an answered idle ping).
+    private let heartbeat: Heartbeat?
+    /// How long a quiet connection goes before it is pinged: a server that died without closing
+    /// the socket (a killed machine, a partition) otherwise leaves the listener waiting forever.
+    package static let idlePing = Duration.seconds(5)
     private let stopped = Atomic<Bool>(false)
     private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     /// - Parameter channels: lower-case identifiers (checked), e.g. `ledger_events`.
     package init(
-        configuration: PostgresConfiguration, channels: [String], logger: Logger,
+        configuration: PostgresConfiguration, channels: [String], heartbeat: Heartbeat? = nil, logger: Logger,
         handler: @escaping @Sendable (PostgresNotification) -> Void
     ) {
         precondition(
             channels.allSatisfy { $0.allSatisfy { $0.isLowercase || $0 == "_" || $0.isNumber } && !$0.isEmpty },
             "channel names are plain lower-case identifiers")
+        var configuration = configuration
+        // The idle ping must not wait forever either.
+        if configuration.deadline == nil { configuration.deadline = .seconds(10) }
         self.configuration = configuration
         self.channels = channels
         self.handler = handler
+        self.heartbeat = heartbeat
         self.logger = logger
     }
 
@@ -72,10 +81,12 @@ package final class PostgresListener: Sendable {
                 let connection = try PostgresConnection.connect(configuration)
                 for channel in channels { try connection.execute(script: "LISTEN \(channel)") }
                 backoff = 0.05
+                heartbeat?.beat()
                 handler(.connected)
                 try listen(on: connection)
             } catch {
                 if isStopped { return }
+                heartbeat?.failed(error)
                 logger.warning("listener connection unavailable; retrying", metadata: ["error": "\(error)", "retry_in_s": "\(backoff)"])
                 sleepUnlessStopped(seconds: backoff)
                 backoff = min(backoff * 2, 2)
@@ -83,15 +94,24 @@ package final class PostgresListener: Sendable {
         }
     }
 
-    /// Returns when stopped; throws when the connection breaks.
+    /// Returns when stopped; throws when the connection breaks or an idle ping goes unanswered
+    /// (within the configuration's deadline).
     private func listen(on connection: PostgresConnection) throws {
         let handle = connection.handle
+        var heard = ContinuousClock.now
         while !isStopped {
             var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
             let ready = poll(&descriptor, 1, 200) // wake five times a second to notice stop()
             if ready < 0, errno != EINTR { throw connection.connectionError() }
-            guard ready > 0 else { continue }
-            guard PQconsumeInput(handle) == 1, connection.isHealthy else { throw connection.connectionError() }
+            if ready > 0 {
+                guard PQconsumeInput(handle) == 1, connection.isHealthy else { throw connection.connectionError() }
+            } else if ContinuousClock.now - heard >= Self.idlePing {
+                _ = try connection.query("SELECT 1")
+            } else {
+                continue
+            }
+            heard = .now
+            heartbeat?.beat()
             while let notice = PQnotifies(handle) {
                 let channel = String(cString: notice.pointee.relname)
                 let payload = String(cString: notice.pointee.extra)

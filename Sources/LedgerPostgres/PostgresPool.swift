@@ -19,6 +19,8 @@ package final class PostgresPool: Sendable {
     private let waitLimit: Duration
     private let logger: Logger
 
+    private let vitals = Mutex(PoolVitals())
+
     private struct State: ~Copyable {
         var idle: [Slot]
         var waiters: [(id: Int, continuation: CheckedContinuation<Slot, any Error>)] = []
@@ -53,18 +55,24 @@ package final class PostgresPool: Sendable {
                 var slot = slot
                 if let idle = slot.connection, !idle.checkAlive() { slot.connection = nil }
                 do {
+                    let opened = slot.connection == nil
                     let connection = try slot.connection ?? PostgresConnection.connect(configuration)
                     slot.connection = connection
                     let result = Result { try body(connection) }
                     if !connection.isHealthy {
                         logger.warning("postgres connection broke; it will be replaced", metadata: ["db": "\(configuration)"])
                         slot.connection = nil
-                    } else if connection.isInTransaction {
-                        // A body that escaped mid-transaction must not leak it to the next caller.
-                        connection.rollbackIfNeeded()
+                        self.vitals.withLock { $0.lost(opened: opened) }
+                    } else {
+                        if connection.isInTransaction {
+                            // A body that escaped mid-transaction must not leak it to the next caller.
+                            connection.rollbackIfNeeded()
+                        }
+                        self.vitals.withLock { $0.reached(opened: opened) }
                     }
                     return (slot, result)
                 } catch {
+                    self.vitals.withLock { $0.lost(opened: false) }
                     return (Slot(connection: nil), .failure(error))
                 }
             }
@@ -75,6 +83,11 @@ package final class PostgresPool: Sendable {
         release(outcome.0)
         return try outcome.1.get()
     }
+
+    /// How the pool has fared with its database: connections opened and dropped, and since when
+    /// (if at all) it has been unable to reach it — for a pool on a host list with
+    /// `target_session_attrs=read-write`, the time without a primary accepting commits.
+    package var health: PoolHealth { vitals.withLock { $0.health } }
 
     /// BEGIN; body; COMMIT on one pooled connection (ROLLBACK when `body` throws).
     package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
@@ -158,5 +171,52 @@ package final class PostgresPool: Sendable {
             return nil
         }
         waiter?.resume(returning: slot)
+    }
+}
+
+/// What `PostgresPool.health` reports.
+package struct PoolHealth: Sendable {
+    /// Connections opened, the first of each slot included.
+    package var connectionsOpened = 0
+    /// Connections dropped because they broke, were retired (the server left, or became read-only)
+    /// or could not be opened.
+    package var connectionsLost = 0
+    /// Since when every attempt to use the database has failed; nil while it answers.
+    package var unavailableSince: ContinuousClock.Instant?
+    /// Time spent unavailable, closed periods only (add `unavailableSince` for the current one).
+    package var unavailableTotal = Duration.zero
+    /// Since when every statement has found the database; nil while it is away.
+    package var availableSince: ContinuousClock.Instant?
+
+    /// The current period without the database, zero while it answers.
+    package func unavailable(at now: ContinuousClock.Instant = .now) -> Duration {
+        unavailableSince.map { now - $0 } ?? .zero
+    }
+
+    /// How long the database has answered without a break, zero while it is away.
+    package func available(at now: ContinuousClock.Instant = .now) -> Duration {
+        availableSince.map { now - $0 } ?? .zero
+    }
+}
+
+/// The pool's bookkeeping behind `PoolHealth`: a period of unavailability starts with the first
+/// lost or unopenable connection and ends with the first statement a healthy connection answers.
+struct PoolVitals {
+    var health = PoolHealth()
+
+    mutating func reached(opened: Bool) {
+        if opened { health.connectionsOpened += 1 }
+        if let since = health.unavailableSince {
+            health.unavailableTotal += ContinuousClock.now - since
+            health.unavailableSince = nil
+        }
+        if health.availableSince == nil { health.availableSince = .now }
+    }
+
+    mutating func lost(opened: Bool) {
+        if opened { health.connectionsOpened += 1 }
+        health.connectionsLost += 1
+        if health.unavailableSince == nil { health.unavailableSince = .now }
+        health.availableSince = nil
     }
 }

@@ -18,11 +18,15 @@ package struct ProjectionWorker: Sendable {
     /// The pause after a batch that only passed events their writers projected themselves. A write
     /// recorded alone (a notification, a grant) that arrives meanwhile waits this much longer.
     let passingWindow: Duration
+    /// Told of every batch, applied or failed.
+    let heartbeat: Heartbeat?
 
     package init(
         pool: PostgresPool, store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
-        cache: TimelineCache? = nil, durable: Bool = false, passingWindow: Duration = .milliseconds(10), logger: Logger
+        cache: TimelineCache? = nil, durable: Bool = false, passingWindow: Duration = .milliseconds(10), heartbeat: Heartbeat? = nil,
+        logger: Logger
     ) {
+        self.heartbeat = heartbeat
         self.pool = pool
         self.store = store
         self.passingWindow = passingWindow
@@ -54,6 +58,7 @@ package struct ProjectionWorker: Sendable {
                         committedAt: applied.checkpoint)
                 }
                 progress?.advance(to: applied.checkpoint)
+                heartbeat?.beat()
                 // A full batch may have left more behind; otherwise there is more only if an
                 // append committed since this batch began (this process's appends signal after
                 // their commit, other processes' through NOTIFY): the wait returns at once then.
@@ -71,6 +76,7 @@ package struct ProjectionWorker: Sendable {
                     continue
                 }
             } catch {
+                heartbeat?.failed(error)
                 logger.warning("projection batch failed; retrying", metadata: ["error": "\(error)"])
             }
             await store.waitForAppends(after: generation, timeout: pollInterval)

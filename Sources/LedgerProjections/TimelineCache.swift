@@ -130,8 +130,8 @@ package final class TimelineCache: Sendable {
 
     /// Listens for other processes' batches until cancelled. After every (re)connection it
     /// forgets everything: announcements sent while it was away are lost.
-    package func runInvalidations(configuration: PostgresConfiguration, logger: Logger) async {
-        let listener = PostgresListener(configuration: configuration, channels: [Self.channel], logger: logger) { [self] notification in
+    package func runInvalidations(configuration: PostgresConfiguration, heartbeat: Heartbeat? = nil, logger: Logger) async {
+        let listener = PostgresListener(configuration: configuration, channels: [Self.channel], heartbeat: heartbeat, logger: logger) { [self] notification in
             switch notification {
             case .notify(_, let payload): apply(payload: payload)
             case .connected:

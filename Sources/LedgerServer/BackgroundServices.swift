@@ -8,6 +8,7 @@ import LedgerReconciliation
 import LedgerWebhooks
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// A loop that lives as long as the server, stopped by a graceful shutdown: every background part
 /// of `ledger serve` is one, so the service group starts and stops them all the same way.
@@ -37,6 +38,22 @@ struct ClosingPools: Service, CustomStringConvertible {
         try? await gracefulShutdown()
         for pool in pools { await pool.close() }
     }
+}
+
+/// The background parts of this server that report how they fare (`Heartbeat`), for `/readyz`:
+/// registered as `backgroundServices` builds them, so only what runs is listed.
+package final class Heartbeats: Sendable {
+    private let parts = Mutex<[Heartbeat]>([])
+
+    package init() {}
+
+    func register(_ part: String) -> Heartbeat {
+        let heartbeat = Heartbeat(part)
+        parts.withLock { $0.append(heartbeat) }
+        return heartbeat
+    }
+
+    package var all: [Heartbeat] { parts.withLock { $0 } }
 }
 
 extension LedgerServices {
@@ -72,18 +89,25 @@ extension LedgerServices {
         let worker = ProjectionWorker(
             pool: pool, store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
             durable: !reads.replicas.isEmpty, passingWindow: reads.replicas.isEmpty ? .milliseconds(10) : .zero,
-            logger: logger)
+            heartbeat: projecting ? heartbeats.register("projection worker") : nil, logger: logger)
+        let (notified, invalidated) = (heartbeats.register("notifications"), heartbeats.register("timeline cache"))
         var loops = [
-            BackgroundLoop("notifications") { [changes] in await store.runNotifications(also: [ChangeNotifications.channel: changes.heard]) },
-            BackgroundLoop("timeline cache") { await timelines.runInvalidations(configuration: pool.configuration, logger: logger) },
+            BackgroundLoop("notifications") { [changes] in
+                await store.runNotifications(also: [ChangeNotifications.channel: changes.heard], heartbeat: notified)
+            },
+            BackgroundLoop("timeline cache") { await timelines.runInvalidations(configuration: pool.configuration, heartbeat: invalidated, logger: logger) },
         ]
         if projecting {
-            let changeWorker = ChangeWorker(pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval, logger: logger)
+            let changeWorker = ChangeWorker(
+                pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval, heartbeat: heartbeats.register("change projection"),
+                logger: logger)
             loops.append(BackgroundLoop("projection worker") { await worker.run() })
             loops.append(BackgroundLoop("change projection") { await changeWorker.run() })
         }
         if delivering {
-            let dispatcher = WebhookDispatcher(pool: pool, notifications: changes, policy: webhookPolicy, keyring: keyring, logger: logger)
+            let dispatcher = WebhookDispatcher(
+                pool: pool, notifications: changes, policy: webhookPolicy, keyring: keyring, heartbeat: heartbeats.register("webhook deliveries"),
+                logger: logger)
             loops.append(BackgroundLoop("webhook deliveries") { await dispatcher.run() })
         }
         if let reconcileInterval {

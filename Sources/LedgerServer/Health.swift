@@ -9,6 +9,11 @@ struct Health: Sendable {
     let pool: PostgresPool
     let migrator: Migrator
     let reads: ReadReplicas
+    /// The background parts running in this process.
+    let heartbeats: Heartbeats
+    /// How long a part may fail (or stay silent) while the database answers before it counts as
+    /// stuck: `/readyz` says so and the watchdog stops the server.
+    let stuckAfter: Duration
     /// Events the users projection may be behind the log and still count as ready.
     static let maximumLag = 1000
 
@@ -32,10 +37,39 @@ struct Health: Sendable {
         }
         let replicas = await reads.status()
         for (name, state) in replicas { checks[name] = state }
-        let primaryReady = ["database", "migrations", "projections"].allSatisfy { checks[$0] == "ok" }
+        // A part failing while the database is away waits for it like everything else; failing
+        // for so long while the database has answered all along, it has a fault of its own (a
+        // part that was waiting for the database gets the time to find it back).
+        let databaseAnswers = checks["database"] == "ok" && pool.health.available() > stuckAfter
+        var stuck = false
+        for part in heartbeats.all {
+            let check = Self.check(part.status(silentAfter: Self.silentAfter), stuckAfter: databaseAnswers ? stuckAfter : nil)
+            stuck = stuck || check.hasPrefix("stuck")
+            checks[part.part] = check
+        }
+        let primaryReady = ["database", "migrations", "projections"].allSatisfy { checks[$0] == "ok" } && !stuck
         let readable = replicas.contains { $0.state.hasPrefix("ok") }
         let status: Readiness.Status = primaryReady ? .ready : (checks["projections"] == nil && readable ? .readOnly : .unavailable)
         return Readiness(status: status, checks: checks)
+    }
+
+    /// A part's rounds are shorter than this (poll intervals, the listener's idle ping, a
+    /// statement's deadline): quieter for longer, it is hanging somewhere.
+    static let silentAfter = Duration.seconds(30)
+
+    /// One part's line in `/readyz`; `stuckAfter` nil: never stuck (the database is away).
+    static func check(_ status: Heartbeat.Status, stuckAfter: Duration?) -> String {
+        func seconds(_ duration: Duration) -> String { "\(duration.components.seconds) s" }
+        switch status {
+        case .ok:
+            return "ok"
+        case .failing(let duration, let error):
+            let line = "failing for \(seconds(duration)): \(error)"
+            return stuckAfter.map { duration > $0 } == true ? "stuck: \(line)" : line
+        case .silent(let duration):
+            let line = "silent for \(seconds(duration))"
+            return stuckAfter.map { duration > $0 } == true ? "stuck: \(line)" : line
+        }
     }
 
     /// Sampled at scrape time; a database that is away leaves its gauges out, not the whole page.
@@ -48,6 +82,23 @@ struct Health: Sendable {
             gauges.append(Metrics.Gauge("ledger_projection_lag_events", "Events the users projection has not applied yet.", Double(rows.1)))
         }
         gauges.append(Metrics.Gauge("ledger_database_up", "1 when the last scrape reached the database.", gauges.isEmpty ? 0 : 1))
+        let health = pool.health
+        gauges.append(
+            Metrics.Gauge(
+                "ledger_database_connections_opened_total", "Connections the primary pool opened (reconnections after a failover included).",
+                Double(health.connectionsOpened), kind: .counter))
+        gauges.append(
+            Metrics.Gauge(
+                "ledger_database_connections_lost_total", "Connections the primary pool dropped or could not open (gone, read-only, past the deadline).",
+                Double(health.connectionsLost), kind: .counter))
+        gauges.append(
+            Metrics.Gauge(
+                "ledger_database_unavailable_seconds", "How long the pool has been without a primary accepting its statements; 0 while it has one.",
+                seconds(health.unavailable())))
+        gauges.append(
+            Metrics.Gauge(
+                "ledger_database_unavailable_seconds_total", "Time the pool spent without a primary, over the life of the process.",
+                seconds(health.unavailableTotal + health.unavailable()), kind: .counter))
         let sources = reads.sources
         gauges.append(
             Metrics.Gauge("ledger_reads_from_replica_total", "Reads a replica answered, having replayed what they must see.", Double(sources.replica)))
@@ -61,4 +112,8 @@ struct Health: Sendable {
                 Double(sources.replicaBehindFence)))
         return gauges
     }
+}
+
+private func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }

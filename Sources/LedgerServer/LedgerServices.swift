@@ -55,14 +55,20 @@ package struct LedgerServices: Sendable {
     package let webhookPolicy: WebhookPolicy
     /// The keys stored secrets are sealed under (the caller has checked them: `SecretVault.prepare`).
     package let keyring: Keyring
+    /// How the background parts fare, for `/readyz`.
+    package let heartbeats = Heartbeats()
+    /// How long a background part may fail while the database answers before the server counts
+    /// as stuck (`LEDGER_STUCK_AFTER`).
+    package let stuckAfter: Duration
 
     package init(
         pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
         keyring: Keyring, receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [],
         replicaWait: Duration = .milliseconds(250),
         keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), throttle: FailureThrottle = FailureThrottle(),
-        logger: Logger
+        stuckAfter: Duration = .seconds(60), logger: Logger
     ) {
+        self.stuckAfter = stuckAfter
         let metrics = Metrics()
         self.pool = pool
         self.replicaPools = replicas
@@ -120,7 +126,7 @@ package struct LedgerServices: Sendable {
             sessions: ConsoleSessions(pool: pool, keys: keys), directory: directory, reader: users, metrics: MetricsReader(reads: reads),
             actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups, throttle: throttle, audit: audit,
             refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
-        let health = Health(pool: pool, migrator: migrator, reads: reads)
+        let health = Health(pool: pool, migrator: migrator, reads: reads, heartbeats: heartbeats, stuckAfter: stuckAfter)
         return Endpoints(
             ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
             merges: merges, users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),

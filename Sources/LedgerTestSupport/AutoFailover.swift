@@ -69,11 +69,12 @@ package final class AutoFailover: @unchecked Sendable {
         PostgresConfiguration(connectionString: "host=localhost port=\(port) dbname='\(database)' user=postgres", connectTimeoutSeconds: 2)
     }
 
-    /// Both nodes in one libpq host list that wants the primary: what servers are given.
-    package func hostList(database: String, user: String, deadline: Duration? = nil) -> PostgresConfiguration {
+    /// Both nodes in one libpq host list: what servers are given, wanting the primary
+    /// (`read-write`) or, for reads, a standby when there is one (`prefer-standby`).
+    package func hostList(database: String, user: String, sessions: String = "read-write", deadline: Duration? = nil) -> PostgresConfiguration {
         PostgresConfiguration(
             connectionString: "host=localhost,localhost port=\(nodes.map { String($0.port) }.joined(separator: ",")) dbname='\(database)' "
-                + "user='\(user)' target_session_attrs=read-write",
+                + "user='\(user)' target_session_attrs=\(sessions)",
             connectTimeoutSeconds: 2, deadline: deadline)
     }
 

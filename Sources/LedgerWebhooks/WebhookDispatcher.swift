@@ -25,12 +25,18 @@ package final class WebhookDispatcher: Sendable {
     /// Opens the webhooks' secrets, stored sealed.
     let keyring: Keyring
     let logger: Logger
+    /// Told of every round of recording and leasing, done or failed.
+    let heartbeat: Heartbeat?
     /// This process's leases.
     let server = UUID()
     private let finished = Mutex<[Attempt]>([])
     private let wake = Watermark<UInt64>(0)
 
-    package init(pool: PostgresPool, notifications: ChangeNotifications, policy: WebhookPolicy = WebhookPolicy(), keyring: Keyring, logger: Logger) {
+    package init(
+        pool: PostgresPool, notifications: ChangeNotifications, policy: WebhookPolicy = WebhookPolicy(), keyring: Keyring, heartbeat: Heartbeat? = nil,
+        logger: Logger
+    ) {
+        self.heartbeat = heartbeat
         self.pool = pool
         self.notifications = notifications
         self.policy = policy
@@ -85,6 +91,7 @@ package final class WebhookDispatcher: Sendable {
                 do {
                     let leases = try await recordAndLease(attempts, capacity: policy.concurrency - inFlight)
                     unrecorded = []
+                    heartbeat?.beat()
                     inFlight += leases.count
                     for lease in leases {
                         group.addTask { [self] in
@@ -96,6 +103,7 @@ package final class WebhookDispatcher: Sendable {
                 } catch {
                     // The leases stay this server's until recorded (or until they run out).
                     unrecorded = attempts
+                    heartbeat?.failed(error)
                     logger.warning("webhook dispatch failed; retrying", metadata: ["error": "\(error)"])
                     try? await Task.sleep(for: .milliseconds(500))
                 }

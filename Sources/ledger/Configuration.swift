@@ -26,6 +26,9 @@ struct Configuration: Sendable {
     /// How long the server waits for one answer of PostgreSQL (a COMMIT waiting for a synchronous
     /// standby included) before it drops the connection and the request answers 503.
     var databaseDeadline = Duration.seconds(10)
+    /// How long a background part may fail while the database answers, or the listener go
+    /// unanswered, before the server stops so that its supervisor restarts it; nil: never (`off`).
+    var stuckAfter: Duration? = .seconds(60)
     var limits = RequestLimits()
     // Apple.
     var appleRootCertificates: String?
@@ -62,6 +65,7 @@ struct Configuration: Sendable {
         readDatabaseURLs = Self.list(read.text("LEDGER_READ_DATABASE_URL"))
         readReplicaWait = read.milliseconds("LEDGER_READ_REPLICA_WAIT_MS", in: 0...60_000) ?? readReplicaWait
         if let deadline = read.interval("LEDGER_DATABASE_DEADLINE") ?? nil { databaseDeadline = deadline }
+        if let stuck = read.interval("LEDGER_STUCK_AFTER", offAllowed: true) { stuckAfter = stuck }
         limits = RequestLimits(maximumBody: read.number("LEDGER_MAX_BODY_BYTES", in: 1_024...1_073_741_824) ?? RequestLimits.defaultMaximumBody)
         appleRootCertificates = read.text("LEDGER_APPLE_ROOT_CERTIFICATES")
         verifyReceipt = .fromEnvironment(environment)

@@ -68,8 +68,10 @@ struct ServeCommand: AsyncParsableCommand {
     private static func serve(_ opened: Database, migrator: Migrator, settings: Configuration, logger: Logger) async throws {
         let services = try makeServices(opened, migrator: migrator, settings: settings, logger: logger)
         let host = settings.host
+        let watchdog = settings.stuckAfter.map { Watchdog(host: host, patience: $0, logger: logger) }
         let app = services.application(host: host, port: settings.port, limits: settings.limits, logger: logger) { port in
             logger.info("ledger listening", metadata: ["http.address": "http://\(host):\(port)", "db": "\(opened.owner)"])
+            watchdog?.start(port: port)
         }
         if let interval = settings.reconcileInterval {
             logger.info("notification history is read from Apple every \(interval) for apps with an App Store Server API key")
@@ -82,6 +84,11 @@ struct ServeCommand: AsyncParsableCommand {
                 services: [services.pools] + services.backgroundServices(reconcileInterval: settings.reconcileInterval, logger: logger) + [app],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+        watchdog?.stop()
+        if let reason = watchdog?.reason {
+            logger.error("ledger stopped: it could not recover by itself", metadata: ["reason": "\(reason)"])
+            throw ExitCode(70)
+        }
         logger.info("ledger stopped")
     }
 
@@ -106,7 +113,8 @@ struct ServeCommand: AsyncParsableCommand {
             pool: pool, store: store, migrator: migrator, verifier: trust.verifier(), keyring: keyring,
             receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, replicas: replicas,
             replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks,
-            throttle: FailureThrottle(limit: settings.authenticationFailureLimit, trustedProxies: Set(settings.trustedProxies)), logger: logger)
+            throttle: FailureThrottle(limit: settings.authenticationFailureLimit, trustedProxies: Set(settings.trustedProxies)),
+            stuckAfter: settings.stuckAfter ?? .seconds(60), logger: logger)
         return services
     }
 }

@@ -62,6 +62,8 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = try TestCluster.database(on: cluster, named: "ledger").connectionString
         environment["LEDGER_SECRETS_KEY"] = Self.secretsKey
+        // Well past this, the database still away: its parts wait for it, they are not stuck.
+        environment["LEDGER_STUCK_AFTER"] = "2s"
         let pid = try ChildProcess.spawn(Self.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
         defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
 
@@ -71,6 +73,10 @@ import Testing
         let down = try await poll(url, until: 503)
         #expect(down?.0 == 503, "not ready while the database is down")
         #expect(down?.1.contains("connection_") == true)
+        try await Task.sleep(for: .seconds(8)) // the stuck limit and more than one watchdog round
+        let waiting = try await get(url)
+        #expect(waiting.0 == 503 && waiting.1.contains("failing for") && !waiting.1.contains("stuck"), "\(waiting.1)")
+        #expect(ChildProcess.poll(pid) == nil, "the server waits for its database rather than exit")
         #expect(try await get("http://127.0.0.1:\(port)/healthz").0 == 200, "the process itself stays up")
         try cluster.start()
         #expect(try await poll(url, until: 200)?.0 == 200, "ready again once the database is back")

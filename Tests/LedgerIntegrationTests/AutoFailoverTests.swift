@@ -80,6 +80,29 @@ import Testing
         }
     }
 
+    /// One user's state read every 100 ms until stopped, every answer kept.
+    final class Reads: Sendable {
+        let answers = Locked<[Load.Answer]>([])
+        let running = Locked(true)
+        let task: Locked<Task<Void, Never>?> = Locked(nil)
+
+        init(_ server: TestServer, key: String, user: String) {
+            let task = Task { [answers, running] in
+                while running.value {
+                    let status = (try? await server.send("GET", "/v1/apps/\(AutoFailoverTests.bundle)/users/\(user)", key: key, timeout: 30).status) ?? -1
+                    answers.withLock { $0.append(Load.Answer(id: user, status: status, at: .now)) }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            self.task.withLock { $0 = task }
+        }
+
+        func stop() async {
+            running.withLock { $0 = false }
+            await task.value?.value
+        }
+    }
+
     @Test func theLedgerFollowsPgAutoFailoverThroughAFailoverAndASwitchoverUnderLoad() async throws {
         try #require(AutoFailover.isAvailable, "pg_auto_failover is not installed: Tools/dev test and .ci/run install postgresql-15-auto-failover")
         let formation = try await AutoFailover.start()
@@ -87,12 +110,16 @@ import Testing
         let (owner, database) = try await formation.database()
         var application = formation.hostList(database: database, user: TestCluster.runtime, deadline: .seconds(2))
         application.role = "ledger_app"
-        let server = try await TestServer.start(connecting: (owner, application))
+        // Reads from the standby while there is one, as LEDGER_READ_DATABASE_URL says it.
+        var reading = formation.hostList(database: database, user: TestCluster.runtime, sessions: "prefer-standby", deadline: .seconds(2))
+        reading.role = "ledger_app"
+        let server = try await TestServer.start(connecting: (owner, application), reading: [reading])
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read])
 
         let load = Load(server, key: key)
-        _ = try await load.waitForAcknowledgement(after: .now, within: .seconds(20))
+        let first = try #require(try await load.waitForAcknowledgement(after: .now, within: .seconds(20)), "no first purchase")
+        let reads = Reads(server, key: key, user: "user-\(first.id)")
         try await Task.sleep(for: .seconds(1))
 
         // The primary's machine dies; the monitor promotes the secondary.
@@ -119,6 +146,11 @@ import Testing
         let resumed = try #require(firstAfter, "writes never came back")
         print("failover: promoted \(promoted - killed) after the kill; first purchase acknowledged \(resumed.at - promoted) after the promotion")
         #expect(resumed.at - promoted < .seconds(5), "writes resumed \(resumed.at - promoted) after the promotion")
+        // Without a primary, reads went on from the standby.
+        let readsMeanwhile = reads.answers.value.filter { $0.at > killed + .seconds(1) && $0.at < promoted }
+        let servedMeanwhile = readsMeanwhile.filter { $0.status == 200 }.count
+        print("reads while no primary: \(servedMeanwhile) of \(readsMeanwhile.count) answered 200")
+        #expect(servedMeanwhile > 0 && readsMeanwhile.count > 0, "\(readsMeanwhile.map(\.status))")
 
         // The old primary rejoins as secondary — with the load paused: its keeper starts the
         // server as the primary it last was, and until the monitor has it demoted, a client
@@ -138,6 +170,12 @@ import Testing
         #expect(window <= .seconds(2), "503s for \(window) during the switchover")
 
         await load.stop()
+        await reads.stop()
+        #expect(Set(reads.answers.value.map(\.status)).isSubset(of: [200, 503]), "reads: \(Set(reads.answers.value.map(\.status)))")
+        // The reads follow the topology: the last purchase's user, read after everything, owns it.
+        let lastUser = try #require(load.answers.value.last { $0.status == 200 })
+        let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/user-\(lastUser.id)", key: key)
+        #expect(state.status == 200 && state.text.contains("\"pro\""), "\(state.status) \(state.text)")
         let answers = load.answers.value
         #expect(Set(answers.map(\.status)).isSubset(of: [200, 503]), "\(Set(answers.map(\.status)))")
         let acknowledged = Set(answers.filter { $0.status == 200 }.map(\.id))

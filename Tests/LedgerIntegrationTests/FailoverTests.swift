@@ -47,6 +47,11 @@ import Testing
             "POST", "/v1/apps/\(bundle)/transactions", key: key, json: ["user_id": "user-\(id)", "signed_transaction": jws], timeout: 20)
     }
 
+    /// The value of an unlabelled series on a `/metrics` page.
+    static func sample(_ name: String, in page: String) -> Double? {
+        page.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.dropFirst(name.count + 1)) }
+    }
+
     static func signed(_ server: TestServer, _ id: String) throws -> String {
         try server.app.signedTransaction(IngestionFlowTests.subscription(id, days: 30, startedAgo: 60))
     }
@@ -63,6 +68,13 @@ import Testing
         try await offThePool { try primary.kill() }
         let orphaned = try await Self.purchase(server, "f-1", key: key)
         #expect(orphaned.status == 503 && orphaned.headers.first(name: "Retry-After") != nil, "no primary: \(orphaned.status) \(orphaned.text)")
+        // What an operator sees meanwhile: not ready, the database named; the time without a
+        // primary counting up (the background parts wait for it, they are not stuck).
+        let away = try await server.send("GET", "/readyz")
+        #expect(away.status == 503 && away.text.contains(#""database":"unavailable"#), "\(away.text)")
+        #expect(!away.text.contains("stuck"), "\(away.text)")
+        let metricsAway = try await server.send("GET", "/metrics", key: server.adminKey).text
+        #expect(Self.sample("ledger_database_unavailable_seconds", in: metricsAway).map { $0 > 0 } == true, "\(metricsAway)")
 
         try await offThePool { try standby.promote() }
         let promoted = ContinuousClock.now
@@ -82,6 +94,26 @@ import Testing
         // Background work followed the primary: the purchase made after the failover is announced.
         let announced = try await server.waitForChange(key: key) { $0["user_id"] as? String == "user-f-2" }.found
         #expect(announced, "the change projection came back after the failover")
+
+        // The pool counted its reconnections and the time it spent without a primary; with it
+        // back, the server is ready again and every background part says ok.
+        let health = server.pool.health
+        #expect(health.connectionsLost >= 1 && health.unavailableSince == nil && health.unavailableTotal > .zero, "\(health)")
+        let parts = ["notifications", "timeline cache", "projection worker", "change projection", "webhook deliveries"]
+        func allWell(_ answer: TestServer.Answer) -> Bool {
+            answer.status == 200 && parts.allSatisfy { (answer.json["checks"] as? [String: any Sendable])?[$0] as? String == "ok" }
+        }
+        // The LISTEN connections retry with a back-off of up to 2 s.
+        var ready = try await server.send("GET", "/readyz")
+        for _ in 0..<100 where !allWell(ready) {
+            try await Task.sleep(for: .milliseconds(100))
+            ready = try await server.send("GET", "/readyz")
+        }
+        #expect(allWell(ready), "\(ready.text)")
+        let metricsBack = try await server.send("GET", "/metrics", key: server.adminKey).text
+        #expect(Self.sample("ledger_database_unavailable_seconds", in: metricsBack) == 0, "\(metricsBack)")
+        #expect(Self.sample("ledger_database_unavailable_seconds_total", in: metricsBack).map { $0 > 0 } == true)
+        #expect(Self.sample("ledger_database_connections_lost_total", in: metricsBack).map { $0 >= 1 } == true)
 
         // Every acknowledged purchase is on the new primary, and the chain holds.
         let purchased = try await server.pool.query(

@@ -70,14 +70,15 @@ final class TestServer: Sendable {
 
     /// `sharing`: a second server on the first one's database (as a multi-server deployment);
     /// `projecting: false` runs it without a projection worker.
-    /// `replicas`: clusters streaming from the database's cluster, to serve reads from.
+    /// `replicas`: clusters streaming from the database's cluster, to serve reads from;
+    /// `reading`: read pools' configurations given as they are (a host list, say).
     /// `appleOf`: another (possibly stopped) server whose App Store simulator this one uses, so
     /// what Apple kept while that server was down is there to reconcile.
     static func start(
         poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
         projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250),
         appleOf: TestServer? = nil, webhooks: WebhookPolicy = TestServer.quickWebhooks,
-        connecting: (owner: PostgresConfiguration, application: PostgresConfiguration)? = nil
+        connecting: (owner: PostgresConfiguration, application: PostgresConfiguration)? = nil, reading: [PostgresConfiguration] = []
     ) async throws -> TestServer {
         let owner: PostgresConfiguration
         if let connecting {
@@ -91,7 +92,7 @@ final class TestServer: Sendable {
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
         try migrator.migrate(PostgresConnection.connect(owner))
         let database = PostgresConfiguration.parse(owner.connectionString)["dbname"] ?? ""
-        let readers = replicas.map { TestCluster.applicationRole($0.configuration(database: database)) }
+        let readers = replicas.map { TestCluster.applicationRole($0.configuration(database: database)) } + reading
         let server = try await TestServer(
             owner: owner, application: connecting?.application ?? TestCluster.applicationRole(owner), migrator: migrator, poolSize: poolSize,
             projecting: projecting, replicas: readers, replicaWait: replicaWait, appleOf: appleOf, webhooks: webhooks)

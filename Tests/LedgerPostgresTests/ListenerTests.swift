@@ -32,4 +32,29 @@ import Testing
         try await waitUntil { connects.load(ordering: .relaxed) == 2 }
         await listener.stop()
     }
+
+    /// A server that stops answering without closing the socket (a machine gone, a partition):
+    /// the idle ping finds out within its deadline and the listener connects again.
+    @Test func aListenerWhoseServerStopsAnsweringReconnects() async throws {
+        var configuration = try TestCluster.database()
+        configuration.deadline = .seconds(1)
+        let connects = Atomic<Int>(0)
+        let heartbeat = Heartbeat("listener")
+        let listener = PostgresListener(configuration: configuration, channels: ["ledger_frozen"], heartbeat: heartbeat, logger: TestCluster.quietLogger) {
+            note in
+            if note == .connected { connects.add(1, ordering: .relaxed) }
+        }
+        listener.start()
+        defer { Task { await listener.stop() } }
+        try await waitUntil { connects.load(ordering: .relaxed) == 1 }
+        let admin = try PostgresConnection.connect(TestCluster.superuser(configuration))
+        let backend = try admin.query("SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN ledger_frozen'")[0]["pid"].int()
+        kill(pid_t(backend), SIGSTOP)
+        defer {
+            kill(pid_t(backend), SIGCONT)
+            _ = try? admin.query("SELECT pg_terminate_backend($1)", [backend])
+        }
+        try await waitUntil(seconds: 15) { connects.load(ordering: .relaxed) == 2 }
+        #expect(heartbeat.status(silentAfter: .seconds(30)) == .ok)
+    }
 }

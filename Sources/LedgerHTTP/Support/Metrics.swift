@@ -56,14 +56,18 @@ package final class Metrics: Sendable {
     /// The exposition text; `gauges` are sampled by the caller at scrape time.
     /// A value sampled when `/metrics` is scraped.
     package struct Gauge: Sendable {
+        package enum Kind: String, Sendable { case gauge, counter }
         package var name: String
         package var help: String
         package var value: Double
+        /// A counter kept elsewhere (a pool's) is sampled like a gauge but typed as what it is.
+        package var kind: Kind
 
-        package init(_ name: String, _ help: String, _ value: Double) {
+        package init(_ name: String, _ help: String, _ value: Double, kind: Kind = .gauge) {
             self.name = name
             self.help = help
             self.value = value
+            self.kind = kind
         }
     }
 
@@ -91,7 +95,7 @@ package final class Metrics: Sendable {
             }
         }
         for gauge in gauges {
-            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
+            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) \(gauge.kind.rawValue)\n\(gauge.name) \(gauge.value)\n"
         }
         return out
     }

@@ -1,0 +1,45 @@
+import EmbeddedPostgres
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+/// A server half-alive — answering, its database answering, one of its background parts unable
+/// to work — says so in `/readyz` and exits with a failure, so that its supervisor restarts it;
+/// a server waiting for its database is not stuck and stays.
+@Suite struct StuckServerTests {
+    @Test func aPartFailingWhileTheDatabaseAnswersIsStuckAndTheServerExits() async throws {
+        let cluster = try TestCluster.privateCluster()
+        let database = try TestCluster.database(on: cluster, named: "ledger")
+        let port = Int.random(in: 40_000..<60_000)
+        let log = NSTemporaryDirectory() + "ledger-stuck-\(UUID().uuidString.prefix(8)).log"
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = database.connectionString
+        environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
+        environment["LEDGER_STUCK_AFTER"] = "2s"
+        let pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+        defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
+        let url = "http://127.0.0.1:\(port)/readyz"
+        let ready = try await poll(url, until: 200)
+        #expect(ready?.0 == 200 && ready?.1.contains(#""change projection":"ok""#) == true, "\(String(describing: ready))")
+
+        // The change projection's clock table goes away behind the server's back: every sweep
+        // fails, while the database, the projection worker and the listener are fine.
+        let superuser = try PostgresConnection.connect(TestCluster.superuser(database))
+        try superuser.execute(script: "ALTER TABLE ledger.change_clock RENAME TO change_clock_away")
+        let stuck = try await poll(url, until: 503)
+        #expect(stuck?.1.contains(#""change projection":"stuck: failing for"#) == true, "\(String(describing: stuck))")
+        #expect(stuck?.1.contains("change_clock") == true, "the part says what fails: \(String(describing: stuck))")
+
+        let status = await Task.detached { () -> Int32? in
+            for _ in 0..<300 {
+                if let status = ChildProcess.poll(pid) { return status }
+                usleep(100_000)
+            }
+            return nil
+        }.value
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(status == 70, "the server exits with a failure: \(String(describing: status)); \(output.suffix(2000))")
+        #expect(output.contains("cannot recover by itself") && output.contains("change projection is stuck"), "\(output.suffix(2000))")
+    }
+}
