@@ -134,7 +134,10 @@ let package = Package(
         // What is held about a user: the subject-access export.
         .target(
             name: "LedgerPrivacy",
-            dependencies: ["LedgerCore", "LedgerFormats", "LedgerPostgres", "LedgerProjections"],
+            dependencies: [
+                "LedgerCore", "LedgerEventStore", "LedgerFacts", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Evidence in, events out: verification against each app's configuration, raw evidence
@@ -260,6 +263,7 @@ let package = Package(
                 "LedgerWebhooks",
                 "LedgerProjections",
                 "LedgerIngestion",
+                "LedgerPrivacy",
                 "LedgerCore",
                 "AppStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -293,6 +297,7 @@ let package = Package(
                 "LedgerChanges",
                 "LedgerSecrets",
                 "LedgerWebhooks",
+                "LedgerTestSupport",
                 "WebhookReceiver",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

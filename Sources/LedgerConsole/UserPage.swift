@@ -121,6 +121,9 @@ struct UserPage {
                 ? "introductory offer eligibility (\(o.eligible == true ? "eligible" : "not eligible"))"
                 : "offer \(o.offerID ?? "?")" + (o.kind == .promotionalOfferLegacy ? " (legacy signature)" : "")
             return "signed \(what) for \(o.productID): \(o.reason)"
+        case .userErased(let e):
+            return
+                "identifiers erased by \(e.actor): \(e.eventsRewritten) events rewritten, \(e.tokens) tokens replaced, \(e.evidenceShredded) pieces of evidence shredded"
         case .renewalExtended(let e):
             return "renewal date of \(e.originalTransactionID) extended at Apple by \(e.days) days (reason \(e.reasonCode)), by \(e.actor)"
         case .massRenewalExtensionRequested(let m):

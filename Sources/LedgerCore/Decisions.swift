@@ -23,6 +23,10 @@ package enum Decide {
     ) -> ClaimDecision {
         guard let currentOwner else { return .claim(Claim(originalTransactionID: originalTransactionID, userID: userID)) }
         if currentOwner == userID { return .alreadyOwned }
+        // An erased owner holds on to nothing: whoever presents the purchase next takes it.
+        if ErasedUser.isPseudonym(currentOwner) {
+            return .transfer(Transfer(originalTransactionID: originalTransactionID, fromUserID: currentOwner, toUserID: userID, reason: "owner_erased"))
+        }
         let transfer = ClaimDecision.transfer(Transfer(originalTransactionID: originalTransactionID, fromUserID: currentOwner, toUserID: userID))
         switch policy {
         case .transfer: return transfer

@@ -63,6 +63,7 @@ extension LedgerError {
         case unknownTransaction = "unknown_transaction"
         case unknownAppAccountToken = "unknown_app_account_token"
         case unknownWebhook = "unknown_webhook"
+        case unknownUser = "unknown_user"
         case appleTransactionNotFound = "apple_transaction_not_found"
         case appleAppTransactionNotFound = "apple_app_transaction_not_found"
         case appleOrderNotFound = "apple_order_not_found"
@@ -131,7 +132,7 @@ extension LedgerError {
             case .missingAPIKey, .invalidAPIKey: .unauthenticated
             case .insufficientScope, .appNotAllowed: .forbidden
             case .notFound, .unknownApp, .unknownProduct, .unknownOffer, .unknownGrant, .unknownTransaction,
-                .unknownAppAccountToken, .unknownWebhook, .appleTransactionNotFound, .appleAppTransactionNotFound,
+                .unknownAppAccountToken, .unknownWebhook, .unknownUser, .appleTransactionNotFound, .appleAppTransactionNotFound,
                 .appleOrderNotFound:
                 .notFound
             case .methodNotAllowed: .methodNotAllowed

@@ -94,6 +94,7 @@ extension LedgerEvent {
         case .consumed(let c): c.userID
         case .promotionalGranted(let g): g.userID
         case .promotionalRevoked(let r): r.userID
+        case .userErased(let e): e.userID
         case .balanceMoved(let m): m.userID
         case .appTransactionRecorded(let a): a.userID
         case .offerSigned(let o): o.userID

@@ -26,6 +26,8 @@ package struct Endpoints: Sendable {
     package var exports: FinanceExports
     /// Everything held about a user, for a subject-access request.
     package var subjectAccess: SubjectAccess
+    /// A user's identifiers erased, the books kept.
+    package var erasures: UserErasures
     package var feed: ChangeFeed
     package var webhooks: WebhookRegistry
     package var console: ConsoleContext
@@ -39,7 +41,7 @@ package struct Endpoints: Sendable {
         ingestor: Ingestor, lookups: AppleLookups, offers: OfferDesk, directory: AppDirectory, actions: UserActions,
         merges: AccountMerges,
         users: UserStateReader, keys: APIKeyStore, throttle: FailureThrottle, audit: AuditLog, exports: FinanceExports,
-        subjectAccess: SubjectAccess, feed: ChangeFeed,
+        subjectAccess: SubjectAccess, erasures: UserErasures, feed: ChangeFeed,
         webhooks: WebhookRegistry,
         console: ConsoleContext, metrics: Metrics, readiness: @escaping @Sendable () async -> Readiness,
         gauges: @escaping @Sendable () async -> [Metrics.Gauge]
@@ -56,6 +58,7 @@ package struct Endpoints: Sendable {
         self.audit = audit
         self.exports = exports
         self.subjectAccess = subjectAccess
+        self.erasures = erasures
         self.feed = feed
         self.webhooks = webhooks
         self.console = console

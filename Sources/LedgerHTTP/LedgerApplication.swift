@@ -29,7 +29,7 @@ package func buildApplication(
     OffersController(offers: endpoints.offers).register(on: v1)
     UsersController(
         directory: directory, reader: endpoints.users, actions: endpoints.actions, audit: endpoints.audit, merges: endpoints.merges,
-        subjectAccess: endpoints.subjectAccess
+        subjectAccess: endpoints.subjectAccess, erasures: endpoints.erasures
     ).register(on: v1)
     ExportController(directory: directory, exports: endpoints.exports).register(on: v1)
     ChangesController(directory: directory, feed: endpoints.feed).register(on: v1)

@@ -13,11 +13,22 @@ package struct Identifier: Sendable {
     package let field: String
     package let code: LedgerError.Code
     package let maximumLength: Int
+    /// Values starting with it are the ledger's own (an erased user's pseudonym), never a client's.
+    package let reservedPrefix: String?
 
-    package static let userID = Identifier(field: "user_id", code: .invalidUserID, maximumLength: 255)
+    init(field: String, code: LedgerError.Code, maximumLength: Int, reservedPrefix: String? = nil) {
+        self.field = field
+        self.code = code
+        self.maximumLength = maximumLength
+        self.reservedPrefix = reservedPrefix
+    }
+
+    package static let userID = Identifier(field: "user_id", code: .invalidUserID, maximumLength: 255, reservedPrefix: ErasedUser.prefix)
+    /// The user an erasure names: any id, an erased user's pseudonym included.
+    package static let erasedUserID = Identifier(field: "user_id", code: .invalidUserID, maximumLength: 255)
     package static let grantID = Identifier(field: "grant_id", code: .invalidGrantID, maximumLength: 255)
     /// The account merged into another (`from` of a merge): a user id.
-    package static let mergedUserID = Identifier(field: "from", code: .invalidMerge, maximumLength: 255)
+    package static let mergedUserID = Identifier(field: "from", code: .invalidMerge, maximumLength: 255, reservedPrefix: ErasedUser.prefix)
     package static let idempotencyKey = Identifier(field: "idempotency_key", code: .invalidIdempotencyKey, maximumLength: 255)
     package static let currency = Identifier(field: "currency", code: .invalidAmount, maximumLength: 100)
     package static let entitlement = Identifier(field: "entitlement", code: .invalidGrant, maximumLength: 200)
@@ -32,6 +43,9 @@ package struct Identifier: Sendable {
     package func check(_ value: String) throws -> String {
         guard !value.isEmpty, value.unicodeScalars.count <= maximumLength, !value.unicodeScalars.contains(where: Self.isControl) else {
             throw LedgerError(code, "\(field) must be 1–\(maximumLength) characters without control characters")
+        }
+        if let reservedPrefix, value.hasPrefix(reservedPrefix) {
+            throw LedgerError(code, "\(field) must not start with \(reservedPrefix): the ledger names erased users so")
         }
         return value
     }

@@ -49,7 +49,7 @@ package struct SubjectAccess: Sendable {
         [
             PipelinedStatement(
                 """
-                SELECT digest, kind, received_at, body FROM ledger.evidence WHERE digest = ANY($1::text[]) ORDER BY received_at, digest
+                SELECT digest, kind, received_at, body, shredded_at FROM ledger.evidence WHERE digest = ANY($1::text[]) ORDER BY received_at, digest
                 """, [PostgresTextArray(evidence)]),
             // Links are events of their own streams, one stream per token: a rare, whole-log read.
             PipelinedStatement(
@@ -130,6 +130,8 @@ package struct SubjectAccess: Sendable {
             // JWS, receipts (base64) and V1 notifications are text; anything else is base64.
             let body = (try? row["body"].bytes()) ?? []
             json.field("body", String(validating: body, as: UTF8.self) ?? Data(body).base64EncodedString())
+            // Emptied by an erasure: it carried an erased user's appAccountToken.
+            if let shredded = try? row["shredded_at"].date() { json.time("shredded_at", shredded) }
         }
         json.objects("app_account_tokens", rows[1]) { json, row in
             json.field("app_account_token", row["token"].optionalString()?.lowercased())

@@ -26,6 +26,7 @@ package struct LedgerServices: Sendable {
     package let ingestor: Ingestor
     package let actions: UserActions
     package let merges: AccountMerges
+    package let erasures: UserErasures
     package let keys: APIKeyStore
     /// Failed authentications per client address (API keys and console sign-ins alike).
     package let throttle: FailureThrottle
@@ -111,6 +112,7 @@ package struct LedgerServices: Sendable {
         self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
         self.merges = AccountMerges(
             store: store, directory: directory, tokens: ingestor.tokens, freshness: freshness, reader: users, logger: logger)
+        self.erasures = UserErasures(store: store, freshness: freshness, logger: logger)
         self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
         self.changes = ChangeNotifications()
         self.webhooks = WebhookRegistry(pool: pool, targets: webhookPolicy.targets, keyring: keyring)
@@ -130,7 +132,8 @@ package struct LedgerServices: Sendable {
         return Endpoints(
             ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
             merges: merges, users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),
-            subjectAccess: SubjectAccess(pool: pool, reader: UserStateReader(pool: pool)), feed: ChangeFeed(pool: pool, notifications: changes),
+            subjectAccess: SubjectAccess(pool: pool, reader: UserStateReader(pool: pool)), erasures: erasures,
+            feed: ChangeFeed(pool: pool, notifications: changes),
             webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
     }
 }

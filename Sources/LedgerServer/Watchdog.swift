@@ -19,6 +19,8 @@ package final class Watchdog: Sendable {
     /// How long the listener may go unanswered before the watchdog gives up.
     let patience: Duration
     let interval: Duration
+    /// How long one probe waits for its answer.
+    let timeout: Duration
     let logger: Logger
     private let verdict = Mutex<String?>(nil)
     private let stopped = Atomic<Bool>(false)
@@ -27,12 +29,13 @@ package final class Watchdog: Sendable {
 
     /// `host`: the address the server listens on (an unspecified one is asked on loopback).
     package init(
-        host: String, patience: Duration, interval: Duration = .seconds(5), logger: Logger,
+        host: String, patience: Duration, interval: Duration = .seconds(5), timeout: Duration = .seconds(5), logger: Logger,
         giveUp: (@Sendable (String) -> Void)? = nil
     ) {
         self.host = host == "0.0.0.0" ? "127.0.0.1" : (host == "::" ? "::1" : host)
         self.patience = patience
         self.interval = interval
+        self.timeout = timeout
         self.logger = logger
         self.giveUp = giveUp ?? Watchdog.stopProcess
     }
@@ -56,7 +59,7 @@ package final class Watchdog: Sendable {
             Thread.sleep(forTimeInterval: interval.asSeconds)
             if stopped.load(ordering: .acquiring) { return }
             var why: String?
-            switch Self.readiness(host: host, port: port, timeout: min(interval, .seconds(5))) {
+            switch Self.readiness(host: host, port: port, timeout: timeout) {
             case .success(let checks):
                 unansweredSince = nil
                 if let stuck = checks.sorted(by: { $0.key < $1.key }).first(where: { $0.value.hasPrefix("stuck") }) {

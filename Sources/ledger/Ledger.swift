@@ -14,7 +14,7 @@ struct Ledger: AsyncParsableCommand {
             """,
         subcommands: [
             ServeCommand.self, MigrateCommand.self, KeysCommand.self, RebuildCommand.self, VerifyCommand.self, ExportCommand.self, ReconcileCommand.self,
-            BackfillCommand.self, SecretsCommand.self,
+            BackfillCommand.self, SecretsCommand.self, EraseCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )

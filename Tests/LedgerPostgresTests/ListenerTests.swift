@@ -38,6 +38,8 @@ import Testing
     @Test func aListenerWhoseServerStopsAnsweringReconnects() async throws {
         var configuration = try TestCluster.database()
         configuration.deadline = .seconds(1)
+        configuration.applicationName = "frozen-\(UUID().uuidString.prefix(8))"
+
         let connects = Atomic<Int>(0)
         let heartbeat = Heartbeat("listener")
         let listener = PostgresListener(configuration: configuration, channels: ["ledger_frozen"], heartbeat: heartbeat, logger: TestCluster.quietLogger) {
@@ -48,7 +50,8 @@ import Testing
         defer { Task { await listener.stop() } }
         try await waitUntil { connects.load(ordering: .relaxed) == 1 }
         let admin = try PostgresConnection.connect(TestCluster.superuser(configuration))
-        let backend = try admin.query("SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN ledger_frozen'")[0]["pid"].int()
+        let found = try admin.query("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [configuration.applicationName])
+        let backend = try #require(found.first, "the listener's backend")["pid"].int()
         kill(pid_t(backend), SIGSTOP)
         defer {
             kill(pid_t(backend), SIGCONT)

@@ -16,7 +16,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Benchmarks that print ratios against a baseline measured in the same run.",
         subcommands: [
             AppendBenchmark.self, RebuildBenchmark.self, JWSBenchmark.self, HTTPBenchmark.self, ReplicaBenchmark.self, BackfillBenchmark.self,
-            TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self, OfferBenchmark.self,
+            TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self, OfferBenchmark.self, FailoverBenchmark.self,
         ]
     )
 }

@@ -23,11 +23,16 @@ struct BenchServer {
     let task: Task<Void, any Error>
 
     static func start(on database: BenchDatabase, logger: Logger) async throws -> BenchServer {
+        var application = database.configuration
+        application.role = "ledger_app"
+        return try await start(application: application, logger: logger)
+    }
+
+    /// The server on a database already migrated, connected as `application` says (a host
+    /// list, a deadline).
+    static func start(application: PostgresConfiguration, logger: Logger) async throws -> BenchServer {
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
-        let pool = PostgresPool(
-            configuration: {
-                var c = database.configuration; c.role = "ledger_app"; return c
-            }(), size: 8, logger: logger)
+        let pool = PostgresPool(configuration: application, size: 8, logger: logger)
         let authority = try TestCertificateAuthority()
         // The benchmarks' webhook receiver listens on loopback.
         var webhooks = WebhookPolicy()

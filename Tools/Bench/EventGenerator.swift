@@ -54,7 +54,7 @@ struct EventGenerator {
             pending.append(batch)
         }
         let batches = pending
-        let done = Locked(configuration.count)
+        let done = SharedCounter(configuration.count)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<writers {
                 group.addTask {
@@ -129,7 +129,7 @@ struct EventGenerator {
 }
 
 /// A counter shared by writer tasks.
-final class Locked: @unchecked Sendable {
+final class SharedCounter: @unchecked Sendable {
     private var value: Int
     private let lock = NSLock()
     init(_ value: Int) { self.value = value }

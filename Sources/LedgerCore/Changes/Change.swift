@@ -20,6 +20,7 @@ package struct Change: Sendable, Equatable {
         case purchaseRefunded = "purchase.refunded"
         case refundReversed = "purchase.refund_reversed"
         case consentRescinded = "consent.rescinded"
+        case userErased = "user.erased"
     }
 
     package var kind: Kind

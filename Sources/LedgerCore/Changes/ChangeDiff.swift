@@ -31,7 +31,13 @@ struct ChangeDiff {
     /// In a fixed order — ownership, purchases, entitlements, subscriptions, balances — so a
     /// receiver reads the cause before its effects.
     func changes() -> [Change] {
-        ownership() + purchases() + entitlements() + subscriptions() + balances() + consent()
+        ownership() + purchases() + entitlements() + subscriptions() + balances() + consent() + erasure()
+    }
+
+    /// The user's identifiers were erased: announced under the pseudonym, so receivers erase theirs.
+    private func erasure() -> [Change] {
+        guard case .userErased(let erasure) = fact.event, erasure.userID == userID else { return [] }
+        return [change(.userErased, "erased", .init())]
     }
 
     /// Consent withdrawn for the app a purchase of the user's was made in: announced once, when

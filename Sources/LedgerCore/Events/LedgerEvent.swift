@@ -53,6 +53,8 @@ package indirect enum LedgerEvent: Sendable, Equatable {
     case appTransactionRecorded(AppTransactionFacts)
     /// A signature the ledger issued for the user (an offer, an introductory eligibility): audit only.
     case offerSigned(OfferSignature)
+    /// The user's identifiers were erased: recorded on the pseudonym's stream, naming only it.
+    case userErased(UserErasure)
     /// Asked of Apple on the app's behalf (audit only; Apple's restated facts change the state).
     case renewalExtended(RenewalExtension)
     case massRenewalExtensionRequested(MassRenewalExtension)
@@ -92,6 +94,7 @@ package indirect enum LedgerEvent: Sendable, Equatable {
         case .balanceMoved: .balanceMoved
         case .appTransactionRecorded: .appTransactionRecorded
         case .offerSigned: .offerSigned
+        case .userErased: .userErased
         case .renewalExtended: .renewalExtended
         case .massRenewalExtensionRequested: .massRenewalExtensionRequested
         case .appAccountTokenSent: .appAccountTokenSent
@@ -126,6 +129,7 @@ package enum LedgerEventType: String, Sendable, CaseIterable {
     case balanceMoved = "BalanceMoved"
     case appTransactionRecorded = "AppTransactionRecorded"
     case offerSigned = "OfferSigned"
+    case userErased = "UserErased"
     case renewalExtended = "RenewalExtendedAtApple"
     case massRenewalExtensionRequested = "MassRenewalExtensionRequested"
     case appAccountTokenSent = "AppAccountTokenSentToApple"
@@ -274,6 +278,55 @@ package struct PromotionalRevocation: Codable, Sendable, Equatable {
         self.userID = userID
         self.reason = reason
         self.actor = actor
+    }
+}
+
+/// What an erasure did, kept on the pseudonym's stream (`user:<bundle>:erased:…`): never the id
+/// nor the tokens it replaced.
+package struct UserErasure: Codable, Sendable, Equatable {
+    /// The pseudonym that now stands for the user everywhere (`ErasedUser`).
+    package var userID: String
+    /// The API key's name (or `cli`).
+    package var actor: String
+    /// How many appAccountTokens were replaced by pseudonymous ones.
+    package var tokens: Int
+    package var eventsRewritten: Int
+    package var evidenceShredded: Int
+    /// Each stream re-chained: its head hash (hex) before and after, so a head kept elsewhere can
+    /// be followed to the new one.
+    package var rechained: [Rechained]
+
+    package struct Rechained: Codable, Sendable, Equatable {
+        package var stream: String
+        package var before: String
+        package var after: String
+        package init(stream: String, before: String, after: String) {
+            self.stream = stream
+            self.before = before
+            self.after = after
+        }
+    }
+
+    package init(userID: String, actor: String, tokens: Int, eventsRewritten: Int, evidenceShredded: Int, rechained: [Rechained]) {
+        self.userID = userID
+        self.actor = actor
+        self.tokens = tokens
+        self.eventsRewritten = eventsRewritten
+        self.evidenceShredded = evidenceShredded
+        self.rechained = rechained
+    }
+}
+
+/// The pseudonyms that stand for erased users: `erased:` and 32 random hex digits. The prefix is
+/// refused in the user ids clients send, so a pseudonym is never a live account.
+package enum ErasedUser {
+    package static let prefix = "erased:"
+
+    package static func isPseudonym(_ userID: String) -> Bool { userID.hasPrefix(prefix) }
+
+    package static func makePseudonym() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return prefix + (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 }
 

@@ -15,6 +15,7 @@ struct UsersController {
     let audit: AuditLog
     let merges: AccountMerges
     let subjectAccess: SubjectAccess
+    let erasures: UserErasures
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/apps/:bundle_id/users/:user_id") { request, context in
@@ -58,6 +59,17 @@ struct UsersController {
             let (bundleID, userID) = try context.appAndUser(.admin)
             _ = try await directory.app(bundleID)
             return JSONBody.response(bytes: try await subjectAccess.export(bundleID: bundleID, userID: userID))
+        }
+        // Erasure of the user's identifiers (the books stay, under a pseudonym): admin, audited
+        // under the pseudonym — the id is what is being erased.
+        group.delete("/apps/:bundle_id/users/:user_id") { _, context in
+            let (bundleID, userID) = try context.appAndUser(.admin)
+            _ = try await directory.app(bundleID)
+            try Identifier.erasedUserID.check(userID)
+            let report = try await erasures.erase(bundleID: bundleID, userID: userID, actor: context.key?.name ?? "admin")
+            let answer = Wire.Erasure(report)
+            try await context.audit(audit, "user.erased", target: "\(bundleID)/users/\(report.pseudonym)", bundleID: bundleID, after: answer)
+            return try JSONBody.response(answer)
         }
         group.post("/apps/:bundle_id/users/:user_id/consumptions") { request, context in
             let (bundleID, userID) = try context.appAndUser(.ingest)

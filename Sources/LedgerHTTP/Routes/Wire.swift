@@ -2,6 +2,7 @@ import Foundation
 import LedgerCore
 import LedgerFormats
 import LedgerIngestion
+import LedgerPrivacy
 
 /// The API's JSON, spelled out: snake_case keys, RFC 3339 UTC times, secrets never included.
 /// Kept apart from the domain types so the domain can change without breaking clients.
@@ -153,6 +154,29 @@ enum Wire {
     struct TokenAtApple: Encodable { var original_transaction_id: String; var status: String }
     /// `POST …/users/{u}/merge`: the account merged into `u`.
     struct MergeRequest: Decodable { var from: String }
+
+    /// `DELETE …/users/{u}`: what the erasure did, under the pseudonym that now stands for `u`.
+    struct Erasure: Encodable {
+        var bundle_id: String
+        var pseudonym: String
+        var erased_at: String
+        var app_account_tokens: Int
+        var events_rewritten: Int
+        var rows_rewritten: Int
+        var evidence_shredded: Int
+        var streams_rechained: Int
+
+        init(_ report: UserErasures.Report) {
+            bundle_id = report.bundleID
+            pseudonym = report.pseudonym
+            erased_at = RFC3339.string(report.erasedAt)
+            app_account_tokens = report.tokens
+            events_rewritten = report.eventsRewritten
+            rows_rewritten = report.rowsRewritten
+            evidence_shredded = report.evidenceShredded
+            streams_rechained = report.streamsRechained
+        }
+    }
 
     struct ConsumptionRequest: Decodable { var currency: String; var amount: Int64; var idempotency_key: String }
     struct ConsumptionResponse: Encodable { var balance: Int64; var currency: String; var replayed: Bool }

@@ -1,0 +1,166 @@
+import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerFacts
+import LedgerFormats
+import LedgerPostgres
+import LedgerProjections
+import Logging
+
+/// Erasing a user (`DELETE /v1/apps/{b}/users/{u}`, `ledger erase`): afterwards the user id and
+/// the appAccountTokens that stood for the user are nowhere in the database, while every purchase,
+/// renewal and refund stays in the books under a pseudonym (`erased:…`).
+///
+/// In one transaction, as the only writer of the user's stream: the tokens are found (links the
+/// user holds, tokens on the purchases the user held), then the raw evidence that carries one
+/// (a JWS, a receipt and Apple's answer to it, a notification — searched decoded, nested JWS
+/// included); `ledger.erase` (schema/0024) replaces the id and each token by its pseudonym in the
+/// log, re-chains the streams it touched, replaces them everywhere else and empties that evidence;
+/// last, a `userErased` fact on the pseudonym's stream records what was done, by whom — and
+/// through the change feed tells the app's game servers (`user.erased`).
+///
+/// Replacing, not deleting, keeps the books: finance rows keep their amounts and dates, balances
+/// and debts stay where they were, a rebuild from zero derives the same state. The pseudonym owns
+/// nothing anyone can reach: the id now names a new, empty account, and a purchase the erased
+/// user held goes to whoever presents it next, whatever the restore policy (`Decide.claim`).
+package struct UserErasures: Sendable {
+    let store: EventStore
+    let freshness: ProjectionFreshness
+    let logger: Logger
+
+    package init(store: EventStore, freshness: ProjectionFreshness, logger: Logger) {
+        self.store = store
+        self.freshness = freshness
+        self.logger = logger
+    }
+
+    /// What an erasure did: the answer to the request, and the facts of the record.
+    package struct Report: Sendable, Equatable {
+        package var bundleID: String
+        package var pseudonym: String
+        package var erasedAt: Date
+        package var tokens: Int
+        package var eventsRewritten: Int
+        package var rowsRewritten: Int
+        package var evidenceShredded: Int
+        package var streamsRechained: Int
+        /// Where the record of the erasure is in the log (a read after it sees the erasure).
+        package var position: LogPosition?
+    }
+
+    /// Erases `userID` of `bundleID`; `actor` names who asked (an API key's name, `cli`). A user
+    /// the app's log never named is `unknown_user` (an erasure done before included: the id names
+    /// nothing any more).
+    /// Answered once the projection has applied the record, so a read after the answer (on any
+    /// server or replica, with its `Ledger-Position`) sees the erasure.
+    package func erase(bundleID: String, userID: String, actor: String) async throws -> Report {
+        let pseudonym = ErasedUser.makePseudonym()
+        let streams = [LedgerStream.user(bundleID, userID: userID), LedgerStream.user(bundleID, userID: pseudonym)]
+        let report = try await store.serialized(on: streams) { locked in
+            let connection = locked[0].connection
+            guard try Self.isKnown(userID, bundleID: bundleID, on: connection) else {
+                throw LedgerError(.unknownUser, "the app's log names no user \(userID): nothing to erase (an erased id names nothing)")
+            }
+            let tokens = try Self.tokens(of: userID, bundleID: bundleID, on: connection)
+            let shred = try Self.evidenceCarrying(tokens, of: userID, bundleID: bundleID, on: connection)
+            var old = [userID], new = [pseudonym]
+            for token in tokens {
+                let replacement = UUID()
+                old += [token.uuidString, token.uuidString.lowercased()]
+                new += [replacement.uuidString, replacement.uuidString.lowercased()]
+            }
+            let done = try connection.query(
+                "SELECT events_rewritten, rows_rewritten, evidence_shredded, rechained::text AS rechained FROM ledger.erase($1, $2::text[], $3::text[], $4::text[])",
+                [bundleID, PostgresTextArray(old), PostgresTextArray(new), PostgresTextArray(shred)])[0]
+            let rechained = try JSONDecoder().decode([UserErasure.Rechained].self, from: Data(try done["rechained"].string().utf8))
+            let erasure = UserErasure(
+                userID: pseudonym, actor: actor, tokens: tokens.count, eventsRewritten: try done["events_rewritten"].int(),
+                evidenceShredded: try done["evidence_shredded"].int(), rechained: rechained)
+            let now = Date()
+            let (_, event) = try StoredFacts.newEvent(
+                .userErased(erasure), bundleID: bundleID, id: StableID.make(streams[1], LedgerEventType.userErased.rawValue, pseudonym),
+                occurredAt: now)
+            let appended = try locked[1].append([event], expectedVersion: .any)
+            return Report(
+                bundleID: bundleID, pseudonym: pseudonym, erasedAt: now, tokens: tokens.count, eventsRewritten: erasure.eventsRewritten,
+                rowsRewritten: try done["rows_rewritten"].int(), evidenceShredded: erasure.evidenceShredded, streamsRechained: rechained.count,
+                position: appended.events.last?.position)
+        }
+        if let position = report.position { try await freshness.wait(for: position, logger: logger) }
+        logger.notice(
+            "user erased", metadata: ["bundle_id": "\(bundleID)", "pseudonym": "\(report.pseudonym)", "events_rewritten": "\(report.eventsRewritten)"])
+        return report
+    }
+
+    /// Whether any event of the app names the user: its own stream, or the id as a JSON string.
+    static func isKnown(_ userID: String, bundleID: String, on connection: PostgresConnection) throws -> Bool {
+        try connection.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM ledger.streams WHERE stream = $2)
+                OR EXISTS (SELECT 1 FROM ledger.events WHERE split_part(stream, ':', 2) = $1 AND strpos(data::text, to_jsonb($3::text)::text) > 0) AS known
+            """, [bundleID, LedgerStream.user(bundleID, userID: userID), userID])[0]["known"].bool()
+    }
+
+    /// The appAccountTokens that stand for the user: those whose link the user holds last, and
+    /// those on the purchases the user held (the app set them for this user) unless another user
+    /// holds their link now.
+    static func tokens(of userID: String, bundleID: String, on connection: PostgresConnection) throws -> [UUID] {
+        let rows = try connection.query(
+            """
+            WITH links AS (
+                SELECT DISTINCT ON (stream) lower(data->>'appAccountToken') AS token, data->>'userID' AS holder
+                  FROM ledger.events
+                 WHERE event_type = 'AppAccountTokenLinked' AND starts_with(stream, 'token:' || $1 || ':')
+                 ORDER BY stream, version DESC
+            ),
+            held AS (
+                SELECT DISTINCT stream FROM ledger.events
+                 WHERE starts_with(stream, 'purchase:' || $1 || ':') AND strpos(data::text, to_jsonb($2::text)::text) > 0
+            ),
+            carried AS (
+                SELECT DISTINCT lower(e.data->>'appAccountToken') AS token FROM ledger.events e JOIN held USING (stream)
+                 WHERE e.data ? 'appAccountToken'
+            )
+            SELECT token FROM links WHERE holder = $2
+            UNION
+            SELECT c.token FROM carried c WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.token = c.token AND l.holder <> $2)
+            """, [bundleID, userID])
+        return try rows.compactMap { UUID(uuidString: try $0["token"].string()) }.sorted { $0.uuidString < $1.uuidString }
+    }
+
+    /// The evidence that carries one of `tokens`: among the evidence cited by the app's events
+    /// that mention one or that are about a purchase the user held (a notification's facts may
+    /// leave the token out, its JWS does not), and the receipts their verifyReceipt answers
+    /// answer, what holds one once decoded (`EvidenceSearch`).
+    static func evidenceCarrying(_ tokens: [UUID], of userID: String, bundleID: String, on connection: PostgresConnection) throws -> [String] {
+        guard !tokens.isEmpty else { return [] }
+        let quoted = tokens.flatMap { ["\"\($0.uuidString)\"", "\"\($0.uuidString.lowercased())\""] }
+        let rows = try connection.query(
+            """
+            WITH held AS (
+                SELECT DISTINCT stream FROM ledger.events
+                 WHERE starts_with(stream, 'purchase:' || $1 || ':') AND strpos(data::text, to_jsonb($3::text)::text) > 0
+            ),
+            cited AS (
+                SELECT DISTINCT metadata->>'evidence' AS digest FROM ledger.events
+                 WHERE split_part(stream, ':', 2) = $1 AND metadata ? 'evidence'
+                   AND (ledger.erasure_mentions(data::text, $2::text[]) OR stream IN (SELECT stream FROM held))
+            )
+            SELECT v.digest, v.body, a.digest AS answered, a.body AS answered_body
+              FROM ledger.evidence v JOIN cited USING (digest) LEFT JOIN ledger.evidence a ON a.digest = v.answers
+             WHERE v.shredded_at IS NULL
+            """, [bundleID, PostgresTextArray(quoted), userID])
+        var shred: Set<String> = []
+        for row in rows {
+            let digest = try row["digest"].string()
+            let answered = row["answered"].optionalString()
+            if EvidenceSearch.mentions(try row["body"].bytes(), anyOf: tokens) {
+                shred.insert(digest)
+                if let answered { shred.insert(answered) }
+            } else if let answered, EvidenceSearch.mentions(try row["answered_body"].bytes(), anyOf: tokens) {
+                shred.formUnion([digest, answered])
+            }
+        }
+        return shred.sorted()
+    }
+}
