@@ -514,7 +514,7 @@ let package = Package(
                 "LedgerAccess", "LedgerReconciliation", "AppStoreServerAPI",
                 "LedgerHTTP", "LedgerServer", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
                 "LedgerTestSupport", "LedgerFacts", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
-                "LedgerChanges", "LedgerSecrets", "LedgerWebhooks", "WebhookReceiver",
+                "LedgerChanges", "LedgerPrivacy", "LedgerSecrets", "LedgerWebhooks", "WebhookReceiver",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),

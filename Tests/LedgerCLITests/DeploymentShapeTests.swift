@@ -76,7 +76,18 @@ import Testing
             #expect(product.0 == 200, "configure product: \(product.1)")
             let user = try await send("GET", base + "/v1/apps/com.example.shape/users/u1", key: secret)
             #expect(user.0 == 200, "user state: \(user.1)")
+            // Erasure rewrites the log through the owner's function, whichever role the server runs as.
+            for name in ["u1", "u2"] {
+                let grant = try await send(
+                    "POST", base + "/v1/apps/com.example.shape/users/\(name)/grants", key: secret,
+                    json: #"{"entitlement": "vip", "duration": "P7D", "reason": "welcome"}"#)
+                #expect(grant.0 == 201, "grant: \(grant.1)")
+            }
+            let erased = try await send("DELETE", base + "/v1/apps/com.example.shape/users/u2", key: secret)
+            #expect(erased.0 == 200 && erased.1.contains(#""pseudonym":"erased:"#), "erase over HTTP: \(erased.1)")
         }
+        let erase = try shape.ledger(["erase", "--app", "com.example.shape", "--user", "u1"], login: owner, extra: extra)
+        #expect(erase.status == 0 && erase.output.contains("erased:"), "ledger erase: \(erase.output)")
         for command in [["keys", "list"], ["rebuild"], ["verify"], ["export", "transactions", "--app", "com.example.shape", "--from", "2026-01-01"]] {
             let outcome = try shape.ledger(command, login: owner, extra: extra)
             #expect(outcome.status == 0, "\(command.joined(separator: " ")): \(outcome.output)")

@@ -52,6 +52,18 @@ import Testing
                 == .transfer(Transfer(originalTransactionID: "t1", fromUserID: "alice", toUserID: "bob")))
     }
 
+    /// An erased user holds on to nothing: the purchase goes to whoever presents it, even under
+    /// `keep` and while it is active.
+    @Test func anErasedOwnersPurchaseGoesToTheNextPresenterUnderAnyPolicy() {
+        let erased = ErasedUser.makePseudonym()
+        #expect(ErasedUser.isPseudonym(erased) && erased.count == "erased:".count + 32 && erased != ErasedUser.makePseudonym())
+        for policy in [RestorePolicy.keep, .transfer, .transferIfNoActive] {
+            #expect(
+                Decide.claim("t1", by: "bob", currentOwner: erased, policy: policy) { true }
+                    == .transfer(Transfer(originalTransactionID: "t1", fromUserID: erased, toUserID: "bob", reason: "owner_erased")), "\(policy)")
+        }
+    }
+
     @Test func aTransferMovesAccessFromTheTransferOn() {
         var s = Scenario()
         s.buy("t1", "pro.monthly", by: "alice", at: day(0), expires: day(30))

@@ -5,6 +5,7 @@ import LedgerAccess
 import LedgerEventStore
 import LedgerPostgres
 import LedgerProjections
+import LedgerServer
 import LedgerTestSupport
 import NIOHTTP1
 import Testing
@@ -116,6 +117,31 @@ import Testing
         let never = try await server.send("DELETE", "/v1/apps/\(b)/users/nobody", key: server.adminKey)
         #expect(never.status == 404 && never.errorCode == "unknown_user", "\(never.text)")
         #expect(try await server.send("DELETE", "/v1/apps/\(b)/users/bob", key: key).status == 403, "admin only")
+    }
+
+    /// Read-your-writes holds for an erasure: another server reading a replica, given the answer's
+    /// position, no longer shows the user — though it had the user's timeline in its cache.
+    @Test func anotherServerReadingAReplicaSeesTheErasureAtOnce() async throws {
+        let (primary, standby) = try await offThePool { try TestCluster.primaryWithStandby() }
+        let writer = try await TestServer.start(cluster: primary, replicas: [standby])
+        let reader = try await TestServer.start(configure: false, sharing: writer, projecting: false, replicas: [standby], replicaWait: .milliseconds(100))
+        defer {
+            Task {
+                await reader.stop(); await writer.stop()
+            }
+        }
+        let key = try await writer.key([.ingest, .read])
+        let granted = try await writer.send(
+            "POST", "/v1/apps/\(Self.bundle)/users/rita/grants", key: writer.adminKey, json: ["entitlement": "vip", "duration": "P7D", "reason": "welcome"])
+        let position = try #require(granted.headers.first(name: "Ledger-Position"))
+        let cached = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/rita", key: key, headers: [("Ledger-Read-After", position)])
+        #expect(MergeTests.entitlement(cached.json, "vip") == true, "\(cached.text)")
+
+        let erased = try await writer.send("DELETE", "/v1/apps/\(Self.bundle)/users/rita", key: writer.adminKey)
+        let after = try #require(erased.headers.first(name: "Ledger-Position"), "\(erased.text)")
+        let read = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/rita", key: key, headers: [("Ledger-Read-After", after)])
+        #expect(read.status == 200 && MergeTests.entitlement(read.json, "vip") != true, "\(read.text)")
+        #expect(reader.services.reads.sources.replica > 0, "the replica answered")
     }
 
     /// A user's state as JSON text, without the instants it was asked and answered at.
