@@ -56,8 +56,9 @@ $$;
 -- Erases, for the app `p_bundle`, the identifiers `p_old` (a user id, then the tokens in every
 -- spelling the log uses), each replaced by `p_new` at the same index:
 --   * every event of the app whose data or metadata holds one as a JSON string, and the streams
---     named by one (`user:<bundle>:<id>`, `token:<bundle>:<token>`) are rewritten, and every
---     stream so touched is re-chained from its first event (versions, ids, positions, times kept);
+--     named by one (`user:<bundle>:<id>`, `token:<bundle>:<token>`) are rewritten — those streams'
+--     events get new ids, as ids derive from stream names — and every stream so touched is
+--     re-chained from its first event (versions, positions, times kept);
 --   * every other table of the schema: a `user_id` equal to one, a JSON string equal to one in a
 --     jsonb column or in a text column holding JSON (`body`, `timeline`), an admin action's target;
 --   * the evidence `p_shred` names loses its body.
@@ -104,6 +105,8 @@ BEGIN
     WITH rewritten AS (
         UPDATE ledger.events e
            SET stream = coalesce(v_new_streams[array_position(v_old_streams, e.stream)], e.stream),
+               -- Ids derive from the stream's name: the id, used again later, must start afresh.
+               event_id = CASE WHEN e.stream = ANY (v_old_streams) THEN gen_random_uuid() ELSE e.event_id END,
                data = ledger.erasure_replace(e.data::text, v_quoted_old, v_quoted_new)::jsonb,
                metadata = ledger.erasure_replace(e.metadata::text, v_quoted_old, v_quoted_new)::jsonb
          WHERE split_part(e.stream, ':', 2) = p_bundle

@@ -52,7 +52,8 @@ import Testing
         let refund = try server.app.notificationV2("REFUND", transaction: coins.revoked(at: Date(timeIntervalSinceNow: -60)))
         #expect(try await NotificationSender().send(refund, to: "\(server.baseURL)/v1/apps/\(b)/notifications/apple") == 200)
         let granted = try await server.send(
-            "POST", "/v1/apps/\(b)/users/\(path)/grants", key: server.adminKey, json: ["entitlement": "vip", "duration": "P7D", "reason": "welcome"])
+            "POST", "/v1/apps/\(b)/users/\(path)/grants", key: server.adminKey,
+            json: ["entitlement": "vip", "duration": "P7D", "reason": "welcome", "grant_id": "welcome-1"])
         #expect(granted.status == 201, "\(granted.text)")
         // Someone else, whose answers must not move.
         let bobCoins = SimulatedTransaction(transactionID: "e-3", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
@@ -70,6 +71,8 @@ import Testing
         #expect(before.contains { $0.layer == 0 && $0.needle == user }, "\(before)")
         #expect(before.contains { $0.layer >= 2 && $0.needle.lowercased() == token.uuidString.lowercased() }, "in a JWS payload: \(before)")
 
+        try await Task.sleep(for: .seconds(1.1)) // `at` and `known_at` are read to the second
+        let beforeErasure = RFC3339Text.string(Date())
         let erased = try await server.send("DELETE", "/v1/apps/\(b)/users/\(path)", key: server.adminKey)
         #expect(erased.status == 200, "\(erased.text)")
         let pseudonym = try #require(erased.json["pseudonym"] as? String)
@@ -83,6 +86,11 @@ import Testing
         // The id names a new, empty account; the audit trail and the export of it are empty.
         let now = try await server.send("GET", "/v1/apps/\(b)/users/\(path)", key: key)
         #expect(MergeTests.entitlement(now.json, "pro") != true && (MergeTests.balance(now.json, "coins") ?? 0) == 0, "\(now.text)")
+        // Time travel too: asked about before the erasure, on either axis, the id names nothing.
+        for query in ["at=\(beforeErasure)", "known_at=\(beforeErasure)"] {
+            let then = try await server.send("GET", "/v1/apps/\(b)/users/\(path)?\(query)", key: key)
+            #expect(then.status == 200 && MergeTests.entitlement(then.json, "pro") != true, "\(query): \(then.text)")
+        }
         let trail = try await server.send("GET", "/v1/apps/\(b)/users/\(path)/events", key: key)
         #expect((trail.json["events"] as? [Any])?.isEmpty == true, "\(trail.text)")
         // Game servers hear of it, under the pseudonym.
@@ -110,6 +118,19 @@ import Testing
         let restored = try await server.send(
             "POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": "ada-again", "signed_transaction": subscriptionJWS])
         #expect(restored.status == 200 && MergeTests.entitlement(restored.json, "pro") == true, "\(restored.text)")
+
+        // The id starts afresh: the same grant id and the same token are new facts of a new account.
+        let regranted = try await server.send(
+            "POST", "/v1/apps/\(b)/users/\(path)/grants", key: server.adminKey,
+            json: ["entitlement": "vip", "duration": "P7D", "reason": "welcome", "grant_id": "welcome-1"])
+        #expect(regranted.status == 201 && regranted.json["user_id"] as? String == user, "\(regranted.text)")
+        let revoked = try await server.send("POST", "/v1/apps/\(b)/users/\(path)/grants/welcome-1/revoke", key: server.adminKey, json: [:])
+        #expect(revoked.status == 200, "\(revoked.text)")
+        #expect(try await server.send("PUT", "/v1/apps/\(b)/users/ada-again/app-account-tokens/\(token)", key: key).status == 200)
+        let holder = try await server.send("GET", "/v1/apps/\(b)/app-account-tokens/\(token)", key: key)
+        #expect(holder.json["user_id"] as? String == "ada-again", "\(holder.text)")
+        #expect(try await server.send("DELETE", "/v1/apps/\(b)/users/ada-again", key: server.adminKey).status == 200)
+        #expect(try await server.send("DELETE", "/v1/apps/\(b)/users/\(path)", key: server.adminKey).status == 200)
 
         // Asking again: the id names nothing the log knows.
         let again = try await server.send("DELETE", "/v1/apps/\(b)/users/\(path)", key: server.adminKey)

@@ -7,6 +7,7 @@ import LedgerPostgres
 import LedgerTestSupport
 import NIOHTTP1
 import Testing
+import WebhookReceiver
 
 /// The primary dies: a synchronous streaming standby is promoted, as a failover manager does, and
 /// the server — given both hosts in one libpq host list with `target_session_attrs=read-write` —
@@ -62,6 +63,13 @@ import Testing
         let server = try await Self.server(primary, standby)
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest, .read])
+        // A game server listening: its deliveries go on after the failover.
+        let receiver = WebhookReceiver(secret: WebhookTests.secret)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        let hook = try await server.send(
+            "PUT", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey, json: ["url": receiver.url, "secret": WebhookTests.secret])
+        #expect(hook.status == 201, "\(hook.text)")
         let before = try await Self.purchase(server, "f-0", key: key)
         #expect(before.status == 200, "\(before.text)")
 
@@ -94,6 +102,8 @@ import Testing
         // Background work followed the primary: the purchase made after the failover is announced.
         let announced = try await server.waitForChange(key: key) { $0["user_id"] as? String == "user-f-2" }.found
         #expect(announced, "the change projection came back after the failover")
+        for _ in 0..<300 where !receiver.accepted.contains(where: { $0.userID == "user-f-2" }) { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(receiver.accepted.contains { $0.userID == "user-f-2" && $0.signatureValid }, "webhooks are delivered after the failover")
 
         // The pool counted its reconnections and the time it spent without a primary; with it
         // back, the server is ready again and every background part says ok.

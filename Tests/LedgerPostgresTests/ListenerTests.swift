@@ -20,15 +20,18 @@ import Testing
     }
 
     @Test func theListenerReconnectsAfterItsConnectionIsKilled() async throws {
-        let configuration = try TestCluster.database()
+        var configuration = try TestCluster.database()
+        configuration.applicationName = "killed-\(UUID().uuidString.prefix(8))"
         let connects = Atomic<Int>(0)
         let listener = PostgresListener(configuration: configuration, channels: ["ledger_test"], logger: TestCluster.quietLogger) { note in
             if note == .connected { connects.add(1, ordering: .relaxed) }
         }
         listener.start()
         try await waitUntil { connects.load(ordering: .relaxed) == 1 }
-        let admin = try PostgresConnection.connect(configuration)
-        try admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()")
+        var adminConfiguration = configuration
+        adminConfiguration.applicationName = "ledger-test-admin"
+        let admin = try PostgresConnection.connect(adminConfiguration)
+        try admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [configuration.applicationName])
         try await waitUntil { connects.load(ordering: .relaxed) == 2 }
         await listener.stop()
     }
