@@ -34,44 +34,68 @@ BEGIN
 END
 $$;
 
--- Whether `p_text` holds any of `p_needles` (plain substrings).
+-- Whether `p_text` holds any of `p_needles` (plain substrings): the cheap test before the walk.
 CREATE FUNCTION ledger.erasure_mentions(p_text text, p_needles text[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT EXISTS (SELECT 1 FROM unnest(p_needles) AS n WHERE strpos(p_text, n) > 0)
 $$;
 
--- `p_text` with every `p_old[i]` replaced by `p_new[i]`.
-CREATE FUNCTION ledger.erasure_replace(p_text text, p_old text[], p_new text[]) RETURNS text
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+-- `p_value` with the user id `p_user` replaced by `p_pseudonym` where a key names a user, and
+-- every string equal to a token `p_old[i]` replaced by `p_new[i]` wherever it is. Only the keys
+-- that name users: a user id may well equal some other value (a product id, a number as text),
+-- which must stay; a token is a UUID, equal to nothing else.
+CREATE FUNCTION ledger.erasure_jsonb(p_value jsonb, p_key text, p_user text, p_pseudonym text, p_old text[], p_new text[])
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
-    v_text text := p_text;
+    v_result jsonb;
+    v_index integer;
 BEGIN
-    FOR i IN 1 .. coalesce(cardinality(p_old), 0) LOOP
-        v_text := replace(v_text, p_old[i], p_new[i]);
-    END LOOP;
-    RETURN v_text;
+    CASE jsonb_typeof(p_value)
+    WHEN 'string' THEN
+        IF p_key = ANY (ARRAY['userID', 'fromUserID', 'toUserID', 'counterpartUserID', 'user_id', 'from', 'to'])
+           AND p_value #>> '{}' = p_user THEN
+            RETURN to_jsonb(p_pseudonym);
+        END IF;
+        v_index := array_position(p_old, p_value #>> '{}');
+        RETURN CASE WHEN v_index IS NULL THEN p_value ELSE to_jsonb(p_new[v_index]) END;
+    WHEN 'object' THEN
+        SELECT coalesce(jsonb_object_agg(e.key, ledger.erasure_jsonb(e.value, e.key, p_user, p_pseudonym, p_old, p_new)), '{}'::jsonb)
+          INTO v_result FROM jsonb_each(p_value) AS e;
+        RETURN v_result;
+    WHEN 'array' THEN
+        SELECT coalesce(jsonb_agg(ledger.erasure_jsonb(e.value, p_key, p_user, p_pseudonym, p_old, p_new) ORDER BY e.n), '[]'::jsonb)
+          INTO v_result FROM jsonb_array_elements(p_value) WITH ORDINALITY AS e(value, n);
+        RETURN v_result;
+    ELSE
+        RETURN p_value;
+    END CASE;
 END
 $$;
 
--- Erases, for the app `p_bundle`, the identifiers `p_old` (a user id, then the tokens in every
--- spelling the log uses), each replaced by `p_new` at the same index:
---   * every event of the app whose data or metadata holds one as a JSON string, and the streams
---     named by one (`user:<bundle>:<id>`, `token:<bundle>:<token>`) are rewritten — those streams'
---     events get new ids, as ids derive from stream names — and every stream so touched is
---     re-chained from its first event (versions, positions, times kept);
---   * every other table of the schema: a `user_id` equal to one, a JSON string equal to one in a
---     jsonb column or in a text column holding JSON (`body`, `timeline`), an admin action's target;
+-- Erases, for the app `p_bundle`, the user id `p_user` — replaced by `p_pseudonym` where a key
+-- names a user — and the tokens `p_old_tokens` (each in every spelling the log uses), each
+-- replaced by `p_new_tokens` at the same index, wherever they are:
+--   * the app's events that name one, and the streams named by one (`user:<bundle>:<id>`,
+--     `token:<bundle>:<token>`), which are renamed; their events get new ids, as ids derive from
+--     stream names; every stream so touched is re-chained from its first event (versions,
+--     positions, times kept);
+--   * every other table of the schema: a `user_id` column, the JSON of jsonb columns and of text
+--     columns holding JSON (`body`, `timeline`), an admin action's target;
 --   * the evidence `p_shred` names loses its body.
--- Appends wait meanwhile (the stream heads are locked), so none chains onto a head that moves.
--- Every server's cache of timelines is told to forget everything at the commit.
+-- Only erasures: a pseudonym and UUIDs, nothing else, can be written (the application role may
+-- call it; it can never rewrite a product, a price or a date). The streams it rewrites are held
+-- as their writers hold them, then every append waits (the heads are locked), so none chains
+-- onto a head that moves. Every server's cache of timelines is told to forget at the commit.
 -- Answers what it did; `rechained` lists each stream's head before and after, so whoever kept an
 -- old head can follow it to the new one.
-CREATE FUNCTION ledger.erase(p_bundle text, p_old text[], p_new text[], p_shred text[])
+CREATE FUNCTION ledger.erase(p_bundle text, p_user text, p_pseudonym text, p_old_tokens text[], p_new_tokens text[], p_shred text[])
 RETURNS TABLE (events_rewritten bigint, rows_rewritten bigint, evidence_shredded bigint, rechained jsonb)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    v_quoted_old text[];
-    v_quoted_new text[];
+    v_uuid CONSTANT text := '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
+    v_old_tokens text[] := coalesce(p_old_tokens, ARRAY[]::text[]);
+    v_new_tokens text[] := coalesce(p_new_tokens, ARRAY[]::text[]);
+    v_needles text[];
     v_old_streams text[];
     v_new_streams text[];
     v_streams text[];
@@ -87,17 +111,22 @@ DECLARE
     r record;
     t record;
 BEGIN
-    IF cardinality(p_old) IS DISTINCT FROM cardinality(p_new) OR cardinality(p_old) = 0 THEN
-        RAISE EXCEPTION 'ledger.erase needs as many replacements as identifiers' USING ERRCODE = '22023';
+    IF p_pseudonym !~ '^erased:[0-9a-f]{32}$' OR coalesce(p_user, '') = ''
+       OR cardinality(v_old_tokens) <> cardinality(v_new_tokens)
+       OR EXISTS (SELECT 1 FROM unnest(v_old_tokens || v_new_tokens) AS x(token) WHERE x.token !~ v_uuid) THEN
+        RAISE EXCEPTION 'ledger.erase replaces a user id by a pseudonym (erased: and 32 hex digits) and tokens by UUIDs, nothing else'
+            USING ERRCODE = '22023';
     END IF;
-    -- As JSON strings (the log's data is JSON: an id is replaced where it is a whole string), and
-    -- as the names of the streams they may name.
-    SELECT array_agg(to_jsonb(x.o)::text ORDER BY x.i), array_agg(to_jsonb(x.n)::text ORDER BY x.i)
-      INTO v_quoted_old, v_quoted_new FROM unnest(p_old, p_new) WITH ORDINALITY AS x(o, n, i);
-    SELECT array_agg(k.kind || ':' || p_bundle || ':' || x.o), array_agg(k.kind || ':' || p_bundle || ':' || x.n)
-      INTO v_old_streams, v_new_streams
-      FROM unnest(p_old, p_new) AS x(o, n) CROSS JOIN (VALUES ('user'), ('token')) AS k(kind);
+    v_needles := p_user || v_old_tokens;
+    v_old_streams := ('user:' || p_bundle || ':' || p_user) || ARRAY(SELECT 'token:' || p_bundle || ':' || o FROM unnest(v_old_tokens) AS o);
+    v_new_streams := ('user:' || p_bundle || ':' || p_pseudonym) || ARRAY(SELECT 'token:' || p_bundle || ':' || n FROM unnest(v_new_tokens) AS n);
 
+    -- The streams to rewrite, held as their writers hold them (a decision read before must not
+    -- append after), then every head.
+    PERFORM pg_advisory_xact_lock(keys.k) FROM (
+        SELECT DISTINCT hashtextextended(e.stream, 0) AS k FROM ledger.events e
+         WHERE split_part(e.stream, ':', 2) = p_bundle AND (e.stream = ANY (v_old_streams) OR ledger.erasure_mentions(e.data::text, v_needles))
+         ORDER BY 1) AS keys;
     PERFORM set_config('ledger.erasing', 'on', true);
     LOCK TABLE ledger.streams IN EXCLUSIVE MODE;
 
@@ -105,13 +134,14 @@ BEGIN
     WITH rewritten AS (
         UPDATE ledger.events e
            SET stream = coalesce(v_new_streams[array_position(v_old_streams, e.stream)], e.stream),
-               -- Ids derive from the stream's name: the id, used again later, must start afresh.
                event_id = CASE WHEN e.stream = ANY (v_old_streams) THEN gen_random_uuid() ELSE e.event_id END,
-               data = ledger.erasure_replace(e.data::text, v_quoted_old, v_quoted_new)::jsonb,
-               metadata = ledger.erasure_replace(e.metadata::text, v_quoted_old, v_quoted_new)::jsonb
+               data = ledger.erasure_jsonb(e.data, NULL, p_user, p_pseudonym, v_old_tokens, v_new_tokens),
+               metadata = ledger.erasure_jsonb(e.metadata, NULL, p_user, p_pseudonym, v_old_tokens, v_new_tokens)
          WHERE split_part(e.stream, ':', 2) = p_bundle
            AND (e.stream = ANY (v_old_streams)
-                OR ledger.erasure_mentions(e.data::text, v_quoted_old) OR ledger.erasure_mentions(e.metadata::text, v_quoted_old))
+                OR (ledger.erasure_mentions(e.data::text || e.metadata::text, v_needles)
+                    AND (ledger.erasure_jsonb(e.data, NULL, p_user, p_pseudonym, v_old_tokens, v_new_tokens) <> e.data
+                         OR ledger.erasure_jsonb(e.metadata, NULL, p_user, p_pseudonym, v_old_tokens, v_new_tokens) <> e.metadata)))
         RETURNING e.stream)
     SELECT count(*), array_agg(DISTINCT rewritten.stream) INTO v_events, v_streams FROM rewritten;
     UPDATE ledger.streams s SET stream = v_new_streams[array_position(v_old_streams, s.stream)] WHERE s.stream = ANY (v_old_streams);
@@ -130,16 +160,15 @@ BEGIN
         v_rechained := v_rechained || jsonb_build_object('stream', v_stream, 'before', encode(v_before, 'hex'), 'after', encode(v_prev, 'hex'));
     END LOOP;
 
-    -- Everything derived or kept beside the log: ids by column name, JSON by content.
+    -- Everything derived or kept beside the log: users by column name, JSON by content.
     FOR t IN
         SELECT c.table_name, bool_or(c.column_name = 'bundle_id') AS per_app
           FROM information_schema.columns c JOIN information_schema.tables tb USING (table_schema, table_name)
          WHERE c.table_schema = 'ledger' AND tb.table_type = 'BASE TABLE' AND c.table_name NOT IN ('events', 'streams', 'evidence')
          GROUP BY c.table_name HAVING bool_or(c.column_name = 'user_id')
     LOOP
-        EXECUTE format('UPDATE ledger.%I t SET user_id = x.n FROM unnest($2::text[], $3::text[]) AS x(o, n) WHERE t.user_id = x.o %s',
-                       t.table_name, CASE WHEN t.per_app THEN 'AND t.bundle_id = $1' ELSE '' END)
-            USING p_bundle, p_old, p_new;
+        EXECUTE format('UPDATE ledger.%I t SET user_id = $3 WHERE t.user_id = $2 %s', t.table_name, CASE WHEN t.per_app THEN 'AND t.bundle_id = $1' ELSE '' END)
+            USING p_bundle, p_user, p_pseudonym;
         GET DIAGNOSTICS v_count = ROW_COUNT;
         v_rows := v_rows + v_count;
     END LOOP;
@@ -151,19 +180,18 @@ BEGIN
          WHERE c.table_schema = 'ledger' AND tb.table_type = 'BASE TABLE' AND c.table_name NOT IN ('events', 'streams', 'evidence')
            AND (c.data_type IN ('jsonb', 'json') OR (c.data_type = 'text' AND c.column_name IN ('body', 'timeline')))
     LOOP
-        -- Text is read as JSON first: a writer's escaping (of "/", say) may differ from jsonb's.
+        -- Text is read as JSON: its writer's escaping (of "/", say) may differ from jsonb's.
         EXECUTE format(
-            'UPDATE ledger.%1$I SET %2$I = ledger.erasure_replace(%2$I::jsonb::text, $2, $3)::%3$s '
-            'WHERE ledger.erasure_mentions(%2$I::text, $4) AND ledger.erasure_mentions(%2$I::jsonb::text, $2) %4$s',
+            'UPDATE ledger.%1$I SET %2$I = ledger.erasure_jsonb(%2$I::jsonb, NULL, $2, $3, $4, $5)::%3$s '
+            'WHERE ledger.erasure_mentions(%2$I::text, $6) AND ledger.erasure_jsonb(%2$I::jsonb, NULL, $2, $3, $4, $5) <> %2$I::jsonb %4$s',
             t.table_name, t.column_name, t.data_type, CASE WHEN t.per_app THEN 'AND bundle_id = $1' ELSE '' END)
-            USING p_bundle, v_quoted_old, v_quoted_new, p_old;
+            USING p_bundle, p_user, p_pseudonym, v_old_tokens, v_new_tokens, v_needles;
         GET DIAGNOSTICS v_count = ROW_COUNT;
         v_rows := v_rows + v_count;
     END LOOP;
     -- An admin action's target names the user as a path: <bundle>/users/<id>[/…].
-    UPDATE ledger.audit_log a SET target = p_bundle || '/users/' || x.n || substr(a.target, length(p_bundle || '/users/' || x.o) + 1)
-      FROM unnest(p_old, p_new) AS x(o, n)
-     WHERE a.target = p_bundle || '/users/' || x.o OR starts_with(a.target, p_bundle || '/users/' || x.o || '/');
+    UPDATE ledger.audit_log a SET target = p_bundle || '/users/' || p_pseudonym || substr(a.target, length(p_bundle || '/users/' || p_user) + 1)
+     WHERE a.target = p_bundle || '/users/' || p_user OR starts_with(a.target, p_bundle || '/users/' || p_user || '/');
     GET DIAGNOSTICS v_count = ROW_COUNT;
     v_rows := v_rows + v_count;
 
@@ -176,5 +204,5 @@ BEGIN
     RETURN QUERY SELECT v_events, v_rows, v_shredded, v_rechained;
 END
 $$;
-REVOKE ALL ON FUNCTION ledger.erase(text, text[], text[], text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION ledger.erase(text, text[], text[], text[]) TO ledger_app;
+REVOKE ALL ON FUNCTION ledger.erase(text, text, text, text[], text[], text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger.erase(text, text, text, text[], text[], text[]) TO ledger_app;

@@ -63,15 +63,18 @@ package struct UserErasures: Sendable {
             }
             let tokens = try Self.tokens(of: userID, bundleID: bundleID, on: connection)
             let shred = try Self.evidenceCarrying(tokens, of: userID, bundleID: bundleID, on: connection)
-            var old = [userID], new = [pseudonym]
+            // Each token in both spellings the log uses: upper case in facts, lower in stream names.
+            var old: [String] = [], new: [String] = []
             for token in tokens {
                 let replacement = UUID()
                 old += [token.uuidString, token.uuidString.lowercased()]
                 new += [replacement.uuidString, replacement.uuidString.lowercased()]
             }
             let done = try connection.query(
-                "SELECT events_rewritten, rows_rewritten, evidence_shredded, rechained::text AS rechained FROM ledger.erase($1, $2::text[], $3::text[], $4::text[])",
-                [bundleID, PostgresTextArray(old), PostgresTextArray(new), PostgresTextArray(shred)])[0]
+                """
+                SELECT events_rewritten, rows_rewritten, evidence_shredded, rechained::text AS rechained
+                  FROM ledger.erase($1, $2, $3, $4::text[], $5::text[], $6::text[])
+                """, [bundleID, userID, pseudonym, PostgresTextArray(old), PostgresTextArray(new), PostgresTextArray(shred)])[0]
             let rechained = try JSONDecoder().decode([UserErasure.Rechained].self, from: Data(try done["rechained"].string().utf8))
             let erasure = UserErasure(
                 userID: pseudonym, actor: actor, tokens: tokens.count, eventsRewritten: try done["events_rewritten"].int(),

@@ -2,6 +2,7 @@ import AppStoreSimulator
 import EmbeddedPostgres
 import Foundation
 import LedgerAccess
+import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
 import LedgerProjections
@@ -163,6 +164,46 @@ import Testing
         let read = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/rita", key: key, headers: [("Ledger-Read-After", after)])
         #expect(read.status == 200 && MergeTests.entitlement(read.json, "vip") != true, "\(read.text)")
         #expect(reader.services.reads.sources.replica > 0, "the replica answered")
+    }
+
+    /// A user id that equals another value (here a product id) is replaced only where it names a
+    /// user; and the function that rewrites the log takes nothing but an erasure, whoever calls it.
+    @Test func onlyUsersAreRewrittenAndNothingButAnErasureCanBe() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let b = Self.bundle
+        let key = try await server.key([.ingest, .read])
+        let finance = try await server.key([.finance])
+        for (user, id) in [("pro.monthly", "p-1"), ("someone", "p-2")] {
+            let purchase = SimulatedTransaction(
+                transactionID: id, productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 86_400))
+            let bought = try await server.send(
+                "POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(purchase)])
+            #expect(bought.status == 200, "\(bought.text)")
+        }
+        let erased = try await server.send("DELETE", "/v1/apps/\(b)/users/pro.monthly", key: server.adminKey)
+        let pseudonym = try #require(erased.json["pseudonym"] as? String, "\(erased.text)")
+        let rows = try await Self.financeRows(server, key: finance)
+        #expect(rows.count == 2 && rows.allSatisfy { $0["product_id"] == "pro.monthly" }, "\(rows)")
+        #expect(Set(rows.map { $0["user_id"] ?? "" }) == [pseudonym, "someone"], "\(rows)")
+        let someone = try await server.send("GET", "/v1/apps/\(b)/users/someone", key: key)
+        #expect((someone.json["subscriptions"] as? [[String: any Sendable]])?.first?["product_id"] as? String == "pro.monthly", "\(someone.text)")
+        let products = try await server.pool.query("SELECT count(*) AS n FROM ledger.events WHERE data->>'productID' = 'pro.monthly'")
+        #expect(try products[0]["n"].int() >= 2)
+
+        // The application role calls it as the server does; a product renamed is refused.
+        await #expect(throws: PostgresError.self) {
+            try await server.pool.query(
+                "SELECT * FROM ledger.erase($1, $2, $3, $4::text[], $5::text[], $6::text[])",
+                [b, "someone", "pro.yearly", PostgresTextArray([]), PostgresTextArray([]), PostgresTextArray([])])
+        }
+        await #expect(throws: PostgresError.self) {
+            try await server.pool.query(
+                "SELECT * FROM ledger.erase($1, $2, $3, $4::text[], $5::text[], $6::text[])",
+                [b, "someone", ErasedUser.makePseudonym(), PostgresTextArray(["pro.monthly"]), PostgresTextArray(["pro.yearly"]), PostgresTextArray([])])
+        }
+        // And the log stays closed to it otherwise.
+        await #expect(throws: PostgresError.self) { try await server.pool.query("UPDATE ledger.events SET data = '{}' WHERE false") }
     }
 
     /// A user's state as JSON text, without the instants it was asked and answered at.
