@@ -5,12 +5,13 @@ import Logging
 
 /// The HTTP edge's routes and middleware over the endpoints the composition root built.
 package func buildApplication(
-    endpoints: Endpoints, host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger,
+    endpoints: Endpoints, host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger, accessLog: Bool = false,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = Router(context: LedgerRequestContext.self)
     router.add(middleware: LimitsMiddleware(limits: limits))
     router.add(middleware: RequestIDMiddleware())
+    if accessLog { router.add(middleware: AccessLogMiddleware(logger: logger)) }
     router.add(middleware: RequestMetricsMiddleware(metrics: endpoints.metrics))
     router.add(middleware: ErrorMiddleware())
     router.addRoutes(HealthController(readiness: endpoints.readiness).routes)

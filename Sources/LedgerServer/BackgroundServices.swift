@@ -62,10 +62,11 @@ extension LedgerServices {
 
     /// The HTTP server over `endpoints`.
     package func application(
-        host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger,
+        host: String, port: Int, limits: RequestLimits = RequestLimits(), logger: Logger, accessLog: Bool = false,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        buildApplication(endpoints: endpoints, host: host, port: port, limits: limits, logger: logger, onServerRunning: onServerRunning)
+        buildApplication(
+            endpoints: endpoints, host: host, port: port, limits: limits, logger: logger, accessLog: accessLog, onServerRunning: onServerRunning)
     }
 
     /// What runs beside the HTTP server, in start order (a service group stops them in reverse,

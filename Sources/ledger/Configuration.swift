@@ -37,6 +37,10 @@ struct Configuration: Sendable {
     /// How often the server reads Apple's notification history; nil: never (`off`).
     var reconcileInterval: Duration? = .seconds(3600)
     var logLevel = Logger.Level.info
+    /// Log lines as text for a terminal, or as JSON objects, one a line, for a collector.
+    var logFormat = LogFormat.text
+    /// One line per answered request (`ledger serve`).
+    var accessLog = true
     // Webhooks.
     var webhooks = WebhookPolicy()
     // Guessing: failed authentications allowed per client address and minute, and the proxies
@@ -73,6 +77,8 @@ struct Configuration: Sendable {
         serverAPI = .fromEnvironment(environment)
         if let interval = read.interval("LEDGER_APPLE_RECONCILE_INTERVAL", offAllowed: true) { reconcileInterval = interval }
         logLevel = read.choice("LEDGER_LOG_LEVEL", of: Logger.Level.self) ?? logLevel
+        logFormat = read.choice("LEDGER_LOG_FORMAT", of: LogFormat.self) ?? logFormat
+        accessLog = read.flag("LEDGER_ACCESS_LOG") ?? accessLog
         if let timeout = read.interval("LEDGER_WEBHOOK_TIMEOUT") ?? nil { webhooks.attemptTimeout = timeout }
         if let window = read.interval("LEDGER_WEBHOOK_RETRY_WINDOW") ?? nil { webhooks.retryWindow = window }
         if let longest = read.interval("LEDGER_WEBHOOK_LONGEST_RETRY") ?? nil { webhooks.longestRetry = longest }

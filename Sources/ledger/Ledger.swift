@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerHTTP
 import Logging
 
 /// `ledger`: the entitlement ledger's one binary.
@@ -21,16 +22,27 @@ struct Ledger: AsyncParsableCommand {
 }
 
 /// Logs go to stderr so that stdout stays clean for what a command prints for scripts.
-/// Level from `LEDGER_LOG_LEVEL` (trace … critical, default info).
+/// Level from `LEDGER_LOG_LEVEL` (trace … critical, default info), text or JSON lines from
+/// `LEDGER_LOG_FORMAT`; a line written while a request is handled carries its ids.
 enum LoggingSetup {
     static let bootstrapped: Void = {
-        // A level that does not parse is reported by the command, which reads the settings first.
-        let level = (try? Configuration.environment.get())?.logLevel ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        // A setting that does not parse is reported by the command, which reads the settings first.
+        let settings = try? Configuration.environment.get()
+        let level = settings?.logLevel ?? .info
+        let format = settings?.logFormat ?? .text
+        LoggingSystem.bootstrap(
+            { label, provider in
+                switch format {
+                case .text:
+                    var handler = StreamLogHandler.standardError(label: label, metadataProvider: provider)
+                    handler.logLevel = level
+                    return handler
+                case .json:
+                    var handler = JSONLogHandler(label: label, metadataProvider: provider)
+                    handler.logLevel = level
+                    return handler
+                }
+            }, metadataProvider: RequestLogging.metadataProvider)
     }()
 
     static func logger(_ label: String) -> Logger {

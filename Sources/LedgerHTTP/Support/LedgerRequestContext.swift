@@ -97,14 +97,18 @@ extension HTTPField.Name {
 }
 
 /// Gives every request an id (`LedgerRequestContext.requestID`) and answers it in `X-Request-Id`,
-/// so a client, the logs and the audit log name the same request.
+/// so a client, the logs and the audit log name the same request: every line logged meanwhile
+/// carries it (`RequestLogging`).
 struct RequestIDMiddleware: RouterMiddleware {
     typealias Context = LedgerRequestContext
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         if let given = request.headers[.xRequestID], Self.isPlain(given) { context.requestID = given }
-        var response = try await next(request, context)
+        let traceID = request.headers[.traceparent].flatMap(RequestLogging.traceID(traceparent:))
+        var response = try await RequestLogging.$current.withValue(.init(requestID: context.requestID, traceID: traceID)) {
+            try await next(request, context)
+        }
         response.headers[.xRequestID] = context.requestID
         return response
     }

@@ -1,0 +1,62 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Which request a line of log is written for: every line logged while a request is handled — by
+/// any logger, in any module — carries its `request_id` and, when the caller sent a W3C
+/// `traceparent`, its `trace_id`, through swift-log's metadata provider (bootstrapped by the
+/// command). So a slow answer's lines can be gathered by the id the client got back.
+package enum RequestLogging {
+    struct Current: Sendable {
+        var requestID: String
+        var traceID: String?
+    }
+
+    @TaskLocal static var current: Current?
+
+    /// Give it to `LoggingSystem.bootstrap`.
+    package static let metadataProvider = Logger.MetadataProvider {
+        guard let current else { return [:] }
+        var metadata: Logger.Metadata = ["request_id": .string(current.requestID)]
+        if let traceID = current.traceID { metadata["trace_id"] = .string(traceID) }
+        return metadata
+    }
+
+    /// The trace id of a `traceparent` header (W3C Trace Context, version 00:
+    /// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`); nil when it is not one.
+    static func traceID(traceparent: String) -> String? {
+        let parts = traceparent.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "00", parts[1].count == 32, parts[2].count == 16, parts[3].count == 2,
+            parts[1].allSatisfy(\.isHexDigit), parts[2].allSatisfy(\.isHexDigit), parts[3].allSatisfy(\.isHexDigit),
+            parts[1].contains(where: { $0 != "0" }), parts[1] == parts[1].lowercased()
+        else { return nil }
+        return String(parts[1])
+    }
+}
+
+extension HTTPField.Name {
+    static let traceparent = HTTPField.Name("traceparent")!
+}
+
+/// One line per request, once it is answered: method, route pattern (never the path as sent nor
+/// its query, which may carry ids and times a log has no business keeping), status and duration;
+/// the request id and trace id come with it like with every line. Off with `LEDGER_ACCESS_LOG=false`.
+struct AccessLogMiddleware: RouterMiddleware {
+    typealias Context = LedgerRequestContext
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        let elapsed = ContinuousClock.now - start
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        logger.info(
+            "request",
+            metadata: [
+                "http.method": .string(request.method.rawValue), "http.route": .string(context.endpointPath ?? "unmatched"),
+                "http.status": .stringConvertible(Int(response.status.code)), "duration_ms": .string(String(format: "%.3f", milliseconds)),
+            ])
+        return response
+    }
+}
