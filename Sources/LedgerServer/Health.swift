@@ -53,6 +53,14 @@ struct Health: Sendable {
         return Readiness(status: status, checks: checks)
     }
 
+    /// Where webhook deliveries stand, for the gauges: sampled from the queue at scrape time.
+    static let webhooksSQL = """
+        SELECT (SELECT count(*) FROM ledger.webhook_queue WHERE wanted > delivered) AS backlog,
+               (SELECT coalesce(extract(epoch FROM now() - min(first_failed_at))::bigint, 0) FROM ledger.webhook_queue
+                 WHERE wanted > delivered AND first_failed_at IS NOT NULL) AS failing_for,
+               (SELECT count(*) FROM ledger.webhook_failures) AS parked
+        """
+
     /// A part's rounds are shorter than this (poll intervals, the listener's idle ping, a
     /// statement's deadline): quieter for longer, it is hanging somewhere.
     static let silentAfter = Duration.seconds(30)
@@ -76,10 +84,22 @@ struct Health: Sendable {
     @Sendable func gauges() async -> [Metrics.Gauge] {
         var gauges: [Metrics.Gauge] = []
         if let rows = try? await pool.withConnection({ connection in
-            (try EventStore.lastAppended(on: connection), try ProjectionRunner.lag(on: connection))
+            (try EventStore.lastAppended(on: connection), try ProjectionRunner.lag(on: connection), try connection.query(Self.webhooksSQL)[0])
         }) {
             gauges.append(Metrics.Gauge("ledger_events_appended", "Position of the last appended event.", Double(rows.0)))
             gauges.append(Metrics.Gauge("ledger_projection_lag_events", "Events the users projection has not applied yet.", Double(rows.1)))
+            let webhooks = rows.2
+            gauges.append(
+                Metrics.Gauge(
+                    "ledger_webhook_backlog_users", "Users with changes a webhook has not been delivered yet (every webhook counted).",
+                    Double((try? webhooks["backlog"].int()) ?? 0)))
+            gauges.append(
+                Metrics.Gauge(
+                    "ledger_webhook_oldest_failure_seconds", "How long the oldest delivery still failing has been failing; 0 when none is.",
+                    Double((try? webhooks["failing_for"].int()) ?? 0)))
+            gauges.append(
+                Metrics.Gauge(
+                    "ledger_webhook_parked", "Changes parked after their retry window, waiting for a replay.", Double((try? webhooks["parked"].int()) ?? 0)))
         }
         gauges.append(Metrics.Gauge("ledger_database_up", "1 when the last scrape reached the database.", gauges.isEmpty ? 0 : 1))
         let health = pool.health

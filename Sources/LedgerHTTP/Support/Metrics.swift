@@ -24,6 +24,17 @@ package final class Metrics: Sendable {
 
     package init() {}
 
+    /// The labelled counters the ledger increments, with what they count.
+    static let counters: [String: String] = [
+        "ledger_evidence_total": "Apple's evidence received, by kind and result (accepted, or the refusal's code).",
+        "ledger_apple_calls_total": "Calls to Apple, by API (verifyReceipt, app_store_server_api) and outcome.",
+        "ledger_auth_failures_total": "Requests refused for a missing or unknown API key.",
+        "ledger_auth_throttled_total": "Requests refused because their address failed authentication too often.",
+        "ledger_rate_limited_total": "Requests refused because their key was over its rate limit.",
+        "ledger_reconcile_notifications_total": "Notifications read from Apple's notification history, by result.",
+        "ledger_consumption_requests_total": "Apple's CONSUMPTION_REQUESTs answered, by outcome.",
+    ]
+
     func observeRequest(route: String, method: String, status: Int, seconds: Double) {
         state.withLock { state in
             state.requests[[route, method, String(status)], default: 0] += 1
@@ -87,9 +98,13 @@ package final class Metrics: Sendable {
             out += "ledger_http_request_duration_seconds_sum{\(base)} \(histogram.sum)\n"
             out += "ledger_http_request_duration_seconds_count{\(base)} \(histogram.count)\n"
         }
-        for (name, series) in snapshot.counters.sorted(by: { $0.key < $1.key }) {
+        // Every declared counter has its HELP and TYPE from the start, samples or not: a dashboard
+        // or an alert on it finds the family (and reads no data) rather than an unknown name.
+        let names = Set(snapshot.counters.keys).union(Self.counters.keys).sorted()
+        for name in names {
+            if let help = Self.counters[name] { out += "# HELP \(name) \(help)\n" }
             out += "# TYPE \(name) counter\n"
-            for (flat, value) in series.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            for (flat, value) in (snapshot.counters[name] ?? [:]).sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
                 let labels = stride(from: 0, to: flat.count, by: 2).map { "\(flat[$0])=\"\(escape(flat[$0 + 1]))\"" }.joined(separator: ",")
                 out += "\(name){\(labels)} \(value)\n"
             }
