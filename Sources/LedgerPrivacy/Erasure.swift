@@ -50,9 +50,8 @@ package struct UserErasures: Sendable {
 
     /// Erases `userID` of `bundleID`; `actor` names who asked (an API key's name, `cli`). A user
     /// the app's log never named is `unknown_user` (an erasure done before included: the id names
-    /// nothing any more).
-    /// Answered once the projection has applied the record, so a read after the answer (on any
-    /// server or replica, with its `Ledger-Position`) sees the erasure.
+    /// nothing any more). Answered once the projection has applied the record, so a read after
+    /// the answer (on any server or replica, with its `Ledger-Position`) sees the erasure.
     package func erase(bundleID: String, userID: String, actor: String) async throws -> Report {
         let pseudonym = ErasedUser.makePseudonym()
         let streams = [LedgerStream.user(bundleID, userID: userID), LedgerStream.user(bundleID, userID: pseudonym)]
@@ -95,12 +94,15 @@ package struct UserErasures: Sendable {
         return report
     }
 
-    /// Whether any event of the app names the user: its own stream, or the id as a JSON string.
+    /// Whether the app's log knows the user: its own stream, or a fact naming it as a user (a
+    /// purchase claimed or moved, a token linked) — not merely a value equal to the id.
     static func isKnown(_ userID: String, bundleID: String, on connection: PostgresConnection) throws -> Bool {
         try connection.query(
             """
             SELECT EXISTS (SELECT 1 FROM ledger.streams WHERE stream = $2)
-                OR EXISTS (SELECT 1 FROM ledger.events WHERE split_part(stream, ':', 2) = $1 AND strpos(data::text, to_jsonb($3::text)::text) > 0) AS known
+                OR EXISTS (SELECT 1 FROM ledger.events
+                            WHERE split_part(stream, ':', 2) = $1 AND strpos(data::text, to_jsonb($3::text)::text) > 0
+                              AND $3 IN (data->>'userID', data->>'fromUserID', data->>'toUserID')) AS known
             """, [bundleID, LedgerStream.user(bundleID, userID: userID), userID])[0]["known"].bool()
     }
 

@@ -38,7 +38,7 @@ struct JSONLogHandler: LogHandler {
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let given = event.metadata { merged.merge(given) { _, new in new } }
         var line: [String: Any] = merged.mapValues(Self.json)
-        line["time"] = Self.time.string(from: Date())
+        line["time"] = Self.time.format(Date())
         line["level"] = event.level.rawValue
         line["label"] = label
         line["message"] = event.message.description
@@ -57,9 +57,6 @@ struct JSONLogHandler: LogHandler {
         }
     }
 
-    nonisolated(unsafe) static let time: ISO8601DateFormatter = {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
-    }()
+    /// A value, so every thread formats with its own copy.
+    static let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 }

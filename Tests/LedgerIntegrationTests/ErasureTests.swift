@@ -4,6 +4,7 @@ import Foundation
 import LedgerAccess
 import LedgerCore
 import LedgerEventStore
+import LedgerFacts
 import LedgerPostgres
 import LedgerProjections
 import LedgerServer
@@ -204,6 +205,36 @@ import Testing
         }
         // And the log stays closed to it otherwise.
         await #expect(throws: PostgresError.self) { try await server.pool.query("UPDATE ledger.events SET data = '{}' WHERE false") }
+    }
+
+    /// A database filled before erasure existed: its facts were written under the schema before
+    /// `ledger.erase`; the upgrade adds it, and an erasure then finds and rewrites them as any.
+    @Test func aUserRecordedBeforeTheUpgradeIsErasedAfterIt() async throws {
+        let owner = try TestCluster.database(migrations: 23)
+        let store = EventStore(
+            pool: PostgresPool(configuration: TestCluster.applicationRole(owner), size: 2, logger: TestCluster.quietLogger), logger: TestCluster.quietLogger)
+        let user = "veteran@example.com", b = Self.bundle
+        let facts: [LedgerEvent] = [
+            .promotionalGranted(PromotionalGrant(grantID: "g-1", userID: user, entitlement: "vip", startsAt: Date(), expiresAt: nil, reason: "founder")),
+            .consumed(Consumption(userID: user, currency: "coins", amount: 5, idempotencyKey: "k-1")),
+        ]
+        for (index, fact) in facts.enumerated() {
+            let (stream, event) = try StoredFacts.newEvent(fact, bundleID: b, id: UUID(), occurredAt: Date(timeIntervalSinceNow: Double(index - 10)))
+            _ = try await store.append([event], to: stream)
+        }
+        let claim = try StoredFacts.newEvent(
+            .transactionClaimed(Claim(originalTransactionID: "900", userID: user)), bundleID: b, id: UUID(), occurredAt: Date())
+        _ = try await store.append([claim.event], to: claim.stream)
+
+        // The upgrade (0024 and on), then the server as usual.
+        let server = try await TestServer.start(connecting: (owner, TestCluster.applicationRole(owner)))
+        defer { Task { await server.stop() } }
+        let erased = try await server.send("DELETE", "/v1/apps/\(b)/users/veteran%40example.com", key: server.adminKey)
+        #expect(erased.status == 200 && erased.json["events_rewritten"] as? Int == 3, "\(erased.text)")
+        let report = try await ChainVerifier(pool: server.pool).verify()
+        #expect(report.isIntact, "\(report.breaks)")
+        let traces = Self.traces(of: [user], tokens: [], in: try Self.dump(server))
+        #expect(traces.isEmpty, "\(traces)")
     }
 
     /// A user's state as JSON text, without the instants it was asked and answered at.
