@@ -89,6 +89,11 @@ package final class PostgresPool: Sendable {
     /// `target_session_attrs=read-write`, the time without a primary accepting commits.
     package var health: PoolHealth { vitals.withLock { $0.health } }
 
+    /// Connections in use now, and callers waiting for one.
+    package var usage: (inUse: Int, waiting: Int) {
+        state.withLock { state in (state.closed ? 0 : size - state.idle.count, state.waiters.count) }
+    }
+
     /// BEGIN; body; COMMIT on one pooled connection (ROLLBACK when `body` throws).
     package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         try await withConnection { connection in try connection.transaction(body) }

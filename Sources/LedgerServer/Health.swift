@@ -103,6 +103,9 @@ struct Health: Sendable {
         }
         gauges.append(Metrics.Gauge("ledger_database_up", "1 when the last scrape reached the database.", gauges.isEmpty ? 0 : 1))
         let health = pool.health
+        let usage = pool.usage
+        gauges.append(Metrics.Gauge("ledger_database_pool_in_use", "Connections of the primary pool in use now.", Double(usage.inUse)))
+        gauges.append(Metrics.Gauge("ledger_database_pool_waiting", "Callers waiting for a connection of the primary pool.", Double(usage.waiting)))
         gauges.append(
             Metrics.Gauge(
                 "ledger_database_connections_opened_total", "Connections the primary pool opened (reconnections after a failover included).",

@@ -1,28 +1,30 @@
+import CoreMetrics
 import Foundation
 import Hummingbird
 import LedgerCore
+import Prometheus
 import Synchronization
 
-/// Prometheus counters and histograms kept in memory, written out in the text format on
-/// `/metrics`. Small on purpose: a handful of series, no dependency.
+/// The server's metrics through swift-metrics, exported by swift-prometheus: each server has its
+/// own registry (several servers share a test process, so nothing goes through the global
+/// `MetricsSystem`), and `/metrics` writes the registry's families followed by the gauges
+/// sampled at scrape time. Counters are also tallied here for the console, which shows them:
+/// swift-metrics' counters are write-only.
 package final class Metrics: Sendable {
+    /// Request latency buckets, in seconds.
     static let buckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    static let requestDuration = "ledger_http_request_duration_seconds"
 
-    struct Histogram {
-        var counts = [Int](repeating: 0, count: Metrics.buckets.count)
-        var sum = 0.0
-        var count = 0
+    private let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+    /// name → labels (flattened, sorted by key) → count.
+    private let tallies = Mutex<[String: [[String]: Int]]>([:])
+
+    package init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets = [Self.requestDuration: Self.buckets.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) }]
+        self.factory = factory
     }
-
-    struct State {
-        var requests: [[String]: Int] = [:] // [route, method, status]
-        var latency: [[String]: Histogram] = [:] // [route, method]
-        var counters: [String: [[String]: Int]] = [:] // name → labels → value
-    }
-
-    private let state = Mutex(State())
-
-    package init() {}
 
     /// The labelled counters the ledger increments, with what they count.
     static let counters: [String: String] = [
@@ -36,25 +38,25 @@ package final class Metrics: Sendable {
     ]
 
     func observeRequest(route: String, method: String, status: Int, seconds: Double) {
-        state.withLock { state in
-            state.requests[[route, method, String(status)], default: 0] += 1
-            var histogram = state.latency[[route, method]] ?? Histogram()
-            for (index, bound) in Self.buckets.enumerated() where seconds <= bound { histogram.counts[index] += 1 }
-            histogram.sum += seconds
-            histogram.count += 1
-            state.latency[[route, method]] = histogram
-        }
+        CoreMetrics.Counter(
+            label: "ledger_http_requests_total", dimensions: [("route", route), ("method", method), ("status", String(status))], factory: factory
+        )
+        .increment()
+        CoreMetrics.Timer(label: Self.requestDuration, dimensions: [("route", route), ("method", method)], factory: factory)
+            .recordNanoseconds(Int64((seconds * 1e9).rounded()))
     }
 
     /// Increments a labelled counter, e.g. `ledger_apple_calls_total{outcome="valid"}`.
     package func increment(_ name: String, _ labels: [String: String]) {
-        let flat = labels.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
-        state.withLock { $0.counters[name, default: [:]][flat, default: 0] += 1 }
+        let sorted = labels.sorted { $0.key < $1.key }
+        CoreMetrics.Counter(label: name, dimensions: sorted.map { ($0.key, $0.value) }, factory: factory).increment()
+        let flat = sorted.flatMap { [$0.key, $0.value] }
+        tallies.withLock { $0[name, default: [:]][flat, default: 0] += 1 }
     }
 
     /// A counter's values by label value (`label`), e.g. evidence refused by code.
     package func counts(_ name: String, by label: String, where filter: (String, String) -> Bool = { _, _ in true }) -> [(String, Int)] {
-        let series = state.withLock { $0.counters[name] ?? [:] }
+        let series = tallies.withLock { $0[name] ?? [:] }
         var totals: [String: Int] = [:]
         for (flat, value) in series {
             let labels = Dictionary(stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0], flat[$0 + 1]) }, uniquingKeysWith: { a, _ in a })
@@ -64,7 +66,6 @@ package final class Metrics: Sendable {
         return totals.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
     }
 
-    /// The exposition text; `gauges` are sampled by the caller at scrape time.
     /// A value sampled when `/metrics` is scraped.
     package struct Gauge: Sendable {
         package enum Kind: String, Sendable { case gauge, counter }
@@ -82,41 +83,18 @@ package final class Metrics: Sendable {
         }
     }
 
+    /// The exposition text: the registry's families, every declared counter's family even before
+    /// its first sample (a dashboard or an alert on it finds the name and reads no data), and the
+    /// `gauges` the caller sampled.
     func render(gauges: [Gauge]) -> String {
-        let snapshot = state.withLock { $0 }
-        var out = "# HELP ledger_http_requests_total HTTP requests by route, method and status.\n# TYPE ledger_http_requests_total counter\n"
-        for (labels, value) in snapshot.requests.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-            out += "ledger_http_requests_total{route=\"\(escape(labels[0]))\",method=\"\(labels[1])\",status=\"\(labels[2])\"} \(value)\n"
-        }
-        out += "# HELP ledger_http_request_duration_seconds HTTP request latency by route and method.\n# TYPE ledger_http_request_duration_seconds histogram\n"
-        for (labels, histogram) in snapshot.latency.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-            let base = "route=\"\(escape(labels[0]))\",method=\"\(labels[1])\""
-            for (index, bound) in Self.buckets.enumerated() {
-                out += "ledger_http_request_duration_seconds_bucket{\(base),le=\"\(bound)\"} \(histogram.counts[index])\n"
-            }
-            out += "ledger_http_request_duration_seconds_bucket{\(base),le=\"+Inf\"} \(histogram.count)\n"
-            out += "ledger_http_request_duration_seconds_sum{\(base)} \(histogram.sum)\n"
-            out += "ledger_http_request_duration_seconds_count{\(base)} \(histogram.count)\n"
-        }
-        // Every declared counter has its HELP and TYPE from the start, samples or not: a dashboard
-        // or an alert on it finds the family (and reads no data) rather than an unknown name.
-        let names = Set(snapshot.counters.keys).union(Self.counters.keys).sorted()
-        for name in names {
-            if let help = Self.counters[name] { out += "# HELP \(name) \(help)\n" }
-            out += "# TYPE \(name) counter\n"
-            for (flat, value) in (snapshot.counters[name] ?? [:]).sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-                let labels = stride(from: 0, to: flat.count, by: 2).map { "\(flat[$0])=\"\(escape(flat[$0 + 1]))\"" }.joined(separator: ",")
-                out += "\(name){\(labels)} \(value)\n"
-            }
+        var out = registry.emitToString()
+        for (name, help) in Self.counters.sorted(by: { $0.key < $1.key }) where !out.contains("# TYPE \(name) ") {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
         }
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) \(gauge.kind.rawValue)\n\(gauge.name) \(gauge.value)\n"
         }
         return out
-    }
-
-    private func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
     }
 }
 
