@@ -38,8 +38,10 @@ import Testing
 
     /// A server that stops answering without closing the socket (a machine gone, a partition):
     /// the idle ping finds out within its deadline and the listener connects again.
+    /// On a cluster of its own: a stopped backend holds up whatever in its cluster waits for every
+    /// backend (a database dropped or created elsewhere), which other tests must not feel.
     @Test func aListenerWhoseServerStopsAnsweringReconnects() async throws {
-        var configuration = try TestCluster.database()
+        var configuration = try TestCluster.database(on: try TestCluster.privateCluster())
         configuration.deadline = .seconds(1)
         configuration.applicationName = "frozen-\(UUID().uuidString.prefix(8))"
 
