@@ -13,16 +13,9 @@ import Testing
 /// and the trace id of the `traceparent` it sent; a query string never reaches the log.
 @Suite struct JSONLogsTests {
     @Test func everyLineIsJSONAndEachRequestHasAnAccessLineWithItsIds() async throws {
-        let cluster = try TestCluster.privateCluster()
-        let port = Int.random(in: 40_000..<60_000)
-        let log = NSTemporaryDirectory() + "ledger-json-\(UUID().uuidString.prefix(8)).log"
-        var environment = ProcessInfo.processInfo.environment
-        environment["LEDGER_DATABASE_URL"] = try TestCluster.database(on: cluster, named: "ledger").connectionString
-        environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
-        environment["LEDGER_LOG_FORMAT"] = "json"
-        let pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
-        defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
-        let base = "http://127.0.0.1:\(port)"
+        let served = try ServedLedger("json", environment: ["LEDGER_LOG_FORMAT": "json"])
+        defer { served.stop() }
+        let (pid, base) = (served.pid, served.base)
         #expect(try await poll(base + "/readyz", until: 200)?.0 == 200)
 
         let trace = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -34,7 +27,7 @@ import Testing
         kill(pid, SIGTERM)
         _ = await Task.detached { ChildProcess.wait(pid) }.value
 
-        let text = try String(contentsOfFile: log, encoding: .utf8)
+        let text = served.output
         let lines = text.split(separator: "\n").filter { !$0.isEmpty }
         #expect(lines.count > 3, "\(text)")
         var objects: [[String: Any]] = []

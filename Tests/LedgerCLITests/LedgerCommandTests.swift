@@ -56,16 +56,10 @@ import Testing
     }
 
     @Test func serveStaysUpWhileTheDatabaseIsDownAndRecovers() async throws {
-        let cluster = try TestCluster.privateCluster()
-        let port = Int.random(in: 40_000..<60_000)
-        let log = NSTemporaryDirectory() + "ledger-outage-\(UUID().uuidString.prefix(8)).log"
-        var environment = ProcessInfo.processInfo.environment
-        environment["LEDGER_DATABASE_URL"] = try TestCluster.database(on: cluster, named: "ledger").connectionString
-        environment["LEDGER_SECRETS_KEY"] = Self.secretsKey
-        // Well past this, the database still away: its parts wait for it, they are not stuck.
-        environment["LEDGER_STUCK_AFTER"] = "2s"
-        let pid = try ChildProcess.spawn(Self.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
-        defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
+        // Well past the stuck limit, the database still away: its parts wait for it, they are not stuck.
+        let served = try ServedLedger("outage", environment: ["LEDGER_STUCK_AFTER": "2s"])
+        defer { served.stop() }
+        let (cluster, pid, port) = (served.cluster, served.pid, served.port)
 
         let url = "http://127.0.0.1:\(port)/readyz"
         #expect(try await poll(url, until: 200)?.0 == 200, "ready at first")

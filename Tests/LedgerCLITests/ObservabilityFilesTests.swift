@@ -75,17 +75,10 @@ import Testing
         #expect(named.count >= 12, "\(named.sorted())")
 
         // A real server's families.
-        let cluster = try TestCluster.privateCluster()
-        let port = Int.random(in: 40_000..<60_000)
-        var environment = ProcessInfo.processInfo.environment
-        environment["LEDGER_DATABASE_URL"] = try TestCluster.database(on: cluster, named: "ledger").connectionString
-        environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
-        let pid = try ChildProcess.spawn(
-            LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment,
-            outputPath: NSTemporaryDirectory() + "ledger-metrics-\(UUID().uuidString.prefix(8)).log")
-        defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
-        #expect(try await poll("http://127.0.0.1:\(port)/readyz", until: 200)?.0 == 200)
-        let page = try await get("http://127.0.0.1:\(port)/metrics").1
+        let served = try ServedLedger("metrics")
+        defer { served.stop() }
+        #expect(try await poll(served.base + "/readyz", until: 200)?.0 == 200)
+        let page = try await get(served.base + "/metrics").1
         let families = Set(
             page.split(separator: "\n").compactMap { line -> String? in
                 guard line.hasPrefix("# TYPE ") else { return nil }

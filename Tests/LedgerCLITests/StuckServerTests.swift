@@ -9,17 +9,10 @@ import Testing
 /// a server waiting for its database is not stuck and stays.
 @Suite struct StuckServerTests {
     @Test func aPartFailingWhileTheDatabaseAnswersIsStuckAndTheServerExits() async throws {
-        let cluster = try TestCluster.privateCluster()
-        let database = try TestCluster.database(on: cluster, named: "ledger")
-        let port = Int.random(in: 40_000..<60_000)
-        let log = NSTemporaryDirectory() + "ledger-stuck-\(UUID().uuidString.prefix(8)).log"
-        var environment = ProcessInfo.processInfo.environment
-        environment["LEDGER_DATABASE_URL"] = database.connectionString
-        environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
-        environment["LEDGER_STUCK_AFTER"] = "2s"
-        let pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
-        defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
-        let url = "http://127.0.0.1:\(port)/readyz"
+        let served = try ServedLedger("stuck", environment: ["LEDGER_STUCK_AFTER": "2s"])
+        defer { served.stop() }
+        let (database, pid) = (served.database, served.pid)
+        let url = served.base + "/readyz"
         let ready = try await poll(url, until: 200)
         #expect(ready?.0 == 200 && ready?.1.contains(#""change projection":"ok""#) == true, "\(String(describing: ready))")
 
@@ -40,7 +33,7 @@ import Testing
             }
             return nil
         }.value
-        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        let output = served.output
         #expect(status == 70, "the server exits with a failure: \(String(describing: status)); \(output.suffix(2000))")
         #expect(output.contains("cannot recover by itself") && output.contains("change projection is stuck: failing for"), "\(output.suffix(2000))")
         #expect(output.contains("change_clock"), "the reason says what fails: \(output.suffix(2000))")
