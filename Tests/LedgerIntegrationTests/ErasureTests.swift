@@ -67,6 +67,8 @@ import Testing
         #expect(try await server.waitForChange(key: key) { $0["user_id"] as? String == user && $0["type"] as? String == "entitlement.granted" }.found)
         let bobBefore = try await Self.state(server, "bob", key: key)
         let financeBefore = try await Self.financeRows(server, key: finance)
+        let metricsBefore = try await Self.metricRows(server)
+        #expect(!metricsBefore.isEmpty)
         #expect(financeBefore.contains { $0["user_id"] == user }, "\(financeBefore)")
         // The search finds them before: the token also inside the evidence, decoded.
         let before = Self.traces(of: [user], tokens: [token], in: try Self.dump(server))
@@ -102,6 +104,7 @@ import Testing
         let financeAfter = try await Self.financeRows(server, key: finance)
         let renamed = financeBefore.map { row in row.mapValues { $0 == user ? pseudonym : $0 } }
         #expect(financeAfter == renamed, "before \(financeBefore)\nafter \(financeAfter)")
+        #expect(try await Self.metricRows(server) == metricsBefore, "the daily metrics are the same")
         let report = try await ChainVerifier(pool: server.pool).verify()
         #expect(report.isIntact, "\(report.breaks)")
         #expect(try await Self.state(server, "bob", key: key) == bobBefore)
@@ -112,6 +115,7 @@ import Testing
         }
         #expect(rebuilt.events > 0)
         #expect(try await Self.financeRows(server, key: finance) == financeAfter)
+        #expect(try await Self.metricRows(server) == metricsBefore, "and derived again the same")
         #expect(try await Self.state(server, "bob", key: key) == bobBefore)
         let afterRebuild = Self.traces(of: [user], tokens: [token], in: try Self.dump(server))
         #expect(afterRebuild.isEmpty, "after the rebuild: \(afterRebuild)")
@@ -253,6 +257,18 @@ import Testing
         }
         guard let header = lines.first else { return [] }
         return lines.dropFirst().map { Dictionary(uniqueKeysWithValues: zip(header, $0)) }
+    }
+
+    /// What the daily metrics (active subscriptions, revenue, …) are computed from, in the
+    /// active version of the projection, one line a row.
+    static func metricRows(_ server: TestServer) async throws -> [String] {
+        let version = try await server.pool.query("SELECT active_version FROM ledger.projections WHERE name = 'users'")[0]["active_version"].int()
+        return try await server.pool.query(
+            """
+            SELECT concat_ws('|', bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value) AS r
+              FROM ledger.metric_contributions_v\(version) ORDER BY 1
+            """
+        ).map { try $0["r"].string() }
     }
 
     /// The whole database as `pg_dump` writes it.
