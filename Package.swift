@@ -242,7 +242,7 @@ let package = Package(
         .target(
             name: "LedgerServer",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerChanges", "LedgerConsole", "LedgerEventStore", "LedgerHTTP",
+                "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerChanges", "LedgerConsole", "LedgerCore", "LedgerEventStore", "LedgerHTTP",
                 "LedgerIngestion", "LedgerPostgres", "LedgerPrivacy", "LedgerProjections", "LedgerReconciliation", "LedgerSecrets",
                 "LedgerWebhooks", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -60,8 +60,9 @@ package struct UserErasures: Sendable {
             guard try Self.isKnown(userID, bundleID: bundleID, on: connection) else {
                 throw LedgerError(.unknownUser, "the app's log names no user \(userID): nothing to erase (an erased id names nothing)")
             }
-            let tokens = try Self.tokens(of: userID, bundleID: bundleID, on: connection)
-            let shred = try Self.evidenceCarrying(tokens, of: userID, bundleID: bundleID, on: connection)
+            let held = try Self.purchasesHeld(by: userID, bundleID: bundleID, on: connection)
+            let tokens = try Self.tokens(of: userID, carriedBy: held, bundleID: bundleID, on: connection)
+            let shred = try Self.evidenceCarrying(tokens, about: held, bundleID: bundleID, on: connection)
             // Each token in both spellings the log uses: upper case in facts, lower in stream names.
             var old: [String] = [], new: [String] = []
             for token in tokens {
@@ -106,10 +107,21 @@ package struct UserErasures: Sendable {
             """, [bundleID, LedgerStream.user(bundleID, userID: userID), userID])[0]["known"].bool()
     }
 
+    /// The streams of the purchases the user held (or holds): those whose facts name the user.
+    /// Read once, for the tokens and the evidence both.
+    static func purchasesHeld(by userID: String, bundleID: String, on connection: PostgresConnection) throws -> [String] {
+        try connection.query(
+            """
+            SELECT DISTINCT stream FROM ledger.events
+             WHERE starts_with(stream, 'purchase:' || $1 || ':') AND strpos(data::text, to_jsonb($2::text)::text) > 0
+            """, [bundleID, userID]
+        ).map { try $0["stream"].string() }
+    }
+
     /// The appAccountTokens that stand for the user: those whose link the user holds last, and
-    /// those on the purchases the user held (the app set them for this user) unless another user
-    /// holds their link now.
-    static func tokens(of userID: String, bundleID: String, on connection: PostgresConnection) throws -> [UUID] {
+    /// those on the purchases the user held (`held`: the app set them for this user) unless
+    /// another user holds their link now.
+    static func tokens(of userID: String, carriedBy held: [String], bundleID: String, on connection: PostgresConnection) throws -> [UUID] {
         let rows = try connection.query(
             """
             WITH links AS (
@@ -118,43 +130,35 @@ package struct UserErasures: Sendable {
                  WHERE event_type = 'AppAccountTokenLinked' AND starts_with(stream, 'token:' || $1 || ':')
                  ORDER BY stream, version DESC
             ),
-            held AS (
-                SELECT DISTINCT stream FROM ledger.events
-                 WHERE starts_with(stream, 'purchase:' || $1 || ':') AND strpos(data::text, to_jsonb($2::text)::text) > 0
-            ),
             carried AS (
-                SELECT DISTINCT lower(e.data->>'appAccountToken') AS token FROM ledger.events e JOIN held USING (stream)
-                 WHERE e.data ? 'appAccountToken'
+                SELECT DISTINCT lower(data->>'appAccountToken') AS token FROM ledger.events
+                 WHERE stream = ANY ($3::text[]) AND data ? 'appAccountToken'
             )
             SELECT token FROM links WHERE holder = $2
             UNION
             SELECT c.token FROM carried c WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.token = c.token AND l.holder <> $2)
-            """, [bundleID, userID])
+            """, [bundleID, userID, PostgresTextArray(held)])
         return try rows.compactMap { UUID(uuidString: try $0["token"].string()) }.sorted { $0.uuidString < $1.uuidString }
     }
 
     /// The evidence that carries one of `tokens`: among the evidence cited by the app's events
-    /// that mention one or that are about a purchase the user held (a notification's facts may
-    /// leave the token out, its JWS does not), and the receipts their verifyReceipt answers
+    /// that mention one or that are about a purchase the user held (`held`: a notification's facts
+    /// may leave the token out, its JWS does not), and the receipts their verifyReceipt answers
     /// answer, what holds one once decoded (`EvidenceSearch`).
-    static func evidenceCarrying(_ tokens: [UUID], of userID: String, bundleID: String, on connection: PostgresConnection) throws -> [String] {
+    static func evidenceCarrying(_ tokens: [UUID], about held: [String], bundleID: String, on connection: PostgresConnection) throws -> [String] {
         guard !tokens.isEmpty else { return [] }
         let quoted = tokens.flatMap { ["\"\($0.uuidString)\"", "\"\($0.uuidString.lowercased())\""] }
         let rows = try connection.query(
             """
-            WITH held AS (
-                SELECT DISTINCT stream FROM ledger.events
-                 WHERE starts_with(stream, 'purchase:' || $1 || ':') AND strpos(data::text, to_jsonb($3::text)::text) > 0
-            ),
-            cited AS (
+            WITH cited AS (
                 SELECT DISTINCT metadata->>'evidence' AS digest FROM ledger.events
                  WHERE split_part(stream, ':', 2) = $1 AND metadata ? 'evidence'
-                   AND (ledger.erasure_mentions(data::text, $2::text[]) OR stream IN (SELECT stream FROM held))
+                   AND (ledger.erasure_mentions(data::text, $2::text[]) OR stream = ANY ($3::text[]))
             )
             SELECT v.digest, v.body, a.digest AS answered, a.body AS answered_body
               FROM ledger.evidence v JOIN cited USING (digest) LEFT JOIN ledger.evidence a ON a.digest = v.answers
              WHERE v.shredded_at IS NULL
-            """, [bundleID, PostgresTextArray(quoted), userID])
+            """, [bundleID, PostgresTextArray(quoted), PostgresTextArray(held)])
         var shred: Set<String> = []
         for row in rows {
             let digest = try row["digest"].string()

@@ -1,3 +1,4 @@
+import LedgerCore
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
@@ -117,11 +118,11 @@ struct Health: Sendable {
         gauges.append(
             Metrics.Gauge(
                 "ledger_database_unavailable_seconds", "How long the pool has been without a primary accepting its statements; 0 while it has one.",
-                seconds(health.unavailable())))
+                health.unavailable().seconds))
         gauges.append(
             Metrics.Gauge(
                 "ledger_database_unavailable_seconds_total", "Time the pool spent without a primary, over the life of the process.",
-                seconds(health.unavailableTotal + health.unavailable()), kind: .counter))
+                (health.unavailableTotal + health.unavailable()).seconds, kind: .counter))
         let sources = reads.sources
         gauges.append(
             Metrics.Gauge("ledger_reads_from_replica_total", "Reads a replica answered, having replayed what they must see.", Double(sources.replica)))
@@ -135,8 +136,4 @@ struct Health: Sendable {
                 Double(sources.replicaBehindFence)))
         return gauges
     }
-}
-
-private func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import Logging
 import Synchronization
 
@@ -56,7 +57,7 @@ package final class Watchdog: Sendable {
         var unansweredSince: ContinuousClock.Instant?
         var lastError = ""
         while !stopped.load(ordering: .acquiring) {
-            Thread.sleep(forTimeInterval: interval.asSeconds)
+            Thread.sleep(forTimeInterval: interval.seconds)
             if stopped.load(ordering: .acquiring) { return }
             var why: String?
             switch Self.readiness(host: host, port: port, timeout: timeout) {
@@ -71,7 +72,7 @@ package final class Watchdog: Sendable {
                 lastError = "\(error)"
                 if ContinuousClock.now - since >= patience {
                     why =
-                        "the HTTP listener at \(host):\(port) has not answered /readyz for \((ContinuousClock.now - since).asSeconds.rounded()) s (\(lastError))"
+                        "the HTTP listener at \(host):\(port) has not answered /readyz for \((ContinuousClock.now - since).seconds.rounded()) s (\(lastError))"
                 }
             }
             guard let why else { continue }
@@ -134,8 +135,4 @@ package final class Watchdog: Sendable {
         let checks = (object["checks"] as? [String: Any] ?? [:]).compactMapValues { $0 as? String }
         return .success(checks)
     }
-}
-
-extension Duration {
-    fileprivate var asSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -125,12 +125,8 @@ struct FailoverBenchmark: AsyncParsableCommand {
         guard let first else { throw ValidationError("writes did not come back within 30 s of the promotion") }
         let meanwhile: [Sent] = sent.value.filter { $0.sentAt > killed && $0.answeredAt < first.answeredAt }
         return (
-            promotion: (promoted - killed).inSeconds, gap: (first.answeredAt - promoted).inSeconds,
+            promotion: (promoted - killed).seconds, gap: (first.answeredAt - promoted).seconds,
             refused: meanwhile.filter { $0.status == 503 }.count, other: meanwhile.filter { ![200, 503].contains($0.status) }.count
         )
     }
-}
-
-extension Duration {
-    fileprivate var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
