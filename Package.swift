@@ -32,6 +32,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
+        // OTLP over HTTP only: the gRPC exporter would add grpc-swift to every build for nothing.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // libpq's C API, found through pkg-config (Debian: libpq-dev).
@@ -45,6 +48,12 @@ let package = Package(
             name: "LedgerFormats",
             swiftSettings: swiftSettings
         ),
+        // Traces: spans for work inside a traced operation, trace context carried to later work.
+        .target(
+            name: "LedgerTracing",
+            dependencies: [.product(name: "Tracing", package: "swift-distributed-tracing")],
+            swiftSettings: swiftSettings
+        ),
         // The entitlement domain: events, catalogue, reducers, decisions. Foundation only, no I/O.
         .target(
             name: "LedgerCore",
@@ -55,6 +64,7 @@ let package = Package(
         .target(
             name: "AppStore",
             dependencies: [
+                "LedgerTracing",
                 "LedgerCore",
                 "LedgerFormats",
                 .product(name: "X509", package: "swift-certificates"),
@@ -64,6 +74,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -71,6 +82,7 @@ let package = Package(
         .target(
             name: "AppStoreServerAPI",
             dependencies: [
+                "LedgerTracing",
                 "AppStore",
                 "LedgerCore",
                 "LedgerFormats",
@@ -79,6 +91,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -86,11 +99,13 @@ let package = Package(
         .target(
             name: "LedgerPostgres",
             dependencies: [
+                "LedgerTracing",
                 "CLibPQ",
                 "LedgerFormats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -112,6 +127,7 @@ let package = Package(
         .target(
             name: "LedgerEventStore",
             dependencies: [
+                "LedgerTracing",
                 "LedgerFormats",
                 "LedgerPostgres",
                 .product(name: "Logging", package: "swift-log"),
@@ -129,7 +145,9 @@ let package = Package(
         .target(
             name: "LedgerProjections",
             dependencies: [
+                "LedgerTracing",
                 "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -147,10 +165,12 @@ let package = Package(
         .target(
             name: "LedgerIngestion",
             dependencies: [
+                "LedgerTracing",
                 "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerProjections", "LedgerPostgres",
                 "LedgerSecrets",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -181,8 +201,10 @@ let package = Package(
         .target(
             name: "LedgerChanges",
             dependencies: [
+                "LedgerTracing",
                 "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -190,6 +212,7 @@ let package = Package(
         .target(
             name: "LedgerWebhooks",
             dependencies: [
+                "LedgerTracing",
                 "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSecrets",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -197,6 +220,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -217,6 +241,7 @@ let package = Package(
         .target(
             name: "LedgerHTTP",
             dependencies: [
+                "LedgerTracing",
                 "AppStoreServerAPI",
                 "LedgerAccess",
                 "LedgerChanges",
@@ -233,6 +258,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             resources: [.copy("Resources/openapi.json")],
             swiftSettings: swiftSettings
@@ -275,6 +301,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -346,6 +374,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tools/WebhookReceiver",
+            swiftSettings: swiftSettings
+        ),
+        // An OpenTelemetry collector's OTLP/HTTP trace endpoint for tests and benchmarks: spans kept in memory.
+        .target(
+            name: "OTLPReceiver",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tools/OTLPReceiver",
             swiftSettings: swiftSettings
         ),
         // The parsers of untrusted bytes as fuzz targets, shared by `ledger-fuzz` and the regression tests.
@@ -535,7 +574,7 @@ let package = Package(
             dependencies: [
                 "ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
                 "LedgerIngestion", "LedgerProjections", "LedgerCore", "LedgerSecrets", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
-                "WebhookReceiver",
+                "WebhookReceiver", "OTLPReceiver",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings

@@ -2,8 +2,10 @@ import Crypto
 import Foundation
 import LedgerCore
 import LedgerFormats
+import LedgerTracing
 import SwiftASN1
 import Synchronization
+import Tracing
 @_spi(FixedExpiryValidationTime) import X509
 
 /// What a piece of signed data must be for one app.
@@ -64,6 +66,14 @@ package final class SignedDataVerifier: Sendable {
     }
 
     package func verify(_ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation) async throws -> VerifiedPayload {
+        try await Spans.child("verify \(kind)") { span in
+            let verified = try await verifyUntraced(jws, as: kind, expecting: expectation)
+            span?.attributes["apple.environment"] = verified.environment.rawValue
+            return verified
+        }
+    }
+
+    private func verifyUntraced(_ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation) async throws -> VerifiedPayload {
         guard jws.utf8.count <= Self.maximumSize else { throw AppStoreError(.malformed, "signed data is over \(Self.maximumSize) bytes") }
         // Split on the UTF-8 bytes: splitting the String by Characters was a tenth of the time.
         let bytes = jws.utf8

@@ -2,9 +2,11 @@ import AppStore
 import AsyncHTTPClient
 import Foundation
 import LedgerCore
+import LedgerTracing
 import Logging
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// What happened on one call to the App Store Server API, for metrics.
 package enum ServerAPIOutcome: String, Sendable, CaseIterable {
@@ -46,13 +48,37 @@ package struct AppStoreServerAPIClient: Sendable {
             throw AppStoreError(.appleAPIRefused, "\(environment.rawValue) data cannot be asked of Apple's App Store Server API")
         }
         let queryText = query.isEmpty ? "" : "?" + query.map { "\($0.0)=\(Self.percentEncoded($0.1))" }.joined(separator: "&")
+        var attempts = 0
+        var status: Int?
+        return try await Spans.child("App Store Server API \(method.rawValue) \(Self.endpoint(of: path))", kind: .client) { span in
+            defer {
+                span?.attributes["apple.environment"] = environment.rawValue
+                span?.attributes["apple.retries"] = attempts - 1
+                span?.attributes["http.response.status_code"] = status
+            }
+            return try await send(
+                method, base + path + queryText, path: path, body: body, as: credentials, expecting: expected, attempts: &attempts, status: &status)
+        }
+    }
+
+    /// Apple's path with its identifiers as `{id}`: what a span may be named by.
+    static func endpoint(of path: String) -> String {
+        path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            let isVersion = segment.first == "v" && segment.dropFirst().allSatisfy(\.isNumber) && segment.count > 1
+            return isVersion || segment.allSatisfy({ $0.isLetter || $0 == "-" }) ? String(segment) : "{id}"
+        }.joined(separator: "/")
+    }
+
+    private func send(
+        _ method: HTTPMethod, _ url: String, path: String, body: Data?, as credentials: ServerAPICredentials, expecting expected: Set<Int>,
+        attempts: inout Int, status lastStatus: inout Int?
+    ) async throws -> Data {
         let plan = RetryPlan(configuration: configuration)
         let clock = ContinuousClock()
         let started = clock.now
-        var attempts = 0
         while true {
             attempts += 1
-            var request = HTTPClientRequest(url: base + path + queryText)
+            var request = HTTPClientRequest(url: url)
             request.method = method
             request.headers.add(name: "Authorization", value: "Bearer " + (try tokens.token(for: credentials)))
             request.headers.add(name: "Accept", value: "application/json")
@@ -66,6 +92,7 @@ package struct AppStoreServerAPIClient: Sendable {
                 let response = try await http.execute(request, timeout: Self.timeAmount(configuration.patience.requestTimeout))
                 answer = Data(try await response.body.collect(upTo: Self.maximumAnswer).readableBytesView)
                 let status = Int(response.status.code)
+                lastStatus = status
                 if expected.contains(status) {
                     observe(.ok)
                     return answer

@@ -55,17 +55,22 @@ package struct ChangeProjection: Sendable {
             let lookups = concerns.lookups(in: UsersProjection(version: opened.version))
             if !lookups.isEmpty { try concerns.add(try connection.send(lookups.trip), of: lookups) }
             let users = concerns.users.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
-            var derived: [(bundleID: String, change: Change)] = []
+            var derived: [Derived] = []
             var clocks: [(UserKey, ChangeLog)] = []
             for (user, history) in try histories(of: users, version: opened.version, on: connection) {
                 var log = ChangeLog(bundleID: user.bundleID, userID: user.userID)
                 for (position, fact) in history where position <= last {
-                    if position <= opened.after { log.prime(fact) } else { derived += log.apply(fact).map { (user.bundleID, $0) } }
+                    if position <= opened.after {
+                        log.prime(fact)
+                    } else {
+                        derived += log.apply(fact).map { Derived(bundleID: user.bundleID, change: $0, traceparent: opened.traces[position.position]) }
+                    }
                 }
                 clocks.append((user, log))
             }
             var closing = writes(derived, after: opened.maxPosition)
             closing.append(clockStatement(clocks))
+            if !opened.traces.isEmpty { closing.append(Self.forgetTraces(upTo: last)) }
             closing.append(
                 PipelinedStatement(
                     """
@@ -93,7 +98,7 @@ package struct ChangeProjection: Sendable {
                 try connection.query("COMMIT")
                 return Outcome()
             }
-            var derived: [(bundleID: String, change: Change)] = []
+            var derived: [Derived] = []
             var keys: [UserKey] = [], checked: [Date] = [], next: [Date?] = []
             for row in due {
                 let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
@@ -101,7 +106,7 @@ package struct ChangeProjection: Sendable {
                     try row["timeline"].optionalString().map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
                     ?? UserTimeline(userID: user.userID)
                 derived += ChangeLog.expiries(userID: user.userID, timeline: timeline, from: try row["checked_until"].date(), until: now)
-                    .map { (user.bundleID, $0) }
+                    .map { Derived(bundleID: user.bundleID, change: $0) }
                 keys.append(user)
                 checked.append(now)
                 next.append(ChangeLog.nextExpiry(of: timeline, after: now))
@@ -122,6 +127,15 @@ package struct ChangeProjection: Sendable {
         var version: Int
         var maxPosition: Int64
         var events: PostgresRows
+        /// The trace each event of the batch was recorded in, by position, for those traced.
+        var traces: [Int64: String] = [:]
+    }
+
+    /// A change derived, with the trace its deliveries continue.
+    struct Derived {
+        var bundleID: String
+        var change: Change
+        var traceparent: String? = nil
     }
 
     /// Begins, takes the checkpoint row (nil, committed: another server holds it), reads the active
@@ -150,6 +164,14 @@ package struct ChangeProjection: Sendable {
                            AND (e.tx_id, e.position) <= (SELECT c.tx_id, c.position FROM \(Self.users))
                          ORDER BY e.tx_id, e.position LIMIT $1
                         """, [batchSize]))
+            // The traces its events were recorded in: few rows (kept only until read here).
+            statements.append(
+                PipelinedStatement(
+                    """
+                    SELECT e.position, t.traceparent FROM ledger.event_traces t JOIN ledger.events e ON e.event_id = t.event_id
+                     WHERE (e.tx_id, e.position) > (\(Self.checkpoint))
+                       AND (e.tx_id, e.position) <= (SELECT c.tx_id, c.position FROM \(Self.users))
+                    """))
             // The step's reads of owners and histories after it find rows by `= ANY`, as the
             // `users` projection's do: generic plans (`PipelinedStatement.genericPlans`). Not for
             // the clock sweep (`next_expiry < $1 … LIMIT $2` is where a custom plan can matter).
@@ -163,10 +185,14 @@ package struct ChangeProjection: Sendable {
         guard let version = try results[4].first?["active_version"].int() else {
             throw PostgresError(code: .decoding, message: "projection users has no active version")
         }
-        return Opened(
+        var opened = Opened(
             after: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64()),
             version: version, maxPosition: try results[5][0]["position"].int64(),
             events: readingEvents ? results[6] : PostgresRows())
+        if readingEvents {
+            for trace in results[7] { opened.traces[try trace["position"].int64()] = try trace["traceparent"].string() }
+        }
+        return opened
     }
 
     private func close(_ statements: [PipelinedStatement], derived: Int, after: Int64, events: Int, on connection: PostgresConnection) throws -> Outcome {
@@ -198,13 +224,15 @@ package struct ChangeProjection: Sendable {
 
     /// The changes, numbered after `position` in derivation order, and each webhook of their app
     /// told that the user has more (a new webhook starts after the position it was created at).
-    private func writes(_ derived: [(bundleID: String, change: Change)], after position: Int64) -> [PipelinedStatement] {
+    private func writes(_ derived: [Derived], after position: Int64) -> [PipelinedStatement] {
         guard !derived.isEmpty else { return [PipelinedStatement("SELECT 0 AS inserted")] }
         var columns = (
             positions: [String](), ids: [String](), apps: [String](), users: [String](), types: [String](),
-            occurred: [String](), recorded: [String](), bodies: [String]()
+            occurred: [String](), recorded: [String](), bodies: [String](), traces: [String?]()
         )
-        for (index, (bundleID, change)) in derived.enumerated() {
+        for (index, item) in derived.enumerated() {
+            let (bundleID, change) = (item.bundleID, item.change)
+            columns.traces.append(item.traceparent)
             let number = position + Int64(index) + 1
             let id = StableID.make(bundleID, change.userID, change.kind.rawValue, change.identity).uuidString.lowercased()
             columns.positions.append(String(number))
@@ -220,8 +248,8 @@ package struct ChangeProjection: Sendable {
             PipelinedStatement(
                 """
                 WITH inserted AS (
-                    INSERT INTO ledger.changes (position, id, bundle_id, user_id, type, occurred_at, recorded_at, body)
-                    SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[])
+                    INSERT INTO ledger.changes (position, id, bundle_id, user_id, type, occurred_at, recorded_at, body, traceparent)
+                    SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[])
                     ON CONFLICT (id) DO NOTHING
                     RETURNING bundle_id, user_id, position),
                 queued AS (
@@ -235,9 +263,20 @@ package struct ChangeProjection: Sendable {
                 [
                     PostgresTextArray(columns.positions), PostgresTextArray(columns.ids), PostgresTextArray(columns.apps),
                     PostgresTextArray(columns.users), PostgresTextArray(columns.types), PostgresTextArray(columns.occurred),
-                    PostgresTextArray(columns.recorded), PostgresTextArray(columns.bodies),
+                    PostgresTextArray(columns.recorded), PostgresTextArray(columns.bodies), PostgresNullableTextArray(columns.traces),
                 ])
         ]
+    }
+
+    /// The traces of the events read so far, no longer needed once their changes are derived,
+    /// and any left a day behind (an event erased under a new id, a replay's trace).
+    private static func forgetTraces(upTo last: LogPosition) -> PipelinedStatement {
+        PipelinedStatement(
+            """
+            DELETE FROM ledger.event_traces t
+             WHERE t.recorded_at < now() - interval '1 day'
+                OR EXISTS (SELECT 1 FROM ledger.events e WHERE e.event_id = t.event_id AND (e.tx_id, e.position) <= ($1::text::xid8, $2))
+            """, [last.transactionID, last.position])
     }
 
     private func clockStatement(_ logs: [(UserKey, ChangeLog)]) -> PipelinedStatement {

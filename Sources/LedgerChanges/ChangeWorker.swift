@@ -3,7 +3,9 @@ import LedgerEventStore
 import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
+import LedgerTracing
 import Logging
+import Tracing
 
 /// Keeps the change projection up with the `users` projection for as long as it runs: a batch as
 /// soon as this server's projection worker has applied something (or a poll interval, for other
@@ -51,7 +53,14 @@ package struct ChangeWorker: Sendable {
         while !Task.isCancelled {
             let seen = progress?.position ?? .start
             do {
+                let started = DefaultTracerClock.now
                 let outcome = try await pool.withConnection { try projection.step(on: $0) }
+                if outcome.events > 0 {
+                    Spans.record("change batch", startedAt: started) { attributes in
+                        attributes["ledger.batch.events"] = outcome.events
+                        attributes["ledger.batch.changes"] = outcome.announced
+                    }
+                }
                 if let position = outcome.position { notifications.announce(position) }
                 if outcome.events == projection.batchSize {
                     if !sweepFailing { heartbeat?.beat() }

@@ -38,13 +38,17 @@ package final class EventStore: Sendable {
             let request = StreamAppend(stream: stream, events: events, expectedVersion: expectedVersion)
             return try await withAppendRetry(describe: { _ in (stream, expectedVersion) }) {
                 try await self.pool.withConnection { connection in
-                    try Self.result(stream: stream, rows: connection.query(AppendStatements.multiEventSQL, request.parameters))
+                    let result = try Self.result(stream: stream, rows: connection.query(AppendStatements.multiEventSQL, request.parameters))
+                    try EventTraces.recordCurrent(events, on: connection)
+                    return result
                 }
             }
         }
         return try await withAppendRetry(describe: { _ in (stream, expectedVersion) }) {
             try await self.pool.withConnection { connection in
-                try AppendStatements.appendOne(event, to: stream, expected: expectedVersion, on: connection)
+                let result = try AppendStatements.appendOne(event, to: stream, expected: expectedVersion, on: connection)
+                try EventTraces.recordCurrent(events, on: connection)
+                return result
             }
         }
     }

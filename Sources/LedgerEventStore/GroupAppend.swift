@@ -38,6 +38,16 @@ package struct GroupCommit<Decision: Sendable> {
     /// The results of the caller's `alongside`, for its own slots, given the results of the first
     /// round trip `finish` sent (built on `opening`).
     package func alongside(in first: RoundTripResults) -> RoundTripResults { (opened ?? first)[alongsidePart] }
+
+    /// The same commit with `statements` sent first in `finish`'s first round trip: writes that
+    /// depend on what was decided (the trace each appended event was recorded in).
+    package func sending(first statements: [PipelinedStatement]) -> GroupCommit {
+        var opening = self.opening
+        opening.add(statements)
+        return GroupCommit(
+            connection: connection, opening: opening, alongsidePart: alongsidePart, opened: opened, existing: existing, appends: appends,
+            append: append, decision: decision)
+    }
 }
 
 extension EventStore {

@@ -31,7 +31,9 @@ package struct LockedStream {
     package func append(_ events: [NewEvent], expectedVersion: ExpectedVersion) throws -> AppendResult {
         let request = StreamAppend(stream: stream, events: events, expectedVersion: expectedVersion)
         do {
-            return try EventStore.result(stream: stream, rows: connection.query(AppendStatements.multiEventSQL, request.parameters))
+            let result = try EventStore.result(stream: stream, rows: connection.query(AppendStatements.multiEventSQL, request.parameters))
+            try EventTraces.recordCurrent(events, on: connection)
+            return result
         } catch let error as PostgresError {
             throw EventStoreError.from(error, stream: stream, expected: expectedVersion)
         }

@@ -11,6 +11,7 @@ package func buildApplication(
     let router = Router(context: LedgerRequestContext.self)
     router.add(middleware: LimitsMiddleware(limits: limits))
     router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: RequestTracingMiddleware())
     if accessLog { router.add(middleware: AccessLogMiddleware(logger: logger)) }
     router.add(middleware: RequestMetricsMiddleware(metrics: endpoints.metrics))
     router.add(middleware: ErrorMiddleware())

@@ -3,7 +3,9 @@ import LedgerCore
 import LedgerEventStore
 import LedgerFacts
 import LedgerPostgres
+import LedgerTracing
 import Synchronization
+import Tracing
 
 /// Group commit for evidence a user presents: requests that arrive while a group is being
 /// written wait and go together in the next one. A group is one transaction of three round trips
@@ -29,6 +31,8 @@ final class GroupRecorder: Sendable {
         var bundleID: String
         /// The user whose state answers the request, if any.
         var presenter: String?
+        /// The sampled trace the request is part of: its events are recorded with it.
+        var traceparent: String? = Spans.traceparent()
     }
 
     enum Result: Sendable {
@@ -39,7 +43,9 @@ final class GroupRecorder: Sendable {
 
     private struct Waiting {
         var request: Request
-        var continuation: CheckedContinuation<Result, any Error>
+        var continuation: CheckedContinuation<(Result, Int), any Error>
+        /// The request's trace: a group's writes are traced as the work of its first request.
+        var context = ServiceContext.current
     }
 
     let store: EventStore
@@ -49,8 +55,14 @@ final class GroupRecorder: Sendable {
     let projection: any GroupProjection
     private let queue: Mutex<GroupQueue<Waiting>>
     private let guess = Mutex(NewStreamGuess())
+    /// Told each group's size and how long its transaction took (for the metrics).
+    private let written: @Sendable (_ size: Int, _ took: Duration) -> Void
 
-    init(store: EventStore, evidence: EvidenceStore, recorder: FactRecorder, projection: any GroupProjection, maximumGroup: Int = 64) {
+    init(
+        store: EventStore, evidence: EvidenceStore, recorder: FactRecorder, projection: any GroupProjection, maximumGroup: Int = 64,
+        written: @escaping @Sendable (_ size: Int, _ took: Duration) -> Void = { _, _ in }
+    ) {
+        self.written = written
         self.store = store
         self.projection = projection
         self.evidence = evidence
@@ -61,9 +73,13 @@ final class GroupRecorder: Sendable {
     /// Stores the request's evidence and records its work, with whatever requests are waiting.
     func record(_ request: Request) async throws -> FactRecorder.Outcome {
         guard request.work.allSatisfy(\.isDecided) else { return try await recordAlone(request) }
-        let result = try await withCheckedThrowingContinuation { continuation in
-            let arrival = queue.withLock { $0.arrive(Waiting(request: request, continuation: continuation)) }
-            if arrival == .write { Task { await self.writeWhileWaiting() } }
+        let result = try await Spans.child("group commit") { span in
+            let (result, size) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Result, Int), any Error>) in
+                let arrival = queue.withLock { $0.arrive(Waiting(request: request, continuation: continuation)) }
+                if arrival == .write { Task { await self.writeWhileWaiting() } }
+            }
+            span?.attributes["ledger.group.size"] = size
+            return result
         }
         switch result {
         case .recorded(let outcome): return outcome
@@ -82,12 +98,19 @@ final class GroupRecorder: Sendable {
     /// One group at a time, for as long as requests keep arriving.
     private func writeWhileWaiting() async {
         while case .write(let group) = queue.withLock({ $0.nextGroup() }) {
+            let started = ContinuousClock.now
             do {
-                let results = try await write(group.map(\.request))
-                for (waiting, result) in zip(group, results) { waiting.continuation.resume(returning: result) }
+                let results = try await ServiceContext.withValue(group.first?.context) {
+                    try await Spans.child("write group") { span in
+                        span?.attributes["ledger.group.size"] = group.count
+                        return try await write(group.map(\.request))
+                    }
+                }
+                for (waiting, result) in zip(group, results) { waiting.continuation.resume(returning: (result, group.count)) }
             } catch {
                 for waiting in group { waiting.continuation.resume(throwing: error) }
             }
+            written(group.count, ContinuousClock.now - started)
         }
     }
 
@@ -135,6 +158,7 @@ final class GroupRecorder: Sendable {
                 return (Decided(results: decided.results, appendedBy: decided.appendedBy), decided.appends)
             },
             finish: { commit in
+                let commit = commit.sending(first: Self.traces(of: requests, appends: commit.appends, by: commit.decision.appendedBy))
                 var decided = commit.decision
                 let (appended, projected) = try projection.appendAndProject(commit, opened: version, assumingVersion: assumingVersion, presenters: presenters)
                 decided.projected = projected
@@ -144,6 +168,16 @@ final class GroupRecorder: Sendable {
             guess.withLock { $0.written(version: version, assumed: assumingVersion != nil) }
         }
         return outcome
+    }
+
+    /// Each appended event with the trace of the request that decided it, if that one is traced.
+    private static func traces(of requests: [Request], appends: [StreamAppend], by requestIndex: [Int]) -> [PipelinedStatement] {
+        var pairs: [(event: UUID, traceparent: String)] = []
+        for (append, index) in zip(appends, requestIndex) {
+            guard let traceparent = requests[index].traceparent else { continue }
+            pairs += append.events.map { ($0.id, traceparent) }
+        }
+        return EventTraces.statement(pairs: pairs).map { [$0] } ?? []
     }
 
     /// Each request's result from its group's transaction.

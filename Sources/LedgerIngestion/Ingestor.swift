@@ -28,14 +28,16 @@ package struct Ingestor: Sendable {
     /// `reader` answers the user's state once `freshness` says the projection holds what was recorded.
     package init(
         store: EventStore, evidence: EvidenceStore, directory: AppDirectory, verifier: SignedDataVerifier,
-        receipts: VerifyReceiptClient, freshness: ProjectionFreshness, reader: UserStateReader, logger: Logger
+        receipts: VerifyReceiptClient, freshness: ProjectionFreshness, reader: UserStateReader, logger: Logger,
+        groupWritten: @escaping @Sendable (_ size: Int, _ took: Duration) -> Void = { _, _ in }
     ) {
         self.store = store
         self.directory = directory
         self.freshness = freshness
         self.evidence = evidence
         self.recorder = FactRecorder(store: store)
-        self.group = GroupRecorder(store: store, evidence: evidence, recorder: recorder, projection: InlineProjection(cache: reader.cache))
+        self.group = GroupRecorder(
+            store: store, evidence: evidence, recorder: recorder, projection: InlineProjection(cache: reader.cache), written: groupWritten)
         self.tokens = AppAccountTokens(store: store)
         self.consumptionRequests = ConsumptionRequests(pool: evidence.pool, store: store)
         self.verifier = verifier

@@ -1,4 +1,6 @@
 import CLibPQ
+import LedgerTracing
+import Tracing
 
 #if canImport(Glibc)
     import Glibc
@@ -22,6 +24,26 @@ extension PostgresConnection {
     /// rest *and the COMMIT*, leaving the session in an aborted transaction (25P02), which is rolled
     /// back here before the first error is thrown.
     package func pipeline(_ statements: [PipelinedStatement], transaction: Bool) throws -> [PostgresRows] {
+        guard Spans.inTrace else { return try sendPipeline(statements, transaction: transaction) }
+        let summaries = statements.map { summary(of: $0.sql) }
+        return try Spans.child(Self.pipelineName(summaries), kind: .client) { span in
+            let results = try sendPipeline(statements, transaction: transaction)
+            span?.describeRoundTrip(summaries: summaries, rows: results.reduce(0) { $0 + $1.count })
+            return results
+        }
+    }
+
+    /// A pipeline's span is named by the first statement that is not bookkeeping (a BEGIN, a
+    /// setting, a lock, the events' traces) and how many came with it: "INSERT ledger.evidence +5".
+    static func pipelineName(_ summaries: [String]) -> String {
+        let bookkeeping: Set<String> = [
+            "BEGIN", "COMMIT", "ROLLBACK", "SET", "SELECT pg_try_advisory_xact_lock", "SELECT pg_advisory_xact_lock", "INSERT ledger.event_traces",
+        ]
+        let first = summaries.first { !bookkeeping.contains($0) && !$0.hasPrefix("SELECT set_config") } ?? summaries.first ?? "pipeline"
+        return summaries.count > 1 ? "\(first) +\(summaries.count - 1)" : first
+    }
+
+    private func sendPipeline(_ statements: [PipelinedStatement], transaction: Bool) throws -> [PostgresRows] {
         // Statements are prepared before entering pipeline mode, where synchronous calls are not allowed.
         let names = try statements.map { try statementName(for: $0.sql, parameterCount: $0.parameters.count) }
         let control = try transaction ? [statementName(for: "BEGIN", parameterCount: 0), statementName(for: "COMMIT", parameterCount: 0)] : []
@@ -171,4 +193,21 @@ extension PipelinedStatement {
     /// generic plans. Not for a join with `unnest(…)`, whose generic plan is a hash
     /// join over a whole table.
     package static let genericPlans = PipelinedStatement("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+}
+
+extension Span {
+    /// What a round trip's span carries: which statements and how many rows, never a parameter.
+    func describeRoundTrip(summaries: [String], rows: Int) {
+        guard isRecording else { return }
+        updateAttributes { attributes in
+            attributes["db.system.name"] = "postgresql"
+            if summaries.count == 1 {
+                attributes["db.query.summary"] = summaries[0]
+            } else {
+                attributes["db.operation.batch.size"] = summaries.count
+                attributes["db.query.summaries"] = summaries
+            }
+            attributes["db.response.returned_rows"] = rows
+        }
+    }
 }

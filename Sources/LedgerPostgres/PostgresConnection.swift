@@ -1,4 +1,6 @@
 import CLibPQ
+import LedgerTracing
+import Tracing
 
 #if canImport(Glibc)
     import Glibc
@@ -14,9 +16,10 @@ import CLibPQ
 /// the pool lends it to exactly one caller at a time, and the listener owns its own.
 package final class PostgresConnection: @unchecked Sendable {
     let handle: OpaquePointer
-    /// Statement text → prepared statement name. SQL text is always a constant in this code base,
-    /// so this stays small; preparing once saves a parse and plan per call on the hot path.
-    private var prepared: [String: String] = [:]
+    /// Statement text → prepared statement name and the summary its spans are named by. SQL text
+    /// is always a constant in this code base, so this stays small; preparing once saves a parse
+    /// and plan per call on the hot path.
+    private var prepared: [String: (name: String, summary: String)] = [:]
     /// Set once a call failed below the SQL level: libpq may still report CONNECTION_OK after a
     /// failed send on a reset socket, but such a connection must never be handed out again.
     private var broken = false
@@ -86,15 +89,19 @@ package final class PostgresConnection: @unchecked Sendable {
     /// Runs one parameterised statement (prepared on first use) and returns its rows.
     @discardableResult
     package func query(_ sql: String, _ parameters: [(any PostgresBindable)?] = []) throws -> PostgresRows {
-        do {
-            let name = try statementName(for: sql, parameterCount: parameters.count)
-            let sent = withParameters(parameters) { values, count in
-                PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
+        try Spans.child(summary(of: sql), kind: .client) { span in
+            do {
+                let name = try statementName(for: sql, parameterCount: parameters.count)
+                let sent = withParameters(parameters) { values, count in
+                    PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
+                }
+                guard sent == 1 else { throw connectionError() }
+                let rows = try consume(awaitResult(by: callDeadline()))
+                span?.describeRoundTrip(summaries: [summary(of: sql)], rows: rows.count)
+                return rows
+            } catch let error as PostgresError {
+                throw PostgresRedaction.redact(error, parameters: parameters.map { $0?.postgresText })
             }
-            guard sent == 1 else { throw connectionError() }
-            return try consume(awaitResult(by: callDeadline()))
-        } catch let error as PostgresError {
-            throw PostgresRedaction.redact(error, parameters: parameters.map { $0?.postgresText })
         }
     }
 
@@ -126,12 +133,17 @@ package final class PostgresConnection: @unchecked Sendable {
     // MARK: - Internals shared with the pipeline, COPY and LISTEN code
 
     func statementName(for sql: String, parameterCount: Int) throws -> String {
-        if let name = prepared[sql] { return name }
+        if let known = prepared[sql] { return known.name }
         let name = "ledger_\(prepared.count + 1)"
         guard PQsendPrepare(handle, name, sql, Int32(parameterCount), nil) == 1 else { throw connectionError() }
         try consume(awaitResult(by: callDeadline()))
-        prepared[sql] = name
+        prepared[sql] = (name, StatementSummary.of(sql))
         return name
+    }
+
+    /// What spans call the statement (`StatementSummary`), worked out once per connection.
+    func summary(of sql: String) -> String {
+        prepared[sql]?.summary ?? StatementSummary.of(sql)
     }
 
     /// When a call starting now must have its answer.

@@ -1,6 +1,7 @@
 import Logging
 import NIOPosix
 import Synchronization
+import Tracing
 
 /// A fixed number of connections, each used by one caller at a time, on dedicated threads.
 ///
@@ -49,32 +50,12 @@ package final class PostgresPool: Sendable {
         let slot = try await acquire()
         let configuration = self.configuration
         let logger = self.logger
+        // The pool's threads are not the caller's task: its trace goes along by hand.
+        let context = ServiceContext.current
         let outcome: (Slot, Result<T, any Error>)
         do {
             outcome = try await threads.runIfActive {
-                var slot = slot
-                if let idle = slot.connection, !idle.checkAlive() { slot.connection = nil }
-                do {
-                    let opened = slot.connection == nil
-                    let connection = try slot.connection ?? PostgresConnection.connect(configuration)
-                    slot.connection = connection
-                    let result = Result { try body(connection) }
-                    if !connection.isHealthy {
-                        logger.warning("postgres connection broke; it will be replaced", metadata: ["db": "\(configuration)"])
-                        slot.connection = nil
-                        self.vitals.withLock { $0.lost(opened: opened) }
-                    } else {
-                        if connection.isInTransaction {
-                            // A body that escaped mid-transaction must not leak it to the next caller.
-                            connection.rollbackIfNeeded()
-                        }
-                        self.vitals.withLock { $0.reached(opened: opened) }
-                    }
-                    return (slot, result)
-                } catch {
-                    self.vitals.withLock { $0.lost(opened: false) }
-                    return (Slot(connection: nil), .failure(error))
-                }
+                ServiceContext.withValue(context) { self.run(slot, body, configuration: configuration, logger: logger) }
             }
         } catch {
             release(Slot(connection: nil))
@@ -82,6 +63,36 @@ package final class PostgresPool: Sendable {
         }
         release(outcome.0)
         return try outcome.1.get()
+    }
+
+    /// On a pool thread: the slot's connection checked (or opened), `body` run on it, the
+    /// connection kept or retired.
+    private func run<T>(
+        _ slot: Slot, _ body: (PostgresConnection) throws -> T, configuration: PostgresConfiguration, logger: Logger
+    ) -> (Slot, Result<T, any Error>) {
+        var slot = slot
+        if let idle = slot.connection, !idle.checkAlive() { slot.connection = nil }
+        do {
+            let opened = slot.connection == nil
+            let connection = try slot.connection ?? PostgresConnection.connect(configuration)
+            slot.connection = connection
+            let result = Result { try body(connection) }
+            if !connection.isHealthy {
+                logger.warning("postgres connection broke; it will be replaced", metadata: ["db": "\(configuration)"])
+                slot.connection = nil
+                self.vitals.withLock { $0.lost(opened: opened) }
+            } else {
+                if connection.isInTransaction {
+                    // A body that escaped mid-transaction must not leak it to the next caller.
+                    connection.rollbackIfNeeded()
+                }
+                self.vitals.withLock { $0.reached(opened: opened) }
+            }
+            return (slot, result)
+        } catch {
+            self.vitals.withLock { $0.lost(opened: false) }
+            return (Slot(connection: nil), .failure(error))
+        }
     }
 
     /// How the pool has fared with its database: connections opened and dropped, and since when

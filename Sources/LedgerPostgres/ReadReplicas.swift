@@ -1,7 +1,9 @@
 import Foundation
 import LedgerFormats
+import LedgerTracing
 import Logging
 import Synchronization
+import Tracing
 
 /// Reads served by PostgreSQL streaming replicas (`LEDGER_READ_DATABASE_URL`), each only once it
 /// has replayed what the read must see (`ReadFence`), so read-your-writes holds across nodes.
@@ -34,6 +36,10 @@ package final class ReadReplicas: Sendable {
         package var primary = 0
         /// The primary was away and a replica answered with what it had.
         package var replicaBehindFence = 0
+        /// Reads that found every replica behind and waited for one to replay (or gave up).
+        package var waited = 0
+        /// The time those reads waited, in all.
+        package var waitedFor = Duration.zero
     }
 
     package var sources: Sources { served.withLock { $0 } }
@@ -88,7 +94,33 @@ package final class ReadReplicas: Sendable {
         _ body: @escaping @Sendable (PostgresConnection) throws -> T
     ) async throws -> (answer: T, replica: Int?) {
         guard !replicas.isEmpty else { return (try await primary.withConnection(body), nil) }
+        return try await Spans.child("read from a replica") { span in
+            var waited = Duration.zero
+            let read = try await readFromReplicas(atLeast: position, waited: &waited, body)
+            if waited > .zero {
+                served.withLock {
+                    $0.waited += 1; $0.waitedFor += waited
+                }
+            }
+            if let span, span.isRecording {
+                span.attributes["ledger.read.source"] = read.replica.map { "replica \($0 + 1)" } ?? "primary"
+                span.attributes["ledger.read.fence"] = "\(position)"
+                span.attributes["ledger.replica.wait_seconds"] = Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+            }
+            return read
+        }
+    }
+
+    /// Each replica in turn until one has applied `position`, waiting up to `maximumWait` for
+    /// one replaying; else the primary; else, with the primary away, a replica as it is.
+    private func readFromReplicas<T: Sendable>(
+        atLeast position: LogPosition, waited: inout Duration,
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> (answer: T, replica: Int?) {
         let clock = ContinuousClock()
+        let began = clock.now
+        var everBehind = false
+        defer { if everBehind { waited = clock.now - began } }
         let deadline = clock.now + maximumWait
         var lastFailure: PostgresError?
         while true {
@@ -103,6 +135,7 @@ package final class ReadReplicas: Sendable {
                         return (answer, index)
                     }
                     behind = true
+                    everBehind = true
                 } catch let error as PostgresError where error.isTransient {
                     // Away, or the read was cancelled by replay (a recovery conflict): another one, or the primary.
                     lastFailure = error

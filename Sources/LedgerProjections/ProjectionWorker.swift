@@ -1,6 +1,8 @@
 import LedgerEventStore
 import LedgerPostgres
+import LedgerTracing
 import Logging
+import Tracing
 
 /// Keeps the active projection version up to date for as long as it runs: a batch at a time while
 /// there is work, then a sleep until the next append (or a poll interval, for other processes').
@@ -47,7 +49,15 @@ package struct ProjectionWorker: Sendable {
             let epoch = cache?.epoch ?? 0
             let origin = cache?.origin
             do {
+                let started = DefaultTracerClock.now
                 let applied = try await pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin, durable: durable) }
+                if applied.count > 0 {
+                    Spans.record("projection batch", startedAt: started) { attributes in
+                        attributes["ledger.projection"] = "users"
+                        attributes["ledger.batch.events"] = applied.count
+                        attributes["ledger.batch.users"] = applied.users.count
+                    }
+                }
                 // After the commit, in this order: a writer woken by the progress finds its
                 // user's new timeline in the cache (or none), never the old one. An empty batch
                 // reports the checkpoint too: another process's worker may have applied this

@@ -108,7 +108,7 @@ extension LedgerServices {
         if delivering {
             let dispatcher = WebhookDispatcher(
                 pool: pool, notifications: changes, policy: webhookPolicy, keyring: keyring, heartbeat: heartbeats.register("webhook deliveries"),
-                logger: logger)
+                logger: logger, attempted: metrics.observeDelivery)
             loops.append(BackgroundLoop("webhook deliveries") { await dispatcher.run() })
         }
         if let reconcileInterval {

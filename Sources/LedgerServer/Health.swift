@@ -134,6 +134,14 @@ struct Health: Sendable {
             Metrics.Gauge(
                 "ledger_reads_behind_fence_total", "Reads a replica answered with what it had while the primary was away.",
                 Double(sources.replicaBehindFence)))
+        gauges.append(
+            Metrics.Gauge(
+                "ledger_replica_waits_total", "Reads that found every replica behind what they must see and waited for one to replay.",
+                Double(sources.waited), kind: .counter))
+        gauges.append(
+            Metrics.Gauge(
+                "ledger_replica_wait_seconds_total", "Time reads spent waiting for a replica to replay, in all.", sources.waitedFor.seconds,
+                kind: .counter))
         return gauges
     }
 }

@@ -97,7 +97,7 @@ package struct LedgerServices: Sendable {
         self.evidence = evidence
         self.ingestor = Ingestor(
             store: store, evidence: evidence, directory: directory, verifier: verifier, receipts: client,
-            freshness: freshness, reader: users, logger: logger)
+            freshness: freshness, reader: users, logger: logger, groupWritten: metrics.observeGroup)
         let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) { outcome in
             metrics.increment("ledger_apple_calls_total", ["api": "app_store_server_api", "outcome": outcome.rawValue])
         }

@@ -5,10 +5,12 @@ import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
 import LedgerSecrets
+import LedgerTracing
 import Logging
 import NIOCore
 import NIOHTTP1
 import Synchronization
+import Tracing
 
 /// Delivers announced changes to webhooks: at least once, each user's in order (the next waits
 /// for the previous one's 2xx), users independent of each other, retried with backoff, parked
@@ -32,10 +34,14 @@ package final class WebhookDispatcher: Sendable {
     private let finished = Mutex<[Attempt]>([])
     private let wake = Watermark<UInt64>(0)
 
+    /// Told how each attempt went (`delivered`, `failed`, `refused`) and how long it took.
+    let attempted: @Sendable (_ outcome: String, _ took: Duration) -> Void
+
     package init(
         pool: PostgresPool, notifications: ChangeNotifications, policy: WebhookPolicy = WebhookPolicy(), keyring: Keyring, heartbeat: Heartbeat? = nil,
-        logger: Logger
+        logger: Logger, attempted: @escaping @Sendable (_ outcome: String, _ took: Duration) -> Void = { _, _ in }
     ) {
+        self.attempted = attempted
         self.heartbeat = heartbeat
         self.pool = pool
         self.notifications = notifications
@@ -56,7 +62,7 @@ package final class WebhookDispatcher: Sendable {
         var url: String
         var secret: String
         /// Nil: nothing left that the webhook's types take.
-        var change: (position: Int64, id: String, body: String)?
+        var change: (position: Int64, id: String, body: String, traceparent: String?)?
     }
 
     /// What came of a lease.
@@ -136,7 +142,7 @@ package final class WebhookDispatcher: Sendable {
                 delivered: try row["delivered"].int64(), wanted: try row["wanted"].int64(), attempts: try row["attempts"].int(),
                 firstFailedAt: row["first_failed_at"].optionalString() == nil ? nil : try row["first_failed_at"].date(),
                 url: try row["url"].string(), secret: try row["secret"].string(),
-                change: try position.map { ($0, try row["id"].string(), try row["body"].string()) })
+                change: try position.map { ($0, try row["id"].string(), try row["body"].string(), row["traceparent"].optionalString()) })
         }
     }
 
@@ -151,10 +157,10 @@ package final class WebhookDispatcher: Sendable {
                 UPDATE ledger.webhook_queue q SET leased_by = $2, leased_until = now() + $3 * interval '1 millisecond'
                   FROM due WHERE q.bundle_id = due.bundle_id AND q.webhook = due.webhook AND q.user_id = due.user_id
                 RETURNING q.bundle_id, q.webhook, q.user_id, q.delivered, q.wanted, q.attempts, q.first_failed_at)
-            SELECT l.*, w.url, w.secret, c.position, c.id::text AS id, c.body
+            SELECT l.*, w.url, w.secret, c.position, c.id::text AS id, c.body, c.traceparent
               FROM leased l JOIN ledger.webhooks w ON w.bundle_id = l.bundle_id AND w.name = l.webhook
               LEFT JOIN LATERAL (
-                  SELECT position, id, body FROM ledger.changes c
+                  SELECT position, id, body, traceparent FROM ledger.changes c
                    WHERE c.bundle_id = l.bundle_id AND c.user_id = l.user_id AND c.position > l.delivered
                      AND (w.types IS NULL OR c.type = ANY(w.types))
                    ORDER BY c.position LIMIT 1) c ON true
@@ -247,6 +253,30 @@ package final class WebhookDispatcher: Sendable {
     /// failure said without the URL (it may carry a token).
     func deliver(_ lease: Lease, with clients: PinnedClients) async -> Attempt {
         guard let change = lease.change else { return Attempt(lease: lease, failure: nil) }
+        // The attempt continues the trace of the request that recorded the change, when it was traced.
+        let context = change.traceparent.map { Spans.context(traceparent: $0) } ?? .topLevel
+        let started = ContinuousClock.now
+        let attempt = await withSpan("webhook delivery", context: context, ofKind: .producer) { span in
+            if span.isRecording {
+                span.attributes["ledger.webhook"] = lease.webhook
+                span.attributes["ledger.change.id"] = change.id
+                span.attributes["ledger.change.position"] = Int(change.position)
+                span.attributes["ledger.webhook.attempt"] = lease.attempts + 1
+            }
+            let attempt = await attemptDelivery(lease, change: change, with: clients, trace: span.context)
+            if let failure = attempt.failure, span.isRecording {
+                span.setStatus(SpanStatus(code: .error, message: failure))
+            }
+            return attempt
+        }
+        attempted(attempt.failure == nil ? "delivered" : attempt.refused ? "refused" : "failed", ContinuousClock.now - started)
+        return attempt
+    }
+
+    private func attemptDelivery(
+        _ lease: Lease, change: (position: Int64, id: String, body: String, traceparent: String?), with clients: PinnedClients,
+        trace: ServiceContext
+    ) async -> Attempt {
         let secret: String
         do {
             secret = try keyring.open(lease.secret, for: StoredSecrets.webhookSecret(of: lease.bundleID, webhook: lease.webhook))
@@ -270,6 +300,7 @@ package final class WebhookDispatcher: Sendable {
         request.headers.add(name: "User-Agent", value: "entitlement-ledger-webhooks")
         request.headers.add(name: WebhookSignature.idHeader, value: change.id)
         request.headers.add(name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: secret, at: Int64(Date().timeIntervalSince1970)))
+        for (name, value) in Spans.headers(for: trace) { request.headers.replaceOrAdd(name: name, value: value) }
         request.body = .bytes(ByteBuffer(bytes: body))
         do {
             let response = try await http.execute(request, timeout: .milliseconds(policy.attemptTimeout.milliseconds))

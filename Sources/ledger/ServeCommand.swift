@@ -66,6 +66,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     private static func serve(_ opened: Database, migrator: Migrator, settings: Configuration, logger: Logger) async throws {
+        let traces = try TracingSetup.bootstrap(logger: logger)
         let services = try makeServices(opened, migrator: migrator, settings: settings, logger: logger)
         let host = settings.host
         let watchdog = settings.stuckAfter.map { Watchdog(host: host, patience: $0, logger: logger) }
@@ -81,7 +82,9 @@ struct ServeCommand: AsyncParsableCommand {
                 // Shut down last-listed first: the HTTP server stops accepting and finishes its requests
                 // (which may wait for the projection) before the projection worker and LISTEN stop.
                 // The pools are listed first, so they are closed last.
-                services: [services.pools] + services.backgroundServices(reconcileInterval: settings.reconcileInterval, logger: logger) + [app],
+                // The trace exporter is listed before them all: it sends the last spans at the end.
+                services: (traces.map { [$0] } ?? []) + [services.pools]
+                    + services.backgroundServices(reconcileInterval: settings.reconcileInterval, logger: logger) + [app],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         watchdog?.stop()

@@ -1,9 +1,11 @@
 import AsyncHTTPClient
 import Foundation
 import LedgerCore
+import LedgerTracing
 import Logging
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// Where and how patiently to ask Apple's legacy `verifyReceipt`.
 package struct VerifyReceiptConfiguration: Sendable {
@@ -73,6 +75,12 @@ package struct VerifyReceiptClient: Sendable {
     }
 
     package func verify(receiptData: String, sharedSecret: String?, expecting expectation: Expectation) async throws -> VerifiedReceipt {
+        try await Spans.child("verifyReceipt", kind: .client) { _ in
+            try await verifyUntraced(receiptData: receiptData, sharedSecret: sharedSecret, expecting: expectation)
+        }
+    }
+
+    private func verifyUntraced(receiptData: String, sharedSecret: String?, expecting expectation: Expectation) async throws -> VerifiedReceipt {
         guard !receiptData.isEmpty, Data(base64Encoded: receiptData, options: .ignoreUnknownCharacters) != nil else {
             throw AppStoreError(.malformed, "receipt_data is not base64")
         }

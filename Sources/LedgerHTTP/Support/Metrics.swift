@@ -20,10 +20,27 @@ package final class Metrics: Sendable {
     /// name → labels (flattened, sorted by key) → count.
     private let tallies = Mutex<[String: [[String]: Int]]>([:])
 
+    static let groupSize = "ledger_group_commit_size"
+    static let groupDuration = "ledger_group_commit_duration_seconds"
+    static let deliveryDuration = "ledger_webhook_delivery_duration_seconds"
+
     package init() {
         var factory = PrometheusMetricsFactory(registry: registry)
-        factory.durationHistogramBuckets = [Self.requestDuration: Self.buckets.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) }]
+        let buckets = Self.buckets.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) }
+        factory.durationHistogramBuckets = [Self.requestDuration: buckets, Self.groupDuration: buckets, Self.deliveryDuration: buckets]
+        factory.valueHistogramBuckets = [Self.groupSize: [1, 2, 4, 8, 16, 32, 64]]
         self.factory = factory
+    }
+
+    /// A group commit's transaction: how many requests it carried and how long it took.
+    @Sendable package func observeGroup(size: Int, took: Duration) {
+        CoreMetrics.Recorder(label: Self.groupSize, aggregate: true, factory: factory).record(size)
+        CoreMetrics.Timer(label: Self.groupDuration, factory: factory).recordNanoseconds(took.nanoseconds)
+    }
+
+    /// A webhook delivery attempt, from sending to the receiver's answer (or the failure).
+    @Sendable package func observeDelivery(outcome: String, took: Duration) {
+        CoreMetrics.Timer(label: Self.deliveryDuration, dimensions: [("outcome", outcome)], factory: factory).recordNanoseconds(took.nanoseconds)
     }
 
     /// The labelled counters the ledger increments, with what they count.

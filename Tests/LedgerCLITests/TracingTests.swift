@@ -1,0 +1,132 @@
+import AppStoreSimulator
+import EmbeddedPostgres
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+import OTLPReceiver
+import Testing
+import WebhookReceiver
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Traces as an operator turns them on: `ledger serve` with `OTEL_EXPORTER_OTLP_ENDPOINT` set to a
+/// real OTLP/HTTP receiver. A game server's call carrying its `traceparent` buys a subscription;
+/// the receiver gets one trace holding the request, its verification, the group commit, its
+/// PostgreSQL round trips and — continued from the stored trace — the webhook delivery, which
+/// reaches the game server with a `traceparent` of the same trace. No span names the user.
+@Suite struct TracingTests {
+    static let bundle = "com.example.traces"
+    static let secret = "whsec_traces_0123456789abcdef0123456"
+
+    @Test func onePurchaseIsOneTraceFromTheCallThroughTheWebhookDelivery() async throws {
+        let collector = OTLPReceiver()
+        try await collector.start()
+        defer { Task { await collector.stop() } }
+        let receiver = WebhookReceiver(secret: Self.secret)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        let folder = NSTemporaryDirectory() + "ledger-traces-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let authority = try TestCertificateAuthority()
+        try authority.writeRoot(to: folder + "/root.der")
+        let served = try ServedLedger(
+            "traces",
+            environment: [
+                "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100",
+                "LEDGER_APPLE_ROOT_CERTIFICATES": folder + "/root.der", "LEDGER_APPLE_RECONCILE_INTERVAL": "off",
+                "LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "1", "LEDGER_WEBHOOK_POLL_MS": "100",
+            ])
+        defer { served.stop() }
+        #expect(try await poll(served.base + "/readyz", until: 200)?.0 == 200, "\(served.output)")
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = served.database.connectionString
+        environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
+        let created = try ChildProcess.run(
+            LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "tracer", "--scopes", "admin"], environment: environment)
+        let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
+
+        let apps = served.base + "/v1/apps/\(Self.bundle)"
+        #expect(try await Self.call("PUT", apps, key: key, json: #"{"environments": ["Sandbox"]}"#).0 == 200)
+        #expect(try await Self.call("PUT", apps + "/products/pro.monthly", key: key, json: #"{"type": "auto_renewable", "entitlements": ["pro"]}"#).0 == 200)
+        let hook = try await Self.call("PUT", apps + "/webhooks/game", key: key, json: #"{"url": "\#(receiver.url)", "secret": "\#(Self.secret)"}"#)
+        #expect(hook.0 == 201, "\(hook.1)")
+
+        let app = SimulatedApp(authority: authority, bundleID: Self.bundle, appAppleID: 99, environment: "Sandbox")
+        let bought = SimulatedTransaction(
+            transactionID: "trace-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 86_400))
+        let user = "player-with-a-trace"
+        let (trace, caller) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+        let purchase = try await Self.call(
+            "POST", apps + "/transactions", key: key,
+            json: String(
+                decoding: try JSONSerialization.data(withJSONObject: ["user_id": user, "signed_transaction": try app.signedTransaction(bought)]), as: UTF8.self),
+            headers: ["traceparent": "00-\(trace)-\(caller)-01"])
+        #expect(purchase.0 == 200, "\(purchase.1)")
+
+        // The webhook delivery carries the caller's trace on.
+        var delivered: WebhookReceiver.Delivery?
+        for _ in 0..<200 where delivered == nil {
+            delivered = receiver.accepted.first { $0.userID == user }
+            if delivered == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let delivery = try #require(delivered, "no delivery: \(served.output)")
+        #expect(delivery.signatureValid)
+        #expect(delivery.traceparent?.hasPrefix("00-\(trace)-") == true, "\(delivery.traceparent ?? "no traceparent")")
+
+        // Every span of the trace, once the delivery's has been exported too.
+        var spans: [ReceivedSpan] = []
+        for _ in 0..<100 {
+            spans = collector.spans.filter { $0.traceID == trace }
+            if spans.contains(where: { $0.name == "webhook delivery" }) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let names = spans.map(\.name).sorted()
+        #expect(collector.refused.isEmpty, "\(collector.refused)")
+        let request = try #require(spans.first { $0.kind == 2 && $0.name.hasPrefix("POST /v1/apps/") }, "\(names)")
+        #expect(request.name == "POST /v1/apps/{bundle_id}/transactions" && request.parentSpanID == caller, "\(request)")
+        #expect(request.attributes["http.response.status_code"] == "200" && request.service == "entitlement-ledger", "\(request)")
+        let byID = Dictionary(spans.map { ($0.spanID, $0) }, uniquingKeysWith: { a, _ in a })
+        /// Whether `span` descends from the request's span.
+        func underRequest(_ span: ReceivedSpan) -> Bool {
+            var parent = span.parentSpanID
+            while let next = byID[parent] {
+                if next.spanID == request.spanID { return true }
+                parent = next.parentSpanID
+            }
+            return false
+        }
+        let verification = try #require(spans.first { $0.name.hasPrefix("verify ") }, "\(names)")
+        #expect(underRequest(verification))
+        let group = try #require(spans.first { $0.name == "group commit" }, "\(names)")
+        #expect(underRequest(group) && group.attributes["ledger.group.size"] == "1", "\(group)")
+        let roundTrips = spans.filter { $0.attributes["db.system.name"] == "postgresql" && $0.kind == 3 }
+        #expect(roundTrips.count >= 3 && roundTrips.allSatisfy(underRequest), "\(names)")
+        // The append is among them, named by what it runs, never by what it was given.
+        let statements = roundTrips.map { $0.attributes["db.query.summaries"] ?? $0.attributes["db.query.summary"] ?? "" }
+        #expect(statements.contains { $0.contains("ledger.append") }, "\(roundTrips.map(\.name)): \(statements)")
+        let webhook = try #require(spans.first { $0.name == "webhook delivery" }, "\(names)")
+        #expect(underRequest(webhook) && webhook.attributes["ledger.webhook"] == "game" && webhook.kind == 4, "\(webhook)")
+        #expect(delivery.traceparent?.contains(webhook.spanID) == true, "the receiver's parent is the delivery span")
+
+        // Nothing in any span names the user: traces leave the ledger for stores no erasure reaches.
+        for span in collector.spans {
+            #expect(!span.name.contains(user) && !span.attributes.values.contains { $0.contains(user) }, "\(span)")
+        }
+        // Batches are traces of their own.
+        #expect(collector.spans.contains { $0.name == "projection batch" || $0.name == "change batch" }, "\(Set(collector.spans.map(\.name)))")
+    }
+
+    static func call(
+        _ method: String, _ url: String, key: String, json: String, headers: [String: String] = [:]
+    ) async throws -> (Int, String) {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        request.httpBody = Data(json.utf8)
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+}
