@@ -114,8 +114,44 @@ import WebhookReceiver
         for span in collector.spans {
             #expect(!span.name.contains(user) && !span.attributes.values.contains { $0.contains(user) }, "\(span)")
         }
+        // The purchase and the delivery in the metrics: every line of the scrape parses as
+        // Prometheus text, and the group commit and delivery histograms counted them.
+        let (status, scrape) = try await get(served.base + "/metrics")
+        #expect(status == 200)
+        let samples = try Self.parsePrometheus(scrape)
+        #expect(samples["ledger_group_commit_size_count"].map { $0 >= 1 } == true, "\(scrape)")
+        #expect(samples["ledger_group_commit_duration_seconds_count"].map { $0 >= 1 } == true)
+        #expect(samples["ledger_webhook_delivery_duration_seconds_count{outcome=\"delivered\"}"].map { $0 >= 1 } == true, "\(scrape)")
+        #expect(samples["ledger_replica_waits_total"] == 0)
+
         // Batches are traces of their own.
         #expect(collector.spans.contains { $0.name == "projection batch" || $0.name == "change batch" }, "\(Set(collector.spans.map(\.name)))")
+    }
+
+    /// Prometheus' text format, strictly: `# HELP` / `# TYPE` lines, and samples `name{labels} value`
+    /// whose value is a number; a line that is neither fails the test. Samples by name and labels.
+    static func parsePrometheus(_ text: String) throws -> [String: Double] {
+        var samples: [String: Double] = [:]
+        var typed: Set<String> = []
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("# HELP ") { continue }
+            if line.hasPrefix("# TYPE ") {
+                let parts = line.split(separator: " ")
+                #expect(parts.count == 4 && ["counter", "gauge", "histogram", "summary", "untyped"].contains(parts[3]), "\(line)")
+                typed.insert(String(parts[2]))
+                continue
+            }
+            let space = try #require(line.lastIndex(of: " "), "not a sample: \(line)")
+            let series = String(line[..<space])
+            let value = try #require(Double(line[line.index(after: space)...].replacingOccurrences(of: "+Inf", with: "inf")), "\(line)")
+            let name = String(series.prefix { $0 != "{" })
+            let family = ["_bucket", "_count", "_sum"].reduce(name) {
+                $0.hasSuffix($1) && typed.contains(String($0.dropLast($1.count))) ? String($0.dropLast($1.count)) : $0
+            }
+            #expect(typed.contains(family), "a sample before its family's TYPE: \(line)")
+            samples[series] = value
+        }
+        return samples
     }
 
     static func call(
