@@ -17,3 +17,10 @@ GRANT SELECT, INSERT, DELETE ON ledger.event_traces TO ledger_app;
 -- The trace a change's deliveries continue: that of the first traced event behind it.
 ALTER TABLE ledger.changes ADD COLUMN traceparent text
     CHECK (traceparent ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$');
+
+-- How far a rebuild has come, written by the rebuild about once a second, so every server's
+-- /metrics (and an operator's SQL) can show it while `ledger rebuild` runs elsewhere.
+ALTER TABLE ledger.projection_checkpoints
+    ADD COLUMN progress_phase text,
+    ADD COLUMN progress_events bigint,
+    ADD COLUMN progress_total bigint;

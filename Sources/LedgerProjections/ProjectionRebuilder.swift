@@ -56,7 +56,7 @@ package struct ProjectionRebuilder: Sendable {
         self.logger = logger
     }
 
-    package func rebuild(progress: (RebuildProgress) -> Void = { _ in }) throws -> RebuildReport {
+    package func rebuild(progress reportProgress: (RebuildProgress) -> Void = { _ in }) throws -> RebuildReport {
         let clock = ContinuousClock()
         let started = clock.now
         let db = try connection()
@@ -66,6 +66,11 @@ package struct ProjectionRebuilder: Sendable {
         try db.query("SELECT ledger.create_users_projection_tables($1)", [version])
         let total = try db.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
         logger.info("rebuilding projection", metadata: ["projection": "\(UsersProjection.name)", "projection.version": "\(version)"])
+        let recorder = RebuildProgressRecorder(version: version, connection: try connection(), logger: logger)
+        func progress(_ update: RebuildProgress) {
+            recorder.record(update)
+            reportProgress(update)
+        }
 
         // 1. Replay the whole log in memory. A second connection streams it with COPY (the
         // events this projection ignores are left out by the server) while this thread decodes
@@ -257,6 +262,38 @@ package struct ProjectionRebuilder: Sendable {
             let projection = UsersProjection(version: stale)
             try db.execute(script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines), \(projection.finance), \(projection.metrics)")
             try db.query("DELETE FROM ledger.projection_checkpoints WHERE name = $1 AND version = $2", [UsersProjection.name, stale])
+        }
+    }
+}
+
+/// The rebuild's progress written to its checkpoint row (at most once a second, and at each new
+/// phase), on a connection of its own outside the rebuild's transactions: servers read it into
+/// their metrics while the rebuild runs in another process. A failed write costs the rebuild
+/// nothing but the row's freshness.
+final class RebuildProgressRecorder {
+    let version: Int
+    let connection: PostgresConnection
+    let logger: Logger
+    private var written: (phase: RebuildProgress.Phase, at: ContinuousClock.Instant)?
+
+    init(version: Int, connection: PostgresConnection, logger: Logger) {
+        self.version = version
+        self.connection = connection
+        self.logger = logger
+    }
+
+    func record(_ progress: RebuildProgress) {
+        let now = ContinuousClock.now
+        if let written, written.phase == progress.phase, now - written.at < .seconds(1) { return }
+        written = (progress.phase, now)
+        do {
+            try connection.query(
+                """
+                UPDATE ledger.projection_checkpoints SET progress_phase = $1, progress_events = $2, progress_total = $3, updated_at = now()
+                 WHERE name = $4 AND version = $5
+                """, [progress.phase.rawValue, progress.events, progress.totalEstimate, UsersProjection.name, version])
+        } catch {
+            logger.debug("could not record the rebuild's progress", metadata: ["error": "\(error)"])
         }
     }
 }

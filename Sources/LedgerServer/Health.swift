@@ -81,14 +81,55 @@ struct Health: Sendable {
         }
     }
 
+    /// Each projection's lag behind the log: events after its checkpoint, and the age of the
+    /// oldest (0 when caught up).
+    static let lagSQL = """
+        SELECT c.name, count(e.position) AS events, coalesce(extract(epoch FROM now() - min(e.recorded_at)), 0)::float8 AS seconds
+          FROM ledger.projection_checkpoints c
+          LEFT JOIN ledger.events e ON (e.tx_id, e.position) > (c.tx_id, c.position)
+         WHERE (c.name = 'users' AND c.version = (SELECT active_version FROM ledger.projections WHERE name = 'users'))
+            OR (c.name = 'changes' AND c.version = 1)
+         GROUP BY c.name
+        """
+
+    /// The rebuild under way, if any: a version being built that recorded its progress lately
+    /// (a rebuild killed midway leaves its row behind; it stops counting after a minute).
+    static let rebuildSQL = """
+        SELECT progress_events, progress_total FROM ledger.projection_checkpoints
+         WHERE name = 'users' AND status = 'building' AND progress_phase IS NOT NULL AND updated_at > now() - interval '1 minute'
+         ORDER BY version DESC LIMIT 1
+        """
+
     /// Sampled at scrape time; a database that is away leaves its gauges out, not the whole page.
     @Sendable func gauges() async -> [Metrics.Gauge] {
         var gauges: [Metrics.Gauge] = []
         if let rows = try? await pool.withConnection({ connection in
-            (try EventStore.lastAppended(on: connection), try ProjectionRunner.lag(on: connection), try connection.query(Self.webhooksSQL)[0])
+            (try EventStore.lastAppended(on: connection), try connection.query(Self.lagSQL), try connection.query(Self.webhooksSQL)[0])
         }) {
             gauges.append(Metrics.Gauge("ledger_events_appended", "Position of the last appended event.", Double(rows.0)))
-            gauges.append(Metrics.Gauge("ledger_projection_lag_events", "Events the users projection has not applied yet.", Double(rows.1)))
+            for row in rows.1 {
+                let (events, seconds) = (Double((try? row["events"].int()) ?? 0), row["seconds"].optionalString().flatMap(Double.init) ?? 0)
+                switch (try? row["name"].string()) ?? "" {
+                case "users":
+                    gauges.append(Metrics.Gauge("ledger_projection_lag_events", "Events the users projection has not applied yet.", events))
+                    gauges.append(
+                        Metrics.Gauge("ledger_projection_lag_seconds", "How long the oldest event the users projection has not applied has waited.", seconds))
+                case "changes":
+                    gauges.append(Metrics.Gauge("ledger_change_lag_events", "Events the change projection has not derived changes from yet.", events))
+                    gauges.append(
+                        Metrics.Gauge("ledger_change_lag_seconds", "How long the oldest event the change projection has not read has waited.", seconds))
+                default: continue
+                }
+            }
+            let rebuild = (try? await pool.query(Self.rebuildSQL).first) ?? nil
+            gauges.append(Metrics.Gauge("ledger_rebuild_running", "1 while a rebuild of the users projection is under way.", rebuild == nil ? 0 : 1))
+            gauges.append(
+                Metrics.Gauge(
+                    "ledger_rebuild_events", "Events the rebuild under way has read (0 when none is).", Double((try? rebuild?["progress_events"].int()) ?? 0)))
+            gauges.append(
+                Metrics.Gauge(
+                    "ledger_rebuild_events_total_estimate", "Events in the log when the rebuild under way began (0 when none is).",
+                    Double((try? rebuild?["progress_total"].int()) ?? 0)))
             let webhooks = rows.2
             gauges.append(
                 Metrics.Gauge(

@@ -123,6 +123,10 @@ import WebhookReceiver
         #expect(samples["ledger_group_commit_duration_seconds_count"].map { $0 >= 1 } == true)
         #expect(samples["ledger_webhook_delivery_duration_seconds_count{outcome=\"delivered\"}"].map { $0 >= 1 } == true, "\(scrape)")
         #expect(samples["ledger_replica_waits_total"] == 0)
+        for lag in ["ledger_projection_lag_seconds", "ledger_change_lag_seconds", "ledger_change_lag_events"] {
+            #expect(samples[lag].map { $0 >= 0 } == true, "\(lag)")
+        }
+        #expect(samples["ledger_rebuild_running"] == 0 && samples["ledger_rebuild_events"] == 0)
 
         // Batches are traces of their own.
         #expect(collector.spans.contains { $0.name == "projection batch" || $0.name == "change batch" }, "\(Set(collector.spans.map(\.name)))")

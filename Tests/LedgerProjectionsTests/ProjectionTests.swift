@@ -132,10 +132,22 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
             }
         }
         let phases = Locked<[String]>([])
+        // What another process (a server's /metrics) reads of the rebuild while it runs.
+        let observer = try PostgresConnection.connect(configuration)
+        let recorded = Locked<[String]>([])
         let report = try await Task.detached {
             try ProjectionRebuilder(batchSize: 50, logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }
-                .rebuild { progress in phases.withLock { if $0.last != progress.phase.rawValue { $0.append(progress.phase.rawValue) } } }
+                .rebuild { progress in
+                    phases.withLock { if $0.last != progress.phase.rawValue { $0.append(progress.phase.rawValue) } }
+                    let row = try? observer.query(
+                        "SELECT progress_phase, progress_events FROM ledger.projection_checkpoints WHERE name = 'users' AND status = 'building'"
+                    ).first
+                    if let phase = row?["progress_phase"].optionalString(), let events = row?["progress_events"].optionalString() {
+                        recorded.withLock { $0.append("\(phase) \(events)") }
+                    }
+                }
         }.value
+        #expect(recorded.value.contains { $0.hasPrefix("replaying ") } && recorded.value.contains { $0.hasPrefix("switching ") }, "\(recorded.value)")
         try await appender.value
         // Let the worker (now on v2) take in whatever the switch left for it.
         for _ in 0..<500 where try await pool.withConnection({ try ProjectionRunner.lag(on: $0) }) > 0 {

@@ -14,6 +14,7 @@ import Testing
         for name in sources { folders[name] = "Sources/" + name }
         folders["AppStoreSimulator"] = "Tools/AppStoreSimulator"
         folders["WebhookReceiver"] = "Tools/WebhookReceiver"
+        folders["OTLPReceiver"] = "Tools/OTLPReceiver"
         folders["appstore-simulator"] = "Tools/Simulator"
         folders["ledger-bench"] = "Tools/Bench"
         return folders

@@ -17,6 +17,7 @@ struct Bench: AsyncParsableCommand {
         subcommands: [
             AppendBenchmark.self, RebuildBenchmark.self, JWSBenchmark.self, HTTPBenchmark.self, ReplicaBenchmark.self, BackfillBenchmark.self,
             TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self, OfferBenchmark.self, FailoverBenchmark.self,
+            TracingBenchmark.self,
         ]
     )
 }

@@ -2,7 +2,9 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LedgerCore
+import LedgerTracing
 import Logging
+import Tracing
 
 /// Which request a line of log is written for: every line logged while a request is handled — by
 /// any logger, in any module — carries its `request_id` and, when the caller sent a W3C
@@ -11,7 +13,11 @@ import Logging
 package enum RequestLogging {
     struct Current: Sendable {
         var requestID: String
+        /// The trace id of the caller's `traceparent`.
         var traceID: String?
+        /// The request's own trace, when a tracer is installed: its id is worked out only when a
+        /// line is written (most requests write none).
+        var trace: ServiceContext?
     }
 
     @TaskLocal static var current: Current?
@@ -20,7 +26,7 @@ package enum RequestLogging {
     package static let metadataProvider = Logger.MetadataProvider {
         guard let current else { return [:] }
         var metadata: Logger.Metadata = ["request_id": .string(current.requestID)]
-        if let traceID = current.traceID { metadata["trace_id"] = .string(traceID) }
+        if let traceID = current.trace.flatMap(Spans.traceID(of:)) ?? current.traceID { metadata["trace_id"] = .string(traceID) }
         return metadata
     }
 

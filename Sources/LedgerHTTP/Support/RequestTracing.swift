@@ -15,7 +15,10 @@ struct RequestTracingMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var parent = ServiceContext.current ?? .topLevel
-        InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: FieldsExtractor())
+        // Most callers send no trace context: the propagators' lookups are skipped for them.
+        if request.headers[.traceparent] != nil || request.headers[.baggage] != nil {
+            InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: FieldsExtractor())
+        }
         let method = request.method.rawValue
         let span = startSpan(method, context: parent, ofKind: .server)
         defer { span.end() }
@@ -25,9 +28,9 @@ struct RequestTracingMiddleware: RouterMiddleware {
         }
         // Lines logged meanwhile carry this trace's id, whether the caller sent one or not.
         var logging = RequestLogging.current ?? .init(requestID: context.requestID, traceID: nil)
-        logging.traceID = Spans.traceID(of: span.context) ?? logging.traceID
+        logging.trace = span.context
         do {
-            let response = try await ServiceContext.$current.withValue(span.context) {
+            let response = try await ServiceContext.$current.withValue(Spans.context(of: span)) {
                 try await RequestLogging.$current.withValue(logging) { try await next(request, context) }
             }
             describe(span, method: method, route: context.endpointPath, status: Int(response.status.code))
@@ -46,6 +49,10 @@ struct RequestTracingMiddleware: RouterMiddleware {
         span.attributes["http.response.status_code"] = status
         if status >= 500 { span.setStatus(SpanStatus(code: .error)) }
     }
+}
+
+extension HTTPField.Name {
+    static let baggage = HTTPField.Name("baggage")!
 }
 
 private struct FieldsExtractor: Extractor {
