@@ -92,9 +92,18 @@ private struct DictionaryExtractor: Extractor {
 extension Spans {
     /// The trace id of `context` (32 hex digits), sampled or not; nil without a tracer.
     package static func traceID(of context: ServiceContext) -> String? {
-        guard let traceparent = headers(for: context)["traceparent"] else { return nil }
-        let parts = traceparent.split(separator: "-")
-        return parts.count == 4 && parts[1].count == 32 ? String(parts[1]) : nil
+        headers(for: context)["traceparent"].flatMap(traceID(traceparent:))
+    }
+
+    /// The trace id of a `traceparent` (W3C Trace Context, version 00:
+    /// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`); nil when it is not one.
+    package static func traceID(traceparent: String) -> String? {
+        let parts = traceparent.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "00", parts[1].count == 32, parts[2].count == 16, parts[3].count == 2,
+            parts[1].allSatisfy(\.isHexDigit), parts[2].allSatisfy(\.isHexDigit), parts[3].allSatisfy(\.isHexDigit),
+            parts[1].contains(where: { $0 != "0" }), parts[1] == parts[1].lowercased()
+        else { return nil }
+        return String(parts[1])
     }
 }
 

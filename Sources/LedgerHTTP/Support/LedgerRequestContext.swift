@@ -4,6 +4,7 @@ import Hummingbird
 import LedgerAccess
 import LedgerConsole
 import LedgerCore
+import LedgerTracing
 import Logging
 import NIOCore
 
@@ -105,7 +106,7 @@ struct RequestIDMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         if let given = request.headers[.xRequestID], Self.isPlain(given) { context.requestID = given }
-        let traceID = request.headers[.traceparent].flatMap(RequestLogging.traceID(traceparent:))
+        let traceID = request.headers[.traceparent].flatMap(Spans.traceID(traceparent:))
         var response = try await RequestLogging.$current.withValue(.init(requestID: context.requestID, traceID: traceID)) {
             try await next(request, context)
         }

@@ -30,16 +30,6 @@ package enum RequestLogging {
         return metadata
     }
 
-    /// The trace id of a `traceparent` header (W3C Trace Context, version 00:
-    /// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`); nil when it is not one.
-    static func traceID(traceparent: String) -> String? {
-        let parts = traceparent.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0] == "00", parts[1].count == 32, parts[2].count == 16, parts[3].count == 2,
-            parts[1].allSatisfy(\.isHexDigit), parts[2].allSatisfy(\.isHexDigit), parts[3].allSatisfy(\.isHexDigit),
-            parts[1].contains(where: { $0 != "0" }), parts[1] == parts[1].lowercased()
-        else { return nil }
-        return String(parts[1])
-    }
 }
 
 extension HTTPField.Name {
