@@ -75,20 +75,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
                 ])
                 bodies += String(decoding: body, as: UTF8.self) + "\n"
             }
-            let bodiesFile = folder.appendingPathComponent("\(prefix)-bodies.txt")
-            try bodies.write(to: bodiesFile, atomically: true, encoding: .utf8)
-            let file = folder.appendingPathComponent("\(prefix)-ingest.lua")
-            try """
-            bodies = {}
-            for line in io.lines("\(bodiesFile.path)") do bodies[#bodies + 1] = line end
-            counter = 0
-            request = function()
-              if \(once) and counter >= #bodies then return wrk.format("GET", "/healthz") end
-              counter = counter % #bodies + 1
-              return wrk.format("POST", "/v1/apps/\(bundle)/transactions", {["Authorization"] = "Bearer \(key)", ["Content-Type"] = "application/json"}, bodies[counter])
-            end
-            """.write(to: file, atomically: true, encoding: .utf8)
-            return file
+            return try Self.ingestionScript(bodies, bundle: bundle, key: key, once: once, in: folder, named: "\(prefix)-ingest")
         }
         let levels = ingestConnections.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard let firstLevel = levels.first else { throw ValidationError("--ingest-connections needs at least one number") }
@@ -226,6 +213,25 @@ struct HTTPBenchmark: AsyncParsableCommand {
     }
 
     /// Whether the `users` worker or the change projection has events still to take in.
+    /// A wrk script that posts `bodies` (one JSON body a line) to the app's transactions, each in
+    /// turn; with `once`, each body once and then `/healthz` for the rest of the run.
+    static func ingestionScript(_ bodies: String, bundle: String, key: String, once: Bool, in folder: URL, named name: String) throws -> URL {
+        let bodiesFile = folder.appendingPathComponent("\(name)-bodies.txt")
+        try bodies.write(to: bodiesFile, atomically: true, encoding: .utf8)
+        let file = folder.appendingPathComponent("\(name).lua")
+        try """
+        bodies = {}
+        for line in io.lines("\(bodiesFile.path)") do bodies[#bodies + 1] = line end
+        counter = 0
+        request = function()
+          if \(once) and counter >= #bodies then return wrk.format("GET", "/healthz") end
+          counter = counter % #bodies + 1
+          return wrk.format("POST", "/v1/apps/\(bundle)/transactions", {["Authorization"] = "Bearer \(key)", ["Content-Type"] = "application/json"}, bodies[counter])
+        end
+        """.write(to: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
     static let projectionsBehind = """
         SELECT EXISTS (SELECT 1 FROM ledger.events e, ledger.projection_checkpoints c
                         WHERE (c.name = 'changes' OR (c.name = 'users' AND c.version = (SELECT active_version FROM ledger.projections WHERE name = 'users')))

@@ -66,9 +66,9 @@ struct TracingBenchmark: AsyncParsableCommand {
         _ = try await services.directory.define(.init(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: bundle)
         let key = try await services.keys.create(name: "bench", scopes: [.admin], bundleID: nil).secret
         let app = SimulatedApp(authority: authority, bundleID: bundle, environment: "Sandbox")
-        let folder = NSTemporaryDirectory() + "ledger-bench-tracing-\(getpid())"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory() + "ledger-bench-tracing-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
 
         // Purchases for a run: as many as 3,000/s could use, each new (a repeat is a cheaper replay).
         let run = UInt32.random(in: 0...UInt32.max)
@@ -83,26 +83,14 @@ struct TracingBenchmark: AsyncParsableCommand {
                 ])
                 bodies += String(decoding: body, as: UTF8.self) + "\n"
             }
-            try bodies.write(toFile: "\(folder)/\(name).txt", atomically: true, encoding: .utf8)
-            let script = "\(folder)/\(name).lua"
-            try """
-            bodies = {}
-            for line in io.lines("\(folder)/\(name).txt") do bodies[#bodies + 1] = line end
-            counter = 0
-            request = function()
-              if \(once) and counter >= #bodies then return wrk.format("GET", "/healthz") end
-              counter = counter % #bodies + 1
-              return wrk.format("POST", "/v1/apps/\(bundle)/transactions", {["Authorization"] = "Bearer \(key)", ["Content-Type"] = "application/json"}, bodies[counter])
-            end
-            """.write(toFile: script, atomically: true, encoding: .utf8)
-            return script
+            return try HTTPBenchmark.ingestionScript(bodies, bundle: bundle, key: key, once: once, in: folder, named: name).path
         }
         // The users the reads ask for, bought first (not measured), then ANALYZE.
         switching.select("off")
         _ = try await HTTPBenchmark.wrk(
             wrk, ["-t1", "-c\(ingestConnections)", "-d\(max(2, users / 400))s", "-s", try ingestion("warm", count: users, users: "reader-", once: true), base])
         try owner.execute(script: "ANALYZE")
-        let query = "\(folder)/query.lua"
+        let query = folder.appendingPathComponent("query.lua").path
         try """
         counter = 0
         request = function()
