@@ -367,14 +367,24 @@ let package = Package(
             path: "Tools/AppStoreSimulator",
             swiftSettings: swiftSettings
         ),
+        // A router served on loopback for the tests' stand-ins, stopped gracefully.
+        .target(
+            name: "LoopbackServer",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tools/LoopbackServer",
+            swiftSettings: swiftSettings
+        ),
         // A game server's webhook endpoint for tests and benchmarks: verifies signatures, misbehaves on demand.
         .target(
             name: "WebhookReceiver",
             dependencies: [
+                "LoopbackServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tools/WebhookReceiver",
             swiftSettings: swiftSettings
@@ -383,9 +393,8 @@ let package = Package(
         .target(
             name: "OTLPReceiver",
             dependencies: [
+                "LoopbackServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tools/OTLPReceiver",
             swiftSettings: swiftSettings

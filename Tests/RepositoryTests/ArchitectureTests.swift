@@ -15,6 +15,7 @@ import Testing
         folders["AppStoreSimulator"] = "Tools/AppStoreSimulator"
         folders["WebhookReceiver"] = "Tools/WebhookReceiver"
         folders["OTLPReceiver"] = "Tools/OTLPReceiver"
+        folders["LoopbackServer"] = "Tools/LoopbackServer"
         folders["appstore-simulator"] = "Tools/Simulator"
         folders["ledger-bench"] = "Tools/Bench"
         return folders

@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
-import Logging
-import ServiceLifecycle
+import LoopbackServer
 import Synchronization
 
 /// An OpenTelemetry collector's trace endpoint for tests and benchmarks: OTLP/HTTP with protobuf
@@ -12,7 +11,7 @@ package final class OTLPReceiver: Sendable {
         var spans: [ReceivedSpan] = []
         var requests = 0
         var refused: [String] = []
-        var running: (group: ServiceGroup, task: Task<Void, any Error>)?
+        var running: LoopbackServer?
         var port = 0
     }
 
@@ -48,28 +47,15 @@ package final class OTLPReceiver: Sendable {
             // An empty ExportTraceServiceResponse: everything accepted.
             return Response(status: .ok, headers: [.contentType: "application/x-protobuf"])
         }
-        let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "otlp-receiver")
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "otlp-receiver"),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
-        let task = Task { try await group.run() }
-        var iterator = stream.makeAsyncIterator()
-        guard let bound = await iterator.next() else { throw CancellationError() }
+        let server = try await LoopbackServer.start(router, name: "otlp-receiver")
         state.withLock {
-            $0.running = (group, task); $0.port = bound
+            $0.running = server; $0.port = server.port
         }
     }
 
     package func stop() async {
-        guard
-            let running = state.withLock({ state in
-                defer { state.running = nil }; return state.running
-            })
-        else { return }
-        await running.group.triggerGracefulShutdown()
-        _ = await running.task.result
+        await state.withLock { state in
+            defer { state.running = nil }; return state.running
+        }?.stop()
     }
 }

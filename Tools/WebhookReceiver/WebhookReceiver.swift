@@ -1,8 +1,7 @@
 import Crypto
 import Foundation
 import Hummingbird
-import Logging
-import ServiceLifecycle
+import LoopbackServer
 import Synchronization
 
 /// A game server's webhook endpoint, for tests and benchmarks: it checks each delivery's
@@ -32,7 +31,7 @@ package final class WebhookReceiver: Sendable {
     private struct State {
         var accepted: [Delivery] = []
         var attempts = 0
-        var running: (group: ServiceGroup, task: Task<Void, any Error>)?
+        var running: LoopbackServer?
         var port = 0
     }
 
@@ -75,34 +74,17 @@ package final class WebhookReceiver: Sendable {
             state.withLock { $0.accepted.append(delivery) }
             return Response(status: .noContent)
         }
-        let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "webhook-receiver")
-        logger.logLevel = .critical
-        let port = state.withLock { $0.port }
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "receiver"),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) }, logger: logger)
-        // In a service group, so stopping is a graceful shutdown: the listener closes before the
-        // connections, none accepted half-way. Cancelling the app's task while deliveries kept
-        // arriving could trip NIO's check on a channel activated after its writer was gone.
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
-        let task = Task { try await group.run() }
-        var iterator = stream.makeAsyncIterator()
-        guard let bound = await iterator.next() else { throw CancellationError() }
+        let server = try await LoopbackServer.start(router, port: state.withLock { $0.port }, name: "webhook-receiver")
         state.withLock {
-            $0.running = (group, task); $0.port = bound
+            $0.running = server; $0.port = server.port
         }
     }
 
     /// Stops listening: deliveries are refused until `start()` again.
     package func stop() async {
-        guard
-            let running = state.withLock({ state in
-                defer { state.running = nil }; return state.running
-            })
-        else { return }
-        await running.group.triggerGracefulShutdown()
-        _ = await running.task.result
+        await state.withLock { state in
+            defer { state.running = nil }; return state.running
+        }?.stop()
     }
 
     /// `Ledger-Signature: t=…,v1=…` checked as docs/webhooks.md shows: HMAC-SHA256 of "t.body".
