@@ -105,7 +105,7 @@ package final class ReadReplicas: Sendable {
             if let span, span.isRecording {
                 span.attributes["ledger.read.source"] = read.replica.map { "replica \($0 + 1)" } ?? "primary"
                 span.attributes["ledger.read.fence"] = "\(position)"
-                span.attributes["ledger.replica.wait_seconds"] = Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+                span.attributes["ledger.replica.wait_seconds"] = waited / .seconds(1)
             }
             return read
         }

@@ -104,7 +104,10 @@ struct Health: Sendable {
     @Sendable func gauges() async -> [Metrics.Gauge] {
         var gauges: [Metrics.Gauge] = []
         if let rows = try? await pool.withConnection({ connection in
-            (try EventStore.lastAppended(on: connection), try connection.query(Self.lagSQL), try connection.query(Self.webhooksSQL)[0])
+            (
+                try EventStore.lastAppended(on: connection), try connection.query(Self.lagSQL), try connection.query(Self.webhooksSQL)[0],
+                try connection.query(Self.rebuildSQL).first
+            )
         }) {
             gauges.append(Metrics.Gauge("ledger_events_appended", "Position of the last appended event.", Double(rows.0)))
             for row in rows.1 {
@@ -121,7 +124,7 @@ struct Health: Sendable {
                 default: continue
                 }
             }
-            let rebuild = (try? await pool.query(Self.rebuildSQL).first) ?? nil
+            let rebuild = rows.3
             gauges.append(Metrics.Gauge("ledger_rebuild_running", "1 while a rebuild of the users projection is under way.", rebuild == nil ? 0 : 1))
             gauges.append(
                 Metrics.Gauge(
