@@ -23,13 +23,13 @@ package struct AppStoreServerAPIClient: Sendable {
     let http: HTTPClient
     let tokens: BearerTokens
     let logger: Logger
-    let observe: @Sendable (ServerAPIOutcome) -> Void
+    let observe: @Sendable (AppleCall) -> Void
     /// Apple's pages are a few hundred KB at most; a larger answer is not Apple's.
     static let maximumAnswer = 16 * 1024 * 1024
 
     package init(
         configuration: ServerAPIConfiguration, http: HTTPClient = .shared, tokens: BearerTokens = BearerTokens(),
-        logger: Logger, observe: @escaping @Sendable (ServerAPIOutcome) -> Void = { _ in }
+        logger: Logger, observe: @escaping @Sendable (AppleCall) -> Void = { _ in }
     ) {
         self.configuration = configuration
         self.http = http
@@ -50,14 +50,16 @@ package struct AppStoreServerAPIClient: Sendable {
         let queryText = query.isEmpty ? "" : "?" + query.map { "\($0.0)=\(Self.percentEncoded($0.1))" }.joined(separator: "&")
         var attempts = 0
         var status: Int?
-        return try await Spans.child("App Store Server API \(method.rawValue) \(Self.endpoint(of: path))", kind: .client) { span in
+        let endpoint = "\(method.rawValue) \(Self.endpoint(of: path))"
+        return try await Spans.child("App Store Server API \(endpoint)", kind: .client) { span in
             defer {
                 span?.attributes["apple.environment"] = environment.rawValue
                 span?.attributes["apple.retries"] = attempts - 1
                 span?.attributes["http.response.status_code"] = status
             }
             return try await send(
-                method, base + path + queryText, path: path, body: body, as: credentials, expecting: expected, attempts: &attempts, status: &status)
+                method, base + path + queryText, endpoint: endpoint, path: path, body: body, as: credentials, expecting: expected,
+                attempts: &attempts, status: &status)
         }
     }
 
@@ -70,8 +72,8 @@ package struct AppStoreServerAPIClient: Sendable {
     }
 
     private func send(
-        _ method: HTTPMethod, _ url: String, path: String, body: Data?, as credentials: ServerAPICredentials, expecting expected: Set<Int>,
-        attempts: inout Int, status lastStatus: inout Int?
+        _ method: HTTPMethod, _ url: String, endpoint: String, path: String, body: Data?, as credentials: ServerAPICredentials,
+        expecting expected: Set<Int>, attempts: inout Int, status lastStatus: inout Int?
     ) async throws -> Data {
         let plan = RetryPlan(configuration: configuration)
         let clock = ContinuousClock()
@@ -88,13 +90,15 @@ package struct AppStoreServerAPIClient: Sendable {
             }
             let outcome: RetryPlan.Outcome
             var answer = Data()
+            var answered: Int?
+            func report(_ outcome: ServerAPIOutcome) { observe(AppleCall(endpoint: endpoint, status: answered, outcome: outcome.rawValue)) }
             do {
                 let response = try await http.execute(request, timeout: Self.timeAmount(configuration.patience.requestTimeout))
                 answer = Data(try await response.body.collect(upTo: Self.maximumAnswer).readableBytesView)
                 let status = Int(response.status.code)
-                lastStatus = status
+                (lastStatus, answered) = (status, status)
                 if expected.contains(status) {
-                    observe(.ok)
+                    report(.ok)
                     return answer
                 }
                 outcome = .answered(status: status, retryAfter: response.headers.first(name: "Retry-After"), errorCode: Self.errorCode(answer))
@@ -104,7 +108,7 @@ package struct AppStoreServerAPIClient: Sendable {
             }
             switch plan.decide(after: outcome, attempts: attempts, elapsed: clock.now - started, now: Date()) {
             case .retry(let wait):
-                if case .answered(429, _, _) = outcome { observe(.rateLimited) } else { observe(.retried) }
+                if case .answered(429, _, _) = outcome { report(.rateLimited) } else { report(.retried) }
                 logger.debug(
                     "retrying App Store Server API call",
                     metadata: [
@@ -112,13 +116,15 @@ package struct AppStoreServerAPIClient: Sendable {
                     ])
                 try await Task.sleep(for: wait)
             case .stop:
-                throw failure(outcome, answer: answer, path: path, credentials: credentials, attempts: attempts)
+                throw failure(outcome, answer: answer, credentials: credentials, attempts: attempts, report: report)
             }
         }
     }
 
     /// The error a final outcome stands for.
-    private func failure(_ outcome: RetryPlan.Outcome, answer: Data, path: String, credentials: ServerAPICredentials, attempts: Int) -> AppStoreError {
+    private func failure(
+        _ outcome: RetryPlan.Outcome, answer: Data, credentials: ServerAPICredentials, attempts: Int, report observe: (ServerAPIOutcome) -> Void
+    ) -> AppStoreError {
         guard case .answered(let status, let retryAfter, let code) = outcome else {
             observe(.unavailable)
             return AppStoreError(.appleUnavailable, "Apple's App Store Server API did not answer after \(attempts) attempts")

@@ -77,8 +77,8 @@ package struct LedgerServices: Sendable {
         self.migrator = migrator
         self.keyring = keyring
         self.metrics = metrics
-        let client = VerifyReceiptClient(configuration: receipts, logger: logger) { outcome in
-            metrics.increment("ledger_apple_calls_total", ["api": "verifyReceipt", "outcome": outcome.rawValue])
+        let client = VerifyReceiptClient(configuration: receipts, logger: logger) {
+            metrics.observeApple(api: "verifyReceipt", endpoint: $0.endpoint, status: $0.status, outcome: $0.outcome)
         }
         let progress = ProjectionProgress()
         let timelines = TimelineCache()
@@ -98,8 +98,8 @@ package struct LedgerServices: Sendable {
         self.ingestor = Ingestor(
             store: store, evidence: evidence, directory: directory, verifier: verifier, receipts: client,
             freshness: freshness, reader: users, logger: logger, groupWritten: metrics.observeGroup)
-        let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) { outcome in
-            metrics.increment("ledger_apple_calls_total", ["api": "app_store_server_api", "outcome": outcome.rawValue])
+        let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) {
+            metrics.observeApple(api: "app_store_server_api", endpoint: $0.endpoint, status: $0.status, outcome: $0.outcome)
         }
         self.lookups = AppleLookups(ingestor: ingestor, api: api)
         self.recovery = NotificationRecovery(ingestor: ingestor, api: api, pool: pool, logger: logger) { result, _ in

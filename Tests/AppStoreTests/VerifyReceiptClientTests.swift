@@ -3,6 +3,7 @@ import AppStoreSimulator
 import Foundation
 import LedgerCore
 import Logging
+import Synchronization
 import Testing
 
 /// The verifyReceipt client against the simulator's verifyReceipt: fallbacks, retries, statuses.
@@ -11,12 +12,14 @@ import Testing
     let app = SimulatedApp(authority: try! TestCertificateAuthority(), bundleID: "com.example.game", environment: "Sandbox")
     static let expectation = Expectation(bundleID: "com.example.game", environments: [.production, .sandbox])
 
-    func client(maxAttempts: Int = 4, timeout: Duration = .seconds(5)) async throws -> VerifyReceiptClient {
+    func client(
+        maxAttempts: Int = 4, timeout: Duration = .seconds(5), observe: @escaping @Sendable (AppleCall) -> Void = { _ in }
+    ) async throws -> VerifyReceiptClient {
         let urls = try await server.start()
         let configuration = VerifyReceiptConfiguration(
             productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: maxAttempts,
             backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: timeout)
-        return VerifyReceiptClient(configuration: configuration, logger: Logger(label: "test"))
+        return VerifyReceiptClient(configuration: configuration, logger: Logger(label: "test"), observe: observe)
     }
 
     func receipt(environment: VerifyReceiptServer.Endpoint = .sandbox, secret: String? = "s3cret") throws -> String {
@@ -31,12 +34,19 @@ import Testing
     }
 
     @Test func aSandboxReceiptFallsBackFromProductionOn21007() async throws {
-        let client = try await client()
+        let calls = Mutex<[AppleCall]>([])
+        let client = try await client { call in calls.withLock { $0.append(call) } }
         defer { server.stop() }
         let verified = try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: Self.expectation)
         #expect(verified.environment == .sandbox)
         #expect(verified.response.transactions.map(\.transactionID) == ["1001"])
         #expect(server.calls(.production) == 1 && server.calls(.sandbox) == 1)
+        // Each exchange observed for the metrics, with the endpoint it went to and Apple's status.
+        #expect(
+            calls.withLock { $0 } == [
+                AppleCall(endpoint: "POST production /verifyReceipt", status: 200, outcome: "sandbox_fallback"),
+                AppleCall(endpoint: "POST sandbox /verifyReceipt", status: 200, outcome: "valid"),
+            ])
     }
 
     @Test func aProductionReceiptIsAnsweredByProductionOnly() async throws {

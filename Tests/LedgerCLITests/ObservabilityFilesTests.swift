@@ -63,6 +63,18 @@ import Testing
             #expect(!targets.isEmpty && panel["gridPos"] is [String: Any], "\(panel["title"] ?? "?")")
             expressions += targets.compactMap { $0["expr"] as? String }
         }
+        // Every panel's query is PromQL that Prometheus parses: each goes into a recording rule
+        // for `promtool check rules`.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-dashboard-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let rules = expressions.enumerated().map { index, expression in
+            "      - record: dashboard:query_\(index)\n        expr: '\(expression.replacingOccurrences(of: "'", with: "''"))'"
+        }
+        let file = folder.appendingPathComponent("dashboard-queries.yml")
+        try ("groups:\n  - name: dashboard\n    rules:\n" + rules.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+        let parsed = try ChildProcess.run(Self.promtool, ["check", "rules", file.path])
+        #expect(parsed.status == 0 && parsed.output.contains("SUCCESS: \(expressions.count) rules found"), "\(parsed.output)")
         expressions.append(try String(contentsOf: Self.alerts, encoding: .utf8))
         var named: Set<String> = []
         for expression in expressions {

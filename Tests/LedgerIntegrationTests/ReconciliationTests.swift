@@ -92,6 +92,12 @@ import Testing
         let limited = server.serverAPI.seen()
         let rateLimited = try #require(limited.firstIndex { $0.status == 429 })
         #expect(limited[rateLimited + 1].at.timeIntervalSince(limited[rateLimited].at) >= 1.0, "Retry-After was respected")
+        // Each exchange is counted under Apple's endpoint and status, the 429 among them; no id is a label.
+        let calls = try await server.send("GET", "/metrics", key: server.adminKey).text.split(separator: "\n")
+            .filter { $0.hasPrefix("ledger_apple_calls_total{") && $0.contains("api=\"app_store_server_api\"") }
+        #expect(calls.contains { $0.contains("outcome=\"rate_limited\"") && $0.contains("status=\"429\"") && $0.contains("endpoint=\"GET /inApps/") })
+        #expect(calls.contains { $0.contains("outcome=\"ok\"") && $0.contains("status=\"200\"") && $0.contains("{id}") }, "\(calls)")
+        #expect(!calls.contains { $0.contains("o-1") || $0.contains("dana") }, "\(calls)")
 
         let order = try await server.send("GET", "/v1/apps/\(Self.bundle)/orders/MQ8HB7T2Z1", key: support)
         #expect(order.status == 200, "\(order.text)")

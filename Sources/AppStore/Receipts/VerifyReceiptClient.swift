@@ -48,7 +48,7 @@ package struct VerifiedReceipt: Sendable {
     package var environment: AppleEnvironment
 }
 
-/// What happened on one call to Apple, for metrics.
+/// What happened on one call to Apple's verifyReceipt, for metrics.
 package enum AppleCallOutcome: String, Sendable, CaseIterable {
     case valid, rejected, retried, unavailable, sandboxFallback = "sandbox_fallback", productionFallback = "production_fallback"
 }
@@ -60,13 +60,13 @@ package struct VerifyReceiptClient: Sendable {
     package let configuration: VerifyReceiptConfiguration
     let http: HTTPClient
     let logger: Logger
-    let observe: @Sendable (AppleCallOutcome) -> Void
+    let observe: @Sendable (AppleCall) -> Void
     /// Apple's answers stay well under this; anything larger is not a verifyReceipt answer.
     static let maximumAnswer = 16 * 1024 * 1024
 
     package init(
         configuration: VerifyReceiptConfiguration, http: HTTPClient = .shared, logger: Logger,
-        observe: @escaping @Sendable (AppleCallOutcome) -> Void = { _ in }
+        observe: @escaping @Sendable (AppleCall) -> Void = { _ in }
     ) {
         self.configuration = configuration
         self.http = http
@@ -97,8 +97,11 @@ package struct VerifyReceiptClient: Sendable {
             let url = environment == .production ? configuration.productionURL : configuration.sandboxURL
             let status: ReceiptStatus
             var response: ReceiptResponse?
+            var answered: Int?
+            let endpoint = environment == .production ? "POST production /verifyReceipt" : "POST sandbox /verifyReceipt"
+            func report(_ outcome: AppleCallOutcome) { observe(AppleCall(endpoint: endpoint, status: answered, outcome: outcome.rawValue)) }
             do {
-                let answer = try await post(payload, to: url)
+                let answer = try await post(payload, to: url, status: &answered)
                 response = answer
                 status = ReceiptStatus(code: answer.status, isRetryable: answer.isRetryable)
             } catch let error as AppStoreError where error.code != .appleUnavailable {
@@ -109,41 +112,43 @@ package struct VerifyReceiptClient: Sendable {
             }
             switch status {
             case .valid:
-                observe(.valid)
+                report(.valid)
                 return try accept(response!, from: environment, expecting: expectation)
             case .retryInSandbox where environment == .production && !switched:
-                observe(.sandboxFallback)
+                report(.sandboxFallback)
                 (environment, switched) = (.sandbox, true)
             case .retryInProduction where environment == .sandbox && !switched:
-                observe(.productionFallback)
+                report(.productionFallback)
                 (environment, switched) = (.production, true)
             case .retryInSandbox, .retryInProduction:
-                observe(.rejected)
+                report(.rejected)
                 throw AppStoreError(.receiptInvalid, "Apple sent the receipt back and forth between production and sandbox")
             case .temporarilyUnavailable:
                 retries += 1
                 let delay = configuration.patience.delay(beforeRetry: retries - 1)
                 guard retries < configuration.patience.maxAttempts, clock.now - started + delay < configuration.patience.totalBudget else {
-                    observe(.unavailable)
+                    report(.unavailable)
                     throw AppStoreError(.appleUnavailable, "Apple's verifyReceipt did not answer usefully after \(retries) attempts")
                 }
-                observe(.retried)
+                report(.retried)
                 try await Task.sleep(for: delay)
             case .rejected(let error):
-                observe(.rejected)
+                report(.rejected)
                 throw error
             }
         }
     }
 
     /// Only Apple's own failures (transport, 5xx, garbage) are `appleUnavailable`, and so retried.
-    private func post(_ payload: Data, to url: String) async throws -> ReceiptResponse {
+    /// `status` is Apple's HTTP status, once it answered.
+    private func post(_ payload: Data, to url: String, status: inout Int?) async throws -> ReceiptResponse {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(bytes: payload))
         let timeout = TimeAmount.milliseconds(configuration.patience.requestTimeout.milliseconds)
         let answer = try await http.execute(request, timeout: timeout)
+        status = Int(answer.status.code)
         let body = try await answer.body.collect(upTo: Self.maximumAnswer)
         guard (200..<300).contains(answer.status.code) else {
             throw AppStoreError(.appleUnavailable, "verifyReceipt answered HTTP \(answer.status.code)")

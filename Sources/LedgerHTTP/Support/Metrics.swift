@@ -43,15 +43,31 @@ package final class Metrics: Sendable {
         CoreMetrics.Timer(label: Self.deliveryDuration, dimensions: [("outcome", outcome)], factory: factory).recordNanoseconds(took.nanoseconds)
     }
 
+    /// One exchange with Apple (each attempt of a retried call counts): by endpoint and status,
+    /// so a rate limit shows as 429s on the endpoint that hit it. `status` is "none" when
+    /// nothing came back.
+    package func observeApple(api: String, endpoint: String, status: Int?, outcome: String) {
+        increment("ledger_apple_calls_total", ["api": api, "endpoint": endpoint, "status": status.map(String.init) ?? "none", "outcome": outcome])
+    }
+
     /// The labelled counters the ledger increments, with what they count.
     static let counters: [String: String] = [
         "ledger_evidence_total": "Apple's evidence received, by kind and result (accepted, or the refusal's code).",
-        "ledger_apple_calls_total": "Calls to Apple, by API (verifyReceipt, app_store_server_api) and outcome.",
+        "ledger_apple_calls_total": "Exchanges with Apple, each attempt: by API (verifyReceipt, app_store_server_api), endpoint, HTTP status and outcome.",
         "ledger_auth_failures_total": "Requests refused for a missing or unknown API key.",
         "ledger_auth_throttled_total": "Requests refused because their address failed authentication too often.",
         "ledger_rate_limited_total": "Requests refused because their key was over its rate limit.",
         "ledger_reconcile_notifications_total": "Notifications read from Apple's notification history, by result.",
         "ledger_consumption_requests_total": "Apple's CONSUMPTION_REQUESTs answered, by outcome.",
+    ]
+
+    /// The histograms, declared like the counters: a fresh server shows their families before
+    /// the first observation.
+    static let histograms: [String: String] = [
+        requestDuration: "Time to answer a request, by route and method.",
+        groupSize: "Requests written by one group commit's transaction.",
+        groupDuration: "Time of one group commit's transaction.",
+        deliveryDuration: "Time of one webhook delivery attempt, to the receiver's answer or the failure, by outcome.",
     ]
 
     func observeRequest(route: String, method: String, status: Int, seconds: Double) {
@@ -100,13 +116,14 @@ package final class Metrics: Sendable {
         }
     }
 
-    /// The exposition text: the registry's families, every declared counter's family even before
-    /// its first sample (a dashboard or an alert on it finds the name and reads no data), and the
+    /// The exposition text: the registry's families, every declared counter's and histogram's
+    /// family even before its first sample (a dashboard or an alert on it finds the name and reads no data), and the
     /// `gauges` the caller sampled.
     func render(gauges: [Gauge]) -> String {
         var out = registry.emitToString()
-        for (name, help) in Self.counters.sorted(by: { $0.key < $1.key }) where !out.contains("# TYPE \(name) ") {
-            out += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+        let declared = Self.counters.map { ($0.key, $0.value, "counter") } + Self.histograms.map { ($0.key, $0.value, "histogram") }
+        for (name, help, type) in declared.sorted(by: { $0.0 < $1.0 }) where !out.contains("# TYPE \(name) ") {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
         }
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) \(gauge.kind.rawValue)\n\(gauge.name) \(gauge.value)\n"
