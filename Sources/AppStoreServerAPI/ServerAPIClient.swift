@@ -28,7 +28,7 @@ package struct AppStoreServerAPIClient: Sendable {
     static let maximumAnswer = 16 * 1024 * 1024
 
     package init(
-        configuration: ServerAPIConfiguration, http: HTTPClient = .shared, tokens: BearerTokens = BearerTokens(),
+        configuration: ServerAPIConfiguration, http: HTTPClient = .apple, tokens: BearerTokens = BearerTokens(),
         logger: Logger, observe: @escaping @Sendable (AppleCall) -> Void = { _ in }
     ) {
         self.configuration = configuration

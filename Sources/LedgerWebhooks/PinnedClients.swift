@@ -24,6 +24,9 @@ final class PinnedClients: Sendable {
             var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
             configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency)
             configuration.dnsOverride = [host: address.description]
+            // The client's own spans would record the whole URL, a receiver's key in its query
+            // included; the dispatcher's delivery span names the webhook instead.
+            configuration.tracing.tracer = nil
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             defer { clients[host] = (address, client) }
             return (client, clients[host]?.client)

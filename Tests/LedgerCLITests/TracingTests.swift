@@ -50,7 +50,9 @@ import WebhookReceiver
         let apps = served.base + "/v1/apps/\(Self.bundle)"
         #expect(try await Self.call("PUT", apps, key: key, json: #"{"environments": ["Sandbox"]}"#).0 == 200)
         #expect(try await Self.call("PUT", apps + "/products/pro.monthly", key: key, json: #"{"type": "auto_renewable", "entitlements": ["pro"]}"#).0 == 200)
-        let hook = try await Self.call("PUT", apps + "/webhooks/game", key: key, json: #"{"url": "\#(receiver.url)", "secret": "\#(Self.secret)"}"#)
+        // A receiver's URL may carry a key of its own in its query: no span may show it.
+        let hookURL = receiver.url + "?key=query-key-of-the-receiver"
+        let hook = try await Self.call("PUT", apps + "/webhooks/game", key: key, json: #"{"url": "\#(hookURL)", "secret": "\#(Self.secret)"}"#)
         #expect(hook.0 == 201, "\(hook.1)")
 
         let app = SimulatedApp(authority: authority, bundleID: Self.bundle, appAppleID: 99, environment: "Sandbox")
@@ -110,9 +112,12 @@ import WebhookReceiver
         #expect(underRequest(webhook) && webhook.attributes["ledger.webhook"] == "game" && webhook.kind == 4, "\(webhook)")
         #expect(delivery.traceparent?.contains(webhook.spanID) == true, "the receiver's parent is the delivery span")
 
-        // Nothing in any span names the user: traces leave the ledger for stores no erasure reaches.
+        // Nothing in any span names the user (traces leave the ledger for stores no erasure
+        // reaches) or shows a URL's query; the HTTP client's own spans, which record whole URLs,
+        // are not made.
         for span in collector.spans {
             #expect(!span.name.contains(user) && !span.attributes.values.contains { $0.contains(user) }, "\(span)")
+            #expect(!span.attributes.values.contains { $0.contains("query-key") } && span.attributes["url.full"] == nil, "\(span)")
         }
         // The purchase and the delivery in the metrics: every line of the scrape parses as
         // Prometheus text, and the group commit and delivery histograms counted them.

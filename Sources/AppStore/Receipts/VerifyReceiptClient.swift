@@ -65,7 +65,7 @@ package struct VerifyReceiptClient: Sendable {
     static let maximumAnswer = 16 * 1024 * 1024
 
     package init(
-        configuration: VerifyReceiptConfiguration, http: HTTPClient = .shared, logger: Logger,
+        configuration: VerifyReceiptConfiguration, http: HTTPClient = .apple, logger: Logger,
         observe: @escaping @Sendable (AppleCall) -> Void = { _ in }
     ) {
         self.configuration = configuration
