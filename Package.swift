@@ -295,6 +295,7 @@ let package = Package(
                 "LedgerIngestion",
                 "LedgerPrivacy",
                 "LedgerCore",
+                "LedgerTracing",
                 "AppStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -332,6 +333,7 @@ let package = Package(
                 "LedgerTestSupport",
                 "WebhookReceiver",
                 "OTLPReceiver",
+                "LedgerTracing",
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -448,6 +450,11 @@ let package = Package(
         .testTarget(
             name: "LedgerEventStoreTests",
             dependencies: ["LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport", "EmbeddedPostgres"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerTracingTests",
+            dependencies: ["LedgerTracing", .product(name: "Tracing", package: "swift-distributed-tracing")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

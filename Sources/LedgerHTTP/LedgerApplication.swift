@@ -2,6 +2,7 @@ import Hummingbird
 import LedgerAccess
 import LedgerConsole
 import Logging
+import Tracing
 
 /// The HTTP edge's routes and middleware over the endpoints the composition root built.
 package func buildApplication(
@@ -11,7 +12,9 @@ package func buildApplication(
     let router = Router(context: LedgerRequestContext.self)
     router.add(middleware: LimitsMiddleware(limits: limits))
     router.add(middleware: RequestIDMiddleware())
-    router.add(middleware: RequestTracingMiddleware())
+    // With no tracer (no OTLP endpoint configured) a request pays for no span at all; a caller's
+    // trace id still reaches its log lines (`LedgerRequestContext` reads the header).
+    if !(InstrumentationSystem.instrument is NoOpTracer) { router.add(middleware: RequestTracingMiddleware()) }
     if accessLog { router.add(middleware: AccessLogMiddleware(logger: logger)) }
     router.add(middleware: RequestMetricsMiddleware(metrics: endpoints.metrics))
     router.add(middleware: ErrorMiddleware())

@@ -26,6 +26,12 @@ package enum Spans {
         return context
     }
 
+    /// Whether `context` is that of work under a span the ledger started (and so of a trace
+    /// already decided).
+    package static func isMarked(_ context: ServiceContext) -> Bool {
+        context[RecordingKey.self] != nil
+    }
+
     package static func child<T>(
         _ name: @autoclosure () -> String, kind: SpanKind = .internal, _ body: ((any Span)?) throws -> T
     ) rethrows -> T {

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerTracing
 import Logging
 import OTel
 import ServiceLifecycle
@@ -23,11 +24,32 @@ enum TracingSetup {
         configuration.metrics.enabled = false
         configuration.traces.enabled = true
         configuration.diagnosticLogger = .custom(logger)
+        // The ratio of a parent-based ratio sampler is applied by the ledger to the roots
+        // (`HeadSampler`), before any id is made; swift-otel, which reads these variables itself,
+        // is left to follow the parents.
+        let ratio = headRatio(environment)
+        if ratio != nil {
+            setenv("OTEL_TRACES_SAMPLER", "parentbased_always_on", 1)
+            unsetenv("OTEL_TRACES_SAMPLER_ARG")
+            configuration.traces.sampler = .parentBasedAlwaysOn
+        }
         let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)
-        InstrumentationSystem.bootstrap(tracer)
+        InstrumentationSystem.bootstrap(ratio.map { HeadSampler(tracer, ratio: $0) } ?? tracer)
         let endpoint = environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] ?? environment["OTEL_EXPORTER_OTLP_ENDPOINT"] ?? ""
-        logger.info("traces are exported by OTLP", metadata: ["otel.endpoint": "\(Self.withoutQuery(endpoint))"])
+        var metadata: Logger.Metadata = ["otel.endpoint": "\(Self.withoutQuery(endpoint))"]
+        if let ratio { metadata["otel.head_sampling_ratio"] = "\(ratio)" }
+        logger.info("traces are exported by OTLP", metadata: metadata)
         return service
+    }
+
+    /// The ratio of `OTEL_TRACES_SAMPLER=parentbased_traceidratio` (its `_ARG`, 1 when absent or
+    /// not a number in [0, 1], as OpenTelemetry specifies); nil for every other sampler, which
+    /// swift-otel applies as it is. Plain `traceidratio` ignores the parent's decision, which the
+    /// head sampler's tracer follows, so it stays swift-otel's.
+    static func headRatio(_ environment: [String: String]) -> Double? {
+        guard environment["OTEL_TRACES_SAMPLER"]?.lowercased() == "parentbased_traceidratio" else { return nil }
+        guard let ratio = environment["OTEL_TRACES_SAMPLER_ARG"].flatMap(Double.init), (0...1).contains(ratio) else { return 1 }
+        return ratio
     }
 
     static func isWanted(_ environment: [String: String]) -> Bool {

@@ -137,6 +137,32 @@ import WebhookReceiver
         #expect(collector.spans.contains { $0.name == "projection batch" || $0.name == "change batch" }, "\(Set(collector.spans.map(\.name)))")
     }
 
+    /// `parentbased_traceidratio` as an operator sets it, at 0: the ledger's head sampler keeps no
+    /// trace of its own starting, and still follows a caller's decision either way.
+    @Test func atRatioZeroOnlyTheCallersSampledTraceIsKept() async throws {
+        let collector = OTLPReceiver()
+        try await collector.start()
+        defer { Task { await collector.stop() } }
+        let served = try ServedLedger(
+            "head-sampled",
+            environment: [
+                "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100",
+                "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0", "LEDGER_APPLE_RECONCILE_INTERVAL": "off",
+            ])
+        defer { served.stop() }
+        #expect(try await poll(served.base + "/readyz", until: 200)?.0 == 200, "\(served.output)")
+        let (sampled, unsampled) = ("4bf92f3577b34da6a3ce929d0e0e4736", "5bf92f3577b34da6a3ce929d0e0e4737")
+        for _ in 0..<20 { #expect(try await JSONLogsTests.get(served.base + "/healthz", headers: [:]) == 200) }
+        #expect(try await JSONLogsTests.get(served.base + "/healthz", headers: ["traceparent": "00-\(unsampled)-00f067aa0ba902b7-00"]) == 200)
+        #expect(try await JSONLogsTests.get(served.base + "/healthz", headers: ["traceparent": "00-\(sampled)-00f067aa0ba902b7-01"]) == 200)
+        // Spans leave in the order they ended: once the sampled request's has come, any other would have.
+        for _ in 0..<100 where !collector.spans.contains(where: { $0.traceID == sampled }) { try await Task.sleep(for: .milliseconds(100)) }
+        let request = try #require(collector.spans.first { $0.traceID == sampled }, "\(served.output)")
+        #expect(request.name == "GET /healthz" && request.parentSpanID == "00f067aa0ba902b7", "\(request)")
+        #expect(collector.spans.allSatisfy { $0.traceID == sampled }, "\(collector.spans.map { "\($0.traceID) \($0.name)" })")
+        #expect(served.output.contains("otel.head_sampling_ratio=0.0"), "the ledger's head sampler took the ratio: \(served.output)")
+    }
+
     /// Prometheus' text format, strictly: `# HELP` / `# TYPE` lines, and samples `name{labels} value`
     /// whose value is a number; a line that is neither fails the test. Samples by name and labels.
     static func parsePrometheus(_ text: String) throws -> [String: Double] {

@@ -13,7 +13,8 @@ import Logging
 import ServiceLifecycle
 
 /// The real server as `ledger serve` runs it (background services and HTTP in one service group),
-/// on a benchmark database, trusting a fresh test authority's root: what the HTTP benchmarks load.
+/// on a benchmark database, trusting a test authority's root (a fresh one unless given: two
+/// servers of one benchmark trust the same): what the HTTP benchmarks load.
 struct BenchServer {
     let services: LedgerServices
     let pool: PostgresPool
@@ -22,18 +23,18 @@ struct BenchServer {
     let group: ServiceGroup
     let task: Task<Void, any Error>
 
-    static func start(on database: BenchDatabase, logger: Logger) async throws -> BenchServer {
+    static func start(on database: BenchDatabase, authority: TestCertificateAuthority? = nil, logger: Logger) async throws -> BenchServer {
         var application = database.configuration
         application.role = "ledger_app"
-        return try await start(application: application, logger: logger)
+        return try await start(application: application, authority: authority, logger: logger)
     }
 
     /// The server on a database already migrated, connected as `application` says (a host
     /// list, a deadline).
-    static func start(application: PostgresConfiguration, logger: Logger) async throws -> BenchServer {
+    static func start(application: PostgresConfiguration, authority: TestCertificateAuthority? = nil, logger: Logger) async throws -> BenchServer {
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
         let pool = PostgresPool(configuration: application, size: 8, logger: logger)
-        let authority = try TestCertificateAuthority()
+        let authority = try authority ?? TestCertificateAuthority()
         // The benchmarks' webhook receiver listens on loopback.
         var webhooks = WebhookPolicy()
         webhooks.targets.allowPrivateNetworks = true

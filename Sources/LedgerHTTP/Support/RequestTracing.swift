@@ -30,8 +30,14 @@ struct RequestTracingMiddleware: RouterMiddleware {
         var logging = RequestLogging.current ?? .init(requestID: context.requestID, traceID: nil)
         logging.trace = span.context
         do {
-            let response = try await ServiceContext.$current.withValue(Spans.context(of: span)) {
-                try await RequestLogging.$current.withValue(logging) { try await next(request, context) }
+            let response: Response
+            if span.isRecording || ServiceContext.current != nil {
+                response = try await ServiceContext.$current.withValue(Spans.context(of: span)) {
+                    try await RequestLogging.$current.withValue(logging) { try await next(request, context) }
+                }
+            } else {
+                // Left out by the sampler: with no context bound, nothing under it records.
+                response = try await RequestLogging.$current.withValue(logging) { try await next(request, context) }
             }
             describe(span, method: method, route: context.endpointPath, status: Int(response.status.code))
             return response
