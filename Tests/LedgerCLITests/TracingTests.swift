@@ -1,4 +1,5 @@
 import AppStoreSimulator
+import Crypto
 import EmbeddedPostgres
 import Foundation
 import LedgerPostgres
@@ -19,6 +20,7 @@ import WebhookReceiver
 @Suite struct TracingTests {
     static let bundle = "com.example.traces"
     static let secret = "whsec_traces_0123456789abcdef0123456"
+    static let issuer = "7b2e9c6e-0f3b-4a57-9b55-2f4f0a7c1d12"
 
     @Test func onePurchaseIsOneTraceFromTheCallThroughTheWebhookDelivery() async throws {
         let collector = OTLPReceiver()
@@ -31,12 +33,22 @@ import WebhookReceiver
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let authority = try TestCertificateAuthority()
         try authority.writeRoot(to: folder + "/root.der")
+        // Apple's App Store Server API, played by the simulator, for a sync that asks it.
+        let app = SimulatedApp(authority: authority, bundleID: Self.bundle, appAppleID: 99, environment: "Sandbox")
+        let apiKey = P256.Signing.PrivateKey()
+        let simulator = ServerAPISimulator()
+        simulator.register(app, key: .init(issuerID: Self.issuer, keyID: "TRACES1", publicKey: apiKey.publicKey))
+        let apple = VerifyReceiptServer()
+        let urls = try await apple.start { simulator.register(on: $0) }
+        defer { apple.stop() }
+        let appleBase = String(urls.production.dropLast("/production/verifyReceipt".count))
         let served = try ServedLedger(
             "traces",
             environment: [
                 "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100",
                 "LEDGER_APPLE_ROOT_CERTIFICATES": folder + "/root.der", "LEDGER_APPLE_RECONCILE_INTERVAL": "off",
                 "LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "1", "LEDGER_WEBHOOK_POLL_MS": "100",
+                "LEDGER_APPLE_SERVER_API_URL": appleBase + "/production", "LEDGER_APPLE_SERVER_API_SANDBOX_URL": appleBase + "/sandbox",
             ])
         defer { served.stop() }
         #expect(try await poll(served.base + "/readyz", until: 200)?.0 == 200, "\(served.output)")
@@ -48,14 +60,17 @@ import WebhookReceiver
         let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
 
         let apps = served.base + "/v1/apps/\(Self.bundle)"
-        #expect(try await Self.call("PUT", apps, key: key, json: #"{"environments": ["Sandbox"]}"#).0 == 200)
+        let configured = try JSONSerialization.data(withJSONObject: [
+            "environments": ["Sandbox"], "apple_app_id": 99,
+            "app_store_server_api": ["issuer_id": Self.issuer, "key_id": "TRACES1", "private_key": apiKey.pemRepresentation],
+        ])
+        #expect(try await Self.call("PUT", apps, key: key, json: String(decoding: configured, as: UTF8.self)).0 == 200)
         #expect(try await Self.call("PUT", apps + "/products/pro.monthly", key: key, json: #"{"type": "auto_renewable", "entitlements": ["pro"]}"#).0 == 200)
         // A receiver's URL may carry a key of its own in its query: no span may show it.
         let hookURL = receiver.url + "?key=query-key-of-the-receiver"
         let hook = try await Self.call("PUT", apps + "/webhooks/game", key: key, json: #"{"url": "\#(hookURL)", "secret": "\#(Self.secret)"}"#)
         #expect(hook.0 == 201, "\(hook.1)")
 
-        let app = SimulatedApp(authority: authority, bundleID: Self.bundle, appAppleID: 99, environment: "Sandbox")
         let bought = SimulatedTransaction(
             transactionID: "trace-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 86_400))
         let user = "player-with-a-trace"
@@ -132,6 +147,31 @@ import WebhookReceiver
             #expect(samples[lag].map { $0 >= 0 } == true, "\(lag)")
         }
         #expect(samples["ledger_rebuild_running"] == 0 && samples["ledger_rebuild_events"] == 0)
+
+        // A sync asks Apple: its call is a child of the request, named by the endpoint with
+        // `{id}`, with Apple's status and no retry; the transaction id is in no span.
+        let restored = SimulatedTransaction(
+            transactionID: "2000000123456789", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -120),
+            expiresDate: Date(timeIntervalSinceNow: 86_400))
+        simulator.add([restored], to: app)
+        let syncTrace = "1af7651916cd43dd8448eb211c80319d"
+        let synced = try await Self.call(
+            "POST", apps + "/users/\(user)/sync", key: key, json: #"{"transaction_id": "2000000123456789"}"#,
+            headers: ["traceparent": "00-\(syncTrace)-\(caller)-01"])
+        #expect(synced.0 == 200, "\(synced.1)")
+        var appleCall: ReceivedSpan?
+        for _ in 0..<100 where appleCall == nil {
+            appleCall = collector.spans.first { $0.traceID == syncTrace && $0.name.hasPrefix("App Store Server API ") }
+            if appleCall == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let call = try #require(appleCall, "\(collector.spans.filter { $0.traceID == syncTrace }.map(\.name))")
+        #expect(call.name.contains("{id}") && call.kind == 3, "\(call)")
+        #expect(call.attributes["http.response.status_code"] == "200" && call.attributes["apple.retries"] == "0", "\(call)")
+        let syncRequest = try #require(collector.spans.first { $0.traceID == syncTrace && $0.kind == 2 })
+        #expect(syncRequest.name == "POST /v1/apps/{bundle_id}/users/{user_id}/sync" && syncRequest.parentSpanID == caller, "\(syncRequest)")
+        #expect(
+            !collector.spans.contains { $0.name.contains("2000000123456789") || $0.attributes.values.contains { $0.contains("2000000123456789") } },
+            "the transaction id left in a span")
 
         // Batches are traces of their own.
         #expect(collector.spans.contains { $0.name == "projection batch" || $0.name == "change batch" }, "\(Set(collector.spans.map(\.name)))")
