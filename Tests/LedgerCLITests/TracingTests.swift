@@ -159,15 +159,17 @@ import WebhookReceiver
             "POST", apps + "/users/\(user)/sync", key: key, json: #"{"transaction_id": "2000000123456789"}"#,
             headers: ["traceparent": "00-\(syncTrace)-\(caller)-01"])
         #expect(synced.0 == 200, "\(synced.1)")
-        var appleCall: ReceivedSpan?
-        for _ in 0..<100 where appleCall == nil {
+        // The request's span ends after its children, so it may come in a later export: wait for both.
+        var (appleCall, syncSpan): (ReceivedSpan?, ReceivedSpan?) = (nil, nil)
+        for _ in 0..<100 where appleCall == nil || syncSpan == nil {
             appleCall = collector.spans.first { $0.traceID == syncTrace && $0.name.hasPrefix("App Store Server API ") }
-            if appleCall == nil { try await Task.sleep(for: .milliseconds(100)) }
+            syncSpan = collector.spans.first { $0.traceID == syncTrace && $0.kind == 2 }
+            if appleCall == nil || syncSpan == nil { try await Task.sleep(for: .milliseconds(100)) }
         }
         let call = try #require(appleCall, "\(collector.spans.filter { $0.traceID == syncTrace }.map(\.name))")
         #expect(call.name.contains("{id}") && call.kind == 3, "\(call)")
         #expect(call.attributes["http.response.status_code"] == "200" && call.attributes["apple.retries"] == "0", "\(call)")
-        let syncRequest = try #require(collector.spans.first { $0.traceID == syncTrace && $0.kind == 2 })
+        let syncRequest = try #require(syncSpan, "\(collector.spans.filter { $0.traceID == syncTrace }.map(\.name))")
         #expect(syncRequest.name == "POST /v1/apps/{bundle_id}/users/{user_id}/sync" && syncRequest.parentSpanID == caller, "\(syncRequest)")
         #expect(
             !collector.spans.contains { $0.name.contains("2000000123456789") || $0.attributes.values.contains { $0.contains("2000000123456789") } },
@@ -196,8 +198,8 @@ import WebhookReceiver
         #expect(try await JSONLogsTests.get(served.base + "/healthz", headers: ["traceparent": "00-\(unsampled)-00f067aa0ba902b7-00"]) == 200)
         #expect(try await JSONLogsTests.get(served.base + "/healthz", headers: ["traceparent": "00-\(sampled)-00f067aa0ba902b7-01"]) == 200)
         // Spans leave in the order they ended: once the sampled request's has come, any other would have.
-        for _ in 0..<100 where !collector.spans.contains(where: { $0.traceID == sampled }) { try await Task.sleep(for: .milliseconds(100)) }
-        let request = try #require(collector.spans.first { $0.traceID == sampled }, "\(served.output)")
+        for _ in 0..<100 where !collector.spans.contains(where: { $0.traceID == sampled && $0.kind == 2 }) { try await Task.sleep(for: .milliseconds(100)) }
+        let request = try #require(collector.spans.first { $0.traceID == sampled && $0.kind == 2 }, "\(served.output)")
         #expect(request.name == "GET /healthz" && request.parentSpanID == "00f067aa0ba902b7", "\(request)")
         #expect(collector.spans.allSatisfy { $0.traceID == sampled }, "\(collector.spans.map { "\($0.traceID) \($0.name)" })")
         #expect(served.output.contains("otel.head_sampling_ratio=0.0"), "the ledger's head sampler took the ratio: \(served.output)")
