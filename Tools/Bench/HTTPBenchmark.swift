@@ -165,14 +165,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
 
         // Queries: users that exist (ingested above), cycled.
         let users = max(1, min(ingestions.map(\.recorded).max() ?? 0, share))
-        let queryScript = folder.appendingPathComponent("query.lua")
-        try """
-        counter = 0
-        request = function()
-          counter = counter % \(users) + 1
-          return wrk.format("GET", "/v1/apps/\(bundle)/users/u" .. (counter - 1), {["Authorization"] = "Bearer \(key)"})
-        end
-        """.write(to: queryScript, atomically: true, encoding: .utf8)
+        let queryScript = try Self.userStateScript(users: users, named: "u", bundle: bundle, key: key, in: folder)
 
         var health: [Double] = [], state: [Double] = [], stateP50: [Double] = [], stateP99: [Double] = []
         for _ in 1...rounds {
@@ -212,7 +205,19 @@ struct HTTPBenchmark: AsyncParsableCommand {
         await server.stop()
     }
 
-    /// Whether the `users` worker or the change projection has events still to take in.
+    /// A wrk script that reads the states of users `<prefix>0` to `<prefix><users - 1>`, in turn.
+    static func userStateScript(users: Int, named prefix: String, bundle: String, key: String, in folder: URL) throws -> URL {
+        let file = folder.appendingPathComponent("query.lua")
+        try """
+        counter = 0
+        request = function()
+          counter = counter % \(users) + 1
+          return wrk.format("GET", "/v1/apps/\(bundle)/users/\(prefix)" .. (counter - 1), {["Authorization"] = "Bearer \(key)"})
+        end
+        """.write(to: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
     /// A wrk script that posts `bodies` (one JSON body a line) to the app's transactions, each in
     /// turn; with `once`, each body once and then `/healthz` for the rest of the run.
     static func ingestionScript(_ bodies: String, bundle: String, key: String, once: Bool, in folder: URL, named name: String) throws -> URL {
@@ -232,6 +237,7 @@ struct HTTPBenchmark: AsyncParsableCommand {
         return file
     }
 
+    /// Whether the `users` worker or the change projection has events still to take in.
     static let projectionsBehind = """
         SELECT EXISTS (SELECT 1 FROM ledger.events e, ledger.projection_checkpoints c
                         WHERE (c.name = 'changes' OR (c.name = 'users' AND c.version = (SELECT active_version FROM ledger.projections WHERE name = 'users')))

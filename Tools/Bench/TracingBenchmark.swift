@@ -103,14 +103,7 @@ struct TracingBenchmark: AsyncParsableCommand {
         _ = try await HTTPBenchmark.wrk(
             wrk, ["-t1", "-c\(ingestConnections)", "-d\(max(2, users / 400))s", "-s", try ingestion("warm", count: users, users: "reader-", once: true), base])
         try owner.execute(script: "ANALYZE")
-        let query = folder.appendingPathComponent("query.lua").path
-        try """
-        counter = 0
-        request = function()
-          counter = counter % \(users) + 1
-          return wrk.format("GET", "/v1/apps/\(bundle)/users/reader-" .. (counter - 1), {["Authorization"] = "Bearer \(key)"})
-        end
-        """.write(toFile: query, atomically: true, encoding: .utf8)
+        let query = try HTTPBenchmark.userStateScript(users: users, named: "reader-", bundle: bundle, key: key, in: folder).path
         for server in [plain, traced] {
             _ = try await HTTPBenchmark.wrk(wrk, ["-t2", "-c\(queryConnections)", "-d2s", "-s", query, server.base])
         }
