@@ -473,7 +473,7 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
-                "AppStore", "AppStoreSimulator", "LedgerCore", .product(name: "Logging", package: "swift-log"),
+                "AppStore", "AppStoreSimulator", "LedgerCore", "LedgerTestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -482,7 +482,8 @@ let package = Package(
         .testTarget(
             name: "AppStoreServerAPITests",
             dependencies: [
-                "AppStoreServerAPI", "AppStore", "AppStoreSimulator", "LedgerCore", .product(name: "Crypto", package: "swift-crypto"),
+                "AppStoreServerAPI", "AppStore", "AppStoreSimulator", "LedgerCore", "LedgerTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -509,12 +510,17 @@ let package = Package(
         ),
         .testTarget(
             name: "EmbeddedPostgresTests",
-            dependencies: ["EmbeddedPostgres", "LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["EmbeddedPostgres", "LedgerPostgres", "LedgerTestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LedgerPrivacyTests",
+            dependencies: ["LedgerPrivacy", "AppStoreSimulator"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "FuzzRegressionTests",
-            dependencies: ["FuzzTargets"],
+            dependencies: ["FuzzTargets", "AppStoreSimulator"],
             exclude: ["Inputs"],
             swiftSettings: swiftSettings
         ),
@@ -525,7 +531,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerAccessTests",
-            dependencies: ["LedgerAccess", "LedgerPostgres", "LedgerTestSupport"],
+            dependencies: ["LedgerAccess", "LedgerCore", "LedgerPostgres", "LedgerTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -26,3 +26,22 @@ package struct ApplePatience: Sendable {
         FullJitter.delay(beforeRetry: retry, base: backoffBase, cap: backoffCap, random: random)
     }
 }
+
+/// The clock a client of Apple's measures its budget on and waits on, reduced to those two
+/// uses: the continuous clock in service; a clock of the test's own in tests, so that a busy
+/// machine's slow exchanges spend none of a budget meant for Apple's answers.
+package struct PatienceClock: Sendable {
+    /// Starts a stopwatch: the function returned tells the time since.
+    package let start: @Sendable () -> @Sendable () -> Duration
+    package let sleep: @Sendable (Duration) async throws -> Void
+
+    package init<C: Clock<Duration> & Sendable>(_ clock: C) {
+        start = {
+            let started = clock.now
+            return { started.duration(to: clock.now) }
+        }
+        sleep = { try await clock.sleep(for: $0) }
+    }
+
+    package static let continuous = PatienceClock(ContinuousClock())
+}

@@ -24,18 +24,21 @@ package struct AppStoreServerAPIClient: Sendable {
     let tokens: BearerTokens
     let logger: Logger
     let observe: @Sendable (AppleCall) -> Void
+    /// What the budget is measured on and the waits between attempts sleep on.
+    let clock: PatienceClock
     /// Apple's pages are a few hundred KB at most; a larger answer is not Apple's.
     static let maximumAnswer = 16 * 1024 * 1024
 
     package init(
         configuration: ServerAPIConfiguration, http: HTTPClient = .apple, tokens: BearerTokens = BearerTokens(),
-        logger: Logger, observe: @escaping @Sendable (AppleCall) -> Void = { _ in }
+        logger: Logger, observe: @escaping @Sendable (AppleCall) -> Void = { _ in }, clock: PatienceClock = .continuous
     ) {
         self.configuration = configuration
         self.http = http
         self.tokens = tokens
         self.logger = logger
         self.observe = observe
+        self.clock = clock
     }
 
     /// One request, retried as `RetryPlan` decides. `path` is Apple's path with its identifiers
@@ -76,8 +79,7 @@ package struct AppStoreServerAPIClient: Sendable {
         expecting expected: Set<Int>, attempts: inout Int, status lastStatus: inout Int?
     ) async throws -> Data {
         let plan = RetryPlan(configuration: configuration)
-        let clock = ContinuousClock()
-        let started = clock.now
+        let elapsed = clock.start()
         while true {
             attempts += 1
             var request = HTTPClientRequest(url: url)
@@ -106,7 +108,7 @@ package struct AppStoreServerAPIClient: Sendable {
                 logger.debug("App Store Server API call failed", metadata: ["apple.path": "\(path)", "error": "\(error)"])
                 outcome = .transportFailed
             }
-            switch plan.decide(after: outcome, attempts: attempts, elapsed: clock.now - started, now: Date()) {
+            switch plan.decide(after: outcome, attempts: attempts, elapsed: elapsed(), now: Date()) {
             case .retry(let wait):
                 if case .answered(429, _, _) = outcome { report(.rateLimited) } else { report(.retried) }
                 logger.debug(
@@ -114,7 +116,7 @@ package struct AppStoreServerAPIClient: Sendable {
                     metadata: [
                         "apple.path": "\(path)", "apple.wait_ms": "\(wait.milliseconds)",
                     ])
-                try await Task.sleep(for: wait)
+                try await clock.sleep(wait)
             case .stop:
                 throw failure(outcome, answer: answer, credentials: credentials, attempts: attempts, report: report)
             }

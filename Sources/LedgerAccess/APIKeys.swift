@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerCore
 import LedgerFormats
 import LedgerPostgres
 import Synchronization
@@ -69,8 +70,10 @@ package final class APIKeyStore: Sendable {
 
     /// Makes a new key and returns it with the secret, which is shown once and never stored.
     package func create(name: String, scopes: Set<Scope>, bundleID: String?, rateLimit: Double? = nil) async throws -> (key: APIKey, secret: String) {
-        guard !name.isEmpty, !scopes.isEmpty else { throw APIKeyError.invalid("a key needs a name and at least one scope") }
-        if let rateLimit, !(rateLimit > 0 && rateLimit.isFinite) { throw APIKeyError.invalid("a rate limit is a number of requests per second above 0") }
+        guard !name.isEmpty, !scopes.isEmpty else { throw LedgerError(.invalidRequest, "a key needs a name and at least one scope") }
+        if let rateLimit, !(rateLimit > 0 && rateLimit.isFinite) {
+            throw LedgerError(.invalidRequest, "a rate limit is a number of requests per second above 0")
+        }
         var random = [UInt8](repeating: 0, count: 24)
         for index in random.indices { random[index] = UInt8.random(in: 0...255) }
         let secret = "lk_" + Hex.encode(random)
@@ -164,13 +167,4 @@ package final class APIKeyStore: Sendable {
     }
 
     static func hash(_ secret: String) -> [UInt8] { Array(SHA256.hash(data: Data(secret.utf8))) }
-}
-
-package enum APIKeyError: Error, CustomStringConvertible {
-    case invalid(String)
-    package var description: String {
-        switch self {
-        case .invalid(let reason): reason
-        }
-    }
 }

@@ -41,10 +41,8 @@ package enum LedgerStream {
         "'purchase:' || \(bundle) || ':' || \(originalTransactionID)"
     }
 
-    /// The SQL pattern (`LIKE`) of every app's configuration stream, and how many characters
-    /// precede the bundle id in it.
+    /// The SQL pattern (`LIKE`) of every app's configuration stream.
     package static let appStreamsPattern = "app:%"
-    package static let appPrefixLength = "app:".count
 
     package static func stream(of event: LedgerEvent, bundleID: String) -> String {
         switch event {

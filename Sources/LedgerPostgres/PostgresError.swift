@@ -30,6 +30,13 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDe
         package static let protocolViolation = Code("protocol_violation")
         /// A value read back could not be decoded into the requested Swift type.
         package static let decoding = Code("decoding_failed")
+        /// What a transaction relied on was changed by another before it finished: the users
+        /// projection switched versions (a rebuild's switch) under a group or a batch. The work
+        /// passes when tried again, so it counts as transient.
+        package static let changedMeanwhile = Code("changed_meanwhile")
+        /// The database lacks what the ledger needs to work: no active version of a projection,
+        /// a checkpoint gone. A database not migrated, or changed by hand; not transient.
+        package static let missingState = Code("missing_state")
     }
 
     package var code: Code
@@ -60,7 +67,7 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDe
     /// failure or deadlock was reported. Anything else is a fault to fix, not to wait out.
     package var isTransient: Bool {
         switch code {
-        case .connectionFailed, .connectionLost, .poolTimeout, .deadlineExceeded: return true
+        case .connectionFailed, .connectionLost, .poolTimeout, .deadlineExceeded, .changedMeanwhile: return true
         case .server:
             // 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 08xxx connection,
             // 53300 too many connections, 25006 read-only transaction (a primary that became a standby).

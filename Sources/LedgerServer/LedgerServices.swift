@@ -119,16 +119,26 @@ package struct LedgerServices: Sendable {
         self.webhookPolicy = webhookPolicy
         self.throttle = throttle
         self.audit = AuditLog(pool: pool)
+        self.endpoints = Self.endpoints(
+            pool: pool, metrics: metrics, reads: reads, users: users, keys: keys, directory: directory, actions: actions, evidence: evidence,
+            ingestor: ingestor, lookups: lookups, throttle: throttle, audit: audit, merges: merges, erasures: erasures, changes: changes,
+            webhooks: webhooks, health: Health(pool: pool, migrator: migrator, reads: reads, heartbeats: heartbeats, stuckAfter: stuckAfter))
     }
 
     /// What the HTTP edge calls.
-    package var endpoints: Endpoints {
-        let metrics = self.metrics
+    package let endpoints: Endpoints
+
+    /// Built once, with the rest: the edge asks for it per application, and the parts it holds
+    /// (the console's sessions, readiness) are the server's, not a copy per caller.
+    private static func endpoints(
+        pool: PostgresPool, metrics: Metrics, reads: ReadReplicas, users: UserStateReader, keys: APIKeyStore, directory: AppDirectory,
+        actions: UserActions, evidence: EvidenceStore, ingestor: Ingestor, lookups: AppleLookups, throttle: FailureThrottle, audit: AuditLog,
+        merges: AccountMerges, erasures: UserErasures, changes: ChangeNotifications, webhooks: WebhookRegistry, health: Health
+    ) -> Endpoints {
         let console = ConsoleContext(
             sessions: ConsoleSessions(pool: pool, keys: keys), directory: directory, reader: users, metrics: MetricsReader(reads: reads),
             actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups, throttle: throttle, audit: audit,
             refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
-        let health = Health(pool: pool, migrator: migrator, reads: reads, heartbeats: heartbeats, stuckAfter: stuckAfter)
         return Endpoints(
             ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
             merges: merges, users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),

@@ -28,7 +28,11 @@ package enum TestCluster {
         return cluster
     }
 
-    package static func cluster() throws -> EmbeddedPostgres { try shared.get() }
+    /// The process's shared cluster. Every entry point here is `async` and does its blocking work
+    /// (initdb, `pg_ctl`, `CREATE DATABASE`, migrations, all synchronous libpq) through
+    /// `offThePool`: tests calling these synchronously held both threads of the cooperative pool
+    /// for seconds at a time on a slow machine, and every other test's clients and servers waited.
+    package static func cluster() async throws -> EmbeddedPostgres { try await offThePool { try shared.get() } }
 
     /// What a DBA does once per cluster: the owner login, the application role and a runtime login.
     package static func prepareRoles(_ cluster: EmbeddedPostgres) throws {
@@ -60,6 +64,12 @@ package enum TestCluster {
     package static func database(
         on given: EmbeddedPostgres? = nil, named: String? = nil, migrations: Int? = nil,
         logger: Logger = quietLogger
+    ) async throws -> PostgresConfiguration {
+        try await offThePool { try createDatabase(on: given, named: named, migrations: migrations, logger: logger) }
+    }
+
+    private static func createDatabase(
+        on given: EmbeddedPostgres?, named: String?, migrations: Int?, logger: Logger
     ) throws -> PostgresConfiguration {
         let cluster = try given ?? shared.get()
         let name = named ?? "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
@@ -111,7 +121,11 @@ package enum TestCluster {
     /// Room for 1,000 connections: the HTTP tests run some fifty servers on one cluster at once, each
     /// with its pool busy (the projection, change projection and webhook deliveries beside requests);
     /// at 400 a full run now and then found every slot taken.
-    package static func privateCluster(roles: Bool = true) throws -> EmbeddedPostgres {
+    package static func privateCluster(roles: Bool = true) async throws -> EmbeddedPostgres {
+        try await offThePool { try startPrivateCluster(roles: roles) }
+    }
+
+    private static func startPrivateCluster(roles: Bool) throws -> EmbeddedPostgres {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-fault-\(getpid())-\(UUID().uuidString.prefix(8))")
         let cluster = try EmbeddedPostgres(
             dataDirectory: folder, options: .init(durable: true, settings: ["fsync": "off", "max_connections": "1000"]),
@@ -125,7 +139,11 @@ package enum TestCluster {
     /// A primary and a streaming standby of it (`pg_basebackup -R` over loopback), both running:
     /// what reads from replicas are tested on. Commits are synchronous on the primary, as in
     /// `privateCluster`; the standby replays asynchronously, as managed replicas do.
-    package static func primaryWithStandby() throws -> (primary: EmbeddedPostgres, standby: EmbeddedPostgres) {
+    package static func primaryWithStandby() async throws -> (primary: EmbeddedPostgres, standby: EmbeddedPostgres) {
+        try await offThePool { try startPrimaryWithStandby() }
+    }
+
+    private static func startPrimaryWithStandby() throws -> (primary: EmbeddedPostgres, standby: EmbeddedPostgres) {
         let tag = "\(getpid())-\(UUID().uuidString.prefix(8))"
         let base = URL(fileURLWithPath: NSTemporaryDirectory())
         // A random loopback port, tried again if another process holds it.

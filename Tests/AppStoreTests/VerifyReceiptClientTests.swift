@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSimulator
 import Foundation
 import LedgerCore
+import LedgerTestSupport
 import Logging
 import Synchronization
 import Testing
@@ -12,14 +13,17 @@ import Testing
     let app = SimulatedApp(authority: try! TestCertificateAuthority(), bundleID: "com.example.game", environment: "Sandbox")
     static let expectation = Expectation(bundleID: "com.example.game", environments: [.production, .sandbox])
 
+    /// The client's budget and backoff run on a `SteppedClock`: with the whole suite sharing two
+    /// cores, three exchanges with the simulator once took longer than the budget in wall time.
     func client(
-        maxAttempts: Int = 4, timeout: Duration = .seconds(5), observe: @escaping @Sendable (AppleCall) -> Void = { _ in }
+        maxAttempts: Int = 4, timeout: Duration = .seconds(5), clock: SteppedClock = SteppedClock(),
+        observe: @escaping @Sendable (AppleCall) -> Void = { _ in }
     ) async throws -> VerifyReceiptClient {
         let urls = try await server.start()
         let configuration = VerifyReceiptConfiguration(
             productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: maxAttempts,
             backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: timeout)
-        return VerifyReceiptClient(configuration: configuration, logger: Logger(label: "test"), observe: observe)
+        return VerifyReceiptClient(configuration: configuration, logger: Logger(label: "test"), observe: observe, clock: PatienceClock(clock))
     }
 
     func receipt(environment: VerifyReceiptServer.Endpoint = .sandbox, secret: String? = "s3cret") throws -> String {
@@ -58,12 +62,31 @@ import Testing
     }
 
     @Test func retryableStatusesAndServerErrorsAreRetriedThenSucceed() async throws {
-        let client = try await client()
+        let clock = SteppedClock()
+        let client = try await client(clock: clock)
         defer { server.stop() }
         server.script(.production, [.status(21005), .httpError(503), .retryable(21199)])
         let verified = try await client.verify(receiptData: receipt(environment: .production), sharedSecret: "s3cret", expecting: Self.expectation)
         #expect(verified.environment == .production)
         #expect(server.calls(.production) == 4)
+        // A full-jitter wait before each retry, within the cap.
+        #expect(clock.slept.count == 3 && clock.slept.allSatisfy { $0 >= .zero && $0 <= .milliseconds(20) }, "\(clock.slept)")
+    }
+
+    @Test func noRetryStartsOnceTheBudgetIsSpent() async throws {
+        let clock = SteppedClock()
+        let urls = try await server.start()
+        defer { server.stop() }
+        // Waits of up to a second each (full jitter) against a budget of two and a half: the
+        // client gives up before a wait would take it past the budget, whatever the draws.
+        let configuration = VerifyReceiptConfiguration(
+            productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: 10,
+            backoffBase: .seconds(1), backoffCap: .seconds(1), totalBudget: .milliseconds(2500), requestTimeout: .seconds(5))
+        let client = VerifyReceiptClient(configuration: configuration, logger: Logger(label: "test"), clock: PatienceClock(clock))
+        server.script(.production, Array(repeating: .status(21005), count: 10))
+        #expect(await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: Self.expectation) } == .appleUnavailable)
+        #expect(clock.now.offset <= .milliseconds(2500), "no wait ran past the budget")
+        #expect(server.calls(.production) == clock.slept.count + 1)
     }
 
     @Test func retriesAreBoundedAndEndInAppleUnavailable() async throws {
@@ -77,7 +100,8 @@ import Testing
     @Test func aTimeoutIsRetried() async throws {
         let client = try await client(timeout: .seconds(1))
         defer { server.stop() }
-        server.script(.production, [.delay(.seconds(3))])
+        // An answer that never comes in time: the request's own timeout ends the attempt.
+        server.script(.production, [.delay(.seconds(60))])
         let verified = try await client.verify(receiptData: receipt(environment: .production), sharedSecret: "s3cret", expecting: Self.expectation)
         #expect(verified.environment == .production)
     }

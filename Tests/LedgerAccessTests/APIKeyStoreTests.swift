@@ -1,5 +1,6 @@
 import Foundation
 import LedgerAccess
+import LedgerCore
 import LedgerPostgres
 import LedgerTestSupport
 import Testing
@@ -8,7 +9,7 @@ import Testing
 /// stored only as a hash, scopes and an app limit honoured, a revoked key refused.
 @Suite struct APIKeyStoreTests {
     @Test func aKeyIsRecognisedByItsSecretOnlyUntilItIsRevoked() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
         let keys = APIKeyStore(pool: pool, cacheTTL: .zero)
         let (key, secret) = try await keys.create(name: "game-server", scopes: [.ingest], bundleID: "com.example.app")
@@ -30,13 +31,13 @@ import Testing
     }
 
     @Test func anAdminKeyGrantsEveryScopeAndAKeyNeedsANameAndAScope() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 1, logger: TestCluster.quietLogger)
         let keys = APIKeyStore(pool: pool, cacheTTL: .zero)
         let (admin, _) = try await keys.create(name: "ops", scopes: [.admin], bundleID: nil)
         #expect(Scope.allCases.allSatisfy(admin.grants))
-        await #expect(throws: APIKeyError.self) { try await keys.create(name: "", scopes: [.read], bundleID: nil) }
-        await #expect(throws: APIKeyError.self) { try await keys.create(name: "nothing", scopes: [], bundleID: nil) }
+        await #expect(throws: LedgerError.self) { try await keys.create(name: "", scopes: [.read], bundleID: nil) }
+        await #expect(throws: LedgerError.self) { try await keys.create(name: "nothing", scopes: [], bundleID: nil) }
         await pool.close()
     }
 }

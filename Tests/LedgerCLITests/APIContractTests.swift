@@ -14,7 +14,7 @@ import WebhookReceiver
 /// ones refused, undeclared methods answered 405 — with the App Store simulator as Apple and an
 /// app configured with data to find. The refusals no schema can state are listed, with their
 /// reasons, in `Tools/Schemathesis/schemathesis.toml`.
-@Suite struct APIContractTests {
+@Suite(.takingTurns) struct APIContractTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// `LEDGER_SCHEMATHESIS`, or the virtual environment `Tools/dev test` makes.
@@ -28,7 +28,7 @@ import WebhookReceiver
         try await HeavyTests.oneAtATime {
             let folder = NSTemporaryDirectory() + "ledger-contract-\(UUID().uuidString.prefix(8))"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let owner = try TestCluster.database(on: TestCluster.privateCluster(), named: "ledger")
+            let owner = try await TestCluster.database(on: TestCluster.privateCluster(), named: "ledger")
 
             // Apple: verifyReceipt and the App Store Server API, with the app's key registered.
             let authority = try TestCertificateAuthority()
@@ -54,7 +54,7 @@ import WebhookReceiver
             environment["LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS"] = "1"
             environment["LEDGER_AUTH_FAILURE_LIMIT"] = "100000" // schemathesis sends wrong keys on purpose, and many
             environment["LEDGER_LOG_LEVEL"] = "warning"
-            let created = try ChildProcess.run(
+            let created = try await ChildProcess.run(
                 LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "contract", "--scopes", "admin"], environment: environment)
             let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
             let port = Int.random(in: 20_000..<60_000)
@@ -100,7 +100,7 @@ import WebhookReceiver
                 try #require((200..<300).contains(answer.0), "\(method) \(url): \(answer.1)")
             }
 
-            let outcome = try ChildProcess.run(
+            let outcome = try await ChildProcess.run(
                 schemathesis,
                 [
                     "--config-file", Self.root.path + "/Tools/Schemathesis/schemathesis.toml", "run", server + "/openapi.json",

@@ -11,14 +11,14 @@ import Testing
 /// The PostgreSQL an operator is really handed, one shape per test, each on a cluster of its own
 /// (roles belong to a whole cluster): the roles are made here as a DBA or a cloud provider makes
 /// them, then every `ledger` command runs as the login that shape gives.
-@Suite struct DeploymentShapeTests {
+@Suite(.takingTurns) struct DeploymentShapeTests {
     /// A fresh cluster with a database `ledger` owned by login `ledger`, made with `loginOptions`
     /// after `dbaSQL` ran as the superuser.
     struct Shape {
         let cluster: EmbeddedPostgres
 
-        init(loginOptions: String, dbaSQL: String = "") throws {
-            cluster = try TestCluster.privateCluster(roles: false)
+        init(loginOptions: String, dbaSQL: String = "") async throws {
+            cluster = try await TestCluster.privateCluster(roles: false)
             try asSuperuser("CREATE ROLE ledger LOGIN CREATEDB \(loginOptions)")
             try asSuperuser("CREATE DATABASE ledger OWNER ledger") // alone: never inside a transaction
             if !dbaSQL.isEmpty { try asSuperuser(dbaSQL) }
@@ -33,13 +33,13 @@ import Testing
                 .connectionString
         }
 
-        func ledger(_ arguments: [String], login: String = "ledger", extra: [String: String] = [:]) throws -> ChildProcess.Outcome {
+        func ledger(_ arguments: [String], login: String = "ledger", extra: [String: String] = [:]) async throws -> ChildProcess.Outcome {
             var environment = ProcessInfo.processInfo.environment
             environment["LEDGER_DATABASE_URL"] = url(login)
             environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
             environment.removeValue(forKey: "LEDGER_DATABASE_ROLE")
             environment.merge(extra) { $1 }
-            return try ChildProcess.run(LedgerCommandTests.ledgerBinary, arguments, environment: environment)
+            return try await ChildProcess.run(LedgerCommandTests.ledgerBinary, arguments, environment: environment)
         }
 
         /// `ledger serve` as `login` until `body` returns; `body` gets the base URL.
@@ -60,9 +60,9 @@ import Testing
 
     /// Everything a deployment does with the CLI and the server, as `owner` (and the server as `runtime`).
     func exerciseEveryCommand(_ shape: Shape, owner: String = "ledger", runtime: String? = nil, extra: [String: String] = [:]) async throws {
-        let migrate = try shape.ledger(["migrate"], login: owner, extra: extra)
+        let migrate = try await shape.ledger(["migrate"], login: owner, extra: extra)
         #expect(migrate.status == 0, "migrate: \(migrate.output)")
-        let created = try shape.ledger(["keys", "create", "--name", "ops", "--scopes", "admin"], login: owner, extra: extra)
+        let created = try await shape.ledger(["keys", "create", "--name", "ops", "--scopes", "admin"], login: owner, extra: extra)
         #expect(created.status == 0, "keys create: \(created.output)")
         let secret = try #require(created.output.split(separator: "\n").last.map(String.init))
         try await shape.serving(login: runtime ?? owner, extra: extra) { base in
@@ -86,16 +86,16 @@ import Testing
             let erased = try await send("DELETE", base + "/v1/apps/com.example.shape/users/u2", key: secret)
             #expect(erased.0 == 200 && erased.1.contains(#""pseudonym":"erased:"#), "erase over HTTP: \(erased.1)")
         }
-        let erase = try shape.ledger(["erase", "--app", "com.example.shape", "--user", "u1"], login: owner, extra: extra)
+        let erase = try await shape.ledger(["erase", "--app", "com.example.shape", "--user", "u1"], login: owner, extra: extra)
         #expect(erase.status == 0 && erase.output.contains("erased:"), "ledger erase: \(erase.output)")
         for command in [["keys", "list"], ["rebuild"], ["verify"], ["export", "transactions", "--app", "com.example.shape", "--from", "2026-01-01"]] {
-            let outcome = try shape.ledger(command, login: owner, extra: extra)
+            let outcome = try await shape.ledger(command, login: owner, extra: extra)
             #expect(outcome.status == 0, "\(command.joined(separator: " ")): \(outcome.output)")
         }
     }
 
     @Test func anOwnerWithCreateRoleMakesTheApplicationRoleAndJoinsIt() async throws {
-        let shape = try Shape(loginOptions: "CREATEROLE")
+        let shape = try await Shape(loginOptions: "CREATEROLE")
         try await exerciseEveryCommand(shape)
         let membership = try PostgresConnection.connect(shape.cluster.configuration(database: "postgres"))
             .query("SELECT pg_has_role('ledger', 'ledger_app', 'MEMBER') AS member")
@@ -103,18 +103,18 @@ import Testing
     }
 
     @Test func anOwnerWithoutCreateRoleUsesTheRoleADBAPrepared() async throws {
-        let shape = try Shape(loginOptions: "NOCREATEROLE", dbaSQL: "CREATE ROLE ledger_app NOLOGIN; GRANT ledger_app TO ledger;")
+        let shape = try await Shape(loginOptions: "NOCREATEROLE", dbaSQL: "CREATE ROLE ledger_app NOLOGIN; GRANT ledger_app TO ledger;")
         try await exerciseEveryCommand(shape)
     }
 
-    @Test func anOwnerWithoutCreateRoleAndNoRoleIsToldTheSQLByEveryCommand() throws {
-        let shape = try Shape(loginOptions: "NOCREATEROLE")
+    @Test func anOwnerWithoutCreateRoleAndNoRoleIsToldTheSQLByEveryCommand() async throws {
+        let shape = try await Shape(loginOptions: "NOCREATEROLE")
         for command in [
             ["migrate"], ["serve", "--port", "0"], ["keys", "list"], ["rebuild"], ["verify"],
             ["export", "transactions", "--app", "com.example.shape"],
         ] {
             let started = Date()
-            let outcome = try shape.ledger(command)
+            let outcome = try await shape.ledger(command)
             #expect(outcome.status != 0, "\(command[0]) must fail")
             #expect(outcome.output.contains("application role ledger_app does not exist"), "\(command[0]): \(outcome.output)")
             #expect(outcome.output.contains("CREATE ROLE ledger_app NOLOGIN;"), "\(command[0]): \(outcome.output)")
@@ -124,19 +124,19 @@ import Testing
         }
         // What the message says works.
         try shape.asSuperuser(#"CREATE ROLE ledger_app NOLOGIN; GRANT ledger_app TO "ledger";"#)
-        #expect(try shape.ledger(["migrate"]).status == 0)
+        #expect(try await shape.ledger(["migrate"]).status == 0)
     }
 
-    @Test func aRoleThatExistsWithoutMembershipIsToldTheGrant() throws {
-        let shape = try Shape(loginOptions: "NOCREATEROLE", dbaSQL: "CREATE ROLE ledger_app NOLOGIN;")
-        let outcome = try shape.ledger(["migrate"])
+    @Test func aRoleThatExistsWithoutMembershipIsToldTheGrant() async throws {
+        let shape = try await Shape(loginOptions: "NOCREATEROLE", dbaSQL: "CREATE ROLE ledger_app NOLOGIN;")
+        let outcome = try await shape.ledger(["migrate"])
         #expect(outcome.status != 0)
         #expect(outcome.output.contains("login ledger is not a member of the application role ledger_app"), "\(outcome.output)")
         #expect(outcome.output.contains(#"GRANT ledger_app TO "ledger";"#), "\(outcome.output)")
     }
 
     @Test func anotherRoleGivenWithDatabaseRoleReceivesTheGrants() async throws {
-        let shape = try Shape(loginOptions: "NOCREATEROLE", dbaSQL: "CREATE ROLE shop_ledger NOLOGIN; GRANT shop_ledger TO ledger;")
+        let shape = try await Shape(loginOptions: "NOCREATEROLE", dbaSQL: "CREATE ROLE shop_ledger NOLOGIN; GRANT shop_ledger TO ledger;")
         try await exerciseEveryCommand(shape, extra: ["LEDGER_DATABASE_ROLE": "shop_ledger"])
         let grants = try PostgresConnection.connect(shape.cluster.configuration(database: "ledger")).query(
             """
@@ -149,14 +149,14 @@ import Testing
     }
 
     @Test func aRuntimeLoginWithNoDDLRightsServesAndIsSentToTheOwnerForMigrations() async throws {
-        let shape = try Shape(
+        let shape = try await Shape(
             loginOptions: "NOCREATEROLE",
             dbaSQL: """
                 CREATE ROLE ledger_app NOLOGIN; GRANT ledger_app TO ledger;
                 CREATE ROLE ledger_runtime LOGIN; GRANT ledger_app TO ledger_runtime;
                 """)
         // Before the owner migrated: the runtime login cannot, and says who must.
-        let early = try shape.ledger(["serve", "--port", "0"], login: "ledger_runtime")
+        let early = try await shape.ledger(["serve", "--port", "0"], login: "ledger_runtime")
         #expect(early.status != 0)
         #expect(early.output.contains("run `ledger migrate` once with the owner's LEDGER_DATABASE_URL"), "\(early.output)")
         #expect(early.output.contains("0001_event_store"), "\(early.output)")
@@ -169,14 +169,14 @@ import Testing
         #expect(try !rights["creates"].bool() && !rights["updates"].bool(), "the runtime login really has no DDL or rewrite rights")
     }
 
-    @Test func aPostgresFailureNamesWhatTheLedgerWasDoingAndTheServersWords() throws {
+    @Test func aPostgresFailureNamesWhatTheLedgerWasDoingAndTheServersWords() async throws {
         // A login that may not even create the schema in a database it does not own.
-        let shape = try Shape(
+        let shape = try await Shape(
             loginOptions: "NOCREATEROLE",
             dbaSQL: """
                 CREATE ROLE ledger_app NOLOGIN; CREATE ROLE visitor LOGIN; GRANT ledger_app TO visitor;
                 """)
-        let outcome = try shape.ledger(["migrate"], login: "visitor")
+        let outcome = try await shape.ledger(["migrate"], login: "visitor")
         #expect(outcome.status != 0)
         #expect(outcome.output.contains("creating the ledger schema: permission denied for database ledger (SQLSTATE 42501)"), "\(outcome.output)")
         #expect(outcome.output.contains("connecting to postgresql"), "\(outcome.output)")

@@ -10,7 +10,7 @@ import Testing
 
 /// Month-end exports on 100,000+ rows: the server streams them in bounded memory (measured on the
 /// `ledger serve` process itself), and `ledger export` writes the same rows to a file.
-@Suite struct ExportTests {
+@Suite(.takingTurns) struct ExportTests {
     static let bundle = "com.example.export"
 
     /// Resident memory of a process, from /proc.
@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func theServerStreamsAHundredThousandRowsInBoundedMemoryAndTheCommandExportsARange() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let owner = try PostgresConnection.connect(configuration)
         try owner.query(
             """
@@ -53,7 +53,7 @@ import Testing
         environment["LEDGER_DATABASE_URL"] = configuration.connectionString
         environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
         environment["LEDGER_LOG_LEVEL"] = "warning"
-        let created = try ChildProcess.run(
+        let created = try await ChildProcess.run(
             LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "finance", "--scopes", "finance,admin"],
             environment: environment)
         #expect(created.status == 0, "\(created.output)")
@@ -88,7 +88,7 @@ import Testing
 
         let file = NSTemporaryDirectory() + "export-\(UUID().uuidString.prefix(8)).jsonl"
         defer { unlink(file) }
-        let exported = try ChildProcess.run(
+        let exported = try await ChildProcess.run(
             LedgerCommandTests.ledgerBinary,
             [
                 "export", "transactions", "--app", Self.bundle, "--format", "jsonl",
@@ -99,7 +99,7 @@ import Testing
         let written = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
         #expect(written.count == 10_000)
         #expect(written.first?.contains(#""price":"0.990""#) == true && written.first?.contains(#""price_milliunits":990"#) == true)
-        let refused = try ChildProcess.run(
+        let refused = try await ChildProcess.run(
             LedgerCommandTests.ledgerBinary, ["export", "transactions", "--app", Self.bundle, "--from", "yesterday"],
             environment: environment)
         #expect(refused.status != 0 && refused.output.contains("RFC 3339"))

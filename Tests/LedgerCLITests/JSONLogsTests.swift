@@ -11,9 +11,9 @@ import Testing
 /// `LEDGER_LOG_FORMAT=json`: every line `ledger serve` writes is a JSON object; each request has
 /// one access line (route pattern, status, duration) carrying the request id the client got back
 /// and the trace id of the `traceparent` it sent; a query string never reaches the log.
-@Suite struct JSONLogsTests {
+@Suite(.takingTurns) struct JSONLogsTests {
     @Test func everyLineIsJSONAndEachRequestHasAnAccessLineWithItsIds() async throws {
-        let served = try ServedLedger("json", environment: ["LEDGER_LOG_FORMAT": "json"])
+        let served = try await ServedLedger("json", environment: ["LEDGER_LOG_FORMAT": "json"])
         defer { served.stop() }
         let (pid, base) = (served.pid, served.base)
         #expect(try await poll(base + "/readyz", until: 200)?.0 == 200)
@@ -25,7 +25,7 @@ import Testing
             base + "/v1/apps/com.example.logs/users/u1?at=2026-01-01&note=sekrit-in-query", headers: ["X-Request-Id": "log-test-2"])
         #expect(refused == 401)
         kill(pid, SIGTERM)
-        _ = await Task.detached { ChildProcess.wait(pid) }.value
+        _ = await ChildProcess.wait(pid)
 
         let text = served.output
         let lines = text.split(separator: "\n").filter { !$0.isEmpty }

@@ -11,7 +11,7 @@ import Testing
 #endif
 
 /// The `ledger` binary as a newcomer runs it: from an empty folder, on the embedded default.
-@Suite struct LedgerCommandTests {
+@Suite(.takingTurns) struct LedgerCommandTests {
     /// The `ledger` executable built beside this test bundle.
     static var ledgerBinary: String {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -48,7 +48,7 @@ import Testing
         #expect(mode == 0o600, "\(keyFile): \(String(describing: mode))")
 
         kill(pid, SIGTERM)
-        let status = await Task.detached { ChildProcess.wait(pid) }.value
+        let status = await ChildProcess.wait(pid)
         #expect(status == 0, "ledger serve exits 0 on SIGTERM")
         #expect(!FileManager.default.fileExists(atPath: dataDir + "/postmaster.pid"), "the embedded cluster was stopped")
         let output = try String(contentsOfFile: log, encoding: .utf8)
@@ -57,13 +57,13 @@ import Testing
 
     @Test func serveStaysUpWhileTheDatabaseIsDownAndRecovers() async throws {
         // Well past the stuck limit, the database still away: its parts wait for it, they are not stuck.
-        let served = try ServedLedger("outage", environment: ["LEDGER_STUCK_AFTER": "2s"])
+        let served = try await ServedLedger("outage", environment: ["LEDGER_STUCK_AFTER": "2s"])
         defer { served.stop() }
         let (cluster, pid, port) = (served.cluster, served.pid, served.port)
 
         let url = "http://127.0.0.1:\(port)/readyz"
         #expect(try await poll(url, until: 200)?.0 == 200, "ready at first")
-        try cluster.stop()
+        try await cluster.stop()
         let down = try await poll(url, until: 503)
         #expect(down?.0 == 503, "not ready while the database is down")
         #expect(down?.1.contains("connection_") == true)
@@ -72,12 +72,12 @@ import Testing
         #expect(waiting.0 == 503 && waiting.1.contains("failing for") && !waiting.1.contains("stuck"), "\(waiting.1)")
         #expect(ChildProcess.poll(pid) == nil, "the server waits for its database rather than exit")
         #expect(try await get("http://127.0.0.1:\(port)/healthz").0 == 200, "the process itself stays up")
-        try cluster.start()
+        try await cluster.start()
         #expect(try await poll(url, until: 200)?.0 == 200, "ready again once the database is back")
     }
 
     @Test func verifyExitsOneAndNamesTheFirstTamperedEvent() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 1, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
         for n in 1...4 { try await store.append([testEvent(data: #"{"n": \#(n)}"#)], to: "user-7") }
@@ -85,7 +85,7 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = configuration.connectionString
 
-        let clean = try ChildProcess.run(Self.ledgerBinary, ["verify"], environment: environment)
+        let clean = try await ChildProcess.run(Self.ledgerBinary, ["verify"], environment: environment)
         #expect(clean.status == 0)
         #expect(clean.output.contains("intact: 4 events in 1 streams"))
 
@@ -95,36 +95,37 @@ import Testing
                 SET session_replication_role = replica;
                 UPDATE ledger.events SET data = '{"n": 99}' WHERE stream = 'user-7' AND version = 2;
                 """)
-        let broken = try ChildProcess.run(Self.ledgerBinary, ["verify"], environment: environment)
+        let broken = try await ChildProcess.run(Self.ledgerBinary, ["verify"], environment: environment)
         #expect(broken.status == 1)
         #expect(broken.output.contains("stream user-7 version 2: content changed"), "\(broken.output)")
     }
 
-    @Test func rebuildSwitchesToANewVersionAndReportsProgressLines() throws {
+    @Test func rebuildSwitchesToANewVersionAndReportsProgressLines() async throws {
         var environment = ProcessInfo.processInfo.environment
-        environment["LEDGER_DATABASE_URL"] = try TestCluster.database().connectionString
-        let first = try ChildProcess.run(Self.ledgerBinary, ["rebuild"], environment: environment)
+        environment["LEDGER_DATABASE_URL"] = try await TestCluster.database().connectionString
+        let first = try await ChildProcess.run(Self.ledgerBinary, ["rebuild"], environment: environment)
         #expect(first.status == 0, "\(first.output)")
         #expect(first.output.contains("rebuilt users v2"))
         #expect(first.output.contains("rebuild: switching"), "plain progress lines when not on a terminal")
-        let unknown = try ChildProcess.run(Self.ledgerBinary, ["rebuild", "nonsense"], environment: environment)
+        let unknown = try await ChildProcess.run(Self.ledgerBinary, ["rebuild", "nonsense"], environment: environment)
         #expect(unknown.status != 0 && unknown.output.contains("unknown projection"))
     }
 
-    @Test func keysMadeAndRevokedByTheCommandAreInTheAuditLog() throws {
+    @Test func keysMadeAndRevokedByTheCommandAreInTheAuditLog() async throws {
         var environment = ProcessInfo.processInfo.environment
-        let database = try TestCluster.database()
+        let database = try await TestCluster.database()
         environment["LEDGER_DATABASE_URL"] = database.connectionString
-        let created = try ChildProcess.run(
+        let created = try await ChildProcess.run(
             Self.ledgerBinary, ["keys", "create", "--name", "ops", "--scopes", "admin", "--rate-limit", "50/s"], environment: environment)
         #expect(created.status == 0)
         let secret = created.output.split(separator: "\n").last.map(String.init) ?? ""
         #expect(secret.hasPrefix("lk_"))
-        #expect(try ChildProcess.run(Self.ledgerBinary, ["keys", "list"], environment: environment).output.contains("50/s"))
+        #expect(try await ChildProcess.run(Self.ledgerBinary, ["keys", "list"], environment: environment).output.contains("50/s"))
         #expect(
-            try ChildProcess.run(Self.ledgerBinary, ["keys", "create", "--name", "x", "--scopes", "read", "--rate-limit", "0"], environment: environment).status
+            try await ChildProcess.run(Self.ledgerBinary, ["keys", "create", "--name", "x", "--scopes", "read", "--rate-limit", "0"], environment: environment)
+                .status
                 != 0)
-        #expect(try ChildProcess.run(Self.ledgerBinary, ["keys", "revoke", "ops"], environment: environment).status == 0)
+        #expect(try await ChildProcess.run(Self.ledgerBinary, ["keys", "revoke", "ops"], environment: environment).status == 0)
         let rows = try PostgresConnection.connect(TestCluster.superuser(database)).query(
             "SELECT actor, action, target, after::text AS after FROM ledger.audit_log ORDER BY position")
         #expect(try rows.map { try $0["action"].string() } == ["key.created", "key.revoked"])
@@ -132,19 +133,19 @@ import Testing
         #expect(try !rows[0]["after"].string().contains(secret), "the key itself is never recorded, only its prefix")
     }
 
-    @Test func migrateIsIdempotentAndHelpIsThere() throws {
+    @Test func migrateIsIdempotentAndHelpIsThere() async throws {
         var environment = ProcessInfo.processInfo.environment
-        environment["LEDGER_DATABASE_URL"] = try TestCluster.database().connectionString
-        let again = try ChildProcess.run(Self.ledgerBinary, ["migrate"], environment: environment)
+        environment["LEDGER_DATABASE_URL"] = try await TestCluster.database().connectionString
+        let again = try await ChildProcess.run(Self.ledgerBinary, ["migrate"], environment: environment)
         #expect(again.status == 0 && again.output.contains("applied 0 migration(s)"))
-        let help = try ChildProcess.run(Self.ledgerBinary, ["help", "serve"])
+        let help = try await ChildProcess.run(Self.ledgerBinary, ["help", "serve"])
         #expect(help.status == 0 && help.output.contains("--database-url"))
     }
 
-    @Test func aBadDatabaseURLIsAClearErrorWithoutThePassword() throws {
+    @Test func aBadDatabaseURLIsAClearErrorWithoutThePassword() async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = "postgresql://ledger:hunter2@127.0.0.1:1/ledger?connect_timeout=2"
-        let outcome = try ChildProcess.run(Self.ledgerBinary, ["migrate"], environment: environment)
+        let outcome = try await ChildProcess.run(Self.ledgerBinary, ["migrate"], environment: environment)
         #expect(outcome.status != 0)
         #expect(outcome.output.contains("connection_failed"))
         #expect(!outcome.output.contains("hunter2"))
@@ -152,13 +153,13 @@ import Testing
 
     /// A setting that does not parse stops the command before it touches anything, naming every
     /// variable at fault; it never quietly becomes the default (a server on another port).
-    @Test func aSettingThatDoesNotParseIsAnErrorNamingIt() throws {
+    @Test func aSettingThatDoesNotParseIsAnErrorNamingIt() async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = "postgresql://ledger@127.0.0.1:1/ledger?connect_timeout=1"
         environment["LEDGER_PORT"] = "80a"
         environment["LEDGER_APPLE_RECONCILE_INTERVAL"] = "hourly"
         environment["LEDGER_LOG_LEVEL"] = "loud"
-        let outcome = try ChildProcess.run(Self.ledgerBinary, ["serve"], environment: environment)
+        let outcome = try await ChildProcess.run(Self.ledgerBinary, ["serve"], environment: environment)
         #expect(outcome.status != 0)
         #expect(outcome.output.contains("LEDGER_PORT is '80a'"), "\(outcome.output)")
         #expect(outcome.output.contains("LEDGER_APPLE_RECONCILE_INTERVAL is 'hourly'"))

@@ -8,14 +8,14 @@ import Testing
 /// the rules pass `promtool check rules`, the no-primary alert fires in `promtool test rules` when
 /// it should and not before, the dashboard is a Grafana dashboard, and every metric either names
 /// is on a real server's /metrics.
-@Suite struct ObservabilityFilesTests {
+@Suite(.takingTurns) struct ObservabilityFilesTests {
     static let promtool = "/usr/bin/promtool"
     static let alerts = APIContractTests.root.appendingPathComponent("docs/prometheus/alerts.yml")
     static let dashboard = APIContractTests.root.appendingPathComponent("docs/grafana/ledger.json")
 
-    @Test func theAlertRulesAreValidAndTheNoPrimaryAlertFiresWhenItShould() throws {
+    @Test func theAlertRulesAreValidAndTheNoPrimaryAlertFiresWhenItShould() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.promtool), "promtool is missing: Tools/dev test and .ci/run install Debian's prometheus")
-        let checked = try ChildProcess.run(Self.promtool, ["check", "rules", Self.alerts.path])
+        let checked = try await ChildProcess.run(Self.promtool, ["check", "rules", Self.alerts.path])
         #expect(checked.status == 0 && checked.output.contains("SUCCESS: 8 rules found"), "\(checked.output)")
 
         // Without a primary for 20 s, then 40 s and on: the alert is pending once past 30 s and
@@ -48,7 +48,7 @@ import Testing
             """
         let file = folder.appendingPathComponent("alerts-test.yml")
         try cases.write(to: file, atomically: true, encoding: .utf8)
-        let tested = try ChildProcess.run(Self.promtool, ["test", "rules", file.path])
+        let tested = try await ChildProcess.run(Self.promtool, ["test", "rules", file.path])
         #expect(tested.status == 0 && tested.output.contains("SUCCESS"), "\(tested.output)")
     }
 
@@ -73,7 +73,7 @@ import Testing
         }
         let file = folder.appendingPathComponent("dashboard-queries.yml")
         try ("groups:\n  - name: dashboard\n    rules:\n" + rules.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
-        let parsed = try ChildProcess.run(Self.promtool, ["check", "rules", file.path])
+        let parsed = try await ChildProcess.run(Self.promtool, ["check", "rules", file.path])
         #expect(parsed.status == 0 && parsed.output.contains("SUCCESS: \(expressions.count) rules found"), "\(parsed.output)")
         expressions.append(try String(contentsOf: Self.alerts, encoding: .utf8))
         var named: Set<String> = []
@@ -87,7 +87,7 @@ import Testing
         #expect(named.count >= 12, "\(named.sorted())")
 
         // A real server's families.
-        let served = try ServedLedger("metrics")
+        let served = try await ServedLedger("metrics")
         defer { served.stop() }
         #expect(try await poll(served.base + "/readyz", until: 200)?.0 == 200)
         let page = try await get(served.base + "/metrics").1

@@ -15,7 +15,7 @@ import Testing
 
 /// `ledger backfill` and `ledger reconcile` as an operator runs them: the binary, configured by the
 /// environment, against a real PostgreSQL and the simulator's App Store Server API on loopback.
-@Suite struct ReconcileCommandTests {
+@Suite(.takingTurns) struct ReconcileCommandTests {
     static let bundle = "com.example.adopter"
 
     /// A database with the app configured (key, product), the simulator knowing three customers,
@@ -31,7 +31,7 @@ import Testing
         init() async throws {
             folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-reconcile-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            owner = try TestCluster.database(on: TestCluster.privateCluster(), named: "ledger")
+            owner = try await TestCluster.database(on: TestCluster.privateCluster(), named: "ledger")
             let authority = try TestCertificateAuthority()
             try authority.writeRoot(to: folder.appendingPathComponent("root.der").path)
             simulator = ServerAPISimulator()

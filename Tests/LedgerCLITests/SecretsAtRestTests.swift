@@ -17,7 +17,7 @@ import WebhookReceiver
 /// without a key; a `pg_dump` holds no shared secret, In-App Purchase key or webhook secret; the
 /// key is rotated while two servers run, each keeps opening every secret (V1 notifications checked
 /// against the shared secret, webhook deliveries signed), and the old key is refused afterwards.
-@Suite struct SecretsAtRestTests {
+@Suite(.takingTurns) struct SecretsAtRestTests {
     static let bundle = "com.example.sealed"
     static let sharedSecret = "shared-7c1e55aa90b34d0f"
     static let webhookSecret = "whsec_sealed_9f8e7d6c5b4a39281706"
@@ -46,7 +46,7 @@ import WebhookReceiver
         try await HeavyTests.oneAtATime {
             let folder = NSTemporaryDirectory() + "ledger-sealed-\(UUID().uuidString.prefix(8))"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let owner = try TestCluster.database(on: TestCluster.privateCluster(), named: "ledger")
+            let owner = try await TestCluster.database(on: TestCluster.privateCluster(), named: "ledger")
             let authority = try TestCertificateAuthority()
             try authority.writeRoot(to: folder + "/root.der")
             let app = SimulatedApp(authority: authority, bundleID: Self.bundle, appAppleID: 31, environment: "Sandbox")
@@ -69,13 +69,14 @@ import WebhookReceiver
             }
 
             // No key with a database URL: refused at start, saying what to set.
-            let keyless = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: base)
+            let keyless = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: base)
             #expect(keyless.status != 0 && keyless.output.contains("LEDGER_SECRETS_KEY is not set"), "\(keyless.output)")
-            let garbled = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: with("c2hvcnQ="))
+            let garbled = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: with("c2hvcnQ="))
             #expect(garbled.status != 0 && garbled.output.contains("LEDGER_SECRETS_KEY is not a usable key"), "\(garbled.output)")
             #expect(!garbled.output.contains("c2hvcnQ="), "the value itself is never echoed")
 
-            let created = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "ops", "--scopes", "admin"], environment: base)
+            let created = try await ChildProcess.run(
+                LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "ops", "--scopes", "admin"], environment: base)
             let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
             let first = try await Server(environment: with(old), folder: folder)
             var second = try await Server(environment: with(old), folder: folder)
@@ -123,9 +124,9 @@ import WebhookReceiver
             try await exercise(first, "before the rotation")
 
             // The dump: no secret as it was given, nor the private key's bytes.
-            func dumpHoldsNoSecret(_ moment: String) throws {
+            func dumpHoldsNoSecret(_ moment: String) async throws {
                 let binaries = try PostgresBinaries.locate()
-                let dump = try ChildProcess.run(binaries.directory.appendingPathComponent("pg_dump").path, ["--dbname", owner.connectionString])
+                let dump = try await ChildProcess.run(binaries.directory.appendingPathComponent("pg_dump").path, ["--dbname", owner.connectionString])
                 try #require(dump.status == 0 && dump.output.contains("ledger.secrets_keys"), "\(moment): \(dump.output.prefix(500))")
                 let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }
                 for needle in [Self.sharedSecret, Self.webhookSecret, "PRIVATE KEY"] + body.map(String.init) {
@@ -133,10 +134,10 @@ import WebhookReceiver
                 }
                 #expect(dump.output.contains("sealed:v1:"), "\(moment): the sealed values are there")
             }
-            try dumpHoldsNoSecret("before the rotation")
+            try await dumpHoldsNoSecret("before the rotation")
 
             // Rotation, step 1: every secret sealed under both keys while both servers run.
-            let rotated = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["secrets", "rotate"], environment: with(old, new: new))
+            let rotated = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["secrets", "rotate"], environment: with(old, new: new))
             #expect(rotated.status == 0 && rotated.output.contains("sealed 3 secret(s) again"), "\(rotated.output)")
             // Step 2: one server moves to the new key; the other still holds the old one.
             second.stop()
@@ -147,18 +148,18 @@ import WebhookReceiver
             first.stop()
             let third = try await Server(environment: with(new), folder: folder)
             defer { third.stop() }
-            let finished = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["secrets", "rotate", "--finish"], environment: with(new))
+            let finished = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["secrets", "rotate", "--finish"], environment: with(new))
             #expect(finished.status == 0 && finished.output.contains("forgotten"), "\(finished.output)")
             try await exercise(third, "after the rotation")
             try await exercise(second, "after the rotation, the other server")
-            try dumpHoldsNoSecret("after the rotation")
+            try await dumpHoldsNoSecret("after the rotation")
 
             let audited = try await send("GET", third.base + "/v1/audit-log?limit=100", key: key)
             #expect(audited.1.contains("secrets.rotate") && audited.1.contains("secrets.rotate.finish"), "\(audited.1)")
             #expect(!audited.1.contains(Self.sharedSecret) && !audited.1.contains(Self.webhookSecret), "no secret in the audit log")
 
             // The old key no longer opens the database: refused at start, naming the setting.
-            let stale = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: with(old))
+            let stale = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: with(old))
             #expect(stale.status != 0 && stale.output.contains("LEDGER_SECRETS_KEY does not open this database's secrets"), "\(stale.output)")
         }
     }

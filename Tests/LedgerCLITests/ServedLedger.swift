@@ -13,9 +13,9 @@ final class ServedLedger {
     let pid: pid_t
 
     /// `tag` names the log file; `environment` adds to (or overrides) the settings.
-    init(_ tag: String, environment extra: [String: String] = [:]) throws {
-        cluster = try TestCluster.privateCluster()
-        database = try TestCluster.database(on: cluster, named: "ledger")
+    init(_ tag: String, environment extra: [String: String] = [:]) async throws {
+        cluster = try await TestCluster.privateCluster()
+        database = try await TestCluster.database(on: cluster, named: "ledger")
         port = Int.random(in: 40_000..<60_000)
         log = NSTemporaryDirectory() + "ledger-\(tag)-\(UUID().uuidString.prefix(8)).log"
         var environment = ProcessInfo.processInfo.environment

@@ -7,9 +7,9 @@ import Testing
 /// A server half-alive — answering, its database answering, one of its background parts unable
 /// to work — says so in `/readyz` and exits with a failure, so that its supervisor restarts it;
 /// a server waiting for its database is not stuck and stays.
-@Suite struct StuckServerTests {
+@Suite(.takingTurns) struct StuckServerTests {
     @Test func aPartFailingWhileTheDatabaseAnswersIsStuckAndTheServerExits() async throws {
-        let served = try ServedLedger("stuck", environment: ["LEDGER_STUCK_AFTER": "2s"])
+        let served = try await ServedLedger("stuck", environment: ["LEDGER_STUCK_AFTER": "2s"])
         defer { served.stop() }
         let (database, pid) = (served.database, served.pid)
         let url = served.base + "/readyz"

@@ -17,7 +17,7 @@ import WebhookReceiver
 /// the receiver gets one trace holding the request, its verification, the group commit, its
 /// PostgreSQL round trips and — continued from the stored trace — the webhook delivery, which
 /// reaches the game server with a `traceparent` of the same trace. No span names the user.
-@Suite struct TracingTests {
+@Suite(.takingTurns) struct TracingTests {
     static let bundle = "com.example.traces"
     static let secret = "whsec_traces_0123456789abcdef0123456"
     static let issuer = "7b2e9c6e-0f3b-4a57-9b55-2f4f0a7c1d12"
@@ -42,7 +42,7 @@ import WebhookReceiver
         let urls = try await apple.start { simulator.register(on: $0) }
         defer { apple.stop() }
         let appleBase = String(urls.production.dropLast("/production/verifyReceipt".count))
-        let served = try ServedLedger(
+        let served = try await ServedLedger(
             "traces",
             environment: [
                 "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100",
@@ -55,7 +55,7 @@ import WebhookReceiver
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = served.database.connectionString
         environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
-        let created = try ChildProcess.run(
+        let created = try await ChildProcess.run(
             LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "tracer", "--scopes", "admin"], environment: environment)
         let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
 
@@ -185,7 +185,7 @@ import WebhookReceiver
         let collector = OTLPReceiver()
         try await collector.start()
         defer { Task { await collector.stop() } }
-        let served = try ServedLedger(
+        let served = try await ServedLedger(
             "head-sampled",
             environment: [
                 "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100",

@@ -17,7 +17,7 @@ import WebhookReceiver
 /// started again. Afterwards every change was delivered at least once, signed, each user's in
 /// order; the feed lists the same changes in the same order; a rebuild, and a re-derivation of
 /// every change from zero, announce nothing twice.
-@Suite struct WebhookDeliveryTests {
+@Suite(.takingTurns) struct WebhookDeliveryTests {
     static let bundle = "com.example.webhooks"
     static let secret = "whsec_chaos_0123456789abcdef01234567"
 
@@ -83,7 +83,7 @@ import WebhookReceiver
         try await HeavyTests.oneAtATime {
             let folder = NSTemporaryDirectory() + "ledger-webhooks-\(UUID().uuidString.prefix(8))"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let owner = try TestCluster.database(on: TestCluster.privateCluster(), named: "ledger")
+            let owner = try await TestCluster.database(on: TestCluster.privateCluster(), named: "ledger")
             let authority = try TestCertificateAuthority()
             try authority.writeRoot(to: folder + "/root.der")
             let app = SimulatedApp(authority: authority, bundleID: Self.bundle, appAppleID: 99, environment: "Sandbox")
@@ -98,7 +98,7 @@ import WebhookReceiver
             environment["LEDGER_WEBHOOK_LONGEST_RETRY"] = "1"
             environment["LEDGER_WEBHOOK_POLL_MS"] = "100"
             environment["LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS"] = "1" // the receiver is on loopback
-            let created = try ChildProcess.run(
+            let created = try await ChildProcess.run(
                 LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "chaos", "--scopes", "admin"],
                 environment: environment)
             let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
@@ -225,7 +225,7 @@ import WebhookReceiver
                 "webhooks: \(listed.count) changes, \(receiver.attempts) attempts, \(accepted.count) accepted (\(accepted.count - delivered.count) duplicates)")
 
             // A rebuild, then a re-derivation of every change from zero: nothing new is announced.
-            let rebuilt = try ChildProcess.run(LedgerCommandTests.ledgerBinary, ["rebuild"], environment: environment)
+            let rebuilt = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["rebuild"], environment: environment)
             #expect(rebuilt.status == 0, "\(rebuilt.output)")
             let database = try PostgresConnection.connect(owner)
             try database.query("UPDATE ledger.projection_checkpoints SET tx_id = '0', position = 0 WHERE name = 'changes'")

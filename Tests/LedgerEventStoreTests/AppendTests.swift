@@ -6,7 +6,7 @@ import Testing
 
 @Suite struct AppendTests {
     @Test func versionsStartAtOneAndHaveNoGaps() async throws {
-        let (store, _) = try makeStore()
+        let (store, _) = try await makeStore()
         let stream = uniqueStream()
         let first = try await store.append([testEvent(), testEvent()], to: stream, expectedVersion: .noStream)
         let second = try await store.append([testEvent()], to: stream, expectedVersion: .exact(2))
@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test func whatIsReadBackIsWhatWasAppended() async throws {
-        let (store, _) = try makeStore()
+        let (store, _) = try await makeStore()
         let stream = uniqueStream()
         let occurred = Date(timeIntervalSince1970: 1_681_314_324.123)
         let event = NewEvent(
@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func aWrongExpectedVersionCarriesTheActualVersion() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         let stream = uniqueStream()
         try await store.append([testEvent(), testEvent()], to: stream)
         let error = await #expect(throws: EventStoreError.self) {
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func invalidEventsAreRejectedWithoutWriting() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         for bad in [[testEvent(data: "{not json")], [], [testEvent("")]] {
             let error = await #expect(throws: EventStoreError.self) { try await store.append(bad, to: uniqueStream()) }
             guard case .invalidEvents? = error else {
@@ -65,7 +65,7 @@ import Testing
     }
 
     @Test func aBatchAcrossStreamsIsAllOrNothing() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         let (a, b, c) = (uniqueStream("a"), uniqueStream("b"), uniqueStream("c"))
         try await store.append([testEvent()], to: b)
         let error = await #expect(throws: EventStoreError.self) {

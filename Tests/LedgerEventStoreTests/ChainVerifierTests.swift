@@ -8,7 +8,7 @@ import Testing
 @Suite struct ChainVerifierTests {
     /// Three streams of five events; returns the store's pool and a superuser's connection.
     private func seeded() async throws -> (PostgresPool, PostgresConnection, [String]) {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         let streams = ["alpha", "bravo", "charlie"].map { uniqueStream($0) }
         for stream in streams {
             for n in 1...5 { try await store.append([testEvent(data: #"{"n": \#(n), "text": "é ✓"}"#)], to: stream) }
@@ -34,7 +34,7 @@ import Testing
     /// (`ledger.append_streams`) — continue one another's chain, and Swift's `EventHash` agrees
     /// with every link, whichever wrote it.
     @Test func everyAppendPathExtendsTheSameChain() async throws {
-        let (store, _) = try makeStore()
+        let (store, _) = try await makeStore()
         let stream = uniqueStream("mixed")
         try await store.append([testEvent(data: #"{"path": "one"}"#)], to: stream)
         try await store.append([testEvent(data: #"{"path": "many", "n": 1}"#), testEvent(data: #"{"path": "many", "n": 2}"#)], to: stream)
@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test func swiftAndSQLComputeTheSameHash() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         try await store.append([testEvent(data: #"{"unicode": "ü😀", "nested": {"b": [1, 2.5, null]}}"#)], to: "hash-check")
         let row = try PostgresConnection.connect(configuration).query(
             """

@@ -7,7 +7,7 @@ import Testing
 @Suite struct ConcurrencyTests {
     @Test(arguments: [2, 8, 16])
     func exactlyOneOfNRacingAppendsWins(writers: Int) async throws {
-        let (store, _) = try makeStore(size: 8)
+        let (store, _) = try await makeStore(size: 8)
         let stream = uniqueStream()
         try await store.append([testEvent()], to: stream)
         let outcomes = await withTaskGroup(of: Result<AppendResult, any Error>.self) { group in

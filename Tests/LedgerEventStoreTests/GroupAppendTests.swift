@@ -10,7 +10,7 @@ import Testing
 /// keeps every invariant of a single append, and is all or nothing.
 @Suite struct GroupAppendTests {
     @Test func aGroupAppendsEveryStreamAtItsVersionAndChainsVerify() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         let existing = uniqueStream("existing")
         try await store.append([testEvent(), testEvent()], to: existing)
         let fresh = [uniqueStream("new"), uniqueStream("new")]
@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func aVersionThatMovedOrAnIDThatExistsWritesNothing() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         let moved = uniqueStream("moved")
         let used = testEvent()
         try await store.append([testEvent(), used], to: moved)
@@ -69,7 +69,7 @@ import Testing
     /// A group that takes its streams to be new reads nothing before deciding; one stream that
     /// exists after all refuses the whole group: nothing of it stands.
     @Test func aGroupAssumingNewStreamsAppendsThemOrIsRefusedWhole() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         let marker = uniqueStream("marker")
         let alongside = PipelinedStatement("SELECT pg_advisory_xact_lock(hashtext($1))", [marker])
         let fresh = [uniqueStream("new"), uniqueStream("new")]

@@ -6,7 +6,7 @@ import Testing
 
 @Suite struct IdempotencyTests {
     @Test func aReplayReturnsTheOriginalResultAndWritesNothing() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         let stream = uniqueStream()
         let events = [testEvent(data: #"{"a": 1, "b": 2}"#), testEvent()]
         let original = try await store.append(events, to: stream, expectedVersion: .noStream)
@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test func theSameIdWithOtherContentIsAConflict() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         let stream = uniqueStream()
         let event = testEvent(data: #"{"coins": 100}"#)
         try await store.append([event], to: stream)
@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func aReplayOnAnotherStreamIsAConflictAndWritesNothing() async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         let event = testEvent()
         try await store.append([event], to: uniqueStream())
         await #expect(throws: EventStoreError.self) { try await store.append([event], to: uniqueStream()) }
@@ -47,7 +47,7 @@ import Testing
     }
 
     @Test func concurrentReplaysOnOneStreamWriteOnce() async throws {
-        let (store, configuration) = try makeStore(size: 8)
+        let (store, configuration) = try await makeStore(size: 8)
         let stream = uniqueStream()
         let event = testEvent()
         let results = try await withThrowingTaskGroup(of: AppendResult.self) { group in
@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func concurrentReplaysAcrossStreamsWriteOnce() async throws {
-        let (store, configuration) = try makeStore(size: 8)
+        let (store, configuration) = try await makeStore(size: 8)
         let event = testEvent()
         let outcomes = await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<24 {

@@ -11,7 +11,7 @@ import Testing
         "TRUNCATE ledger.events CASCADE",
     ])
     func theApplicationRoleCannotRewriteEvents(statement: String) async throws {
-        let (store, configuration) = try makeStore()
+        let (store, configuration) = try await makeStore()
         try await store.append([testEvent()], to: uniqueStream())
         // As the application role: refused by privileges.
         let app = try PostgresConnection.connect(TestCluster.applicationRole(configuration))

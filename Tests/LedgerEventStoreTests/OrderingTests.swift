@@ -11,7 +11,7 @@ import Testing
 /// in another order than they took their positions.
 @Suite struct OrderingTests {
     @Test func theSubscriberMissesNothingWhileANaiveReaderDoes() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let appRole = TestCluster.applicationRole(configuration)
         let writers = PostgresPool(configuration: appRole, size: 8, logger: TestCluster.quietLogger)
         let store = EventStore(pool: PostgresPool(configuration: appRole, size: 2, logger: TestCluster.quietLogger), logger: TestCluster.quietLogger)

@@ -12,9 +12,11 @@ import Testing
 @Suite struct OutageTests {
     @Test(arguments: ["fast", "immediate"])
     func appendsFailCleanlyDuringARestartAndRecoverAfter(mode: String) async throws {
-        let cluster = try TestCluster.privateCluster()
-        let configuration = try TestCluster.database(on: cluster, named: "ledger")
-        try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(PostgresConnection.connect(configuration))
+        let cluster = try await TestCluster.privateCluster()
+        let configuration = try await TestCluster.database(on: cluster, named: "ledger")
+        try await offThePool {
+            try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(PostgresConnection.connect(configuration))
+        }
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 4, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
 
@@ -54,9 +56,9 @@ import Testing
             }
             group.addTask {
                 try await Task.sleep(for: .milliseconds(800))
-                try cluster.stop(mode: mode)
+                try await cluster.stop(mode: mode)
                 try await Task.sleep(for: .milliseconds(700))
-                try cluster.start()
+                try await cluster.start()
                 restarted.withLock { $0 = true }
             }
             try await group.waitForAll()

@@ -5,8 +5,8 @@ import LedgerTestSupport
 import Testing
 
 /// A store on a fresh database, connected as the application role like the server is.
-func makeStore(size: Int = 4) throws -> (EventStore, PostgresConfiguration) {
-    let configuration = try TestCluster.database()
+func makeStore(size: Int = 4) async throws -> (EventStore, PostgresConfiguration) {
+    let configuration = try await TestCluster.database()
     let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: size, logger: TestCluster.quietLogger)
     return (EventStore(pool: pool, logger: TestCluster.quietLogger), configuration)
 }

@@ -3,11 +3,12 @@ import Foundation
 import LedgerAccess
 import LedgerHTTP
 import LedgerPostgres
+import LedgerTestSupport
 import Testing
 
 /// appAccountToken: the UUID an app hands StoreKit names the user in what Apple signs, so a
 /// transaction without user_id and a notification nobody claimed still reach their user.
-@Suite struct AppAccountTokenTests {
+@Suite(.takingTurns) struct AppAccountTokenTests {
     static let bundle = TestServer.bundleID
 
     static func purchase(_ id: String, token: UUID?) -> SimulatedTransaction {

@@ -3,12 +3,13 @@ import Crypto
 import Foundation
 import LedgerAccess
 import LedgerPostgres
+import LedgerTestSupport
 import Testing
 
 /// The app's own purchase (AppTransaction): posted by the app or pulled from Apple on a sync,
 /// verified, kept once, shown in the user's state, and — for an app that went from paid to free —
 /// granting its early buyers what the app's `app_purchase` rule says, with the reason.
-@Suite struct AppPurchaseTests {
+@Suite(.takingTurns) struct AppPurchaseTests {
     static let bundle = TestServer.bundleID
 
     func post(_ server: TestServer, _ user: String, _ signed: String, key: String) async throws -> TestServer.Answer {

@@ -2,13 +2,14 @@ import AppStoreSimulator
 import Foundation
 import LedgerAccess
 import LedgerPostgres
+import LedgerTestSupport
 import Testing
 
 /// The notifications that carry no transaction, end to end through the server: Apple's signed
 /// body shapes as the simulator sends them, withdrawn consent shown on every user whose purchases
 /// were made in that copy of the app (state, change feed, console), and the app-level notices on
 /// the app's console page.
-@Suite struct AppleBodiesTests {
+@Suite(.takingTurns) struct AppleBodiesTests {
     static let bundle = TestServer.bundleID
 
     static func purchase(_ id: String, appTransaction: String?) -> SimulatedTransaction {

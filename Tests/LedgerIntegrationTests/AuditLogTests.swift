@@ -8,7 +8,7 @@ import Testing
 /// Every admin action is recorded with who made it, the request, the target, and the resource
 /// before and after — secrets never — in a table nobody can rewrite; listed to admin keys and on
 /// the console.
-@Suite struct AuditLogTests {
+@Suite(.takingTurns) struct AuditLogTests {
     static let bundle = TestServer.bundleID
     static let secret = "whsec_0123456789abcdef0123456789abcdef"
 

@@ -10,7 +10,7 @@ import Testing
 /// synchronous secondary, each node under its `pg_autoctl` keeper) decides, the server follows.
 /// Under a steady load of purchases: the primary's machine dies and the monitor promotes the
 /// secondary; the old primary rejoins as secondary; a planned switchover goes back.
-@Suite(.serialized) struct AutoFailoverTests {
+@Suite(.serialized, .takingTurns) struct AutoFailoverTests {
     static let bundle = TestServer.bundleID
 
     /// Purchases posted by each of `writers` tasks, about ten a second each, until stopped, every

@@ -10,7 +10,7 @@ import Testing
 
 /// Backfill at adoption over the real server's parts, a real PostgreSQL and the simulator's App
 /// Store Server API: a file of users and their original transaction ids, imported and resumable.
-@Suite struct BackfillTests {
+@Suite(.takingTurns) struct BackfillTests {
     static let bundle = TestServer.bundleID
     static let month: TimeInterval = 30 * 86_400
 
@@ -116,7 +116,7 @@ import Testing
         #expect(try await eventCount(server) == recorded, "a second run records nothing")
     }
 
-    @Test func filesAreReadAsCSVOrJSONLinesAndAWrongOneIsRefusedWhole() throws {
+    @Test func filesAreReadAsCSVOrJSONLinesAndAWrongOneIsRefusedWhole() async throws {
         let csv = try BackfillFile.parse("user_id,original_transaction_id\n\"a, b\",1001\n\nc,1002\n")
         #expect(
             csv == [

@@ -7,7 +7,7 @@ import Testing
 /// The console in a real browser (Debian's chromium, headless): sign in, find a user, read why a
 /// refunded subscription ended, look at an earlier date, make and revoke a grant, see the metrics'
 /// charts. Screenshots of each step are kept in `.test-artefacts/console/`.
-@Suite struct ConsoleBrowserTests {
+@Suite(.takingTurns) struct ConsoleBrowserTests {
     static let artefacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent(".test-artefacts/console").path
 

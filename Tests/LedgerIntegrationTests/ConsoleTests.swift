@@ -8,7 +8,7 @@ import NIOHTTP1
 import Testing
 
 /// The console's pages and every refusal, server side: sessions, CSRF, scopes, escaping.
-@Suite struct ConsoleTests {
+@Suite(.takingTurns) struct ConsoleTests {
     static let bundle = TestServer.bundleID
 
     /// Signs in with `key`; the session cookie (`name=value`).

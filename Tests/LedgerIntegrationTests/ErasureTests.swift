@@ -18,7 +18,7 @@ import Testing
 /// inside the raw evidence decoded layer by layer); the finance export is compared row by row;
 /// the chain is verified; the projection rebuilt from zero answers the same; another account
 /// presents the purchase and gets it.
-@Suite(.serialized) struct ErasureTests {
+@Suite(.serialized, .takingTurns) struct ErasureTests {
     static let bundle = TestServer.bundleID
     static let user = "ada.lovelace+games@example.com"
 
@@ -71,7 +71,7 @@ import Testing
         #expect(!metricsBefore.isEmpty)
         #expect(financeBefore.contains { $0["user_id"] == user }, "\(financeBefore)")
         // The search finds them before: the token also inside the evidence, decoded.
-        let before = Self.traces(of: [user], tokens: [token], in: try Self.dump(server))
+        let before = Self.traces(of: [user], tokens: [token], in: try await Self.dump(server))
         #expect(before.contains { $0.layer == 0 && $0.needle == user }, "\(before)")
         #expect(before.contains { $0.layer >= 2 && $0.needle.lowercased() == token.uuidString.lowercased() }, "in a JWS payload: \(before)")
 
@@ -85,7 +85,7 @@ import Testing
         #expect(erased.headers.first(name: "Ledger-Position") != nil)
 
         // Nowhere: not in the dump, whatever the layer.
-        let afterErasure = Self.traces(of: [user], tokens: [token], in: try Self.dump(server))
+        let afterErasure = Self.traces(of: [user], tokens: [token], in: try await Self.dump(server))
         #expect(afterErasure.isEmpty, "after the erasure: \(afterErasure)")
         // The id names a new, empty account; the audit trail and the export of it are empty.
         let now = try await server.send("GET", "/v1/apps/\(b)/users/\(path)", key: key)
@@ -117,7 +117,7 @@ import Testing
         #expect(try await Self.financeRows(server, key: finance) == financeAfter)
         #expect(try await Self.metricRows(server) == metricsBefore, "and derived again the same")
         #expect(try await Self.state(server, "bob", key: key) == bobBefore)
-        let afterRebuild = Self.traces(of: [user], tokens: [token], in: try Self.dump(server))
+        let afterRebuild = Self.traces(of: [user], tokens: [token], in: try await Self.dump(server))
         #expect(afterRebuild.isEmpty, "after the rebuild: \(afterRebuild)")
 
         // The purchase goes to whoever presents it next.
@@ -149,7 +149,7 @@ import Testing
     /// Read-your-writes holds for an erasure: another server reading a replica, given the answer's
     /// position, no longer shows the user — though it had the user's timeline in its cache.
     @Test func anotherServerReadingAReplicaSeesTheErasureAtOnce() async throws {
-        let (primary, standby) = try await offThePool { try TestCluster.primaryWithStandby() }
+        let (primary, standby) = try await TestCluster.primaryWithStandby()
         let writer = try await TestServer.start(cluster: primary, replicas: [standby])
         let reader = try await TestServer.start(configure: false, sharing: writer, projecting: false, replicas: [standby], replicaWait: .milliseconds(100))
         defer {
@@ -214,7 +214,7 @@ import Testing
     /// A database filled before erasure existed: its facts were written under the schema before
     /// `ledger.erase`; the upgrade adds it, and an erasure then finds and rewrites them as any.
     @Test func aUserRecordedBeforeTheUpgradeIsErasedAfterIt() async throws {
-        let owner = try TestCluster.database(migrations: 23)
+        let owner = try await TestCluster.database(migrations: 23)
         let store = EventStore(
             pool: PostgresPool(configuration: TestCluster.applicationRole(owner), size: 2, logger: TestCluster.quietLogger), logger: TestCluster.quietLogger)
         let user = "veteran@example.com", b = Self.bundle
@@ -237,7 +237,7 @@ import Testing
         #expect(erased.status == 200 && erased.json["events_rewritten"] as? Int == 3, "\(erased.text)")
         let report = try await ChainVerifier(pool: server.pool).verify()
         #expect(report.isIntact, "\(report.breaks)")
-        let traces = Self.traces(of: [user], tokens: [], in: try Self.dump(server))
+        let traces = Self.traces(of: [user], tokens: [], in: try await Self.dump(server))
         #expect(traces.isEmpty, "\(traces)")
     }
 
@@ -272,9 +272,9 @@ import Testing
     }
 
     /// The whole database as `pg_dump` writes it.
-    static func dump(_ server: TestServer) throws -> String {
+    static func dump(_ server: TestServer) async throws -> String {
         let binaries = try PostgresBinaries.locate()
-        let dump = try ChildProcess.run(binaries.directory.appendingPathComponent("pg_dump").path, ["--dbname", server.configuration.connectionString])
+        let dump = try await ChildProcess.run(binaries.directory.appendingPathComponent("pg_dump").path, ["--dbname", server.configuration.connectionString])
         try #require(dump.status == 0 && dump.output.contains("ledger.events"), "\(dump.output.prefix(500))")
         return dump.output
     }

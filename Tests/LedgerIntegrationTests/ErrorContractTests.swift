@@ -4,12 +4,13 @@ import LedgerAccess
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerTestSupport
 import NIOHTTP1
 import Testing
 
 /// Every refusal the contract names, with its status and code, and a fuzz pass that never
 /// yields a 500. Nothing refused may change anything: the event count is checked throughout.
-@Suite struct ErrorContractTests {
+@Suite(.takingTurns) struct ErrorContractTests {
     static let bundle = TestServer.bundleID
     static let purchase = SimulatedTransaction(
         transactionID: "e-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),

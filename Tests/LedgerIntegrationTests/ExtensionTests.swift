@@ -2,11 +2,12 @@ import AppStoreSimulator
 import Foundation
 import LedgerAccess
 import LedgerPostgres
+import LedgerTestSupport
 import Testing
 
 /// Support extends subscriptions at Apple through the ledger, with Apple's limits answered before
 /// asking; and a user's appAccountToken is set at Apple on the purchases Apple knows without it.
-@Suite struct ExtensionTests {
+@Suite(.takingTurns) struct ExtensionTests {
     static let bundle = TestServer.bundleID
     static let day: TimeInterval = 86_400
 

@@ -13,7 +13,7 @@ import WebhookReceiver
 /// the server — given both hosts in one libpq host list with `target_session_attrs=read-write` —
 /// follows it. Requests get 200 or 503 with `Retry-After`, never a hang; every acknowledged
 /// purchase is on the new primary; background work (projection, changes) goes on.
-@Suite(.serialized) struct FailoverTests {
+@Suite(.serialized, .takingTurns) struct FailoverTests {
     static let bundle = TestServer.bundleID
 
     /// The database on both nodes, as the server is told: every host, the primary wanted.
@@ -35,7 +35,7 @@ import WebhookReceiver
     }
 
     static func server(_ primary: EmbeddedPostgres, _ standby: EmbeddedPostgres) async throws -> TestServer {
-        let database = PostgresConfiguration.parse(try TestCluster.database(on: primary).connectionString)["dbname"] ?? ""
+        let database = PostgresConfiguration.parse(try await TestCluster.database(on: primary).connectionString)["dbname"] ?? ""
         var application = hostList(primary, standby, database: database, user: "ledger_runtime", deadline: .seconds(2))
         application.role = "ledger_app"
         return try await TestServer.start(connecting: (hostList(primary, standby, database: database, user: "ledger_owner"), application))
@@ -58,7 +58,7 @@ import WebhookReceiver
     }
 
     @Test func writesComeBackOnTheSameServerAfterTheStandbyIsPromoted() async throws {
-        let (primary, standby) = try await offThePool { try TestCluster.primaryWithStandby() }
+        let (primary, standby) = try await TestCluster.primaryWithStandby()
         try Self.makeSynchronous(primary)
         let server = try await Self.server(primary, standby)
         defer { Task { await server.stop() } }
@@ -138,7 +138,7 @@ import WebhookReceiver
     /// answer every write with 25006; they are dropped at the first, and the pool finds the new
     /// primary through the host list.
     @Test func connectionsToAPrimaryTurnedReadOnlyAreDroppedAndWritesFollowThePromotion() async throws {
-        let (primary, standby) = try await offThePool { try TestCluster.primaryWithStandby() }
+        let (primary, standby) = try await TestCluster.primaryWithStandby()
         try Self.makeSynchronous(primary)
         let server = try await Self.server(primary, standby)
         defer { Task { await server.stop() } }
@@ -172,7 +172,7 @@ import WebhookReceiver
     /// answers 503 at the deadline, and the client's retry, once commits go through again, is
     /// answered with the purchase recorded once.
     @Test func aCommitWaitingForAGoneStandbyAnswers503AtTheDeadline() async throws {
-        let (primary, standby) = try await offThePool { try TestCluster.primaryWithStandby() }
+        let (primary, standby) = try await TestCluster.primaryWithStandby()
         try Self.makeSynchronous(primary)
         let server = try await Self.server(primary, standby)
         defer { Task { await server.stop() } }

@@ -4,12 +4,13 @@ import LedgerAccess
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerTestSupport
 import Testing
 
 /// Concurrent ingestions are recorded in groups (`GroupRecorder`): what a group records must be
 /// exactly what the same requests record one by one — including requests of one group that
 /// present the same transaction, which the group sends to be decided alone.
-@Suite struct GroupRecordingTests {
+@Suite(.takingTurns) struct GroupRecordingTests {
     static let bundle = TestServer.bundleID
 
     @Test func concurrentPurchasesAreEachRecordedOnceAndOwnedByTheirPresenter() async throws {

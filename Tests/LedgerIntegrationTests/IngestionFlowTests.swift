@@ -3,10 +3,11 @@ import Foundation
 import LedgerAccess
 import LedgerHTTP
 import LedgerPostgres
+import LedgerTestSupport
 import Testing
 
 /// Evidence in, state out, over HTTP: the flows a game server and Apple drive.
-@Suite struct IngestionFlowTests {
+@Suite(.takingTurns) struct IngestionFlowTests {
     static let bundle = TestServer.bundleID
     static func subscription(_ id: String, product: String = "pro.monthly", days: Double = 30, startedAgo: Double = 60) -> SimulatedTransaction {
         SimulatedTransaction(
@@ -269,7 +270,7 @@ enum RFC3339Text {
 
 /// Two servers on one database, as deployed behind a load balancer: what one records, the other
 /// answers — its cached timelines are dropped by the projection's announcements.
-@Suite struct MultiServerTests {
+@Suite(.takingTurns) struct MultiServerTests {
     @Test func aSecondServersCachedStateFollowsWhatTheFirstRecords() async throws {
         let first = try await TestServer.start()
         defer { Task { await first.stop() } }

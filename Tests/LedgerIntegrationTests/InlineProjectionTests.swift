@@ -16,7 +16,7 @@ import Testing
 /// (`InlineProjection`): the answer and every later read, on any server, hold the purchase at
 /// commit, with no projection worker involved — and the worker, which passes those events later,
 /// and concurrent writers of the same users never leave an older timeline behind.
-@Suite struct InlineProjectionTests {
+@Suite(.takingTurns) struct InlineProjectionTests {
     static let bundle = TestServer.bundleID
 
     static func coins(_ id: String) -> SimulatedTransaction {
@@ -93,7 +93,9 @@ import Testing
         let first = try await buy("before-switch", "sw-1")
         #expect(first.status == 200 && Self.entitlement(first, "pro"), "\(first.text)")
         let owner = server.configuration
-        let report = try ProjectionRebuilder(batchSize: 20, logger: TestCluster.quietLogger) { try PostgresConnection.connect(owner) }.rebuild()
+        let report = try await offThePool {
+            try ProjectionRebuilder(batchSize: 20, logger: TestCluster.quietLogger) { try PostgresConnection.connect(owner) }.rebuild()
+        }
         #expect(report.version == 2)
 
         let second = try await buy("after-switch", "sw-2")
@@ -226,7 +228,9 @@ import Testing
         let answered = Locked(0)
         let rebuild = Task.detached {
             while answered.value < 20 { try await Task.sleep(for: .milliseconds(2)) }
-            let report = try ProjectionRebuilder(batchSize: 20, logger: TestCluster.quietLogger) { try PostgresConnection.connect(owner) }.rebuild()
+            let report = try await offThePool {
+                try ProjectionRebuilder(batchSize: 20, logger: TestCluster.quietLogger) { try PostgresConnection.connect(owner) }.rebuild()
+            }
             return (report, answered.value)
         }
         let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in

@@ -2,11 +2,12 @@ import AppStoreSimulator
 import Foundation
 import LedgerAccess
 import LedgerPostgres
+import LedgerTestSupport
 import Testing
 
 /// `POST …/users/{u}/merge`: a player who bought while anonymous signs in, and everything the
 /// anonymous account held moves to the signed-in one as recorded facts.
-@Suite struct MergeTests {
+@Suite(.takingTurns) struct MergeTests {
     static let bundle = TestServer.bundleID
 
     static func entitlement(_ state: [String: any Sendable], _ name: String) -> Bool? {

@@ -8,7 +8,7 @@ import Testing
 
 /// Every V2 notification type and subtype Apple documents is kept, and those that change what a
 /// user owns act (docs/events.md has the table).
-@Suite struct NotificationTypesTests {
+@Suite(.takingTurns) struct NotificationTypesTests {
     static let bundle = TestServer.bundleID
     static let month: TimeInterval = 30 * 86_400
 

@@ -3,11 +3,12 @@ import Crypto
 import Foundation
 import LedgerAccess
 import LedgerPostgres
+import LedgerTestSupport
 import Testing
 
 /// Offers signed by the ledger for the users its history makes eligible, checked as StoreKit
 /// checks them (the simulator's `OfferSignatureCheck`, with the app's key), and each one kept.
-@Suite struct OfferTests {
+@Suite(.takingTurns) struct OfferTests {
     static let bundle = TestServer.bundleID
     static let check = OfferSignatureCheck(bundleID: TestServer.bundleID, keyID: TestServer.keyID, publicKey: TestServer.apiKey.publicKey)
 

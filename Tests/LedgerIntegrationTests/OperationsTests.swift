@@ -2,10 +2,11 @@ import AppStoreSimulator
 import Foundation
 import LedgerAccess
 import LedgerHTTP
+import LedgerTestSupport
 import Testing
 
 /// `/healthz`, `/readyz`, `/metrics`, and `/openapi.json` checked against real answers.
-@Suite struct OperationsTests {
+@Suite(.takingTurns) struct OperationsTests {
     static let bundle = TestServer.bundleID
 
     @Test func healthReadinessAndMetrics() async throws {

@@ -14,7 +14,7 @@ import Testing
 /// Reconciliation with Apple over the real server, a real PostgreSQL and the simulator's App Store
 /// Server API: sync on restore, order lookup, missed notifications recovered, and what Apple's
 /// refusals look like to the caller.
-@Suite struct ReconciliationTests {
+@Suite(.takingTurns) struct ReconciliationTests {
     static let bundle = TestServer.bundleID
     static let month: TimeInterval = 30 * 86_400
 
@@ -221,7 +221,7 @@ import Testing
 }
 
 /// Apple's CONSUMPTION_REQUEST answered from the ledger's facts, only with the customer's consent.
-@Suite struct ConsumptionRequestTests {
+@Suite(.takingTurns) struct ConsumptionRequestTests {
     static let bundle = TestServer.bundleID
 
     func configure(_ server: TestServer, policy: [String: Any]?) async throws {

@@ -15,7 +15,7 @@ import Testing
 /// Reads served by a real streaming standby (`pg_basebackup -R`, started here beside its primary):
 /// a read that follows a write its client saw answered reflects it on any server and any node;
 /// with the primary down reads go on (200) and writes answer 503 until it is back.
-@Suite(.serialized) struct ReplicaTests {
+@Suite(.serialized, .takingTurns) struct ReplicaTests {
     static let bundle = TestServer.bundleID
 
     static func purchase(_ server: TestServer, user: String, key: String) async throws -> TestServer.Answer {
@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func aReadAfterAWriteReflectsItOnAnotherServerReadingAReplica() async throws {
-        let (primary, standby) = try TestCluster.primaryWithStandby()
+        let (primary, standby) = try await TestCluster.primaryWithStandby()
         let writer = try await TestServer.start(cluster: primary, replicas: [standby])
         // The reader runs no projection worker: its cache holds only what it read, so its reads are the replica's.
         let reader = try await TestServer.start(
@@ -75,7 +75,7 @@ import Testing
     }
 
     @Test func withThePrimaryDownReadsAnswerFromTheReplicaAndWritesAnswer503UntilItReturns() async throws {
-        let (primary, standby) = try TestCluster.primaryWithStandby()
+        let (primary, standby) = try await TestCluster.primaryWithStandby()
         let writer = try await TestServer.start(cluster: primary, replicas: [standby])
         let reader = try await TestServer.start(configure: false, sharing: writer, replicas: [standby])
         defer {
@@ -97,7 +97,7 @@ import Testing
         }
         try #require(replayed >= target, "the standby replayed the write")
 
-        try primary.stop(mode: "immediate")
+        try await primary.stop(mode: "immediate")
         let read = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/steady", key: key)
         #expect(read.status == 200 && Self.isPro(read), "reads go on from the replica: \(read.text) \(reader.services.reads.sources)")
         let trail = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/steady/events", key: key)
@@ -108,7 +108,7 @@ import Testing
         #expect(ready.status == 200 && ready.json["status"] as? String == "read_only", "\(ready.text)")
         #expect(ready.text.contains(#""replica 1":"ok"#), "\(ready.text)")
 
-        try primary.start()
+        try await primary.start()
         var resumed: TestServer.Answer?
         for _ in 0..<100 {
             resumed = try await Self.purchase(reader, user: "after-outage", key: key)

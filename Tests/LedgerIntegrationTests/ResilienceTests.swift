@@ -12,7 +12,7 @@ import NIOHTTP1
 import Testing
 
 /// What operations meet: a big month-end export, the database going away, a deploy's SIGTERM.
-@Suite struct ResilienceTests {
+@Suite(.takingTurns) struct ResilienceTests {
     static let bundle = TestServer.bundleID
 
     /// Resident memory of this process (server and client both live here), in bytes.
@@ -66,14 +66,14 @@ import Testing
     }
 
     @Test func theDatabaseGoingAwayIs503AndTheServerRecovers() async throws {
-        let cluster = try TestCluster.privateCluster()
+        let cluster = try await TestCluster.privateCluster()
         let server = try await TestServer.start(cluster: cluster)
         defer { Task { await server.stop() } }
         let key = try await server.key([.read, .ingest])
         let path = "/v1/apps/\(Self.bundle)/users/ivy"
         #expect(try await server.send("GET", path, key: key).status == 200)
 
-        try cluster.stop(mode: "fast")
+        try await cluster.stop(mode: "fast")
         let down = try await server.send("GET", path, key: key)
         #expect(down.status == 503 && down.errorCode == "database_unavailable", "\(down.status) \(down.text)")
         #expect(down.headers.first(name: "Retry-After") != nil)
@@ -84,7 +84,7 @@ import Testing
         #expect(try await server.send("GET", "/readyz").status == 503)
         #expect(try await server.send("GET", "/healthz").status == 200, "the process itself is fine")
 
-        _ = try cluster.start()
+        try await cluster.start()
         var recovered = false
         for _ in 0..<100 where !recovered {
             recovered = try await server.send("GET", path, key: key).status == 200
@@ -120,7 +120,9 @@ import Testing
         let receipt = try server.apple.register(server.app.receiptAnswer([coins]), environment: .production, sharedSecret: "s3cret")
         server.apple.script(.production, [.delay(.milliseconds(1500))]) // Apple is slow: the request stays in flight
         let inFlight = Task { try await server.send("POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "jo", "receipt_data": receipt]) }
-        try await Task.sleep(for: .milliseconds(500))
+        // In flight once Apple has it (not after a guessed half second: a busy machine took longer
+        // to get it there, and the stop then came first).
+        try await waitUntil { server.apple.calls(.production) >= 1 }
         let stopping = Task { await server.stop() }
         let answer = try await inFlight.value
         #expect(answer.status == 200, "the request in flight when SIGTERM came still completes: \(answer.text)")

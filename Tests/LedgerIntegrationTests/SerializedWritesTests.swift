@@ -14,7 +14,7 @@ import Testing
 /// Requests that meet on one stream take turns (`EventStore.serialized`) instead of racing: every
 /// one gets a decision — 200, or 409 when the balance is spent — and never "try again", however
 /// many arrive at once and on however many servers.
-@Suite struct SerializedWritesTests {
+@Suite(.takingTurns) struct SerializedWritesTests {
     static let bundle = TestServer.bundleID
 
     /// 64 requests in flight at once (not the shared client's 8 connections per host).

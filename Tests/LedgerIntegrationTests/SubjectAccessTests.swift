@@ -1,11 +1,12 @@
 import AppStoreSimulator
 import Foundation
 import LedgerAccess
+import LedgerTestSupport
 import Testing
 
 /// `GET …/users/{u}/export`: everything the ledger holds about one user, gathered from each place
 /// their id is written, and nothing of anybody else.
-@Suite struct SubjectAccessTests {
+@Suite(.takingTurns) struct SubjectAccessTests {
     static let bundle = TestServer.bundleID
 
     @Test func theExportHoldsEverythingKeptAboutTheUserAndNothingOfOthers() async throws {

@@ -27,7 +27,7 @@ import Synchronization
 final class TestServer: Sendable {
     /// Its own cluster: the projection's snapshot fence is cluster-wide, and the event-store tests
     /// hold transactions open on purpose.
-    static let cluster: Result<EmbeddedPostgres, any Error> = Result { try TestCluster.privateCluster() }
+    static let cluster = Task { try await TestCluster.privateCluster() }
 
     let baseURL: String
     let pool: PostgresPool
@@ -86,11 +86,11 @@ final class TestServer: Sendable {
         } else if let sharing {
             owner = sharing.configuration
         } else {
-            let cluster = try given ?? cluster.get()
-            owner = try TestCluster.database(on: cluster)
+            let cluster = if let given { given } else { try await cluster.value }
+            owner = try await TestCluster.database(on: cluster)
         }
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
-        try migrator.migrate(PostgresConnection.connect(owner))
+        try await offThePool { try migrator.migrate(PostgresConnection.connect(owner)) }
         let database = PostgresConfiguration.parse(owner.connectionString)["dbname"] ?? ""
         let readers = replicas.map { TestCluster.applicationRole($0.configuration(database: database)) } + reading
         let server = try await TestServer(
@@ -108,7 +108,7 @@ final class TestServer: Sendable {
         configuration = owner
         pool = PostgresPool(configuration: application, size: poolSize, logger: logger)
         // As `ledger serve` starts: the secrets key checked against the database (and listed on a new one).
-        _ = try SecretVault(keyring: Self.keyring).prepare(PostgresConnection.connect(application))
+        _ = try await offThePool { try SecretVault(keyring: Self.keyring).prepare(PostgresConnection.connect(application)) }
         store = EventStore(pool: pool, logger: logger)
         let serverAPI = appleOf?.serverAPI ?? ServerAPISimulator()
         self.serverAPI = serverAPI

@@ -1,12 +1,13 @@
 import Foundation
 import LedgerAccess
+import LedgerTestSupport
 import NIOHTTP1
 import Testing
 
 /// Guessing keys or console sign-ins from one address is slowed to the limit: past it, guesses
 /// are answered 429 with `Retry-After` and cost no key lookup, while a good key from the same
 /// address still works. A client cannot escape by naming another address in X-Forwarded-For.
-@Suite struct ThrottleTests {
+@Suite(.takingTurns) struct ThrottleTests {
     @Test func wrongKeysAreThrottledWhileAGoodKeyStillWorks() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

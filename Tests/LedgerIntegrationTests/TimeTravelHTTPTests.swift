@@ -6,7 +6,7 @@ import Testing
 
 /// Both axes of time over HTTP, on the real server: `at` (valid time), `known_at` (what the ledger
 /// knew), the audit trail and the month-end export as they were at a close.
-@Suite struct TimeTravelHTTPTests {
+@Suite(.takingTurns) struct TimeTravelHTTPTests {
     static let bundle = TestServer.bundleID
 
     static func entitlement(_ answer: TestServer.Answer, _ name: String) -> [String: any Sendable]? {

@@ -9,7 +9,7 @@ import WebhookReceiver
 /// A webhook cannot be pointed inside the operator's network: refused when it is defined, and
 /// again when it is delivered — after its name is resolved, so a name that resolves inside later
 /// is caught and its change parked with the reason.
-@Suite struct WebhookTargetTests {
+@Suite(.takingTurns) struct WebhookTargetTests {
     static let secret = "whsec_0123456789abcdef0123456789abcdef"
 
     static var closedPolicy: WebhookPolicy {

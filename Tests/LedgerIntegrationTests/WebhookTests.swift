@@ -11,7 +11,7 @@ import WebhookReceiver
 
 /// Webhooks and the change feed over HTTP: definitions and their refusals, signed deliveries of
 /// what a purchase, a refund and a spend changed, the feed, long polls, parking and replay.
-@Suite struct WebhookTests {
+@Suite(.takingTurns) struct WebhookTests {
     static let bundle = TestServer.bundleID
     static let secret = "whsec_0123456789abcdef0123456789abcdef"
 

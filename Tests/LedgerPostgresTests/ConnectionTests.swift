@@ -4,8 +4,8 @@ import LedgerTestSupport
 import Testing
 
 @Suite struct ConnectionTests {
-    @Test func parametersAreValuesNeverSQL() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func parametersAreValuesNeverSQL() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let hostile = "x'); DROP TABLE ledger.events; --"
         let rows = try connection.query(
             "SELECT $1::text AS echoed, $2::bigint AS n, $3::uuid AS id, $4::timestamptz AS at",
@@ -19,8 +19,8 @@ import Testing
 
     /// Text arrays travel as array literals written by hand: every element must come back as it
     /// went, whatever quotes, backslashes, braces, commas or spaces it holds.
-    @Test func textArrayElementsArriveAsTheyWere() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func textArrayElementsArriveAsTheyWere() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let elements = [
             "", "plain", "NULL", "a\"b", "back\\slash", "\\\"", "\"", "{x,y}", " spaced ", "é 😀", "line\nbreak",
             String(repeating: "eyJhbGciOiJFUzI1NiJ9.", count: 200) + "\"end\\",
@@ -33,8 +33,8 @@ import Testing
         #expect(nullable.map { $0["e"].optionalString() } == ["a\"", nil, "NULL"])
     }
 
-    @Test func serverErrorsAreTypedAndRedacted() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func serverErrorsAreTypedAndRedacted() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let secret = "shared-secret-abc123"
         let error = try #require(throws: PostgresError.self) { try connection.query("SELECT $1::int", [secret]) }
         #expect(error.code == .server)
@@ -45,7 +45,7 @@ import Testing
         #expect(try connection.query("SELECT 1 AS one")[0]["one"].int() == 1)
     }
 
-    @Test func aConnectionThatCannotOpenIsATypedError() throws {
+    @Test func aConnectionThatCannotOpenIsATypedError() async throws {
         let nowhere = PostgresConfiguration(connectionString: "host=/nonexistent port=1 dbname=x user=nobody password=hunter2")
         let error = try #require(throws: PostgresError.self) { try PostgresConnection.connect(nowhere) }
         #expect(error.code == .connectionFailed)
@@ -53,8 +53,8 @@ import Testing
         #expect(!nowhere.description.contains("hunter2"))
     }
 
-    @Test func transactionsRollBackWhenTheBodyThrows() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func transactionsRollBackWhenTheBodyThrows() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         try connection.execute(script: "CREATE TABLE t (n int)")
         struct Boom: Error {}
         #expect(throws: Boom.self) {
@@ -67,16 +67,16 @@ import Testing
         #expect(try connection.query("SELECT count(*) AS n FROM t")[0]["n"].int() == 0)
     }
 
-    @Test func pipelineReturnsEveryResultInOrder() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func pipelineReturnsEveryResultInOrder() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let statements = (1...300).map { PipelinedStatement("SELECT $1::int * 2 AS doubled", [$0]) }
         let results = try connection.pipeline(statements, transaction: false)
         #expect(results.count == 300)
         #expect(try results.enumerated().allSatisfy { index, rows in try rows[0]["doubled"].int() == (index + 1) * 2 })
     }
 
-    @Test func pipelinedTransactionIsAllOrNothing() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func pipelinedTransactionIsAllOrNothing() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         try connection.execute(script: "CREATE TABLE t (n int PRIMARY KEY)")
         let statements = [1, 2, 2, 3].map { PipelinedStatement("INSERT INTO t VALUES ($1)", [$0]) }
         let error = try #require(throws: PostgresError.self) { try connection.pipeline(statements, transaction: true) }
@@ -86,9 +86,9 @@ import Testing
         #expect(try connection.query("SELECT count(*) AS n FROM t")[0]["n"].int() == 0)
     }
 
-    @Test func largePipelinesDoNotDeadlock() throws {
+    @Test func largePipelinesDoNotDeadlock() async throws {
         // Enough statements and parameter bytes to fill both socket buffers several times over.
-        let connection = try PostgresConnection.connect(TestCluster.database())
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let payload = String(repeating: "x", count: 2000)
         let statements = (0..<5000).map { PipelinedStatement("SELECT $1::int AS n, $2::text AS payload", [$0, payload]) }
         let results = try connection.pipeline(statements, transaction: true)
@@ -96,8 +96,8 @@ import Testing
         #expect(try results[4999][0]["n"].int() == 4999)
     }
 
-    @Test func copyLoadsRowsInTextFormat() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func copyLoadsRowsInTextFormat() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         try connection.execute(script: "CREATE TABLE t (n int, label text)")
         let data = Array((1...1000).map { "\($0)\tlabel \($0)\n" }.joined().utf8)
         try connection.copyIn("COPY t (n, label) FROM STDIN", data: data)

@@ -6,16 +6,16 @@ import Testing
 /// What an operator reads when PostgreSQL refuses something: the server's own words, its detail
 /// and hint, the SQLSTATE and what the ledger was doing — and never the values a statement was given.
 @Suite struct ErrorTextTests {
-    @Test func aBoundValueNeverAppearsInTheText() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func aBoundValueNeverAppearsInTheText() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let error = try #require(throws: PostgresError.self) { try connection.query("SELECT $1::uuid", ["receipt-secret-4711"]) }
         #expect(error.sqlState == "22P02")
         #expect(!error.description.contains("receipt-secret-4711"), "\(error)")
         #expect(error.description.hasPrefix("invalid input syntax for type uuid"), "\(error)")
     }
 
-    @Test func aDuplicateKeysValuesAreRedactedButItsColumnsNamed() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func aDuplicateKeysValuesAreRedactedButItsColumnsNamed() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         try connection.execute(script: "CREATE TABLE public.k (secret text PRIMARY KEY)")
         try connection.query("INSERT INTO public.k VALUES ($1)", ["hunter2-token"])
         let error = try #require(throws: PostgresError.self) { try connection.query("INSERT INTO public.k VALUES ($1)", ["hunter2-token"]) }
@@ -28,8 +28,8 @@ import Testing
         #expect(!piped.debugDescription.contains("hunter2"), "\(piped.debugDescription)")
     }
 
-    @Test func theServersHintAndWhatWeWereDoingAreShown() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func theServersHintAndWhatWeWereDoingAreShown() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let error = try #require(throws: PostgresError.self) {
             try whilePostgres("counting the widgets") { try connection.query("SELECT no_such_function(1)") }
         }

@@ -6,7 +6,7 @@ import Testing
 
 @Suite struct ListenerTests {
     @Test func notificationsArriveOnTheListenerThread() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let received = Mutex<[PostgresNotification]>([])
         let listener = PostgresListener(configuration: configuration, channels: ["ledger_test"], logger: TestCluster.quietLogger) { note in
             received.withLock { $0.append(note) }
@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test func theListenerReconnectsAfterItsConnectionIsKilled() async throws {
-        var configuration = try TestCluster.database()
+        var configuration = try await TestCluster.database()
         configuration.applicationName = "killed-\(UUID().uuidString.prefix(8))"
         let connects = Atomic<Int>(0)
         let listener = PostgresListener(configuration: configuration, channels: ["ledger_test"], logger: TestCluster.quietLogger) { note in
@@ -41,7 +41,7 @@ import Testing
     /// On a cluster of its own: a stopped backend holds up whatever in its cluster waits for every
     /// backend (a database dropped or created elsewhere), which other tests must not feel.
     @Test func aListenerWhoseServerStopsAnsweringReconnects() async throws {
-        var configuration = try TestCluster.database(on: try TestCluster.privateCluster())
+        var configuration = try await TestCluster.database(on: try await TestCluster.privateCluster())
         configuration.deadline = .seconds(1)
         configuration.applicationName = "frozen-\(UUID().uuidString.prefix(8))"
 

@@ -6,8 +6,8 @@ import LedgerTestSupport
 import Testing
 
 @Suite struct MigratorTests {
-    @Test func migratingTwiceIsANoOp() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database()) // already migrated once
+    @Test func migratingTwiceIsANoOp() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database()) // already migrated once
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
         let report = try migrator.migrate(connection)
         #expect(report.applied.isEmpty)
@@ -16,16 +16,18 @@ import Testing
     }
 
     @Test func concurrentMigratorsApplyEachMigrationOnce() async throws {
-        let cluster = try TestCluster.cluster()
+        let cluster = try await TestCluster.cluster()
         let name = "m_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
-        try cluster.createDatabase(name)
+        try await offThePool { try cluster.createDatabase(name) }
         let configuration = cluster.configuration(database: name)
         let migrations = try LedgerSchema.migrations()
         let appliedCounts = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<4 {
                 group.addTask {
-                    let connection = try PostgresConnection.connect(configuration)
-                    return try Migrator(migrations: migrations, logger: TestCluster.quietLogger).migrate(connection).applied.count
+                    try await offThePool {
+                        let connection = try PostgresConnection.connect(configuration)
+                        return try Migrator(migrations: migrations, logger: TestCluster.quietLogger).migrate(connection).applied.count
+                    }
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -35,8 +37,8 @@ import Testing
         #expect(try rows[0]["n"].int() == migrations.count)
     }
 
-    @Test func anEditedMigrationIsRefused() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func anEditedMigrationIsRefused() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         var migrations = try LedgerSchema.migrations()
         migrations[0] = Migration(version: migrations[0].version, name: migrations[0].name, sql: migrations[0].sql + "\n-- edited")
         #expect(throws: MigrationError.changedAfterApply(version: migrations[0].version, name: migrations[0].name)) {
@@ -44,25 +46,25 @@ import Testing
         }
     }
 
-    @Test func aDatabaseAheadOfTheBinaryIsRefused() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func aDatabaseAheadOfTheBinaryIsRefused() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         try connection.query("INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES (9999, 'future', 'x')")
         #expect(throws: MigrationError.unknownApplied(versions: [9999])) {
             try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection)
         }
     }
 
-    @Test func aFailingMigrationLeavesNothingBehind() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func aFailingMigrationLeavesNothingBehind() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let broken = try LedgerSchema.migrations() + [Migration(version: 9000, name: "broken", sql: "CREATE TABLE ledger.half (n int); SELECT 1/0;")]
         #expect(throws: PostgresError.self) { try Migrator(migrations: broken, logger: TestCluster.quietLogger).migrate(connection) }
         #expect(try connection.query("SELECT to_regclass('ledger.half') IS NULL AS absent")[0]["absent"].bool())
         #expect(try connection.query("SELECT count(*) AS n FROM ledger.schema_migrations WHERE version = 9000")[0]["n"].int() == 0)
     }
 
-    @Test func aDatabaseMigratedWithTheFirstTextOf0001StillMigrates() throws {
+    @Test func aDatabaseMigratedWithTheFirstTextOf0001StillMigrates() async throws {
         // The checksum 0001 had when it still created the role itself; the file names it.
-        let connection = try PostgresConnection.connect(TestCluster.database())
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         try connection.query(
             "UPDATE ledger.schema_migrations SET checksum = $1 WHERE version = 1",
             ["0d204667719431740642e133236f028277d52bfea6020992f460313c00c86115"])
@@ -72,10 +74,10 @@ import Testing
         #expect(throws: MigrationError.self) { try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection) }
     }
 
-    @Test func databasesThatAppliedTheAppendFunctionsIn0001And0006StillMigrate() throws {
+    @Test func databasesThatAppliedTheAppendFunctionsIn0001And0006StillMigrate() async throws {
         // The checksums 0001, 0006 and 0008 had while 0001 and 0006 still held their own copies of
         // the append functions: a database migrated then keeps them as applied.
-        let connection = try PostgresConnection.connect(TestCluster.database())
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let earlier = [
             1: "fea0b84065387fa978cfdabde7681adbfbbb585e88953d37cd9d6cb0c9893d3c",
             6: "4ac08961c028c18b5a603db1fe9e685a9502515dbd43cdcb4dc34bf5bbb2754d",
@@ -89,14 +91,14 @@ import Testing
         #expect(report.alreadyApplied == report.applied.count + (try LedgerSchema.migrations().count))
     }
 
-    @Test func aFailingMigrationIsNamedWithTheServersMessage() throws {
-        let connection = try PostgresConnection.connect(TestCluster.database())
+    @Test func aFailingMigrationIsNamedWithTheServersMessage() async throws {
+        let connection = try await PostgresConnection.connect(TestCluster.database())
         let broken = try LedgerSchema.migrations() + [Migration(version: 9001, name: "typo", sql: "CREATE TABLE ledger.t (n nonsense_type);")]
         let error = try #require(throws: PostgresError.self) { try Migrator(migrations: broken, logger: TestCluster.quietLogger).migrate(connection) }
         #expect(error.description == #"applying migration 9001_typo: type "nonsense_type" does not exist (SQLSTATE 42704)"#)
     }
 
-    @Test func theRoleNameIsSubstitutedAsAWholeWordOnly() throws {
+    @Test func theRoleNameIsSubstitutedAsAWholeWordOnly() async throws {
         let role = try ApplicationRole("shop_ledger")
         #expect(
             role.substitute(into: "GRANT SELECT ON t TO ledger_app; -- ledger_apps ledger_app_x xledger_app")

@@ -8,7 +8,7 @@ import Testing
     @Test func blockingQueriesRunOnThePoolsOwnThreads() async throws {
         // Four 1 s sleeps on a 4-connection pool: more blocked calls than Swift's cooperative pool
         // has threads (2 here). If libpq ran there, the ticker below could not run at all meanwhile.
-        let pool = PostgresPool(configuration: try TestCluster.database(), size: 4, logger: TestCluster.quietLogger)
+        let pool = PostgresPool(configuration: try await TestCluster.database(), size: 4, logger: TestCluster.quietLogger)
         let ticks = Locked(0)
         let ticker = Task {
             while !Task.isCancelled {
@@ -36,7 +36,7 @@ import Testing
     @Test func callersBeyondThePoolSizeWaitTheirTurn() async throws {
         // A turn, not a deadline, is what this asks: the suite's start keeps the shared cluster
         // busy enough that twenty turns of a 10 ms statement have outlasted the 10 s default wait.
-        let pool = PostgresPool(configuration: try TestCluster.database(), size: 2, waitLimit: .seconds(120), logger: TestCluster.quietLogger)
+        let pool = PostgresPool(configuration: try await TestCluster.database(), size: 2, waitLimit: .seconds(120), logger: TestCluster.quietLogger)
         let results = try await withThrowingTaskGroup(of: Int.self) { group in
             for n in 0..<20 { group.addTask { try await pool.query("SELECT $1::int AS n, pg_sleep(0.01)", [n])[0]["n"].int() } }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -48,7 +48,7 @@ import Testing
     }
 
     @Test func aWaiterGivesUpAfterTheWaitLimit() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: configuration, size: 1, waitLimit: .milliseconds(100), logger: TestCluster.quietLogger)
         // The one connection is held until the waiter has given up: a condition, not a duration
         // (a loaded machine once let a two-second query finish before the waiter even asked).
@@ -74,7 +74,7 @@ import Testing
     /// message once left the connection looking alive: a readiness probe after the primary came
     /// back failed on such a connection.)
     @Test func aKilledConnectionIsReplacedBeforeItIsLentAgain() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: configuration, size: 1, logger: TestCluster.quietLogger)
         let pid = try await pool.query("SELECT pg_backend_pid() AS pid")[0]["pid"].int()
         let admin = try PostgresConnection.connect(configuration)
@@ -87,7 +87,7 @@ import Testing
     /// A connection killed while a caller holds it fails that caller with a transient error, and
     /// its slot reconnects for the next.
     @Test func aConnectionKilledInUseFailsTransientlyAndIsReplaced() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: configuration, size: 1, logger: TestCluster.quietLogger)
         let admin = try PostgresConnection.connect(configuration)
         let error = await #expect(throws: PostgresError.self) {
@@ -103,14 +103,14 @@ import Testing
     }
 
     @Test func theApplicationRoleIsSetOnEveryConnection() async throws {
-        let pool = PostgresPool(configuration: TestCluster.applicationRole(try TestCluster.database()), size: 1, logger: TestCluster.quietLogger)
+        let pool = PostgresPool(configuration: TestCluster.applicationRole(try await TestCluster.database()), size: 1, logger: TestCluster.quietLogger)
         #expect(try await pool.query("SELECT current_user AS who")[0]["who"].string() == "ledger_app")
         await pool.close()
     }
 
     @Test func aCallerCancelledBeforeItQueuesDoesNotWaitOutTheLimit() async throws {
         let pool = PostgresPool(
-            configuration: TestCluster.applicationRole(try TestCluster.database()), size: 1, waitLimit: .seconds(60),
+            configuration: TestCluster.applicationRole(try await TestCluster.database()), size: 1, waitLimit: .seconds(60),
             logger: TestCluster.quietLogger)
         let release = Locked(false)
         let holder = Task { try await pool.withConnection { _ in while !release.value { usleep(1000) } } }

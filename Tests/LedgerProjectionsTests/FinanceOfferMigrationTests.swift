@@ -11,7 +11,7 @@ import Testing
 /// transaction was bought with, read from the log as the projection now computes it.
 @Suite struct FinanceOfferMigrationTests {
     @Test func rowsWrittenBeforeTheOfferColumnsAreFilledFromTheLog() async throws {
-        let configuration = try TestCluster.database(migrations: 17)
+        let configuration = try await TestCluster.database(migrations: 17)
         let owner = try PostgresConnection.connect(configuration)
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
         defer { Task { await pool.close() } }

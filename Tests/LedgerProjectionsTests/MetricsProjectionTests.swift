@@ -13,7 +13,7 @@ import Testing
 @Suite struct MetricsProjectionTests {
     @Test(arguments: [UInt64(6), 77, 2_026])
     func theDailySeriesEqualADirectRecomputationLiveAndRebuilt(seed: UInt64) async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
         let arrivals = LateArrivals(RandomHistory(seed: seed, steps: 80), seed: seed)
@@ -43,7 +43,7 @@ import Testing
             try await reader.daily(bundleID: bundleID, environment: .production, from: middle, through: end)
                 == expected.filter { $0.day >= middle && $0.day <= end })
 
-        _ = try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild()
+        _ = try await offThePool { try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild() }
         #expect(
             try await reader.daily(bundleID: bundleID, environment: .production, from: first, through: last) == expected,
             "seed \(seed): a rebuild from zero computes the same series")
@@ -53,7 +53,7 @@ import Testing
     /// A family-sharing revocation moves no money, yet ends the subscription's access: the live
     /// path recomputes the transaction's contributions for it too.
     @Test func aFamilyRevocationAloneInItsBatchEndsTheActiveSpan() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
         let bought = SampleCatalogue.transaction("f1", product: "pro.yearly", at: day(0.5), expires: day(365.5), ownership: .familyShared)

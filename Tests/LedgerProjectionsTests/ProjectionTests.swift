@@ -65,7 +65,7 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
 @Suite struct ProjectionTests {
     @Test(arguments: [UInt64(7), 1234, 99_999])
     func theLiveProjectionEqualsTheDomainComputation(seed: UInt64) async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
         let history = RandomHistory(seed: seed, steps: 60)
@@ -92,7 +92,7 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
     }
 
     @Test func validTimeReadsFromTheLogEqualTheDomainComputation() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
         let history = RandomHistory(seed: 4242, steps: 50)
@@ -109,7 +109,7 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
     }
 
     @Test func aRebuildWhileTheWorkerRunsAndEventsArriveSwitchesToAnEqualVersion() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 4, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
         let history = RandomHistory(seed: 777, steps: 160)
@@ -169,7 +169,9 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         }
         #expect(try await storedFinance(pool) == expected.financeRows())
         // Both the live path and the rebuild wrote v2's rows from the same code: a second rebuild agrees.
-        let again = try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild()
+        let again = try await offThePool {
+            try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild()
+        }
         #expect(again.version == 3)
         for user in RandomHistory.users {
             #expect(try await reader2.timeline(bundleID: bundleID, userID: user) == expected.timeline(of: user))

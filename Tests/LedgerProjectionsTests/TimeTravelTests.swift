@@ -16,7 +16,7 @@ import Testing
     /// last recording equals none.
     @Test(arguments: [UInt64(11), 2_024])
     func liveAnswersAreReproducedAfterwardsAndARebuildChangesNone(seed: UInt64) async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
         let arrivals = LateArrivals(RandomHistory(seed: seed, steps: 50), seed: seed)
@@ -45,7 +45,9 @@ import Testing
             return all
         }
         let before = try await answers()
-        let rebuilt = try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild()
+        let rebuilt = try await offThePool {
+            try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild()
+        }
         #expect(rebuilt.version == 2)
         #expect(try await answers() == before, "seed \(seed): a rebuild changed an answer")
 
@@ -65,7 +67,7 @@ import Testing
 /// log, as a rebuild would compute it.
 @Suite struct FinanceRecordedAtMigrationTests {
     @Test func rowsProjectedBeforeTheMigrationGainWhenTheyWereRecorded() async throws {
-        let configuration = try TestCluster.database()
+        let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
         try await append(RandomHistory(seed: 31, steps: 60).facts, to: store)

@@ -12,8 +12,8 @@ import Testing
     static func key() throws -> SecretsKey { try SecretsKey(base64: SecretsKey.generate()) }
 
     /// A database holding one secret of each kind in clear, as an older ledger wrote them.
-    static func databaseWithClearSecrets() throws -> PostgresConnection {
-        let connection = try PostgresConnection.connect(TestCluster.applicationRole(try TestCluster.database()))
+    static func databaseWithClearSecrets() async throws -> PostgresConnection {
+        let connection = try PostgresConnection.connect(TestCluster.applicationRole(try await TestCluster.database()))
         try connection.query("INSERT INTO ledger.app_secrets (bundle_id, shared_secret) VALUES ('com.example.game', 'clear-shared-secret-0001')")
         try connection.query(
             "INSERT INTO ledger.app_server_api_keys (bundle_id, issuer_id, key_id, private_key) VALUES ('com.example.game', 'issuer', 'KEY1', 'clear-pem-0002')"
@@ -32,8 +32,8 @@ import Testing
         }
     }
 
-    @Test func theFirstKeyIsListedValuesInClearAreSealedAndAnotherKeyIsRefused() throws {
-        let connection = try Self.databaseWithClearSecrets()
+    @Test func theFirstKeyIsListedValuesInClearAreSealedAndAnotherKeyIsRefused() async throws {
+        let connection = try await Self.databaseWithClearSecrets()
         let key = try Self.key()
         let report = try SecretVault(keyring: Keyring([key])).prepare(connection)
         #expect(report.listed == [key.id] && report.sealed == 3)
@@ -51,8 +51,8 @@ import Testing
         #expect(try connection.query("SELECT key_id FROM ledger.secrets_keys").map { try $0["key_id"].string() } == [key.id])
     }
 
-    @Test func aRotationSealsUnderBothKeysThenUnderTheNewOneAlone() throws {
-        let connection = try Self.databaseWithClearSecrets()
+    @Test func aRotationSealsUnderBothKeysThenUnderTheNewOneAlone() async throws {
+        let connection = try await Self.databaseWithClearSecrets()
         let (old, new) = (try Self.key(), try Self.key())
         _ = try SecretVault(keyring: Keyring([old])).prepare(connection)
 
@@ -85,8 +85,8 @@ import Testing
 
     /// A secret column added later and not on the list would stay in clear: every column whose
     /// name says it holds a secret must be one the vault walks.
-    @Test func everySecretColumnOfTheSchemaIsSealed() throws {
-        let connection = try PostgresConnection.connect(try TestCluster.database())
+    @Test func everySecretColumnOfTheSchemaIsSealed() async throws {
+        let connection = try PostgresConnection.connect(try await TestCluster.database())
         let columns = try connection.query(
             """
             SELECT table_schema || '.' || table_name AS tbl, column_name AS col FROM information_schema.columns

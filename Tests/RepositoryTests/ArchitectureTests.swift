@@ -93,6 +93,42 @@ import Testing
         }
     }
 
+    /// The layered picture at the top of docs/architecture.md: each row's modules, top first.
+    /// A row is a line of the first code block with a module's name in its second column (text
+    /// indented further continues a row's description); its modules are the names before the
+    /// first wide gap, separated by "·".
+    static func layers() throws -> [[String]] {
+        let text = try String(contentsOf: root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let block = try #require(text.components(separatedBy: "```").dropFirst().first, "docs/architecture.md has no picture")
+        return block.split(separator: "\n").compactMap { line -> [String]? in
+            guard line.hasPrefix(" "), let first = line.dropFirst().first, first.isLetter else { return nil }
+            let names = line.dropFirst().components(separatedBy: "   ").first ?? ""
+            return names.split(separator: "·").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+    }
+
+    @Test func thePictureShowsEveryModuleOnceAndEveryImportGoesDown() throws {
+        let layers = try Self.layers()
+        var row: [String: Int] = [:]
+        for (index, modules) in layers.enumerated() {
+            for module in modules {
+                #expect(row[module] == nil, "\(module) is shown twice in the picture of docs/architecture.md")
+                row[module] = index
+            }
+        }
+        let shown = Set(row.keys)
+        let sources = Set(Self.folders.filter { $0.value.hasPrefix("Sources/") }.keys)
+        #expect(sources.subtracting(shown).isEmpty, "the picture does not show \(sources.subtracting(shown).sorted())")
+        #expect(shown.subtracting(sources).isEmpty, "the picture shows \(shown.subtracting(sources).sorted()), which are not modules")
+        for module in sources.sorted() where module != "CLibPQ" {
+            guard let own = row[module] else { continue }
+            for imported in try Self.imports(of: module).sorted() {
+                guard let theirs = row[imported] else { continue }
+                #expect(theirs > own, "\(module) imports \(imported), which the picture does not show below it")
+            }
+        }
+    }
+
     @Test func packageSwiftDeclaresEveryModuleAModuleImports() throws {
         let declared = try Self.declared()
         for module in Self.folders.keys.sorted() where module != "CLibPQ" {

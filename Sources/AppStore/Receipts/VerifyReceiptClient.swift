@@ -61,17 +61,20 @@ package struct VerifyReceiptClient: Sendable {
     let http: HTTPClient
     let logger: Logger
     let observe: @Sendable (AppleCall) -> Void
+    /// What the budget is measured on and the waits between attempts sleep on.
+    let clock: PatienceClock
     /// Apple's answers stay well under this; anything larger is not a verifyReceipt answer.
     static let maximumAnswer = 16 * 1024 * 1024
 
     package init(
         configuration: VerifyReceiptConfiguration, http: HTTPClient = .apple, logger: Logger,
-        observe: @escaping @Sendable (AppleCall) -> Void = { _ in }
+        observe: @escaping @Sendable (AppleCall) -> Void = { _ in }, clock: PatienceClock = .continuous
     ) {
         self.configuration = configuration
         self.http = http
         self.logger = logger
         self.observe = observe
+        self.clock = clock
     }
 
     package func verify(receiptData: String, sharedSecret: String?, expecting expectation: Expectation) async throws -> VerifiedReceipt {
@@ -87,12 +90,15 @@ package struct VerifyReceiptClient: Sendable {
         var body: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": configuration.excludeOldTransactions]
         if let sharedSecret { body["password"] = sharedSecret }
         let payload = try JSONSerialization.data(withJSONObject: body)
+        return try await exchange(payload, expecting: expectation)
+    }
 
+    /// Production first, then wherever Apple sends the receipt, retrying what may pass.
+    private func exchange(_ payload: Data, expecting expectation: Expectation) async throws -> VerifiedReceipt {
         var environment = AppleEnvironment.production
         var switched = false
         var retries = 0
-        let clock = ContinuousClock()
-        let started = clock.now
+        let elapsed = clock.start()
         while true {
             let url = environment == .production ? configuration.productionURL : configuration.sandboxURL
             let status: ReceiptStatus
@@ -126,12 +132,12 @@ package struct VerifyReceiptClient: Sendable {
             case .temporarilyUnavailable:
                 retries += 1
                 let delay = configuration.patience.delay(beforeRetry: retries - 1)
-                guard retries < configuration.patience.maxAttempts, clock.now - started + delay < configuration.patience.totalBudget else {
+                guard retries < configuration.patience.maxAttempts, elapsed() + delay < configuration.patience.totalBudget else {
                     report(.unavailable)
                     throw AppStoreError(.appleUnavailable, "Apple's verifyReceipt did not answer usefully after \(retries) attempts")
                 }
                 report(.retried)
-                try await Task.sleep(for: delay)
+                try await clock.sleep(delay)
             case .rejected(let error):
                 report(.rejected)
                 throw error

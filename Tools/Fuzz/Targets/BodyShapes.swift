@@ -59,15 +59,16 @@ enum BodyShapes {
         var children: [Nested]?
     }
 
-    static let all: [@Sendable (JSONTree) -> Void] = [
-        { _ = try? StorageDecoder.decode(Transaction.self, from: $0) },
-        { _ = try? StorageDecoder.decode(Consumption.self, from: $0) },
-        { _ = try? StorageDecoder.decode(Product.self, from: $0) },
-        { _ = try? StorageDecoder.decode(App.self, from: $0) },
-        { _ = try? StorageDecoder.decode(Webhook.self, from: $0) },
-        { _ = try? StorageDecoder.decode(Replay.self, from: $0) },
-        { _ = try? StorageDecoder.decode(Nested.self, from: $0) },
-        { _ = try? StorageDecoder.decode([String: JSONValueShape].self, from: $0) },
+    /// Each shape decoded from the tree; true where it decoded.
+    static let all: [@Sendable (JSONTree) -> Bool] = [
+        { (try? StorageDecoder.decode(Transaction.self, from: $0)) != nil },
+        { (try? StorageDecoder.decode(Consumption.self, from: $0)) != nil },
+        { (try? StorageDecoder.decode(Product.self, from: $0)) != nil },
+        { (try? StorageDecoder.decode(App.self, from: $0)) != nil },
+        { (try? StorageDecoder.decode(Webhook.self, from: $0)) != nil },
+        { (try? StorageDecoder.decode(Replay.self, from: $0)) != nil },
+        { (try? StorageDecoder.decode(Nested.self, from: $0)) != nil },
+        { (try? StorageDecoder.decode([String: JSONValueShape].self, from: $0)) != nil },
     ]
 
     /// Any JSON value, recursively: every branch of the decoder's containers.

@@ -21,9 +21,11 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     /// A JSON request body: the ledger's parser, its Codable bridge, and writing it back.
     case jsonBody = "json-body"
 
-    /// Runs one input. Asynchronous, as the verifier is: libFuzzer's callback, which may block,
-    /// waits for it (`ledger-fuzz`); a test awaits it, never blocking the concurrency pool.
-    package func run(_ data: Data, with context: FuzzContext) async {
+    /// Runs one input and says how far it got. Asynchronous, as the verifier is: libFuzzer's
+    /// callback, which may block, waits for it (`ledger-fuzz`); a test awaits it, never blocking
+    /// the concurrency pool.
+    @discardableResult
+    package func run(_ data: Data, with context: FuzzContext) async -> FuzzReach {
         switch self {
         case .jws: await Self.jws(data, context)
         case .receipt: await Self.receipt(data, context)
@@ -32,48 +34,64 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
-    private static func jws(_ data: Data, _ context: FuzzContext) async {
+    private static func jws(_ data: Data, _ context: FuzzContext) async -> FuzzReach {
         let text = String(decoding: data, as: UTF8.self)
+        var verified = false
         for expectation in context.expectations {
-            _ = try? await context.verifier.verifyTransaction(text, expecting: expectation)
-            _ = try? await context.verifier.verifyRenewal(text, expecting: expectation)
-            _ = try? await context.verifier.verifyAppTransaction(text, expecting: expectation)
+            verified = (try? await context.verifier.verifyTransaction(text, expecting: expectation)) != nil || verified
+            verified = (try? await context.verifier.verifyRenewal(text, expecting: expectation)) != nil || verified
+            verified = (try? await context.verifier.verifyAppTransaction(text, expecting: expectation)) != nil || verified
         }
-        _ = try? await context.verifier.verifyNotification(body: Data(#"{"signedPayload":"\#(text)"}"#.utf8), expecting: context.expectations[0])
+        let body = Data(#"{"signedPayload":"\#(text)"}"#.utf8)
+        verified = (try? await context.verifier.verifyNotification(body: body, expecting: context.expectations[0])) != nil || verified
         // The payload decoders, which a forged signature never reaches.
         let segments = text.split(separator: ".", omittingEmptySubsequences: false)
         let payload = segments.count == 3 ? Base64URL.decode(segments[1]) : data
-        if let payload { try? UntrustedParsers.signedPayload(payload) }
+        let decoded = payload.map { (try? UntrustedParsers.signedPayload($0)) != nil } ?? false
+        return verified ? .accepted : decoded ? .parsed : .refused
     }
 
-    private static func receipt(_ data: Data, _ context: FuzzContext) async {
-        try? UntrustedParsers.receipt(Array(data))
-        try? UntrustedParsers.receiptPayload(Array(data))
-        _ = try? await context.verifier.verifyAppReceipt(data.base64EncodedString(), expecting: context.expectations[0])
+    private static func receipt(_ data: Data, _ context: FuzzContext) async -> FuzzReach {
+        let container = (try? UntrustedParsers.receipt(Array(data))) != nil
+        let payload = (try? UntrustedParsers.receiptPayload(Array(data))) != nil
+        let verified = (try? await context.verifier.verifyAppReceipt(data.base64EncodedString(), expecting: context.expectations[0])) != nil
+        return verified ? .accepted : container || payload ? .parsed : .refused
     }
 
-    private static func notificationV1(_ data: Data, _ context: FuzzContext) {
+    private static func notificationV1(_ data: Data, _ context: FuzzContext) -> FuzzReach {
         // The password and bundle id are taken from the body itself, so inputs get past the
         // shared-secret check (as Apple's own would) and reach the rest of the reader.
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         let password = object?["password"] as? String
         let bundleID = (object?["bid"] as? String) ?? (object?["unified_receipt"] as? [String: Any]).flatMap { _ in "com.example" } ?? "com.example"
+        var verified = false
         for environments: Set<AppleEnvironment> in [[.production, .sandbox], [.sandbox]] {
-            _ = try? VerifiedNotificationV1(
-                body: data, sharedSecret: password, expecting: Expectation(bundleID: bundleID, environments: environments), receivedAt: Date())
+            let expectation = Expectation(bundleID: bundleID, environments: environments)
+            verified = (try? VerifiedNotificationV1(body: data, sharedSecret: password, expecting: expectation, receivedAt: Date())) != nil || verified
         }
+        return verified ? .accepted : object != nil ? .parsed : .refused
     }
 
-    private static func jsonBody(_ data: Data) {
-        guard let tree = try? JSONTree.parse(data) else { return }
+    private static func jsonBody(_ data: Data) -> FuzzReach {
+        guard let tree = try? JSONTree.parse(data) else { return .refused }
         // What is parsed writes back to text that parses to the same document.
         var written: [UInt8] = []
         tree.write(into: &written)
         guard let again = try? JSONTree.parse(Data(written)), again == tree else {
             fatalError("JSONTree did not read back what it wrote: \(String(decoding: written, as: UTF8.self).prefix(200))")
         }
-        for shape in BodyShapes.all { shape(tree) }
+        let decoded = BodyShapes.all.map { shape in shape(tree) }
+        return decoded.contains(true) ? .accepted : .parsed
     }
+}
+
+/// How far one input got into a target: refused before any parser of its own read it, read by
+/// the target's parser and refused after, or accepted whole (verified, decoded). A target whose
+/// real inputs stop reaching `accepted` fuzzes nothing behind its first check.
+package enum FuzzReach: Int, Comparable, Sendable {
+    case refused, parsed, accepted
+
+    package static func < (lhs: FuzzReach, rhs: FuzzReach) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// What every run shares: the verifier with its roots, and the apps evidence is checked for.

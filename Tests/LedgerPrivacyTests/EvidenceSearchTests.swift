@@ -6,7 +6,7 @@ import Testing
 /// What an erasure empties: evidence that carries the token at any depth Apple nests it, and only that.
 @Suite struct EvidenceSearchTests {
     @Test func findsATokenInsideANotificationsNestedJWSAndNowhereElse() throws {
-        let app = SimulatedApp(authority: TestServer.authority, bundleID: TestServer.bundleID, appAppleID: 4242, environment: "Sandbox")
+        let app = SimulatedApp(authority: try TestCertificateAuthority(), bundleID: "com.example.game", appAppleID: 4242, environment: "Sandbox")
         let token = UUID(), other = UUID()
         var transaction = SimulatedTransaction(
             transactionID: "s-1", productID: "pro.monthly", purchaseDate: Date(), expiresDate: Date(timeIntervalSinceNow: 3600))
