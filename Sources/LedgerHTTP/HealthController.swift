@@ -10,17 +10,24 @@ struct HealthController: Sendable {
 
     var routes: RouteCollection<LedgerRequestContext> {
         let routes = RouteCollection(context: LedgerRequestContext.self)
-        routes.get("/healthz") { _, _ in Status(status: "ok", checks: [:]) }
-        routes.get("/readyz") { _, _ in
-            let ready = await readiness()
-            var response = try JSONResponse.encode(Status(status: ready.status.rawValue, checks: ready.checks))
-            if ready.status == .unavailable {
-                response.status = .serviceUnavailable
-                response.headers[.retryAfter] = String(LedgerError.retryAfterSeconds)
-            }
-            return response
-        }
+        routes.get("/healthz", use: live)
+        routes.get("/readyz", use: ready)
         return routes
+    }
+
+    @Sendable func live(_ request: Request, context: LedgerRequestContext) async throws -> Status {
+        Status(status: "ok", checks: [:])
+    }
+
+    /// 503 with `Retry-After` while not ready, so a load balancer routes around this server.
+    @Sendable func ready(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let now = await readiness()
+        var response = try JSONResponse.encode(Status(status: now.status.rawValue, checks: now.checks))
+        if now.status == .unavailable {
+            response.status = .serviceUnavailable
+            response.headers[.retryAfter] = String(LedgerError.retryAfterSeconds)
+        }
+        return response
     }
 
     struct Status: ResponseCodable {

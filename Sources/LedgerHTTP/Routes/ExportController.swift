@@ -12,29 +12,31 @@ struct ExportController {
     let exports: FinanceExports
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
-        group.get("/apps/:bundle_id/exports/transactions") { request, context in
-            let bundleID = try context.app(.finance)
-            _ = try await directory.app(bundleID)
-            let export = try Self.export(bundleID: bundleID, request)
-            let format = try Self.format(request)
-            let opened = try await exports.open(export)
-            let body = ResponseBody { writer in
-                if format == .csv { try await writer.write(ByteBuffer(string: FinanceExport.csvHeader())) }
-                try await opened.forEachPage { rows in
-                    var buffer = ByteBuffer()
-                    for row in rows { buffer.writeString(format == .csv ? FinanceExport.csvLine(row) : FinanceExport.jsonLine(row)) }
-                    try await writer.write(buffer)
-                }
-                try await writer.finish(nil)
+        group.get("/apps/:bundle_id/exports/transactions", use: transactions)
+    }
+
+    @Sendable func transactions(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.finance)
+        _ = try await directory.app(bundleID)
+        let export = try Self.export(bundleID: bundleID, request)
+        let format = try Self.format(request)
+        let opened = try await exports.open(export)
+        let body = ResponseBody { writer in
+            if format == .csv { try await writer.write(ByteBuffer(string: FinanceExport.csvHeader())) }
+            try await opened.forEachPage { rows in
+                var buffer = ByteBuffer()
+                for row in rows { buffer.writeString(format == .csv ? FinanceExport.csvLine(row) : FinanceExport.jsonLine(row)) }
+                try await writer.write(buffer)
             }
-            let filename = "\(bundleID)-transactions.\(format.rawValue)"
-            return Response(
-                status: .ok,
-                headers: [
-                    .contentType: format == .csv ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
-                    .contentDisposition: "attachment; filename=\"\(filename)\"",
-                ], body: body)
+            try await writer.finish(nil)
         }
+        let filename = "\(bundleID)-transactions.\(format.rawValue)"
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: format == .csv ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
+                .contentDisposition: "attachment; filename=\"\(filename)\"",
+            ], body: body)
     }
 
     static func format(_ request: Request) throws -> FinanceExport.Format {

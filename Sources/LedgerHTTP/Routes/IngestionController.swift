@@ -12,54 +12,79 @@ struct IngestionController {
     let metrics: Metrics
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
-        group.post("/apps/:bundle_id/transactions") { request, context in
-            let bundleID = try context.app(.ingest)
-            let body = try await JSONBody.decode(Wire.TransactionRequest.self, from: request, context: context)
-            let state = try await counted("transaction") {
-                try await ingestor.ingestTransaction(bundleID: bundleID, userID: body.user_id, signedTransaction: body.signed_transaction)
-            }
-            return JSONBody.response(bytes: Wire.userState(state))
-        }
-        group.post("/apps/:bundle_id/receipts") { request, context in
-            let bundleID = try context.app(.ingest)
-            let body = try await JSONBody.decode(Wire.ReceiptRequest.self, from: request, context: context)
-            let state = try await counted("receipt") {
-                try await ingestor.ingestReceipt(bundleID: bundleID, userID: body.user_id, receiptData: body.receipt_data)
-            }
-            return JSONBody.response(bytes: Wire.userState(state))
-        }
-        group.post("/apps/:bundle_id/app-transactions") { request, context in
-            let bundleID = try context.app(.ingest)
-            let body = try await JSONBody.decode(Wire.AppTransactionRequest.self, from: request, context: context)
-            let state = try await counted("app_transaction") {
-                try await ingestor.ingestAppTransaction(bundleID: bundleID, userID: body.user_id, signedAppTransaction: body.signed_app_transaction)
-            }
-            return JSONBody.response(bytes: Wire.userState(state))
-        }
-        registerTokens(on: group)
+        group.post("/apps/:bundle_id/transactions", use: transaction)
+        group.post("/apps/:bundle_id/receipts", use: receipt)
+        group.post("/apps/:bundle_id/app-transactions", use: appTransaction)
+        group.put("/apps/:bundle_id/users/:user_id/app-account-tokens/:token", use: linkToken)
+        group.get("/apps/:bundle_id/app-account-tokens/:token", use: tokenHolder)
     }
 
-    /// appAccountToken links: the app says which user a token it hands StoreKit stands for, so
+    /// Apple's webhook, outside the keyed group. 200 when recorded or already recorded; 4xx when
+    /// forged or for another app (Apple retries failures, and should not retry those); 5xx only
+    /// for transient failures here.
+    func registerWebhook(on router: Router<LedgerRequestContext>) {
+        router.post("/v1/apps/:bundle_id/notifications/apple", use: appleNotification)
+    }
+
+    /// A StoreKit 2 signed transaction the app received.
+    @Sendable func transaction(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.ingest)
+        let body = try await JSONBody.decode(Wire.TransactionRequest.self, from: request, context: context)
+        let state = try await counted("transaction") {
+            try await ingestor.ingestTransaction(bundleID: bundleID, userID: body.user_id, signedTransaction: body.signed_transaction)
+        }
+        return JSONBody.response(bytes: Wire.userState(state))
+    }
+
+    /// An app receipt (StoreKit 1), verified with Apple.
+    @Sendable func receipt(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.ingest)
+        let body = try await JSONBody.decode(Wire.ReceiptRequest.self, from: request, context: context)
+        let state = try await counted("receipt") {
+            try await ingestor.ingestReceipt(bundleID: bundleID, userID: body.user_id, receiptData: body.receipt_data)
+        }
+        return JSONBody.response(bytes: Wire.userState(state))
+    }
+
+    /// The app's signed AppTransaction: the purchase of the app itself.
+    @Sendable func appTransaction(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.ingest)
+        let body = try await JSONBody.decode(Wire.AppTransactionRequest.self, from: request, context: context)
+        let state = try await counted("app_transaction") {
+            try await ingestor.ingestAppTransaction(bundleID: bundleID, userID: body.user_id, signedAppTransaction: body.signed_app_transaction)
+        }
+        return JSONBody.response(bytes: Wire.userState(state))
+    }
+
+    @Sendable func appleNotification(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.parameters.require("bundle_id")
+        let body = try await JSONBody.bytes(request, context: context)
+        let result = try await counted("notification") { try await ingestor.ingestNotification(bundleID: bundleID, body: body) }
+        struct Answer: Encodable { var status: String }
+        return try JSONBody.response(Answer(status: result == .recorded ? "recorded" : "already_recorded"))
+    }
+
+    /// An appAccountToken link: the app says which user a token it hands StoreKit stands for, so
     /// that a transaction or notification carrying it names its user.
-    private func registerTokens(on group: RouterGroup<LedgerRequestContext>) {
-        group.put("/apps/:bundle_id/users/:user_id/app-account-tokens/:token") { _, context in
-            let (bundleID, userID) = try context.appAndUser(.ingest)
-            let token = try Self.token(context)
-            let result = try await ingestor.linkToken(token, to: userID, bundleID: bundleID)
-            // Apple keeps the token on the user's purchases it knows without it (needs the app's key).
-            let apple = try await lookups.sendToken(token, of: userID, bundleID: bundleID)
-            return try JSONBody.response(
-                Wire.TokenLink(
-                    app_account_token: token.uuidString.lowercased(), user_id: userID,
-                    status: result == .linked ? "linked" : "already_linked",
-                    apple: apple?.map { Wire.TokenAtApple(original_transaction_id: $0.originalTransactionID, status: $0.status) }))
-        }
-        group.get("/apps/:bundle_id/app-account-tokens/:token") { _, context in
-            let bundleID = try context.app(.read)
-            let token = try Self.token(context)
-            let userID = try await ingestor.tokenHolder(token, bundleID: bundleID)
-            return try JSONBody.response(Wire.TokenLink(app_account_token: token.uuidString.lowercased(), user_id: userID, status: nil))
-        }
+    @Sendable func linkToken(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let (bundleID, userID) = try context.appAndUser(.ingest)
+        let token = try Self.token(context)
+        let result = try await ingestor.linkToken(token, to: userID, bundleID: bundleID)
+        // Apple keeps the token on the user's purchases it knows without it (needs the app's key).
+        let apple = try await lookups.sendToken(token, of: userID, bundleID: bundleID)
+        return try JSONBody.response(
+            Wire.TokenLink(
+                app_account_token: token.uuidString.lowercased(), user_id: userID,
+                status: result == .linked ? "linked" : "already_linked",
+                apple: apple?.map { Wire.TokenAtApple(original_transaction_id: $0.originalTransactionID, status: $0.status) }))
+    }
+
+    /// The user an appAccountToken stands for.
+    @Sendable func tokenHolder(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.read)
+        let token = try Self.token(context)
+        let userID = try await ingestor.tokenHolder(token, bundleID: bundleID)
+        return try JSONBody.response(Wire.TokenLink(app_account_token: token.uuidString.lowercased(), user_id: userID, status: nil))
     }
 
     private static func token(_ context: LedgerRequestContext) throws -> UUID {
@@ -67,19 +92,6 @@ struct IngestionController {
             throw LedgerError(.invalidAppAccountToken, "an appAccountToken is a UUID, e.g. 7e3fb20b-4cdb-47cc-936d-99d65f608138")
         }
         return token
-    }
-
-    /// Apple's webhook, outside the keyed group. 200 when recorded or already recorded; 4xx when
-    /// forged or for another app (Apple retries failures, and should not retry those); 5xx only
-    /// for transient failures here.
-    func registerWebhook(on router: Router<LedgerRequestContext>) {
-        router.post("/v1/apps/:bundle_id/notifications/apple") { request, context in
-            let bundleID = try context.parameters.require("bundle_id")
-            let body = try await JSONBody.bytes(request, context: context)
-            let result = try await counted("notification") { try await ingestor.ingestNotification(bundleID: bundleID, body: body) }
-            struct Answer: Encodable { var status: String }
-            return try JSONBody.response(Answer(status: result == .recorded ? "recorded" : "already_recorded"))
-        }
     }
 
     private func counted<T>(_ kind: String, _ body: () async throws -> T) async throws -> T {

@@ -12,33 +12,37 @@ struct OffersController {
     let offers: OfferDesk
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
-        group.post("/apps/:bundle_id/users/:user_id/offers/sign") { request, context in
-            let (bundleID, userID) = try context.appAndUser(.ingest)
-            let body = try await JSONBody.decode(Wire.OfferSignRequest.self, from: request, context: context)
-            guard let format = OfferDesk.Format(rawValue: body.format ?? "jws") else {
-                throw LedgerError(.invalidFormat, "format is jws (StoreKit 2, iOS 18.4+) or legacy (SKPaymentDiscount)")
-            }
-            switch try await offers.sign(
-                bundleID: bundleID, userID: userID, productID: body.product_id, offerID: body.offer_id,
-                format: format, transactionID: body.transaction_id)
-            {
-            case .jws(let signature):
-                return try JSONBody.response(Wire.OfferJWS(signature: signature))
-            case .legacy(let legacy):
-                return try JSONBody.response(
-                    Wire.LegacyOffer(
-                        key_id: legacy.keyID, nonce: legacy.nonce, timestamp: legacy.timestamp,
-                        signature: legacy.signature, application_username: legacy.applicationUsername))
-            }
+        group.post("/apps/:bundle_id/users/:user_id/offers/sign", use: sign)
+        group.post("/apps/:bundle_id/users/:user_id/offers/introductory-eligibility", use: introductoryEligibility)
+    }
+
+    @Sendable func sign(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let (bundleID, userID) = try context.appAndUser(.ingest)
+        let body = try await JSONBody.decode(Wire.OfferSignRequest.self, from: request, context: context)
+        guard let format = OfferDesk.Format(rawValue: body.format ?? "jws") else {
+            throw LedgerError(.invalidFormat, "format is jws (StoreKit 2, iOS 18.4+) or legacy (SKPaymentDiscount)")
         }
-        group.post("/apps/:bundle_id/users/:user_id/offers/introductory-eligibility") { request, context in
-            let (bundleID, userID) = try context.appAndUser(.ingest)
-            let body = try await JSONBody.decode(Wire.IntroductoryEligibilityRequest.self, from: request, context: context)
-            let answer = try await offers.introductoryEligibility(
-                bundleID: bundleID, userID: userID, productID: body.product_id,
-                transactionID: body.transaction_id)
-            return try JSONBody.response(Wire.IntroductoryEligibility(eligible: answer.eligible, signature: answer.signature, reason: answer.reason))
+        switch try await offers.sign(
+            bundleID: bundleID, userID: userID, productID: body.product_id, offerID: body.offer_id,
+            format: format, transactionID: body.transaction_id)
+        {
+        case .jws(let signature):
+            return try JSONBody.response(Wire.OfferJWS(signature: signature))
+        case .legacy(let legacy):
+            return try JSONBody.response(
+                Wire.LegacyOffer(
+                    key_id: legacy.keyID, nonce: legacy.nonce, timestamp: legacy.timestamp,
+                    signature: legacy.signature, application_username: legacy.applicationUsername))
         }
+    }
+
+    @Sendable func introductoryEligibility(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let (bundleID, userID) = try context.appAndUser(.ingest)
+        let body = try await JSONBody.decode(Wire.IntroductoryEligibilityRequest.self, from: request, context: context)
+        let answer = try await offers.introductoryEligibility(
+            bundleID: bundleID, userID: userID, productID: body.product_id,
+            transactionID: body.transaction_id)
+        return try JSONBody.response(Wire.IntroductoryEligibility(eligible: answer.eligible, signature: answer.signature, reason: answer.reason))
     }
 }
 

@@ -8,16 +8,21 @@ struct OperationsController {
     let gauges: @Sendable () async -> [Metrics.Gauge]
 
     func register(on router: Router<LedgerRequestContext>) {
-        router.get("/metrics") { _, _ in
-            Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: metrics.render(gauges: await gauges()))))
-        }
-        router.get("/openapi.json") { _, _ in
-            Response(
-                status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.data)))
-        }
+        router.get("/metrics", use: scrape)
+        router.get("/openapi.json", use: openAPI)
+    }
+
+    /// Gauges are read at scrape time, so the numbers are as fresh as the scrape.
+    @Sendable func scrape(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: metrics.render(gauges: await gauges()))))
+    }
+
+    @Sendable func openAPI(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.data)))
     }
 }
 
