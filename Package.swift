@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
         // OTLP over HTTP only: the gRPC exporter would add grpc-swift to every build for nothing.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // Settings read through one reader; no traits: the environment is its only provider here.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: []),
     ],
     targets: [
         // libpq's C API, found through pkg-config (Debian: libpq-dev).
@@ -46,6 +48,13 @@ let package = Package(
         // The text formats every layer writes and reads: JSON (one tree, one writer), UTC timestamps.
         .target(
             name: "LedgerFormats",
+            swiftSettings: swiftSettings
+        ),
+        // Settings through swift-configuration's reader, by the ledger's rules: a value that does
+        // not parse is a problem naming its key, never the default.
+        .target(
+            name: "LedgerSettings",
+            dependencies: [.product(name: "Configuration", package: "swift-configuration")],
             swiftSettings: swiftSettings
         ),
         // Traces: spans for work inside a traced operation, trace context carried to later work.
