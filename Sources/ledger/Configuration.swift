@@ -44,6 +44,8 @@ struct Configuration: Sendable {
     var logFormat = LogFormat.text
     /// One line per answered request (`ledger serve`).
     var accessLog = true
+    /// Whether and where traces are exported: OpenTelemetry's own variables.
+    var tracing = TracingSettings()
     // Webhooks.
     var webhooks = WebhookPolicy()
     // Guessing: failed authentications allowed per client address and minute, and the proxies
@@ -59,10 +61,11 @@ struct Configuration: Sendable {
         try Configuration(environment: ProcessInfo.processInfo.environment)
     }
 
-    /// The settings under `ledger` in `reader`. A part with settings of its own reads them from
-    /// the reader scoped to it and lists its keys there: `RequestLimits` (here),
-    /// `VerifyReceiptConfiguration` (`apple`), `ServerAPIConfiguration` (`apple.serverAPI`),
-    /// `WebhookPolicy` (`webhook`); the rest are read in this body. `ledger.port` is `LEDGER_PORT` in the environment, and the table in
+    /// The settings under `ledger` in `reader`, and OpenTelemetry's under `otel`. A part with
+    /// settings of its own reads them from the reader scoped to it and lists its keys there:
+    /// `RequestLimits` (here), `VerifyReceiptConfiguration` (`apple`), `ServerAPIConfiguration`
+    /// (`apple.serverAPI`), `WebhookPolicy` (`webhook`), `TracingSettings` (`otel`); the rest are
+    /// read in this body. `ledger.port` is `LEDGER_PORT` in the environment, and the table in
     /// docs/configuration.md lists every variable. A value that does not parse is a problem naming
     /// its key; every problem, the parts' included, is thrown at the end, so the operator fixes them
     /// all in one go.
@@ -92,6 +95,7 @@ struct Configuration: Sendable {
         trustedProxies = read.list("trustedProxies")
         secretsKey = read.secretsKey("secrets.key", file: "secrets.keyFile")
         newSecretsKey = read.secretsKey("secrets.newKey", file: "secrets.newKeyFile")
+        tracing = TracingSettings(reader: reader.scoped(to: "otel"))
         try read.finish()
     }
 
