@@ -611,8 +611,10 @@ let package = Package(
             dependencies: [
                 "ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
                 "LedgerIngestion", "LedgerProjections", "LedgerCore", "LedgerSecrets", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
-                "WebhookReceiver", "OTLPReceiver",
+                "WebhookReceiver", "OTLPReceiver", "LedgerHTTP", "LedgerWebhooks",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
