@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
         // OTLP over HTTP only: the gRPC exporter would add grpc-swift to every build for nothing.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // Settings read through one reader; no traits: the environment is its only provider here.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: []),
     ],
     targets: [
         // libpq's C API, found through pkg-config (Debian: libpq-dev).
@@ -46,6 +48,13 @@ let package = Package(
         // The text formats every layer writes and reads: JSON (one tree, one writer), UTC timestamps.
         .target(
             name: "LedgerFormats",
+            swiftSettings: swiftSettings
+        ),
+        // Settings through swift-configuration's reader, by the ledger's rules: a value that does
+        // not parse is a problem naming its key, never the default.
+        .target(
+            name: "LedgerSettings",
+            dependencies: [.product(name: "Configuration", package: "swift-configuration")],
             swiftSettings: swiftSettings
         ),
         // Traces: spans for work inside a traced operation, trace context carried to later work.
@@ -67,6 +76,8 @@ let package = Package(
                 "LedgerTracing",
                 "LedgerCore",
                 "LedgerFormats",
+                "LedgerSettings",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -86,6 +97,8 @@ let package = Package(
                 "AppStore",
                 "LedgerCore",
                 "LedgerFormats",
+                "LedgerSettings",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -213,7 +226,8 @@ let package = Package(
             name: "LedgerWebhooks",
             dependencies: [
                 "LedgerTracing",
-                "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSecrets",
+                "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSecrets", "LedgerSettings",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -251,7 +265,9 @@ let package = Package(
                 "LedgerIngestion",
                 "LedgerPrivacy",
                 "LedgerProjections",
+                "LedgerSettings",
                 "LedgerWebhooks",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -290,6 +306,7 @@ let package = Package(
                 "LedgerHTTP",
                 "LedgerServer",
                 "LedgerSecrets",
+                "LedgerSettings",
                 "LedgerWebhooks",
                 "LedgerProjections",
                 "LedgerIngestion",
@@ -298,6 +315,7 @@ let package = Package(
                 "LedgerTracing",
                 "AppStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -599,8 +617,10 @@ let package = Package(
             dependencies: [
                 "ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
                 "LedgerIngestion", "LedgerProjections", "LedgerCore", "LedgerSecrets", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
-                "WebhookReceiver", "OTLPReceiver",
+                "WebhookReceiver", "OTLPReceiver", "LedgerHTTP", "LedgerWebhooks",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

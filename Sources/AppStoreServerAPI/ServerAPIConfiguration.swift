@@ -26,15 +26,6 @@ package struct ServerAPIConfiguration: Sendable {
             totalBudget: totalBudget, requestTimeout: requestTimeout)
     }
 
-    /// `LEDGER_APPLE_SERVER_API_URL` and `LEDGER_APPLE_SERVER_API_SANDBOX_URL`; Apple's hosts by
-    /// default. (Given the environment as a value by the `ledger` command, which alone reads it.)
-    package static func fromEnvironment(_ environment: [String: String]) -> Self {
-        var configuration = Self()
-        if let url = environment["LEDGER_APPLE_SERVER_API_URL"], !url.isEmpty { configuration.productionURL = url }
-        if let url = environment["LEDGER_APPLE_SERVER_API_SANDBOX_URL"], !url.isEmpty { configuration.sandboxURL = url }
-        return configuration
-    }
-
     /// The API's base URL for an environment; Xcode and LocalTesting data never reach Apple.
     func baseURL(_ environment: AppleEnvironment) -> String? {
         switch environment {

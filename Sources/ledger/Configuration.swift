@@ -1,16 +1,19 @@
 import AppStore
 import AppStoreServerAPI
+import Configuration
 import Foundation
 import LedgerHTTP
 import LedgerPostgres
 import LedgerSecrets
+import LedgerSettings
 import LedgerWebhooks
 import Logging
 
-/// Everything the ledger can be set by, read from the environment here and nowhere else, then
-/// passed down as values: no library reads the environment, so a test or another program builds
-/// the same parts with the settings it chooses. A command's flags, where it has them, win over
-/// the environment (`applying`). docs/configuration.md lists every variable.
+/// Everything the ledger can be set by, read here through one swift-configuration reader (of the
+/// environment) and nowhere else, then passed down as values: a library reads only the scoped
+/// reader it is handed, so a test or another program builds the same parts with the settings it
+/// chooses. A command's flags, where it has them, win over the environment (`applying`).
+/// docs/configuration.md lists every variable.
 struct Configuration: Sendable {
     // The database (every command).
     var databaseURL: String?
@@ -41,6 +44,8 @@ struct Configuration: Sendable {
     var logFormat = LogFormat.text
     /// One line per answered request (`ledger serve`).
     var accessLog = true
+    /// Whether and where traces are exported: OpenTelemetry's own variables.
+    var tracing = TracingSettings()
     // Webhooks.
     var webhooks = WebhookPolicy()
     // Guessing: failed authentications allowed per client address and minute, and the proxies
@@ -56,46 +61,47 @@ struct Configuration: Sendable {
         try Configuration(environment: ProcessInfo.processInfo.environment)
     }
 
-    /// The settings `environment` gives; a value that does not parse is an error naming it.
-    init(environment: [String: String]) throws(ConfigurationError) {
-        var read = EnvironmentReader(environment)
-        databaseURL = read.text("LEDGER_DATABASE_URL")
-        dataDirectory = read.text("LEDGER_DATA_DIR")
-        databaseRole = read.text("LEDGER_DATABASE_ROLE") ?? databaseRole
-        postgresBinaries = read.text("LEDGER_POSTGRES_BIN")
-        host = read.text("LEDGER_HOST") ?? host
-        port = read.number("LEDGER_PORT", in: 0...65_535) ?? port
-        poolSize = read.number("LEDGER_POOL_SIZE", in: 1...1_000) ?? poolSize
-        readDatabaseURLs = Self.list(read.text("LEDGER_READ_DATABASE_URL"))
-        readReplicaWait = read.milliseconds("LEDGER_READ_REPLICA_WAIT_MS", in: 0...60_000) ?? readReplicaWait
-        if let deadline = read.interval("LEDGER_DATABASE_DEADLINE") ?? nil { databaseDeadline = deadline }
-        if let stuck = read.interval("LEDGER_STUCK_AFTER", offAllowed: true) { stuckAfter = stuck }
-        limits = RequestLimits(maximumBody: read.number("LEDGER_MAX_BODY_BYTES", in: 1_024...1_073_741_824) ?? RequestLimits.defaultMaximumBody)
-        appleRootCertificates = read.text("LEDGER_APPLE_ROOT_CERTIFICATES")
-        verifyReceipt = .fromEnvironment(environment)
-        verifyReceipt.excludeOldTransactions = read.flag("LEDGER_APPLE_EXCLUDE_OLD_TRANSACTIONS") ?? verifyReceipt.excludeOldTransactions
-        serverAPI = .fromEnvironment(environment)
-        if let interval = read.interval("LEDGER_APPLE_RECONCILE_INTERVAL", offAllowed: true) { reconcileInterval = interval }
-        logLevel = read.choice("LEDGER_LOG_LEVEL", of: Logger.Level.self) ?? logLevel
-        logFormat = read.choice("LEDGER_LOG_FORMAT", of: LogFormat.self) ?? logFormat
-        accessLog = read.flag("LEDGER_ACCESS_LOG") ?? accessLog
-        if let timeout = read.interval("LEDGER_WEBHOOK_TIMEOUT") ?? nil { webhooks.attemptTimeout = timeout }
-        if let window = read.interval("LEDGER_WEBHOOK_RETRY_WINDOW") ?? nil { webhooks.retryWindow = window }
-        if let longest = read.interval("LEDGER_WEBHOOK_LONGEST_RETRY") ?? nil { webhooks.longestRetry = longest }
-        if let first = read.milliseconds("LEDGER_WEBHOOK_FIRST_RETRY_MS", in: 1...3_600_000) { webhooks.firstRetry = first }
-        if let concurrency = read.number("LEDGER_WEBHOOK_CONCURRENCY", in: 1...10_000) { webhooks.concurrency = concurrency }
-        if let poll = read.milliseconds("LEDGER_WEBHOOK_POLL_MS", in: 1...3_600_000) { webhooks.pollInterval = poll }
-        if let allowed = read.flag("LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS") { webhooks.targets.allowPrivateNetworks = allowed }
-        authenticationFailureLimit = read.number("LEDGER_AUTH_FAILURE_LIMIT", in: 1...100_000) ?? authenticationFailureLimit
-        trustedProxies = Self.list(read.text("LEDGER_TRUSTED_PROXIES"))
-        secretsKey = read.secretsKey("LEDGER_SECRETS_KEY")
-        newSecretsKey = read.secretsKey("LEDGER_SECRETS_NEW_KEY")
-        guard read.problems.isEmpty else { throw ConfigurationError(problems: read.problems) }
+    /// The settings under `ledger` in `reader`, and OpenTelemetry's under `otel`. A part with
+    /// settings of its own reads them from the reader scoped to it and lists its keys there:
+    /// `RequestLimits` (here), `VerifyReceiptConfiguration` (`apple`), `ServerAPIConfiguration`
+    /// (`apple.serverAPI`), `WebhookPolicy` (`webhook`), `TracingSettings` (`otel`); the rest are
+    /// read in this body. `ledger.port` is `LEDGER_PORT` in the environment, and the table in
+    /// docs/configuration.md lists every variable. A value that does not parse is a problem naming
+    /// its key; every problem, the parts' included, is thrown at the end, so the operator fixes them
+    /// all in one go.
+    init(reader: ConfigReader) throws(SettingsError) {
+        var read = SettingsReader(reader, scope: "ledger")
+        databaseURL = read.text("databaseURL", isSecret: true)
+        dataDirectory = read.text("dataDir")
+        databaseRole = read.text("databaseRole") ?? databaseRole
+        postgresBinaries = read.text("postgresBin")
+        host = read.text("host") ?? host
+        port = read.number("port", in: 0...65_535) ?? port
+        poolSize = read.number("poolSize", in: 1...1_000) ?? poolSize
+        readDatabaseURLs = read.list("readDatabaseURL", isSecret: true)
+        readReplicaWait = read.milliseconds("readReplicaWaitMs", in: 0...60_000) ?? readReplicaWait
+        databaseDeadline = read.interval("databaseDeadline") ?? databaseDeadline
+        if let stuck = read.intervalOrOff("stuckAfter") { stuckAfter = stuck }
+        limits = read.part([], RequestLimits.init(reader:)) ?? limits
+        appleRootCertificates = read.text("apple.rootCertificates")
+        verifyReceipt = read.part("apple", VerifyReceiptConfiguration.init(reader:)) ?? verifyReceipt
+        serverAPI = read.part("apple.serverAPI", ServerAPIConfiguration.init(reader:)) ?? serverAPI
+        if let interval = read.intervalOrOff("apple.reconcileInterval") { reconcileInterval = interval }
+        logLevel = read.choice("log.level", of: Logger.Level.self) ?? logLevel
+        logFormat = read.choice("log.format", of: LogFormat.self) ?? logFormat
+        accessLog = read.flag("accessLog") ?? accessLog
+        webhooks = read.part("webhook", WebhookPolicy.init(reader:)) ?? webhooks
+        authenticationFailureLimit = read.number("authFailureLimit", in: 1...100_000) ?? authenticationFailureLimit
+        trustedProxies = read.list("trustedProxies")
+        secretsKey = read.secretsKey("secrets.key", file: "secrets.keyFile")
+        newSecretsKey = read.secretsKey("secrets.newKey", file: "secrets.newKeyFile")
+        tracing = TracingSettings(reader: reader.scoped(to: "otel"))
+        try read.finish()
     }
 
-    /// Comma-separated values, blanks dropped.
+    /// Comma-separated values, blanks dropped (a flag's value read as the variable is).
     static func list(_ text: String?) -> [String] {
-        (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        SettingsReader.list(text)
     }
 
     /// This configuration with `change` applied (a command's flags).

@@ -66,7 +66,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     private static func serve(_ opened: Database, migrator: Migrator, settings: Configuration, logger: Logger) async throws {
-        let traces = try TracingSetup.bootstrap(logger: logger)
+        let traces = try TracingSetup.bootstrap(settings.tracing, logger: logger)
         let services = try makeServices(opened, migrator: migrator, settings: settings, logger: logger)
         let host = settings.host
         let watchdog = settings.stuckAfter.map { Watchdog(host: host, patience: $0, logger: logger) }

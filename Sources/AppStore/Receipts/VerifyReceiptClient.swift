@@ -31,15 +31,6 @@ package struct VerifyReceiptConfiguration: Sendable {
             maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
             totalBudget: totalBudget, requestTimeout: requestTimeout)
     }
-
-    /// `LEDGER_APPLE_VERIFY_RECEIPT_URL`, `LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL`,
-    /// `LEDGER_APPLE_EXCLUDE_OLD_TRANSACTIONS` (true/false); Apple's URLs by default.
-    package static func fromEnvironment(_ environment: [String: String]) -> Self {
-        var configuration = Self()
-        if let url = environment["LEDGER_APPLE_VERIFY_RECEIPT_URL"], !url.isEmpty { configuration.productionURL = url }
-        if let url = environment["LEDGER_APPLE_SANDBOX_VERIFY_RECEIPT_URL"], !url.isEmpty { configuration.sandboxURL = url }
-        return configuration
-    }
 }
 
 /// A receipt Apple accepted for the expected app, and where it was valid.
