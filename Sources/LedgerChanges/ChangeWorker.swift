@@ -1,4 +1,5 @@
 import Foundation
+import LedgerBackground
 import LedgerEventStore
 import LedgerFormats
 import LedgerPostgres

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerBackground
 import LedgerFormats
 import LedgerPostgres
 import Logging

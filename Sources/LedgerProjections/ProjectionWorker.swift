@@ -1,3 +1,4 @@
+import LedgerBackground
 import LedgerEventStore
 import LedgerPostgres
 import LedgerTracing

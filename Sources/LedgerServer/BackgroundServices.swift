@@ -1,4 +1,5 @@
 import Hummingbird
+import LedgerBackground
 import LedgerChanges
 import LedgerEventStore
 import LedgerHTTP

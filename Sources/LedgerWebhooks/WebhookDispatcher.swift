@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import LedgerBackground
 import LedgerChanges
 import LedgerCore
 import LedgerEventStore
