@@ -122,8 +122,8 @@ extension LedgerServices {
         }
         if let reconcileInterval {
             let reconciler = Reconciler(recovery: recovery, directory: directory, interval: reconcileInterval, logger: logger)
-            loops.append(UntilShutdown("reconciliation with Apple") { await reconciler.run() })
-            loops.append(UntilShutdown("consumption responder") { await consumption.run(every: .seconds(15)) })
+            loops.append(heartbeats.register(reconciler.loop))
+            loops.append(heartbeats.register(consumption.loop(every: .seconds(15))))
         }
         return loops
     }
