@@ -108,10 +108,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The loop every background part runs in (steps, heartbeat, backoff, one failure line), and
+        // the heartbeat readiness reads.
+        .target(
+            name: "LedgerBackground",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // A small libpq client: connections, a fixed pool on dedicated threads, LISTEN/NOTIFY, migrations.
         .target(
             name: "LedgerPostgres",
             dependencies: [
+                "LedgerBackground",
                 "LedgerTracing",
                 "CLibPQ",
                 "LedgerFormats",
@@ -140,6 +151,7 @@ let package = Package(
         .target(
             name: "LedgerEventStore",
             dependencies: [
+                "LedgerBackground",
                 "LedgerTracing",
                 "LedgerFormats",
                 "LedgerPostgres",
@@ -159,7 +171,8 @@ let package = Package(
             name: "LedgerProjections",
             dependencies: [
                 "LedgerTracing",
-                "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", .product(name: "Logging", package: "swift-log"),
+                "LedgerBackground", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
@@ -192,7 +205,8 @@ let package = Package(
         .target(
             name: "LedgerReconciliation",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerEventStore", "LedgerFormats", "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
+                "AppStore", "AppStoreServerAPI", "LedgerBackground", "LedgerCore", "LedgerEventStore", "LedgerFormats", "LedgerIngestion", "LedgerPostgres",
+                "LedgerProjections",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -215,7 +229,7 @@ let package = Package(
             name: "LedgerChanges",
             dependencies: [
                 "LedgerTracing",
-                "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
+                "LedgerBackground", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -226,7 +240,7 @@ let package = Package(
             name: "LedgerWebhooks",
             dependencies: [
                 "LedgerTracing",
-                "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSecrets", "LedgerSettings",
+                "LedgerBackground", "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSecrets", "LedgerSettings",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -284,7 +298,8 @@ let package = Package(
         .target(
             name: "LedgerServer",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerChanges", "LedgerConsole", "LedgerCore", "LedgerEventStore", "LedgerHTTP",
+                "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerBackground", "LedgerChanges", "LedgerConsole", "LedgerCore", "LedgerEventStore",
+                "LedgerHTTP",
                 "LedgerIngestion", "LedgerPostgres", "LedgerPrivacy", "LedgerProjections", "LedgerReconciliation", "LedgerSecrets",
                 "LedgerWebhooks", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -462,7 +477,16 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerPostgresTests",
-            dependencies: ["LedgerPostgres", "LedgerSchema", "LedgerTestSupport", "EmbeddedPostgres"],
+            dependencies: ["LedgerBackground", "LedgerPostgres", "LedgerSchema", "LedgerTestSupport", "EmbeddedPostgres"],
+            swiftSettings: swiftSettings
+        ),
+        // The background loop with a recording sleep and an in-memory log: no database, no clock.
+        .testTarget(
+            name: "LedgerBackgroundTests",
+            dependencies: [
+                "LedgerBackground", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerBackground
 import LedgerFormats
 import LedgerPostgres
 import Logging
@@ -263,7 +264,7 @@ package final class EventStore: Sendable {
             channels[channel]?(payload)
         }
         listener.start()
-        await publisher.run() // until cancelled
+        await publisher.loop.runUntilCancelled()
         await listener.stop()
     }
 

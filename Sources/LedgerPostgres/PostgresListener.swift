@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import LedgerBackground
 import Logging
 import Synchronization
 

@@ -1,3 +1,4 @@
+import LedgerBackground
 import LedgerEventStore
 import LedgerPostgres
 import LedgerTracing
@@ -21,14 +22,12 @@ package struct ProjectionWorker: Sendable {
     /// recorded alone (a notification, a grant) that arrives meanwhile waits this much longer.
     let passingWindow: Duration
     /// Told of every batch, applied or failed.
-    let heartbeat: Heartbeat?
+    package let heartbeat = Heartbeat("projection worker")
 
     package init(
         pool: PostgresPool, store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
-        cache: TimelineCache? = nil, durable: Bool = false, passingWindow: Duration = .milliseconds(10), heartbeat: Heartbeat? = nil,
-        logger: Logger
+        cache: TimelineCache? = nil, durable: Bool = false, passingWindow: Duration = .milliseconds(10), logger: Logger
     ) {
-        self.heartbeat = heartbeat
         self.pool = pool
         self.store = store
         self.passingWindow = passingWindow
@@ -40,55 +39,52 @@ package struct ProjectionWorker: Sendable {
         self.logger = logger
     }
 
-    /// Runs until the task is cancelled. Database errors are logged and retried after a pause:
-    /// the checkpoint did not move, so nothing is lost.
-    package func run() async {
-        let batchSize = self.batchSize, durable = self.durable
-        while !Task.isCancelled {
-            let generation = store.appendGeneration
-            let epoch = cache?.epoch ?? 0
-            let origin = cache?.origin
-            do {
-                let started = DefaultTracerClock.now
-                let applied = try await pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin, durable: durable) }
-                if applied.count > 0 {
-                    Spans.record("projection batch", startedAt: started) { attributes in
-                        attributes["ledger.projection"] = "users"
-                        attributes["ledger.batch.events"] = applied.count
-                        attributes["ledger.batch.users"] = applied.users.count
-                    }
-                }
-                // After the commit, in this order: a writer woken by the progress finds its
-                // user's new timeline in the cache (or none), never the old one. An empty batch
-                // reports the checkpoint too: another process's worker may have applied this
-                // one's writes.
-                if !applied.users.isEmpty {
-                    cache?.replace(
-                        zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch,
-                        committedAt: applied.checkpoint)
-                }
-                progress?.advance(to: applied.checkpoint)
-                heartbeat?.beat()
-                // A full batch may have left more behind; otherwise there is more only if an
-                // append committed since this batch began (this process's appends signal after
-                // their commit, other processes' through NOTIFY): the wait returns at once then.
-                // Looping straight back after every batch mostly read nothing, two round trips each.
-                if applied.count == batchSize { continue }
-                // Only passed what its writers applied themselves (`InlineProjection`): no answer of
-                // theirs waits for this checkpoint, so let a few groups gather first — woken for every
-                // group, the worker ran 500 batches a second at 4 connections.
-                if applied.count > 0, applied.users.isEmpty, passingWindow > .zero { try? await Task.sleep(for: passingWindow) }
-                // Events committed behind an open transaction: look again in a moment (their
-                // appenders' wake-ups are spent; waiting for the next append stalled every writer
-                // for the poll interval).
-                if applied.heldBack {
-                    try? await Task.sleep(for: .milliseconds(1))
-                    continue
-                }
-            } catch {
-                heartbeat?.failed(error)
-                logger.warning("projection batch failed; retrying", metadata: ["error": "\(error)"])
+    /// The worker as a background loop: a batch a step. A failed batch moved no checkpoint, so the
+    /// loop's retry loses nothing.
+    package var loop: BackgroundLoop {
+        BackgroundLoop(reportingTo: heartbeat, logger: logger) { try await step() }
+    }
+
+    /// Runs until the task is cancelled, reporting to no one (as tests run it; the server runs `loop`).
+    package func run() async { await loop.runUntilCancelled() }
+
+    /// One batch, its timelines cached and its checkpoint announced; then what to wait for.
+    package func step() async throws -> BackgroundLoop.Next {
+        let (batchSize, durable, store, pollInterval) = (self.batchSize, self.durable, self.store, self.pollInterval)
+        let generation = store.appendGeneration
+        let epoch = cache?.epoch ?? 0
+        let origin = cache?.origin
+        let started = DefaultTracerClock.now
+        let applied = try await pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin, durable: durable) }
+        if applied.count > 0 {
+            Spans.record("projection batch", startedAt: started) { attributes in
+                attributes["ledger.projection"] = "users"
+                attributes["ledger.batch.events"] = applied.count
+                attributes["ledger.batch.users"] = applied.users.count
             }
+        }
+        // After the commit, in this order: a writer woken by the progress finds its user's new
+        // timeline in the cache (or none), never the old one. An empty batch reports the
+        // checkpoint too: another process's worker may have applied this one's writes.
+        if !applied.users.isEmpty {
+            cache?.replace(
+                zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch, committedAt: applied.checkpoint)
+        }
+        progress?.advance(to: applied.checkpoint)
+        // A full batch may have left more behind; otherwise there is more only if an append
+        // committed since this batch began (this process's appends signal after their commit,
+        // other processes' through NOTIFY): the wait returns at once then. Looping straight back
+        // after every batch mostly read nothing, two round trips each.
+        if applied.count == batchSize { return .again }
+        // Only passed what its writers applied themselves (`InlineProjection`): no answer of theirs
+        // waits for this checkpoint, so let a few groups gather first — woken for every group, the
+        // worker ran 500 batches a second at 4 connections.
+        let pause = applied.count > 0 && applied.users.isEmpty ? passingWindow : .zero
+        // Events committed behind an open transaction: look again in a moment (their appenders'
+        // wake-ups are spent; waiting for the next append stalled every writer for the poll interval).
+        if applied.heldBack { return .after(pause + .milliseconds(1)) }
+        return .whenWoken {
+            if pause > .zero { try? await Task.sleep(for: pause) }
             await store.waitForAppends(after: generation, timeout: pollInterval)
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerBackground
 import LedgerCore
 import LedgerEventStore
 import LedgerFormats

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreServerAPI
 import Foundation
+import LedgerBackground
 import LedgerCore
 import LedgerIngestion
 import LedgerProjections
@@ -20,6 +21,9 @@ package struct ConsumptionResponder: Sendable {
     let reader: UserStateReader
     let api: AppStoreServerAPIClient
     let holder = UUID()
+    /// Told of every round. A round asks Apple once a request, each call as long as Apple takes
+    /// (its retries may take a minute and a half): its silence is not checked, only its failures.
+    package let heartbeat = Heartbeat("consumption responder", checksSilence: false)
     let logger: Logger
     let observe: @Sendable (_ outcome: String) -> Void
 
@@ -62,11 +66,13 @@ package struct ConsumptionResponder: Sendable {
         return outcomes
     }
 
-    /// Runs until cancelled, every `interval`.
-    package func run(every interval: Duration) async {
-        while !Task.isCancelled {
-            _ = try? await answerPending()
-            try? await Task.sleep(for: interval)
+    /// The responder as a background loop: what is waiting answered every `interval`. A round
+    /// fails only when the requests cannot be claimed (the database away); one request Apple did
+    /// not take is its own line and waits for its own retry.
+    package func loop(every interval: Duration) -> BackgroundLoop {
+        BackgroundLoop(reportingTo: heartbeat, backoff: Backoff(first: .seconds(5), limit: .seconds(60)), logger: logger) {
+            try await answerPending()
+            return .after(interval)
         }
     }
 

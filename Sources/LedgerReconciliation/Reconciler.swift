@@ -1,4 +1,5 @@
 import Foundation
+import LedgerBackground
 import LedgerIngestion
 import Logging
 
@@ -9,6 +10,10 @@ package struct Reconciler: Sendable {
     let recovery: NotificationRecovery
     let directory: AppDirectory
     let interval: Duration
+    /// Told of every pass; a pass fails only when the apps cannot be listed (the database away).
+    /// A pass asks Apple page after page for each app (a week of history the first time), as long
+    /// as Apple takes: its silence is not checked, only its failures.
+    package let heartbeat = Heartbeat("reconciliation with Apple", checksSilence: false)
     let logger: Logger
 
     package init(recovery: NotificationRecovery, directory: AppDirectory, interval: Duration, logger: Logger) {
@@ -18,24 +23,21 @@ package struct Reconciler: Sendable {
         self.logger = logger
     }
 
-    /// Runs until cancelled.
-    package func run() async {
-        while !Task.isCancelled {
-            await runOnce()
-            try? await Task.sleep(for: interval)
+    /// The reconciler as a background loop: a pass a step, `interval` apart. A pass that could not
+    /// list the apps is tried again after the loop's backoff, from a few seconds up to a minute.
+    package var loop: BackgroundLoop {
+        BackgroundLoop(reportingTo: heartbeat, backoff: Backoff(first: .seconds(5), limit: .seconds(60)), logger: logger) {
+            _ = try await pass()
+            return .after(interval)
         }
     }
 
-    /// One pass over every app with a key; the reports of those that ran.
+    /// One pass over every app with a key; the reports of those that ran. Each app's failure is
+    /// its own line, with the app: Apple being away or refusing one app's key is no fault of this
+    /// server's, and the next pass tries again.
     @discardableResult
-    package func runOnce() async -> [NotificationRecovery.Report] {
-        let apps: [String]
-        do {
-            apps = try await directory.appsWithServerAPIKeys()
-        } catch {
-            logger.warning("reconciliation could not list the apps", metadata: ["error": "\(error)"])
-            return []
-        }
+    package func pass() async throws -> [NotificationRecovery.Report] {
+        let apps = try await directory.appsWithServerAPIKeys()
         var reports: [NotificationRecovery.Report] = []
         for bundleID in apps where !Task.isCancelled {
             do {

@@ -1,4 +1,5 @@
 import Hummingbird
+import LedgerBackground
 import LedgerChanges
 import LedgerEventStore
 import LedgerHTTP
@@ -10,19 +11,20 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// A loop that lives as long as the server, stopped by a graceful shutdown: every background part
-/// of `ledger serve` is one, so the service group starts and stops them all the same way.
-package struct BackgroundLoop: Service, CustomStringConvertible {
+/// A part that runs until the graceful shutdown cancels it, for the two LISTEN connections (with
+/// threads and reconnections of their own, so no `BackgroundLoop`) and the webhook dispatcher
+/// (whose loop runs inside the task group of its deliveries).
+struct UntilShutdown: Service, CustomStringConvertible {
     /// What it does, for the service group's logs.
-    package let description: String
+    let description: String
     let body: @Sendable () async -> Void
 
-    package init(_ description: String, _ body: @escaping @Sendable () async -> Void) {
+    init(_ description: String, _ body: @escaping @Sendable () async -> Void) {
         self.description = description
         self.body = body
     }
 
-    package func run() async throws {
+    func run() async throws {
         await cancelWhenGracefulShutdown { await body() }
     }
 }
@@ -48,9 +50,19 @@ package final class Heartbeats: Sendable {
     package init() {}
 
     func register(_ part: String) -> Heartbeat {
-        let heartbeat = Heartbeat(part)
+        register(Heartbeat(part))
+    }
+
+    @discardableResult
+    func register(_ heartbeat: Heartbeat) -> Heartbeat {
         parts.withLock { $0.append(heartbeat) }
         return heartbeat
+    }
+
+    /// Lists the loop's heartbeat; the loop, to run.
+    func register(_ loop: BackgroundLoop) -> BackgroundLoop {
+        register(loop.heartbeat)
+        return loop
     }
 
     package var all: [Heartbeat] { parts.withLock { $0 } }
@@ -85,36 +97,33 @@ extension LedgerServices {
         reconcileInterval: Duration? = nil, logger: Logger
     ) -> [any Service] {
         let (store, timelines, pool, recovery, directory, consumption, changes) = (store, timelines, pool, recovery, directory, consumption, changes)
-        // With replicas, a read after an ingestion waits on a replica for this worker's checkpoint
-        // to pass the write (ReadFence): the worker then passes inline-projected events at once.
-        let worker = ProjectionWorker(
-            pool: pool, store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
-            durable: !reads.replicas.isEmpty, passingWindow: reads.replicas.isEmpty ? .milliseconds(10) : .zero,
-            heartbeat: projecting ? heartbeats.register("projection worker") : nil, logger: logger)
         let (notified, invalidated) = (heartbeats.register("notifications"), heartbeats.register("timeline cache"))
-        var loops = [
-            BackgroundLoop("notifications") { [changes] in
+        var loops: [any Service] = [
+            UntilShutdown("notifications") { [changes] in
                 await store.runNotifications(also: [ChangeNotifications.channel: changes.heard], heartbeat: notified)
             },
-            BackgroundLoop("timeline cache") { await timelines.runInvalidations(configuration: pool.configuration, heartbeat: invalidated, logger: logger) },
+            UntilShutdown("timeline cache") { await timelines.runInvalidations(configuration: pool.configuration, heartbeat: invalidated, logger: logger) },
         ]
         if projecting {
-            let changeWorker = ChangeWorker(
-                pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval, heartbeat: heartbeats.register("change projection"),
-                logger: logger)
-            loops.append(BackgroundLoop("projection worker") { await worker.run() })
-            loops.append(BackgroundLoop("change projection") { await changeWorker.run() })
+            // With replicas, a read after an ingestion waits on a replica for this worker's checkpoint
+            // to pass the write (ReadFence): the worker then passes inline-projected events at once.
+            let worker = ProjectionWorker(
+                pool: pool, store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
+                durable: !reads.replicas.isEmpty, passingWindow: reads.replicas.isEmpty ? .milliseconds(10) : .zero, logger: logger)
+            let changeWorker = ChangeWorker(pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval, logger: logger)
+            loops.append(heartbeats.register(worker.loop))
+            loops.append(heartbeats.register(changeWorker.loop))
         }
         if delivering {
             let dispatcher = WebhookDispatcher(
-                pool: pool, notifications: changes, policy: webhookPolicy, keyring: keyring, heartbeat: heartbeats.register("webhook deliveries"),
-                logger: logger, attempted: metrics.observeDelivery)
-            loops.append(BackgroundLoop("webhook deliveries") { await dispatcher.run() })
+                pool: pool, notifications: changes, policy: webhookPolicy, keyring: keyring, logger: logger, attempted: metrics.observeDelivery)
+            heartbeats.register(dispatcher.heartbeat)
+            loops.append(UntilShutdown(dispatcher.heartbeat.part) { await dispatcher.run() })
         }
         if let reconcileInterval {
             let reconciler = Reconciler(recovery: recovery, directory: directory, interval: reconcileInterval, logger: logger)
-            loops.append(BackgroundLoop("reconciliation with Apple") { await reconciler.run() })
-            loops.append(BackgroundLoop("consumption responder") { await consumption.run(every: .seconds(15)) })
+            loops.append(heartbeats.register(reconciler.loop))
+            loops.append(heartbeats.register(consumption.loop(every: .seconds(15))))
         }
         return loops
     }

@@ -1,3 +1,4 @@
+import LedgerBackground
 import LedgerCore
 import LedgerEventStore
 import LedgerHTTP

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import LedgerBackground
 import LedgerChanges
 import LedgerCore
 import LedgerEventStore
@@ -28,21 +29,22 @@ package final class WebhookDispatcher: Sendable {
     let keyring: Keyring
     let logger: Logger
     /// Told of every round of recording and leasing, done or failed.
-    let heartbeat: Heartbeat?
+    package let heartbeat = Heartbeat("webhook deliveries")
     /// This process's leases.
     let server = UUID()
-    private let finished = Mutex<[Attempt]>([])
-    private let wake = Watermark<UInt64>(0)
+    /// What the rounds hand each other: see `Rounds`.
+    let rounds = Mutex(Rounds())
+    /// Raised by each delivery that finishes: the loop records it at once.
+    let wake = Watermark<UInt64>(0)
 
     /// Told how each attempt went (`delivered`, `failed`, `refused`) and how long it took.
     let attempted: @Sendable (_ outcome: String, _ took: Duration) -> Void
 
     package init(
-        pool: PostgresPool, notifications: ChangeNotifications, policy: WebhookPolicy = WebhookPolicy(), keyring: Keyring, heartbeat: Heartbeat? = nil,
-        logger: Logger, attempted: @escaping @Sendable (_ outcome: String, _ took: Duration) -> Void = { _, _ in }
+        pool: PostgresPool, notifications: ChangeNotifications, policy: WebhookPolicy = WebhookPolicy(), keyring: Keyring, logger: Logger,
+        attempted: @escaping @Sendable (_ outcome: String, _ took: Duration) -> Void = { _, _ in }
     ) {
         self.attempted = attempted
-        self.heartbeat = heartbeat
         self.pool = pool
         self.notifications = notifications
         self.policy = policy
@@ -72,54 +74,6 @@ package final class WebhookDispatcher: Sendable {
         var failure: String?
         /// The target is one webhooks are never sent to: parked at once, with the reason.
         var refused = false
-    }
-
-    package func run() async {
-        let http = PinnedClients(concurrency: policy.concurrency, grace: policy.attemptTimeout + .seconds(1))
-        let listener = Task { [notifications, wake, policy] in
-            // Announcements wake the loop; so does the poll interval, for retries coming due.
-            while !Task.isCancelled {
-                let seen = notifications.position
-                _ = await notifications.wait(after: seen, timeout: policy.pollInterval)
-                wake.raise { $0 &+ 1 }
-            }
-        }
-        await withTaskGroup(of: Void.self) { group in
-            var inFlight = 0
-            var unrecorded: [Attempt] = []
-            while !Task.isCancelled {
-                let generation = wake.value
-                let done = finished.withLock { taken in
-                    defer { taken.removeAll() }; return taken
-                }
-                inFlight -= done.count
-                let attempts = unrecorded + done
-                do {
-                    let leases = try await recordAndLease(attempts, capacity: policy.concurrency - inFlight)
-                    unrecorded = []
-                    heartbeat?.beat()
-                    inFlight += leases.count
-                    for lease in leases {
-                        group.addTask { [self] in
-                            let attempt = await deliver(lease, with: http)
-                            finished.withLock { $0.append(attempt) }
-                            wake.raise { $0 &+ 1 }
-                        }
-                    }
-                } catch {
-                    // The leases stay this server's until recorded (or until they run out).
-                    unrecorded = attempts
-                    heartbeat?.failed(error)
-                    logger.warning("webhook dispatch failed; retrying", metadata: ["error": "\(error)"])
-                    try? await Task.sleep(for: .milliseconds(500))
-                }
-                _ = await wake.wait(reaching: generation &+ 1, timeout: policy.pollInterval)
-            }
-            // Deliveries still in flight are abandoned: their leases run out and they go again.
-            group.cancelAll()
-        }
-        listener.cancel()
-        await http.shutdown()
     }
 
     // MARK: PostgreSQL

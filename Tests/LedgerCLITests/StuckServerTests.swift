@@ -15,6 +15,10 @@ import Testing
         let url = served.base + "/readyz"
         let ready = try await poll(url, until: 200)
         #expect(ready?.0 == 200 && ready?.1.contains(#""change projection":"ok""#) == true, "\(String(describing: ready))")
+        // Every background part reports, the two that talk to Apple included.
+        for part in ["notifications", "timeline cache", "projection worker", "webhook deliveries", "reconciliation with Apple", "consumption responder"] {
+            #expect(ready?.1.contains(#""\#(part)":"ok""#) == true, "\(part): \(String(describing: ready))")
+        }
 
         // The change projection's clock table goes away behind the server's back: every sweep
         // fails, while the database, the projection worker and the listener are fine.
@@ -37,5 +41,7 @@ import Testing
         #expect(status == 70, "the server exits with a failure: \(String(describing: status)); \(output.suffix(2000))")
         #expect(output.contains("cannot recover by itself") && output.contains("change projection is stuck: failing for"), "\(output.suffix(2000))")
         #expect(output.contains("change_clock"), "the reason says what fails: \(output.suffix(2000))")
+        let failing = output.components(separatedBy: "change projection failing").count - 1
+        #expect(failing == 1, "its failing rounds are one line, said when they started: \(output.suffix(2000))")
     }
 }

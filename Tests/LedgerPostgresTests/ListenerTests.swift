@@ -1,4 +1,5 @@
 import Foundation
+import LedgerBackground
 import LedgerPostgres
 import LedgerTestSupport
 import Synchronization

@@ -5,25 +5,32 @@ import Synchronization
 /// it; a part that fails (or stays silent) for long while the database answers cannot recover by
 /// itself, and the server should rather exit than linger half-alive.
 package final class Heartbeat: Sendable {
-    /// The part's name, as `/readyz` lists it.
+    /// The part's name, as `/readyz` lists it and its loop's log lines name it.
     package let part: String
+    /// False for a part whose rounds last as long as someone else makes them (each call to Apple
+    /// may take its retries' minute and a half, a pass reads pages of Apple's history): its
+    /// silence would be Apple's slowness, and only its failures say something about this server.
+    package let checksSilence: Bool
     private let state: Mutex<State>
 
     private struct State {
-        var lastBeat: ContinuousClock.Instant
+        /// Silence counts from here: the last beat, or the end of the rest it announced.
+        var quietSince: ContinuousClock.Instant
         var failingSince: ContinuousClock.Instant?
         var lastError: String?
     }
 
-    package init(_ part: String) {
+    package init(_ part: String, checksSilence: Bool = true) {
         self.part = part
-        self.state = Mutex(State(lastBeat: .now))
+        self.checksSilence = checksSilence
+        self.state = Mutex(State(quietSince: .now))
     }
 
-    /// A round did its work.
-    package func beat() {
+    /// A round did its work. `restingFor`: the part waits that long before its next round on
+    /// purpose (a reconciler's interval), which is not silence.
+    package func beat(restingFor rest: Duration = .zero) {
         state.withLock { state in
-            state.lastBeat = .now
+            state.quietSince = .now + rest
             state.failingSince = nil
             state.lastError = nil
         }
@@ -51,8 +58,8 @@ package final class Heartbeat: Sendable {
     package func status(silentAfter: Duration, at now: ContinuousClock.Instant = .now) -> Status {
         state.withLock { state in
             if let since = state.failingSince { return .failing(for: now - since, error: state.lastError ?? "") }
-            let quiet = now - state.lastBeat
-            return quiet > silentAfter ? .silent(for: quiet) : .ok
+            let quiet = now - state.quietSince
+            return checksSilence && quiet > silentAfter ? .silent(for: quiet) : .ok
         }
     }
 }
