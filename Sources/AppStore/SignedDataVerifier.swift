@@ -74,14 +74,14 @@ package final class SignedDataVerifier: Sendable {
     }
 
     private func verifyUntraced(_ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation) async throws -> VerifiedPayload {
-        guard jws.utf8.count <= Self.maximumSize else { throw AppStoreError(.malformed, "signed data is over \(Self.maximumSize) bytes") }
+        guard jws.utf8.count <= Self.maximumSize else { throw LedgerError(.malformed, "signed data is over \(Self.maximumSize) bytes") }
         // Split on the UTF-8 bytes: splitting the String by Characters was a tenth of the time.
         let bytes = jws.utf8
         guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")),
             let secondDot = bytes[bytes.index(after: firstDot)...].firstIndex(of: UInt8(ascii: ".")),
             !bytes[bytes.index(after: secondDot)...].contains(UInt8(ascii: "."))
         else {
-            throw AppStoreError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
+            throw LedgerError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
         }
         let parts = [jws[..<firstDot], jws[bytes.index(after: firstDot)..<secondDot], jws[bytes.index(after: secondDot)...]]
         // The payload is parsed once, by the ledger's own parser: its claims here, its fields by
@@ -91,7 +91,7 @@ package final class SignedDataVerifier: Sendable {
             let tree = try? JSONTree.parse(payload), case .object = tree,
             let decoded = try? StorageDecoder.decode(ClaimsPayload.self, from: tree)
         else {
-            throw AppStoreError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
+            throw LedgerError(.malformed, "not a compact JWS of three base64url parts with a JSON payload")
         }
         let claims = try Claims(decoded, tree: tree, kind: kind)
         // The header segment is signed, so the same segment means the same algorithm and chain:
@@ -103,18 +103,18 @@ package final class SignedDataVerifier: Sendable {
             key = cached.key
         } else {
             guard let headerData = Base64URL.decode(parts[0]), let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any] else {
-                throw AppStoreError(.malformed, "the JWS header is not a JSON object")
+                throw LedgerError(.malformed, "the JWS header is not a JSON object")
             }
-            guard header["alg"] as? String == "ES256" else { throw AppStoreError(.unsupportedAlgorithm, "only ES256 is accepted") }
+            guard header["alg"] as? String == "ES256" else { throw LedgerError(.unsupportedAlgorithm, "only ES256 is accepted") }
             guard let x5c = header["x5c"] as? [String] else {
-                throw AppStoreError(.missingCertificateChain, "the header must carry exactly three x5c certificates")
+                throw LedgerError(.missingCertificateChain, "the header must carry exactly three x5c certificates")
             }
             if x5c.count == 1, expectation.acceptsLocalTesting {
                 key = try Self.localTestingKey(x5c[0])
                 localTesting = true
             } else {
                 guard x5c.count == 3 else {
-                    throw AppStoreError(.missingCertificateChain, "the header must carry exactly three x5c certificates")
+                    throw LedgerError(.missingCertificateChain, "the header must carry exactly three x5c certificates")
                 }
                 key = try await validatedKey(x5c, at: claims.signedDate, cacheKey: headerSegment)
             }
@@ -124,11 +124,11 @@ package final class SignedDataVerifier: Sendable {
             let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
             key.isValidSignature(ecdsa, for: Data(jws.utf8[..<parts[1].endIndex]))
         else {
-            throw AppStoreError(.invalidSignature, "the ES256 signature does not match the leaf certificate")
+            throw LedgerError(.invalidSignature, "the ES256 signature does not match the leaf certificate")
         }
         let environment = try claims.check(against: expectation, kind: kind)
         if localTesting, environment != .xcode, environment != .localTesting {
-            throw AppStoreError(.untrustedChain, "a self-signed StoreKit testing certificate can only vouch for Xcode or LocalTesting data")
+            throw LedgerError(.untrustedChain, "a self-signed StoreKit testing certificate can only vouch for Xcode or LocalTesting data")
         }
         return VerifiedPayload(payload: payload, tree: tree, signedDate: claims.signedDate, environment: environment)
     }
@@ -140,7 +140,7 @@ package final class SignedDataVerifier: Sendable {
         guard let der = Base64URL.decode(Substring(base64)), let certificate = try? Certificate(derEncoded: Array(der)),
             let key = P256.Signing.PublicKey(certificate.publicKey)
         else {
-            throw AppStoreError(.missingCertificateChain, "the x5c certificate is not a valid P-256 certificate")
+            throw LedgerError(.missingCertificateChain, "the x5c certificate is not a valid P-256 certificate")
         }
         return key
     }
@@ -152,17 +152,17 @@ package final class SignedDataVerifier: Sendable {
             let leaf = try? Certificate(derEncoded: Array(leafDER)),
             let intermediate = try? Certificate(derEncoded: Array(intermediateDER))
         else {
-            throw AppStoreError(.missingCertificateChain, "an x5c certificate is not valid DER")
+            throw LedgerError(.missingCertificateChain, "an x5c certificate is not valid DER")
         }
         guard intermediate.extensions[oid: Self.intermediateMarker] != nil, leaf.extensions[oid: Self.leafMarker] != nil else {
-            throw AppStoreError(.untrustedChain, "the certificates lack Apple's App Store marker extensions")
+            throw LedgerError(.untrustedChain, "the certificates lack Apple's App Store marker extensions")
         }
         var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(fixedExpiryValidationTime: date) }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
         guard case .validCertificate(let chain) = result, chain.count == 3, chain[1] == intermediate,
             let key = P256.Signing.PublicKey(leaf.publicKey)
         else {
-            throw AppStoreError(.untrustedChain, "the chain does not lead to a configured root, or was not valid when signed")
+            throw LedgerError(.untrustedChain, "the chain does not lead to a configured root, or was not valid when signed")
         }
         let notBefore = chain.map(\.notValidBefore).max()!
         let notAfter = chain.map(\.notValidAfter).min()!
@@ -223,7 +223,7 @@ struct Claims {
         // date no certificate can be valid at (not finite, or past year 9999, which X.509 times
         // cannot hold) is refused before it reaches the chain check, where it would trap.
         if let milliseconds = signed, !(milliseconds.isFinite && (0...Self.latestSigningDate).contains(milliseconds)) {
-            throw AppStoreError(.malformed, "signedDate is not a time in milliseconds since 1970 that a certificate could be valid at")
+            throw LedgerError(.malformed, "signedDate is not a time in milliseconds since 1970 that a certificate could be valid at")
         }
         self.signedDate = signed.map { Date(timeIntervalSince1970: $0 / 1000) } ?? Date()
         self.environment = scope.environment.flatMap(AppleEnvironment.init(rawValue:))
@@ -239,7 +239,7 @@ struct Claims {
             [payload.data, payload.summary, payload.appData].compactMap { $0 }
             + [payload.externalPurchaseToken.map(Self.tokenScope)].compactMap { $0 }
         if known.count > 1 {
-            throw AppStoreError(.malformed, "the notification carries more than one of data, summary, externalPurchaseToken and appData")
+            throw LedgerError(.malformed, "the notification carries more than one of data, summary, externalPurchaseToken and appData")
         }
         if let scope = known.first { return scope }
         guard case .object(let members) = tree else { return .init() }
@@ -247,7 +247,7 @@ struct Claims {
             guard case .object(let inner) = value, inner.contains(where: { $0.0 == "bundleId" }) else { return nil }
             return try? StorageDecoder.decode(ClaimsPayload.Scope.self, from: value)
         }
-        if scopes.count > 1 { throw AppStoreError(.malformed, "the notification names its app in more than one place") }
+        if scopes.count > 1 { throw LedgerError(.malformed, "the notification names its app in more than one place") }
         return scopes.first ?? .init()
     }
 
@@ -263,18 +263,18 @@ struct Claims {
     func check(against expectation: Expectation, kind: Expectation.Kind) throws -> AppleEnvironment {
         if kind != .renewalInfo || bundleID != nil {
             guard bundleID == expectation.bundleID else {
-                throw AppStoreError(.bundleMismatch, "signed for another app than \(expectation.bundleID)")
+                throw LedgerError(.bundleMismatch, "signed for another app than \(expectation.bundleID)")
             }
         }
         guard let environment, expectation.environments.contains(environment) else {
-            throw AppStoreError(.environmentNotAllowed, "\(environment?.rawValue ?? "unnamed") environment is not accepted for this app")
+            throw LedgerError(.environmentNotAllowed, "\(environment?.rawValue ?? "unnamed") environment is not accepted for this app")
         }
         if kind == .notification || kind == .appTransaction {
             if environment == .production, expectation.appAppleID == nil || appAppleID != expectation.appAppleID {
-                throw AppStoreError(.appMismatch, "Production notifications and app transactions must carry this app's Apple app id")
+                throw LedgerError(.appMismatch, "Production notifications and app transactions must carry this app's Apple app id")
             }
             if let expected = expectation.appAppleID, let actual = appAppleID, actual != expected {
-                throw AppStoreError(.appMismatch, "signed for Apple app id \(actual), not \(expected)")
+                throw LedgerError(.appMismatch, "signed for Apple app id \(actual), not \(expected)")
             }
         }
         return environment

@@ -14,7 +14,7 @@ package enum ServerAPIOutcome: String, Sendable, CaseIterable {
 }
 
 /// Apple's App Store Server API over HTTPS: every request signed with the app's bearer token,
-/// retried by `RetryPlan`, and answered with the body or a typed `AppStoreError`. It returns
+/// retried by `RetryPlan`, and answered with the body or a typed `LedgerError`. It returns
 /// Apple's signed items as they came: the caller verifies each like any other JWS.
 ///
 /// Nothing here logs a token, a key or a query parameter (revision and pagination tokens).
@@ -48,7 +48,7 @@ package struct AppStoreServerAPIClient: Sendable {
         in environment: AppleEnvironment, as credentials: ServerAPICredentials, expecting expected: Set<Int> = [200]
     ) async throws -> Data {
         guard let base = configuration.baseURL(environment) else {
-            throw AppStoreError(.appleAPIRefused, "\(environment.rawValue) data cannot be asked of Apple's App Store Server API")
+            throw LedgerError(.appleAPIRefused, "\(environment.rawValue) data cannot be asked of Apple's App Store Server API")
         }
         let queryText = query.isEmpty ? "" : "?" + query.map { "\($0.0)=\(Self.percentEncoded($0.1))" }.joined(separator: "&")
         var attempts = 0
@@ -126,43 +126,43 @@ package struct AppStoreServerAPIClient: Sendable {
     /// The error a final outcome stands for.
     private func failure(
         _ outcome: RetryPlan.Outcome, answer: Data, credentials: ServerAPICredentials, attempts: Int, report observe: (ServerAPIOutcome) -> Void
-    ) -> AppStoreError {
+    ) -> LedgerError {
         guard case .answered(let status, let retryAfter, let code) = outcome else {
             observe(.unavailable)
-            return AppStoreError(.appleUnavailable, "Apple's App Store Server API did not answer after \(attempts) attempts")
+            return LedgerError(.appleUnavailable, "Apple's App Store Server API did not answer after \(attempts) attempts")
         }
         // Apple answers some refusals with 403 (an extension it will not make): the errorCode says
         // which, and it is no verdict on the key.
-        if let code = Self.errorCode(answer), let own = AppStoreError.Code.byAppleErrorCode[code] {
+        if let code = Self.errorCode(answer), let own = LedgerError.Code.byAppleErrorCode[code] {
             observe(.refused)
-            return AppStoreError(own, "Apple refused the request (errorCode \(code))" + (Self.errorMessage(answer).map { ": \($0)" } ?? ""))
+            return LedgerError(own, "Apple refused the request (errorCode \(code))" + (Self.errorMessage(answer).map { ": \($0)" } ?? ""))
         }
         switch status {
         case 401, 403:
             observe(.unauthorized)
             tokens.forget(credentials)
-            return AppStoreError(
+            return LedgerError(
                 .appleAPIUnauthorized,
                 "Apple refused the App Store Server API key \(credentials.keyID) of \(credentials.bundleID) (HTTP \(status)): "
                     + "check its issuer_id, key_id and private_key, and that it is an active In-App Purchase key of this app's team")
         case 429:
             observe(.unavailable)
-            return AppStoreError(.appleUnavailable, "Apple's rate limit was reached" + (retryAfter.map { " (Retry-After \($0))" } ?? "") + "; try again later")
+            return LedgerError(.appleUnavailable, "Apple's rate limit was reached" + (retryAfter.map { " (Retry-After \($0))" } ?? "") + "; try again later")
         case 500...:
             observe(.unavailable)
-            return AppStoreError(.appleUnavailable, "Apple's App Store Server API answered HTTP \(status) after \(attempts) attempts")
+            return LedgerError(.appleUnavailable, "Apple's App Store Server API answered HTTP \(status) after \(attempts) attempts")
         default:
             let apple = Self.errorMessage(answer).map { ": \($0)" } ?? ""
             if status == 404, code == 4_040_019 {
                 observe(.notFound)
-                return AppStoreError(.appleAppTransactionNotFound, "Apple knows no purchase of the app itself for this customer" + apple)
+                return LedgerError(.appleAppTransactionNotFound, "Apple knows no purchase of the app itself for this customer" + apple)
             }
             if status == 404, [4_040_010, 4_040_005].contains(code) {
                 observe(.notFound)
-                return AppStoreError(.appleTransactionNotFound, "Apple knows no such transaction" + apple)
+                return LedgerError(.appleTransactionNotFound, "Apple knows no such transaction" + apple)
             }
             observe(.refused)
-            return AppStoreError(.appleAPIRefused, "Apple refused the request (HTTP \(status)" + (code.map { ", errorCode \($0)" } ?? "") + ")" + apple)
+            return LedgerError(.appleAPIRefused, "Apple refused the request (HTTP \(status)" + (code.map { ", errorCode \($0)" } ?? "") + ")" + apple)
         }
     }
 
@@ -181,7 +181,7 @@ package struct AppStoreServerAPIClient: Sendable {
     static func segment(_ value: String, _ what: String) throws -> String {
         let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
         guard (1...128).contains(value.utf8.count), value.unicodeScalars.allSatisfy(allowed.contains) else {
-            throw AppStoreError(.malformed, "\(what) must be 1–128 letters, digits, '-', '_' or '.'")
+            throw LedgerError(.malformed, "\(what) must be 1–128 letters, digits, '-', '_' or '.'")
         }
         return value
     }

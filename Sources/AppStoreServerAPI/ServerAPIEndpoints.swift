@@ -38,7 +38,7 @@ extension AppStoreServerAPIClient {
     package func transactionInfo(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> String {
         let data = try await send(.GET, "/inApps/v1/transactions/" + Self.segment(transactionID, "a transaction id"), in: environment, as: credentials)
         guard let signed = try decode(TransactionInfoResponse.self, data).signedTransactionInfo else {
-            throw AppStoreError(.appleUnavailable, "Apple's transaction info answer had no signedTransactionInfo")
+            throw LedgerError(.appleUnavailable, "Apple's transaction info answer had no signedTransactionInfo")
         }
         return signed
     }
@@ -55,7 +55,7 @@ extension AppStoreServerAPIClient {
                 .GET, "/inApps/v1/transactions/appTransactions/" + Self.segment(transactionID, "a transaction id"),
                 in: environment, as: credentials)
             return try decode(AppTransactionInfoResponse.self, data).signedAppTransactionInfo
-        } catch let error as AppStoreError where error.code == .appleAppTransactionNotFound {
+        } catch let error as LedgerError where error.code == .appleAppTransactionNotFound {
             return nil
         }
     }
@@ -103,7 +103,7 @@ extension AppStoreServerAPIClient {
             guard current.hasMore == true, let next = current.paginationToken, next != token else { return }
             token = next
         }
-        throw AppStoreError(.appleUnavailable, "Apple's notification history did not end after \(Self.maximumPages) pages")
+        throw LedgerError(.appleUnavailable, "Apple's notification history did not end after \(Self.maximumPages) pages")
     }
 
     /// Send Consumption Information v2 (Apple answers 202 Accepted).
@@ -152,7 +152,7 @@ extension AppStoreServerAPIClient {
             guard page.hasMore == true, let next, next != revision else { return (signed, next ?? revision) }
             revision = next
         }
-        throw AppStoreError(.appleUnavailable, "Apple's history did not end after \(Self.maximumPages) pages")
+        throw LedgerError(.appleUnavailable, "Apple's history did not end after \(Self.maximumPages) pages")
     }
 
     /// An answer that is not the JSON Apple documents is treated as Apple not answering usefully.
@@ -160,7 +160,7 @@ extension AppStoreServerAPIClient {
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch {
-            throw AppStoreError(.appleUnavailable, "Apple's answer was not the documented \(type) JSON")
+            throw LedgerError(.appleUnavailable, "Apple's answer was not the documented \(type) JSON")
         }
     }
 

@@ -167,10 +167,10 @@ package struct AppleLookups: Sendable {
                 (environment, lookup) = try await Self.firstEnvironment(of: app) { environment, key in
                     let answer = try await api.lookUpOrder(orderID, in: environment, as: key)
                     // Status 1: not an order of this app in this environment — ask the next one.
-                    guard answer.status == 0 else { throw AppStoreError(.appleTransactionNotFound, "no such order") }
+                    guard answer.status == 0 else { throw LedgerError(.appleTransactionNotFound, "no such order") }
                     return answer
                 }
-            } catch let error as AppStoreError where error.code == .appleTransactionNotFound {
+            } catch let error as LedgerError where error.code == .appleTransactionNotFound {
                 throw LedgerError(.appleOrderNotFound, "Apple knows no order \(orderID) of this app in the environments it accepts")
             }
             var pieces: [VerifiedPiece] = []
@@ -199,7 +199,7 @@ package struct AppleLookups: Sendable {
     /// The app's key, or the error that says it must be configured first.
     static func key(of app: AppConfiguration) throws -> ServerAPICredentials {
         guard let key = try app.serverAPI else {
-            throw AppStoreError(
+            throw LedgerError(
                 .appleAPINotConfigured,
                 "asking Apple needs the app's App Store Server API key; configure app_store_server_api (issuer_id, key_id, private_key) first")
         }
@@ -215,14 +215,14 @@ package struct AppleLookups: Sendable {
     {
         let key = try key(of: app)
         let environments = [AppleEnvironment.production, .sandbox].filter(app.settings.environments.contains)
-        var notFound: AppStoreError?
+        var notFound: LedgerError?
         for environment in environments {
             do {
                 return (environment, try await ask(environment, key))
-            } catch let error as AppStoreError where error.code == .appleTransactionNotFound {
+            } catch let error as LedgerError where error.code == .appleTransactionNotFound {
                 notFound = error
             }
         }
-        throw notFound ?? AppStoreError(.appleAPIRefused, "the app accepts neither Production nor Sandbox data, so Apple cannot be asked")
+        throw notFound ?? LedgerError(.appleAPIRefused, "the app accepts neither Production nor Sandbox data, so Apple cannot be asked")
     }
 }

@@ -186,7 +186,7 @@ extension AppleLookups {
                             ],
                             bundleID: bundleID, evidence: nil, claimant: .nobody)
                         status = "sent"
-                    } catch let error as AppStoreError {
+                    } catch let error as LedgerError {
                         status = error.code.rawValue
                     }
                 }

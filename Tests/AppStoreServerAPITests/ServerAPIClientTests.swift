@@ -87,7 +87,7 @@ import Testing
         defer { fixture.receipts.stop() }
         fixture.simulator.add(Self.subscription(1), to: fixture.app)
         fixture.simulator.script(Array(repeating: .error(status: 503), count: 3))
-        let error = try await #require(throws: AppStoreError.self) { try await fixture.client.transactionInfo("7000", in: .sandbox, as: fixture.credentials) }
+        let error = try await #require(throws: LedgerError.self) { try await fixture.client.transactionInfo("7000", in: .sandbox, as: fixture.credentials) }
         #expect(error.code == .appleUnavailable)
         #expect(fixture.simulator.seen().count == 3)
         fixture.simulator.script([.error(status: 500)])
@@ -98,7 +98,7 @@ import Testing
         let fixture = try await Fixture(clientKey: P256.Signing.PrivateKey())
         defer { fixture.receipts.stop() }
         fixture.simulator.add(Self.subscription(1), to: fixture.app)
-        let error = try await #require(throws: AppStoreError.self) { try await fixture.client.transactionInfo("7000", in: .sandbox, as: fixture.credentials) }
+        let error = try await #require(throws: LedgerError.self) { try await fixture.client.transactionInfo("7000", in: .sandbox, as: fixture.credentials) }
         #expect(error.code == .appleAPIUnauthorized)
         #expect(error.message.contains("SIMKEY01") && error.message.contains("com.example.game"))
         #expect(fixture.simulator.seen().map(\.status) == [401], "a refused key is not retried")
@@ -107,9 +107,9 @@ import Testing
     @Test func anUnknownTransactionIsNotFoundAndABadIdIsNeverSent() async throws {
         let fixture = try await Fixture()
         defer { fixture.receipts.stop() }
-        let missing = try await #require(throws: AppStoreError.self) { try await fixture.client.transactionInfo("404", in: .sandbox, as: fixture.credentials) }
+        let missing = try await #require(throws: LedgerError.self) { try await fixture.client.transactionInfo("404", in: .sandbox, as: fixture.credentials) }
         #expect(missing.code == .appleTransactionNotFound)
-        let bad = try await #require(throws: AppStoreError.self) { try await fixture.client.transactionInfo("../admin", in: .sandbox, as: fixture.credentials) }
+        let bad = try await #require(throws: LedgerError.self) { try await fixture.client.transactionInfo("../admin", in: .sandbox, as: fixture.credentials) }
         #expect(bad.code == .malformed)
         #expect(fixture.simulator.seen().count == 1)
     }

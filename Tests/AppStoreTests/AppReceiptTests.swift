@@ -64,7 +64,7 @@ import Testing
         let product = try #require(bytes.range(of: Data("coins.100".utf8)))
         bytes[product.lowerBound] = UInt8(ascii: "k")
         await #expect(
-            throws: AppStoreError(
+            throws: LedgerError(
                 .invalidSignature,
                 signedAttributes
                     ? "the receipt's content does not match its signed digest"
@@ -77,7 +77,7 @@ import Testing
     @Test func aReceiptFromAnotherChainIsUntrusted() async throws {
         let stranger = try ReceiptAuthority()
         let base64 = try stranger.receipt(bundleID: "com.example.game", purchases: Self.purchases)
-        let error = await #expect(throws: AppStoreError.self) {
+        let error = await #expect(throws: LedgerError.self) {
             _ = try await Self.verifier(Self.authority).verifyAppReceipt(base64, expecting: Self.game)
         }
         #expect(error?.code == .untrustedChain)
@@ -93,13 +93,13 @@ import Testing
         let madeThen = try expired.receipt(bundleID: "com.example.game", purchases: Self.purchases, created: Date(timeIntervalSince1970: 1_650_000_000))
         #expect(try await verifier.verifyAppReceipt(madeThen, expecting: Self.game).inAppPurchases.count == 3)
         let madeAfter = try expired.receipt(bundleID: "com.example.game", purchases: Self.purchases, created: Date(timeIntervalSince1970: 1_710_000_000))
-        let error = await #expect(throws: AppStoreError.self) { _ = try await verifier.verifyAppReceipt(madeAfter, expecting: Self.game) }
+        let error = await #expect(throws: LedgerError.self) { _ = try await verifier.verifyAppReceipt(madeAfter, expecting: Self.game) }
         #expect(error?.code == .untrustedChain)
     }
 
     @Test func aReceiptOfAnotherAppIsRefused() async throws {
         let base64 = try Self.authority.receipt(bundleID: "com.example.other", purchases: Self.purchases)
-        let error = await #expect(throws: AppStoreError.self) {
+        let error = await #expect(throws: LedgerError.self) {
             _ = try await Self.verifier(Self.authority).verifyAppReceipt(base64, expecting: Self.game)
         }
         #expect(error?.code == .bundleMismatch)
@@ -115,7 +115,7 @@ import Testing
         "eyJhbGciOiJFUzI1NiJ9.e30.c2ln",
     ])
     func whatIsNotAReceiptIsMalformed(text: String) async throws {
-        let error = await #expect(throws: AppStoreError.self) {
+        let error = await #expect(throws: LedgerError.self) {
             _ = try await Self.verifier(Self.authority).verifyAppReceipt(text, expecting: Self.game)
         }
         #expect(error?.code == .malformed, "\(String(describing: error))")

@@ -25,11 +25,11 @@ import X509
 
     static let sandbox = Expectation(bundleID: "com.example", environments: [.sandbox], appAppleID: 1234)
 
-    static func rejection(_ body: () async throws -> VerifiedPayload) async -> AppStoreError.Code? {
+    static func rejection(_ body: () async throws -> VerifiedPayload) async -> LedgerError.Code? {
         do {
             _ = try await body()
             return nil
-        } catch let error as AppStoreError {
+        } catch let error as LedgerError {
             return error.code
         } catch {
             return nil

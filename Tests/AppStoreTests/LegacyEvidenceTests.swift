@@ -72,17 +72,17 @@ struct LegacyEvidenceTests {
         #expect(verified.notification.notificationType == object["notification_type"] as? String)
         #expect(verified.environment == (object["environment"] as? String == "PROD" ? .production : .sandbox))
         #expect(EvidenceEvents.events(for: verified).count >= 1)
-        #expect(throws: AppStoreError.self) {
+        #expect(throws: LedgerError.self) {
             try VerifiedNotificationV1(body: body, sharedSecret: password + "x", expecting: expectation, receivedAt: Date())
         }
     }
 
     @Test func aV1NotificationForAnotherAppOrEnvironmentIsRefused() throws {
         let body = try Self.data("notifications-v1/aporat-did-renew.json")
-        func code(_ expectation: AppStore.Expectation) -> AppStoreError.Code? {
+        func code(_ expectation: AppStore.Expectation) -> LedgerError.Code? {
             do {
                 _ = try VerifiedNotificationV1(body: body, sharedSecret: "dummy_shared_secret", expecting: expectation, receivedAt: Date()); return nil
-            } catch let error as AppStoreError { return error.code } catch { return nil }
+            } catch let error as LedgerError { return error.code } catch { return nil }
         }
         #expect(code(Expectation(bundleID: "other.app", environments: [.production])) == .bundleMismatch)
         #expect(code(Expectation(bundleID: "my.app", environments: [.sandbox])) == .environmentNotAllowed)

@@ -165,7 +165,7 @@ struct NotificationBodyTests {
         #expect(await code { try await AppleVectorTests.verifier().verifyNotification(body: body, expecting: expectation) } == .bundleMismatch)
     }
 
-    func code(_ body: () async throws -> Any) async -> AppStoreError.Code? {
-        do { _ = try await body(); return nil } catch let error as AppStoreError { return error.code } catch { return nil }
+    func code(_ body: () async throws -> Any) async -> LedgerError.Code? {
+        do { _ = try await body(); return nil } catch let error as LedgerError { return error.code } catch { return nil }
     }
 }

@@ -16,8 +16,8 @@ struct SimulatorEvidenceTests {
         transactionID: "2001", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
         expiresDate: Date(timeIntervalSinceNow: 30 * 86_400))
 
-    func code(_ body: () async throws -> Any) async -> AppStoreError.Code? {
-        do { _ = try await body(); return nil } catch let error as AppStoreError { return error.code } catch { return nil }
+    func code(_ body: () async throws -> Any) async -> LedgerError.Code? {
+        do { _ = try await body(); return nil } catch let error as LedgerError { return error.code } catch { return nil }
     }
 
     @Test func aSignedTransactionVerifiesAndBecomesAPurchase() async throws {

@@ -33,8 +33,8 @@ import Testing
         return try server.register(app.receiptAnswer([purchase]), environment: environment, sharedSecret: secret)
     }
 
-    func code(_ body: () async throws -> VerifiedReceipt) async -> AppStoreError.Code? {
-        do { _ = try await body(); return nil } catch let error as AppStoreError { return error.code } catch { return nil }
+    func code(_ body: () async throws -> VerifiedReceipt) async -> LedgerError.Code? {
+        do { _ = try await body(); return nil } catch let error as LedgerError { return error.code } catch { return nil }
     }
 
     @Test func aSandboxReceiptFallsBackFromProductionOn21007() async throws {

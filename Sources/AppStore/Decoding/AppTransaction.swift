@@ -22,7 +22,7 @@ package struct DecodedAppTransaction: Sendable, Equatable {
 
     init(_ payload: JSONTree, environment: AppleEnvironment, signedDate: Date) throws {
         guard let fields = SignedFields(payload), let bundleID = fields.string("bundleId") else {
-            throw AppStoreError(.malformed, "the app transaction payload is not a JSON object with a bundleId")
+            throw LedgerError(.malformed, "the app transaction payload is not a JSON object with a bundleId")
         }
         self.appTransactionID = fields.string("appTransactionId")
         self.environment = environment

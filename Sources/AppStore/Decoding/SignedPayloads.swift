@@ -17,12 +17,12 @@ package struct DecodedTransaction: Sendable, Equatable {
 
     init(_ payload: JSONTree, environment: AppleEnvironment, signedDate: Date) throws {
         guard let fields = SignedFields(payload) else {
-            throw AppStoreError(.malformed, "the transaction payload is not a JSON object")
+            throw LedgerError(.malformed, "the transaction payload is not a JSON object")
         }
         guard let transactionID = fields.string("transactionId"), let productID = fields.string("productId"),
             let purchaseDate = fields.date("purchaseDate")
         else {
-            throw AppStoreError(.malformed, "the transaction lacks transactionId, productId or purchaseDate")
+            throw LedgerError(.malformed, "the transaction lacks transactionId, productId or purchaseDate")
         }
         self.facts = TransactionFacts(
             environment: environment, transactionID: transactionID,
@@ -72,10 +72,10 @@ package struct DecodedRenewal: Sendable, Equatable {
 
     init(_ payload: JSONTree, environment: AppleEnvironment, signedDate: Date) throws {
         guard let fields = SignedFields(payload) else {
-            throw AppStoreError(.malformed, "the renewal info payload is not a JSON object")
+            throw LedgerError(.malformed, "the renewal info payload is not a JSON object")
         }
         guard let original = fields.string("originalTransactionId") else {
-            throw AppStoreError(.malformed, "the renewal info lacks originalTransactionId")
+            throw LedgerError(.malformed, "the renewal info lacks originalTransactionId")
         }
         let autoRenewProduct = fields.string("autoRenewProductId")
         self.facts = RenewalFacts(

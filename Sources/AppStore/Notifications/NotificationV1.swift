@@ -18,23 +18,23 @@ package struct VerifiedNotificationV1: Sendable {
     /// Checks the password in constant time, then the environment and app; parses the rest.
     package init(body: Data, sharedSecret: String?, expecting expectation: Expectation, receivedAt: Date) throws {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
-            throw AppStoreError(.malformed, "the notification is not a JSON object")
+            throw LedgerError(.malformed, "the notification is not a JSON object")
         }
         let fields = LegacyFields(object)
         guard let type = fields.string("notification_type") else {
-            throw AppStoreError(.malformed, "a V1 notification names its notification_type")
+            throw LedgerError(.malformed, "a V1 notification names its notification_type")
         }
         guard let sharedSecret else {
-            throw AppStoreError(.sharedSecretMissing, "V1 notifications need the app's shared secret, and none is configured")
+            throw LedgerError(.sharedSecretMissing, "V1 notifications need the app's shared secret, and none is configured")
         }
         guard Self.sameSecret(fields.string("password") ?? "", sharedSecret) else {
-            throw AppStoreError(.sharedSecretMismatch, "the notification's password is not this app's shared secret")
+            throw LedgerError(.sharedSecretMismatch, "the notification's password is not this app's shared secret")
         }
         guard let environment = fields.string("environment").flatMap(AppleEnvironment.init(legacy:)) else {
-            throw AppStoreError(.malformed, "environment must be PROD or Sandbox")
+            throw LedgerError(.malformed, "environment must be PROD or Sandbox")
         }
         guard expectation.environments.contains(environment) else {
-            throw AppStoreError(.environmentNotAllowed, "\(environment.rawValue) notifications are not accepted for this app")
+            throw LedgerError(.environmentNotAllowed, "\(environment.rawValue) notifications are not accepted for this app")
         }
         var receipt: ReceiptResponse?
         if var unified = LegacyFields(object["unified_receipt"])?.object {
@@ -43,7 +43,7 @@ package struct VerifiedNotificationV1: Sendable {
         }
         let bundleID = fields.string("bid") ?? receipt?.bundleID
         if let bundleID, bundleID != expectation.bundleID {
-            throw AppStoreError(.bundleMismatch, "the notification is for \(bundleID), not \(expectation.bundleID)")
+            throw LedgerError(.bundleMismatch, "the notification is for \(bundleID), not \(expectation.bundleID)")
         }
         self.environment = environment
         self.receipt = receipt

@@ -21,11 +21,11 @@ extension SignedDataVerifier {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
             let signedPayload = object["signedPayload"] as? String
         else {
-            throw AppStoreError(.malformed, "a V2 notification is a JSON object with a signedPayload string")
+            throw LedgerError(.malformed, "a V2 notification is a JSON object with a signedPayload string")
         }
         let verified = try await verify(signedPayload, as: .notification, expecting: expectation)
         guard let fields = SignedFields(verified.tree), let type = fields.text("notificationType") else {
-            throw AppStoreError(.malformed, "the notification payload has no notificationType")
+            throw LedgerError(.malformed, "the notification payload has no notificationType")
         }
         let data = fields.members["data"].flatMap(SignedFields.init)
         var transaction: DecodedTransaction?

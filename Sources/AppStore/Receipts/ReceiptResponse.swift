@@ -20,14 +20,14 @@ package struct ReceiptResponse: Sendable, Equatable {
     /// Parses a verifyReceipt response body. Throws only when it is not a JSON object with a status.
     package init(json: Data) throws {
         guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else {
-            throw AppStoreError(.appleUnavailable, "verifyReceipt answered something that is not a JSON object")
+            throw LedgerError(.appleUnavailable, "verifyReceipt answered something that is not a JSON object")
         }
         try self.init(LegacyFields(object))
     }
 
     init(_ fields: LegacyFields) throws {
         guard let status = fields.int("status") else {
-            throw AppStoreError(.malformed, "the receipt answer has no status")
+            throw LedgerError(.malformed, "the receipt answer has no status")
         }
         self.status = status
         self.isRetryable = fields.bool("is-retryable") ?? false

@@ -11,7 +11,7 @@ package enum ReceiptStatus: Sendable, Equatable {
     /// 21005, 21009, 21100–21199, or `is-retryable`: Apple's side failed; try again later.
     case temporarilyUnavailable
     /// Anything else: the receipt (or our configuration) is wrong, and asking again will not help.
-    case rejected(AppStoreError)
+    case rejected(LedgerError)
 
     package init(code: Int, isRetryable: Bool = false) {
         switch code {
@@ -20,12 +20,12 @@ package enum ReceiptStatus: Sendable, Equatable {
         case 21008: self = .retryInProduction
         case 21005, 21009, 21100...21199: self = .temporarilyUnavailable
         case _ where isRetryable: self = .temporarilyUnavailable
-        case 21004: self = .rejected(AppStoreError(.sharedSecretMismatch, "Apple refused the app's shared secret (21004)"))
-        case 21010: self = .rejected(AppStoreError(.receiptInvalid, "the receipt's account is not found or was deleted (21010)"))
-        case 21003: self = .rejected(AppStoreError(.receiptInvalid, "Apple could not authenticate the receipt (21003)"))
-        case 21000: self = .rejected(AppStoreError(.receiptInvalid, "Apple could not read the request (21000)"))
-        case 21002: self = .rejected(AppStoreError(.receiptInvalid, "the receipt data is malformed (21002)"))
-        default: self = .rejected(AppStoreError(.receiptInvalid, "Apple answered status \(code)"))
+        case 21004: self = .rejected(LedgerError(.sharedSecretMismatch, "Apple refused the app's shared secret (21004)"))
+        case 21010: self = .rejected(LedgerError(.receiptInvalid, "the receipt's account is not found or was deleted (21010)"))
+        case 21003: self = .rejected(LedgerError(.receiptInvalid, "Apple could not authenticate the receipt (21003)"))
+        case 21000: self = .rejected(LedgerError(.receiptInvalid, "Apple could not read the request (21000)"))
+        case 21002: self = .rejected(LedgerError(.receiptInvalid, "the receipt data is malformed (21002)"))
+        default: self = .rejected(LedgerError(.receiptInvalid, "Apple answered status \(code)"))
         }
     }
 }

@@ -76,7 +76,7 @@ package struct VerifyReceiptClient: Sendable {
 
     private func verifyUntraced(receiptData: String, sharedSecret: String?, expecting expectation: Expectation) async throws -> VerifiedReceipt {
         guard !receiptData.isEmpty, Data(base64Encoded: receiptData, options: .ignoreUnknownCharacters) != nil else {
-            throw AppStoreError(.malformed, "receipt_data is not base64")
+            throw LedgerError(.malformed, "receipt_data is not base64")
         }
         var body: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": configuration.excludeOldTransactions]
         if let sharedSecret { body["password"] = sharedSecret }
@@ -101,7 +101,7 @@ package struct VerifyReceiptClient: Sendable {
                 let answer = try await post(payload, to: url, status: &answered)
                 response = answer
                 status = ReceiptStatus(code: answer.status, isRetryable: answer.isRetryable)
-            } catch let error as AppStoreError where error.code != .appleUnavailable {
+            } catch let error as LedgerError where error.code != .appleUnavailable {
                 throw error
             } catch {
                 logger.debug("verifyReceipt call failed", metadata: ["url": "\(url)", "error": "\(error)"])
@@ -119,13 +119,13 @@ package struct VerifyReceiptClient: Sendable {
                 (environment, switched) = (.production, true)
             case .retryInSandbox, .retryInProduction:
                 report(.rejected)
-                throw AppStoreError(.receiptInvalid, "Apple sent the receipt back and forth between production and sandbox")
+                throw LedgerError(.receiptInvalid, "Apple sent the receipt back and forth between production and sandbox")
             case .temporarilyUnavailable:
                 retries += 1
                 let delay = configuration.patience.delay(beforeRetry: retries - 1)
                 guard retries < configuration.patience.maxAttempts, elapsed() + delay < configuration.patience.totalBudget else {
                     report(.unavailable)
-                    throw AppStoreError(.appleUnavailable, "Apple's verifyReceipt did not answer usefully after \(retries) attempts")
+                    throw LedgerError(.appleUnavailable, "Apple's verifyReceipt did not answer usefully after \(retries) attempts")
                 }
                 report(.retried)
                 try await clock.sleep(delay)
@@ -148,22 +148,22 @@ package struct VerifyReceiptClient: Sendable {
         status = Int(answer.status.code)
         let body = try await answer.body.collect(upTo: Self.maximumAnswer)
         guard (200..<300).contains(answer.status.code) else {
-            throw AppStoreError(.appleUnavailable, "verifyReceipt answered HTTP \(answer.status.code)")
+            throw LedgerError(.appleUnavailable, "verifyReceipt answered HTTP \(answer.status.code)")
         }
         do {
             return try ReceiptResponse(json: Data(body.readableBytesView))
-        } catch let error as AppStoreError {
-            throw AppStoreError(.appleUnavailable, error.message)
+        } catch let error as LedgerError {
+            throw LedgerError(.appleUnavailable, error.message)
         }
     }
 
     private func accept(_ response: ReceiptResponse, from asked: AppleEnvironment, expecting expectation: Expectation) throws -> VerifiedReceipt {
         guard response.bundleID == expectation.bundleID else {
-            throw AppStoreError(.bundleMismatch, "the receipt is for \(response.bundleID ?? "no app"), not \(expectation.bundleID)")
+            throw LedgerError(.bundleMismatch, "the receipt is for \(response.bundleID ?? "no app"), not \(expectation.bundleID)")
         }
         let environment = response.environment ?? asked
         guard expectation.environments.contains(environment) else {
-            throw AppStoreError(.environmentNotAllowed, "\(environment.rawValue) receipts are not accepted for this app")
+            throw LedgerError(.environmentNotAllowed, "\(environment.rawValue) receipts are not accepted for this app")
         }
         return VerifiedReceipt(response: response, environment: environment)
     }

@@ -18,40 +18,40 @@ extension SignedDataVerifier {
         guard base64.utf8.count <= Self.maximumReceiptSize,
             let bytes = Data(base64Encoded: base64, options: .ignoreUnknownCharacters), !bytes.isEmpty
         else {
-            throw AppStoreError(.malformed, "the receipt is not base64, or is larger than \(Self.maximumReceiptSize) bytes")
+            throw LedgerError(.malformed, "the receipt is not base64, or is larger than \(Self.maximumReceiptSize) bytes")
         }
         let container: PKCS7SignedData
         do { container = try PKCS7SignedData(ber: Array(bytes)) } catch let error as BERReading.Malformed {
-            throw AppStoreError(.malformed, "the receipt is not a PKCS#7 container: \(error)")
+            throw LedgerError(.malformed, "the receipt is not a PKCS#7 container: \(error)")
         }
         guard
             let leaf = container.certificates.first(where: {
                 $0.serialNumber == container.signer.serialNumber && $0.issuer == container.signer.issuer
             })
         else {
-            throw AppStoreError(.missingCertificateChain, "the receipt does not carry its signer's certificate")
+            throw LedgerError(.missingCertificateChain, "the receipt does not carry its signer's certificate")
         }
         guard
             leaf.publicKey.isValidSignature(
                 container.signer.signature, for: try container.signer.signedBytes(content: container.content),
                 signatureAlgorithm: container.signer.algorithm)
         else {
-            throw AppStoreError(.invalidSignature, "the receipt's signature does not match its content")
+            throw LedgerError(.invalidSignature, "the receipt's signature does not match its content")
         }
         let receipt: AppReceipt
         do { receipt = try AppReceipt(payload: container.content) } catch let error as BERReading.Malformed {
-            throw AppStoreError(.malformed, "the receipt's payload cannot be read: \(error)")
+            throw LedgerError(.malformed, "the receipt's payload cannot be read: \(error)")
         }
         var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(fixedExpiryValidationTime: receipt.creationDate) }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore(container.certificates.filter { $0 != leaf }))
         guard case .validCertificate(let chain) = result, chain.count == 3 else {
-            throw AppStoreError(.untrustedChain, "the receipt's chain does not lead to a configured root, or was not valid when the receipt was made")
+            throw LedgerError(.untrustedChain, "the receipt's chain does not lead to a configured root, or was not valid when the receipt was made")
         }
         guard leaf.extensions[oid: Self.leafMarker] != nil, chain[1].extensions[oid: Self.intermediateMarker] != nil else {
-            throw AppStoreError(.untrustedChain, "the receipt's certificates lack Apple's receipt-signing marker extensions")
+            throw LedgerError(.untrustedChain, "the receipt's certificates lack Apple's receipt-signing marker extensions")
         }
         guard receipt.bundleID == expectation.bundleID else {
-            throw AppStoreError(.bundleMismatch, "the receipt is for another app than \(expectation.bundleID)")
+            throw LedgerError(.bundleMismatch, "the receipt is for another app than \(expectation.bundleID)")
         }
         return receipt
     }

@@ -106,7 +106,7 @@ extension PKCS7SignedData.Signer {
     static func signatureAlgorithm(digest: ASN1ObjectIdentifier, signature: ASN1ObjectIdentifier) throws -> Certificate.SignatureAlgorithm {
         if signature == rsaEncryption, let algorithm = digests[digest] { return algorithm }
         if let algorithm = combined[signature] { return algorithm }
-        throw AppStoreError(.unsupportedAlgorithm, "the receipt is signed with \(signature) over \(digest), which the ledger does not verify")
+        throw LedgerError(.unsupportedAlgorithm, "the receipt is signed with \(signature) over \(digest), which the ledger does not verify")
     }
 
     private static let rsaEncryption: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 1, 1]
@@ -132,7 +132,7 @@ extension PKCS7SignedData.Signer {
             case .sha512WithRSAEncryption: Array(SHA512.hash(data: content))
             default: Array(SHA256.hash(data: content))
             }
-        guard digest == messageDigest else { throw AppStoreError(.invalidSignature, "the receipt's content does not match its signed digest") }
+        guard digest == messageDigest else { throw LedgerError(.invalidSignature, "the receipt's content does not match its signed digest") }
         return signedAttributes
     }
 }

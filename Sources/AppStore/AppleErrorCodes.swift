@@ -1,9 +1,5 @@
 import LedgerCore
 
-/// Why a piece of Apple evidence was refused: the ledger's one error type, so a refusal made
-/// while verifying reaches the caller in the words it was made in, with no translation on the way.
-package typealias AppStoreError = LedgerError
-
 extension LedgerError.Code {
     /// Apple's errorCodes that have a code of their own here: the subscription's state does not
     /// allow an extension (4030004), it had its extensions already (4030005), a family-shared
