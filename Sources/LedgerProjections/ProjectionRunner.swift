@@ -82,7 +82,7 @@ package enum ProjectionRunner {
             let applied = Set(try opening[6].map { try $0["tx_id"].uint64() })
             let changes = try UsersProjection(version: version).changes(
                 for: batch.filter { !applied.contains($0.position.transactionID) },
-                locking: .usersAndPurchases, on: connection)
+                locking: .usersAndPurchases, in: connection)
             var closing = changes.writes + [advanceStatement(version: version, to: last.position)]
             if !applied.isEmpty {
                 // Passed whole: every transaction before the batch's last one (the fence lets no
