@@ -47,13 +47,6 @@ extension PostgresConnection {
         return Array(results.dropFirst(leading.count).dropLast(trailing.count))
     }
 
-    /// `pipeline` inside BEGIN and COMMIT, or not: kept until its callers send `RoundTrip`s.
-    package func pipeline(_ statements: [PipelinedStatement], transaction: Bool) throws -> [PostgresRows] {
-        transaction
-            ? try pipeline(statements, leading: [PipelinedStatement("BEGIN")], trailing: [PipelinedStatement("COMMIT")])
-            : try pipeline(statements)
-    }
-
     /// A pipeline's span is named by the first statement that is not bookkeeping (a BEGIN, a
     /// setting, a lock, the events' traces) and how many came with it: "INSERT ledger.evidence +5".
     static func pipelineName(_ summaries: [String]) -> String {
@@ -196,11 +189,6 @@ extension PostgresConnection {
 }
 
 extension PipelinedStatement {
-    /// Inside a transaction: its commit does not wait for its WAL to reach the disk. For writes
-    /// whose loss in a crash is harmless or repaired (evidence an append will flush after it,
-    /// derived rows re-applied from a checkpoint).
-    package static let commitWithoutWaitingForDisk = PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)")
-
     /// Inside a transaction: its statements run on generic plans, made once per connection. For
     /// transactions whose statements find rows by `= ANY` of arrays, whose generic plans are the
     /// same index scans as their custom ones — yet PostgreSQL planned them anew on every call

@@ -120,7 +120,7 @@ package final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Rolls back an open or aborted transaction, ignoring errors (the connection may be gone).
-    package func rollbackIfNeeded() {
+    func rollbackIfNeeded() {
         guard isHealthy, isInTransaction else { return }
         if let result = PQexec(handle, "ROLLBACK") { PQclear(result) }
     }
