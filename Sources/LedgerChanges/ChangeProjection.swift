@@ -40,24 +40,23 @@ package struct ChangeProjection: Sendable {
 
     /// One batch of the log after the checkpoint, in one transaction.
     package func step(on connection: PostgresConnection, now: Date = Date()) throws -> Outcome {
-        do {
-            guard let opened = try open(on: connection, readingEvents: true) else { return Outcome() }
+        try connection.pipelinedTransaction { transaction in
+            // Nothing opened (another server is at it) or nothing new: the transaction commits,
+            // alone, as the body returns.
+            guard let opened = try open(transaction.roundTrips, readingEvents: true) else { return Outcome() }
             let batch = try opened.events.map(RecordedEvent.init(row:))
-            guard let last = batch.last?.position else {
-                try connection.query("COMMIT")
-                return Outcome()
-            }
+            guard let last = batch.last?.position else { return Outcome() }
             let facts = try batch.compactMap { event -> (bundleID: String, fact: RecordedFact)? in
                 UsersProjection.ignoredTypes.contains(event.type) ? nil : try StoredFacts.fact(from: event)
             }
             // Whom the batch concerns, found as the `users` projection finds them.
             var concerns = BatchConcerns(facts)
             let lookups = concerns.lookups(in: UsersProjection(version: opened.version))
-            if !lookups.isEmpty { try concerns.add(try connection.send(lookups.trip), of: lookups) }
+            if !lookups.isEmpty { try concerns.add(try transaction.send(lookups.trip), of: lookups) }
             let users = concerns.users.sorted { ($0.bundleID, $0.userID) < ($1.bundleID, $1.userID) }
             var derived: [Derived] = []
             var clocks: [(UserKey, ChangeLog)] = []
-            for (user, history) in try histories(of: users, version: opened.version, on: connection) {
+            for (user, history) in try histories(of: users, version: opened.version, in: transaction.roundTrips) {
                 var log = ChangeLog(bundleID: user.bundleID, userID: user.userID)
                 for (position, fact) in history where position <= last {
                     if position <= opened.after {
@@ -69,35 +68,34 @@ package struct ChangeProjection: Sendable {
                 clocks.append((user, log))
             }
             var closing = writes(derived, after: opened.maxPosition)
-            closing.append(clockStatement(clocks))
-            if !opened.traces.isEmpty { closing.append(Self.forgetTraces(upTo: last)) }
-            closing.append(
+            closing.trip.add([clockStatement(clocks)])
+            if !opened.traces.isEmpty { closing.trip.add([Self.forgetTraces(upTo: last)]) }
+            closing.trip.add([
                 PipelinedStatement(
                     """
                     UPDATE ledger.projection_checkpoints SET tx_id = $1::text::xid8, position = $2, updated_at = now() WHERE name = 'changes' AND version = 1
-                    """, [last.transactionID, last.position]))
-            return try close(closing, derived: derived.count, after: opened.maxPosition, events: batch.count, on: connection)
-        } catch {
-            connection.rollbackIfNeeded()
-            throw error
+                    """, [last.transactionID, last.position])
+            ])
+            return try close(closing, derived: derived.count, after: opened.maxPosition, events: batch.count, in: transaction)
         }
     }
 
     /// Announces entitlements that ran out since their users were last looked at, for users whose
     /// next expiry is before `now`: an expiry has no event behind it, so only the clock finds it.
     package func sweep(on connection: PostgresConnection, now: Date = Date(), limit: Int = 500) throws -> Outcome {
-        do {
-            guard let opened = try open(on: connection, readingEvents: false) else { return Outcome() }
-            let due = try connection.query(
-                """
-                SELECT k.bundle_id, k.user_id, k.checked_until, t.timeline FROM ledger.change_clock k
-                  LEFT JOIN ledger.user_timelines_v\(opened.version) t ON t.bundle_id = k.bundle_id AND t.user_id = k.user_id
-                 WHERE k.next_expiry < $1 ORDER BY k.next_expiry LIMIT $2
-                """, [now, limit])
-            guard due.count > 0 else {
-                try connection.query("COMMIT")
-                return Outcome()
-            }
+        try connection.pipelinedTransaction { transaction in
+            // Nothing opened or nothing due: the transaction commits, alone, as the body returns.
+            guard let opened = try open(transaction.roundTrips, readingEvents: false) else { return Outcome() }
+            var reading = RoundTrip()
+            let dueSlot = reading.add(
+                PipelinedStatement(
+                    """
+                    SELECT k.bundle_id, k.user_id, k.checked_until, t.timeline FROM ledger.change_clock k
+                      LEFT JOIN ledger.user_timelines_v\(opened.version) t ON t.bundle_id = k.bundle_id AND t.user_id = k.user_id
+                     WHERE k.next_expiry < $1 ORDER BY k.next_expiry LIMIT $2
+                    """, [now, limit]))
+            let due = try transaction.send(reading)[dueSlot]
+            guard due.count > 0 else { return Outcome() }
             var derived: [Derived] = []
             var keys: [UserKey] = [], checked: [Date] = [], next: [Date?] = []
             for row in due {
@@ -112,11 +110,8 @@ package struct ChangeProjection: Sendable {
                 next.append(ChangeLog.nextExpiry(of: timeline, after: now))
             }
             var closing = writes(derived, after: opened.maxPosition)
-            closing.append(clockStatement(keys, checked: checked, next: next))
-            return try close(closing, derived: derived.count, after: opened.maxPosition, events: 0, on: connection)
-        } catch {
-            connection.rollbackIfNeeded()
-            throw error
+            closing.trip.add([clockStatement(keys, checked: checked, next: next)])
+            return try close(closing, derived: derived.count, after: opened.maxPosition, events: 0, in: transaction)
         }
     }
 
@@ -138,26 +133,26 @@ package struct ChangeProjection: Sendable {
         var traceparent: String? = nil
     }
 
-    /// Begins, takes the checkpoint row (nil, committed: another server holds it), reads the active
-    /// `users` version, the last position handed out and, when asked, the batch.
-    private func open(on connection: PostgresConnection, readingEvents: Bool) throws -> Opened? {
-        var statements = [
-            PipelinedStatement("BEGIN"),
-            // Derived and re-derivable: no waiting for the disk.
-            PipelinedStatement("SET LOCAL synchronous_commit = off"),
-            // One writer at a time: a transaction-scoped advisory lock, not FOR UPDATE on the
-            // checkpoint row. A row lock takes a transaction id at once, and an open transaction
-            // with an id holds back every reader behind the snapshot fence — the live projection
-            // stalled behind each batch. The id now comes with the first write, one round trip
-            // before the commit.
-            PipelinedStatement("SELECT pg_try_advisory_xact_lock(\(Self.lockKey)) AS mine"),
-            PipelinedStatement(Self.checkpoint.replacingOccurrences(of: "tx_id,", with: "tx_id::text AS tx_id,")),
-            // The registry row FOR SHARE: a rebuild's switch waits, so the version read stays.
-            PipelinedStatement("SELECT p.active_version FROM \(Self.users) FOR SHARE OF p"),
-            PipelinedStatement("SELECT coalesce(max(position), 0) AS position FROM ledger.changes"),
-        ]
+    /// The transaction's first round trip (its BEGIN goes with it): takes the checkpoint row (nil:
+    /// another server holds it), reads the active `users` version, the last position handed out
+    /// and, when asked, the batch.
+    private func open(_ transaction: TransactionRoundTrips, readingEvents: Bool) throws -> Opened? {
+        var trip = RoundTrip()
+        // Derived and re-derivable: no waiting for the disk, however the transaction ends.
+        trip.add([PipelinedStatement("SET LOCAL synchronous_commit = off")])
+        // One writer at a time: a transaction-scoped advisory lock, not FOR UPDATE on the
+        // checkpoint row. A row lock takes a transaction id at once, and an open transaction
+        // with an id holds back every reader behind the snapshot fence — the live projection
+        // stalled behind each batch. The id now comes with the first write, one round trip
+        // before the commit.
+        let mine = trip.add(PipelinedStatement("SELECT pg_try_advisory_xact_lock(\(Self.lockKey)) AS mine"))
+        let checkpoint = trip.add(PipelinedStatement(Self.checkpoint.replacingOccurrences(of: "tx_id,", with: "tx_id::text AS tx_id,")))
+        // The registry row FOR SHARE: a rebuild's switch waits, so the version read stays.
+        let version = trip.add(PipelinedStatement("SELECT p.active_version FROM \(Self.users) FOR SHARE OF p"))
+        let position = trip.add(PipelinedStatement("SELECT coalesce(max(position), 0) AS position FROM ledger.changes"))
+        var reads: (events: RoundTrip.Slot, traces: RoundTrip.Slot)?
         if readingEvents {
-            statements.append(
+            let events = trip.add(
                 PipelinedStatement(
                     EventStore.selectEventsSQL + """
                          WHERE (e.tx_id, e.position) > (\(Self.checkpoint))
@@ -165,51 +160,51 @@ package struct ChangeProjection: Sendable {
                          ORDER BY e.tx_id, e.position LIMIT $1
                         """, [batchSize]))
             // The traces its events were recorded in: few rows (kept only until read here).
-            statements.append(
+            let traces = trip.add(
                 PipelinedStatement(
                     """
                     SELECT e.position, t.traceparent FROM ledger.event_traces t JOIN ledger.events e ON e.event_id = t.event_id
                      WHERE (e.tx_id, e.position) > (\(Self.checkpoint))
                        AND (e.tx_id, e.position) <= (SELECT c.tx_id, c.position FROM \(Self.users))
                     """))
+            reads = (events, traces)
             // The step's reads of owners and histories after it find rows by `= ANY`, as the
             // `users` projection's do: generic plans (`PipelinedStatement.genericPlans`). Not for
             // the clock sweep (`next_expiry < $1 … LIMIT $2` is where a custom plan can matter).
-            statements.append(.genericPlans)
+            trip.add([.genericPlans])
         }
-        let results = try connection.pipeline(statements, transaction: false)
-        guard try results[2][0]["mine"].bool(), let row = results[3].first else {
-            try connection.query("COMMIT")
-            return nil
-        }
-        guard let version = try results[4].first?["active_version"].int() else {
+        let results = try transaction.send(trip)
+        guard try results[mine][0]["mine"].bool(), let row = results[checkpoint].first else { return nil }
+        guard let active = try results[version].first?["active_version"].int() else {
             throw PostgresError(code: .decoding, message: "projection users has no active version")
         }
         var opened = Opened(
             after: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64()),
-            version: version, maxPosition: try results[5][0]["position"].int64(),
-            events: readingEvents ? results[6] : PostgresRows())
-        if readingEvents {
-            for trace in results[7] { opened.traces[try trace["position"].int64()] = try trace["traceparent"].string() }
+            version: active, maxPosition: try results[position][0]["position"].int64(),
+            events: reads.map { results[$0.events] } ?? PostgresRows())
+        if let reads {
+            for trace in results[reads.traces] { opened.traces[try trace["position"].int64()] = try trace["traceparent"].string() }
         }
         return opened
     }
 
-    private func close(_ statements: [PipelinedStatement], derived: Int, after: Int64, events: Int, on connection: PostgresConnection) throws -> Outcome {
-        var statements = statements
-        if derived > 0 { statements.append(PipelinedStatement("SELECT pg_notify('\(ChangeNotifications.channel)', $1)", [String(after + Int64(derived))])) }
-        let results = try connection.pipeline(statements + [PipelinedStatement("COMMIT")], transaction: false)
-        let announced = derived > 0 ? try results[0][0]["inserted"].int() : 0
+    /// The transaction's last round trip: the closing writes, the feed's NOTIFY when there are
+    /// changes, and the COMMIT.
+    private func close(_ closing: Writes, derived: Int, after: Int64, events: Int, in transaction: PipelinedTransaction) throws -> Outcome {
+        var trip = closing.trip
+        if derived > 0 { trip.add([PipelinedStatement("SELECT pg_notify('\(ChangeNotifications.channel)', $1)", [String(after + Int64(derived))])]) }
+        let results = try transaction.commit(with: trip)
+        let announced = derived > 0 ? try results[closing.inserted][0]["inserted"].int() : 0
         return Outcome(events: events, announced: announced, position: derived > 0 ? after + Int64(derived) : nil)
     }
 
     // MARK: Reading
 
     /// Every fact that can concern each user (the `users` projection's own read), in log order.
-    private func histories(of users: [UserKey], version: Int, on connection: PostgresConnection) throws -> [(UserKey, [(LogPosition, RecordedFact)])] {
+    private func histories(of users: [UserKey], version: Int, in transaction: TransactionRoundTrips) throws -> [(UserKey, [(LogPosition, RecordedFact)])] {
         guard !users.isEmpty else { return [] }
         let reads = UsersProjection(version: version).reads(users, alsoStreams: [])
-        let results = try connection.send(reads.trip)
+        let results = try transaction.send(reads.trip)
         let concerned = try BatchConcerns.streams(of: users, owned: results[reads.owned])
         var histories: [UserKey: [(LogPosition, RecordedFact)]] = [:]
         for row in results[reads.events] {
@@ -222,10 +217,22 @@ package struct ChangeProjection: Sendable {
 
     // MARK: Writing
 
+    /// The closing round trip, begun with the changes' insert, and where that insert's count is.
+    struct Writes {
+        var trip: RoundTrip
+        let inserted: RoundTrip.Slot
+
+        init(_ statement: PipelinedStatement) {
+            var trip = RoundTrip()
+            inserted = trip.add(statement)
+            self.trip = trip
+        }
+    }
+
     /// The changes, numbered after `position` in derivation order, and each webhook of their app
     /// told that the user has more (a new webhook starts after the position it was created at).
-    private func writes(_ derived: [Derived], after position: Int64) -> [PipelinedStatement] {
-        guard !derived.isEmpty else { return [PipelinedStatement("SELECT 0 AS inserted")] }
+    private func writes(_ derived: [Derived], after position: Int64) -> Writes {
+        guard !derived.isEmpty else { return Writes(PipelinedStatement("SELECT 0 AS inserted")) }
         var columns = (
             positions: [String](), ids: [String](), apps: [String](), users: [String](), types: [String](),
             occurred: [String](), recorded: [String](), bodies: [String](), traces: [String?]()
@@ -244,7 +251,7 @@ package struct ChangeProjection: Sendable {
             columns.recorded.append(PostgresTimestamp.format(change.recordedAt))
             columns.bodies.append(String(decoding: ChangeJSON.bytes(change, id: id, app: bundleID, position: number), as: UTF8.self))
         }
-        return [
+        return Writes(
             PipelinedStatement(
                 """
                 WITH inserted AS (
@@ -264,8 +271,7 @@ package struct ChangeProjection: Sendable {
                     PostgresTextArray(columns.positions), PostgresTextArray(columns.ids), PostgresTextArray(columns.apps),
                     PostgresTextArray(columns.users), PostgresTextArray(columns.types), PostgresTextArray(columns.occurred),
                     PostgresTextArray(columns.recorded), PostgresTextArray(columns.bodies), PostgresNullableTextArray(columns.traces),
-                ])
-        ]
+                ]))
     }
 
     /// The traces of the events read so far, no longer needed once their changes are derived,

@@ -60,19 +60,21 @@ package final class EventStore: Sendable {
     package func append(batch: [StreamAppend]) async throws -> [AppendResult] {
         guard !batch.isEmpty else { return [] }
         let order = batch.indices.sorted { (batch[$0].stream, $0) < (batch[$1].stream, $1) }
-        let statements = order.map { PipelinedStatement(AppendStatements.multiEventSQL, batch[$0].parameters) }
+        var trip = RoundTrip()
+        let slots = order.map { trip.add(PipelinedStatement(AppendStatements.multiEventSQL, batch[$0].parameters)) }
+        let appends = trip
         let results = try await withAppendRetry(describe: { error in
             // Name the append that failed, not the first one of the batch.
             let failed = error.statementIndex.flatMap { order.indices.contains($0) ? batch[order[$0]] : nil } ?? batch[order[0]]
             return (failed.stream, failed.expectedVersion)
         }) {
             try await self.pool.withConnection { connection in
-                try connection.pipeline(statements, transaction: true)
+                try connection.pipelinedTransaction { try $0.commit(with: appends) }
             }
         }
         var byRequest = [AppendResult?](repeating: nil, count: batch.count)
-        for (rows, index) in zip(results, order) {
-            byRequest[index] = try Self.result(stream: batch[index].stream, rows: rows)
+        for (slot, index) in zip(slots, order) {
+            byRequest[index] = try Self.result(stream: batch[index].stream, rows: results[slot])
         }
         return byRequest.map { $0! }
     }

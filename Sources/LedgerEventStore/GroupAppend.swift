@@ -12,13 +12,16 @@ package enum GroupAppendOutcome<Decision: Sendable>: Sendable {
     case refused(PostgresError)
 }
 
-/// The end of a group's transaction, for a caller that does more in it than append
+/// A group's transaction as the store lends it to a caller that does more in it than append
 /// (`EventStore.withGroupAppend`'s `finish`).
 package struct GroupCommit<Decision: Sendable> {
-    package let connection: PostgresConnection
+    /// The group's transaction: `finish` sends its round trips in it and reads its own results by
+    /// handle. Its end is the store's (`GroupFinish`).
+    package let roundTrips: TransactionRoundTrips
     /// What `finish`'s first round trip must begin with: nothing when the streams were read in an
-    /// opening round trip; BEGIN, the caller's `alongside` and the streams' locks when they were
-    /// assumed new (`assumingNewStreams`). `finish` builds on a copy of it.
+    /// opening round trip; the caller's `alongside` and the streams' locks when they were assumed
+    /// new (`assumingNewStreams`) — that round trip then also carries the transaction's BEGIN.
+    /// `finish` builds on a copy of it.
     package let opening: RoundTrip
     /// Where the caller's `alongside` is in the opening round trip.
     let alongsidePart: RoundTrip.Part
@@ -45,8 +48,26 @@ package struct GroupCommit<Decision: Sendable> {
         var opening = self.opening
         opening.add(statements)
         return GroupCommit(
-            connection: connection, opening: opening, alongsidePart: alongsidePart, opened: opened, existing: existing, appends: appends,
+            roundTrips: roundTrips, opening: opening, alongsidePart: alongsidePart, opened: opened, existing: existing, appends: appends,
             append: append, decision: decision)
+    }
+}
+
+/// What `finish` hands back to the store, which ends the group's transaction: the statements of
+/// its last round trip, sent with the COMMIT; the append's rows (`GroupCommit.append`, read by
+/// `finish` from the round trip that carried it); the decision as `finish` leaves it; and what to
+/// do once the group is committed — never after a rollback (telling a cache what the group wrote).
+package struct GroupFinish<Decision: Sendable> {
+    package var closing: RoundTrip
+    package var appended: PostgresRows
+    package var decision: Decision
+    package var committed: () -> Void
+
+    package init(closing: RoundTrip, appended: PostgresRows, decision: Decision, committed: @escaping () -> Void = {}) {
+        self.closing = closing
+        self.appended = appended
+        self.decision = decision
+        self.committed = committed
     }
 }
 
@@ -58,14 +79,15 @@ extension EventStore {
     /// waited for before the streams' locks are held (`ProjectionLocks`: the order of locks).
     ///
     /// For the group commit of concurrent requests: the caller owns the decisions, the store owns
-    /// the transaction, the locks and the chain. `decide` runs on a pool thread and must not block.
-    /// With nothing to append the transaction commits without waiting for the disk when
-    /// `lazyWithoutAppends` (what came along is then only repaired by a later append's flush).
+    /// the transaction — its BEGIN, COMMIT and ROLLBACK, whoever else writes into it — the locks and
+    /// the chain. `decide` runs on a pool thread and must not block. With nothing to append the
+    /// transaction commits without waiting for the disk when `lazyWithoutAppends` (what came along
+    /// is then only repaired by a later append's flush).
     ///
-    /// `finish`, when given, ends the transaction instead of a plain append and commit: it runs
-    /// the append first (so what follows sees the events), then whatever belongs in the same
-    /// transaction, then COMMIT, and returns the append's rows and the decision as it leaves it.
-    /// Any error there rolls the group back and is reported as `.refused`.
+    /// `finish`, when given, writes into the transaction instead of a plain append: it sends the
+    /// append first (so what follows sees the events), then whatever belongs in the same
+    /// transaction, and hands back the statements that go with the COMMIT (`GroupFinish`). Any
+    /// error there, or in that last round trip, rolls the group back and is reported as `.refused`.
     ///
     /// `assumingNewStreams`: the streams are taken to be empty without reading them — decided
     /// first, then locked and appended in the round trip that also begins the transaction (and,
@@ -79,52 +101,51 @@ extension EventStore {
         assumingNewStreams: Bool = false,
         lazyWithoutAppends: Bool = false,
         decide: @escaping @Sendable ([String: [RecordedEvent]]) -> (Decision, [StreamAppend]),
-        finish: (@Sendable (GroupCommit<Decision>) throws -> (appended: PostgresRows, decision: Decision))? = nil
+        finish: (@Sendable (GroupCommit<Decision>) throws -> GroupFinish<Decision>)? = nil
     ) async throws -> GroupAppendOutcome<Decision> {
-        var begun = RoundTrip([PipelinedStatement("BEGIN")])
-        let alongsidePart = begun.include(alongside)
-        begun.add([Self.streamLocksStatement(streams)])
-        let locked = begun
+        var locked = RoundTrip()
+        let alongsidePart = locked.include(alongside)
+        locked.add([Self.streamLocksStatement(streams)])
+        let opening = locked
         let outcome: GroupAppendOutcome<Decision>
         let assumed = assumingNewStreams ? decide([:]) : nil
         if let assumed, !assumed.1.isEmpty {
             // The streams taken to be new: begun, locked and appended in one round trip.
             let (decision, appends) = assumed
             outcome = try await pool.withConnection { connection in
-                Self.appendAndCommit(
-                    GroupCommit(
-                        connection: connection, opening: locked, alongsidePart: alongsidePart, opened: nil, existing: [:],
-                        appends: appends, append: Self.newStreamsStatement(appends), decision: decision), finish: finish)
+                try connection.pipelinedTransaction { transaction in
+                    Self.appendAndCommit(
+                        GroupCommit(
+                            roundTrips: transaction.roundTrips, opening: opening, alongsidePart: alongsidePart, opened: nil, existing: [:],
+                            appends: appends, append: Self.newStreamsStatement(appends), decision: decision),
+                        in: transaction, finish: finish)
+                }
             }
         } else {
-            var reading = locked
+            var reading = opening
             let read = reading.add(
                 PipelinedStatement(
                     Self.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) ORDER BY e.stream, e.version",
                     [PostgresTextArray(streams)]))
-            let opening = reading
+            let first = reading
             outcome = try await pool.withConnection { connection in
-                do {
+                try connection.pipelinedTransaction { transaction in
                     var existing: [String: [RecordedEvent]] = [:]
-                    let opened = try connection.send(opening)
+                    let opened = try transaction.send(first)
                     for row in opened[read] {
                         let event = try RecordedEvent(row: row)
                         existing[event.stream, default: []].append(event)
                     }
                     let (decision, appends) = decide(existing)
                     guard !appends.isEmpty else {
-                        let closing = (lazyWithoutAppends ? [PipelinedStatement.commitWithoutWaitingForDisk] : []) + [PipelinedStatement("COMMIT")]
-                        _ = try connection.pipeline(closing, transaction: false)
+                        try transaction.commit(waitingForDisk: !lazyWithoutAppends)
                         return .nothingToAppend(decision)
                     }
                     return Self.appendAndCommit(
                         GroupCommit(
-                            connection: connection, opening: RoundTrip(), alongsidePart: alongsidePart, opened: opened,
+                            roundTrips: transaction.roundTrips, opening: RoundTrip(), alongsidePart: alongsidePart, opened: opened,
                             existing: existing, appends: appends, append: Self.groupStatement(appends), decision: decision),
-                        finish: finish)
-                } catch {
-                    connection.rollbackIfNeeded()
-                    throw error
+                        in: transaction, finish: finish)
                 }
             }
         }
@@ -132,24 +153,26 @@ extension EventStore {
         return outcome
     }
 
-    /// The group's appends (after `commit.opening`, if any), then `finish` or a plain COMMIT. Any
-    /// error — a stream that moved or exists, an id that does, the database failing — rolls the
-    /// group back: `.refused`.
+    /// The group's appends (after `commit.opening`, if any), then what `finish` adds, then the
+    /// COMMIT. Any error — a stream that moved or exists, an id that does, the database failing —
+    /// rolls the group back: `.refused`.
     private static func appendAndCommit<Decision: Sendable>(
-        _ commit: GroupCommit<Decision>,
-        finish: (@Sendable (GroupCommit<Decision>) throws -> (appended: PostgresRows, decision: Decision))?
+        _ commit: GroupCommit<Decision>, in transaction: PipelinedTransaction,
+        finish: (@Sendable (GroupCommit<Decision>) throws -> GroupFinish<Decision>)?
     ) -> GroupAppendOutcome<Decision> {
         do {
             guard let finish else {
                 var trip = commit.opening
                 let appended = trip.add(commit.append)
-                trip.add([PipelinedStatement("COMMIT")])
-                return .appended(commit.decision, try groupResults(commit.appends, rows: try commit.connection.send(trip)[appended]))
+                let results = try transaction.commit(with: trip)
+                return .appended(commit.decision, try groupResults(commit.appends, rows: results[appended]))
             }
             let finished = try finish(commit)
+            try transaction.commit(with: finished.closing)
+            finished.committed()
             return .appended(finished.decision, try groupResults(commit.appends, rows: finished.appended))
         } catch {
-            commit.connection.rollbackIfNeeded()
+            transaction.rollBack()
             return .refused(error as? PostgresError ?? PostgresError(code: .decoding, message: "the group's transaction failed: \(error)"))
         }
     }

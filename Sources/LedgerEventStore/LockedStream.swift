@@ -48,11 +48,9 @@ extension EventStore {
     /// each get a decision — however many, from however many servers.
     package func serialized<T: Sendable>(on stream: String, _ body: @escaping @Sendable (LockedStream) throws -> T) async throws -> T {
         try await streamLocks.withLock(stream) {
-            let result = try await pool.withConnection { connection in
-                try connection.transaction { connection in
-                    try connection.query(Self.streamLockSQL, [stream])
-                    return try body(LockedStream(stream: stream, connection: connection))
-                }
+            let result = try await pool.withTransaction { connection in
+                try connection.query(Self.streamLockSQL, [stream])
+                return try body(LockedStream(stream: stream, connection: connection))
             }
             announceAppends()
             return result
@@ -66,12 +64,10 @@ extension EventStore {
     package func serialized<T: Sendable>(on streams: [String], _ body: @escaping @Sendable ([LockedStream]) throws -> T) async throws -> T {
         let names = Array(Set(streams)).sorted()
         return try await withLocks(names[...]) {
-            let result = try await pool.withConnection { connection in
-                try connection.transaction { connection in
-                    let locks = Self.streamLocksStatement(names)
-                    try connection.query(locks.sql, locks.parameters)
-                    return try body(streams.map { LockedStream(stream: $0, connection: connection) })
-                }
+            let result = try await pool.withTransaction { connection in
+                let locks = Self.streamLocksStatement(names)
+                try connection.query(locks.sql, locks.parameters)
+                return try body(streams.map { LockedStream(stream: $0, connection: connection) })
             }
             announceAppends()
             return result

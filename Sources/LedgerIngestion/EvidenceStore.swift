@@ -40,15 +40,16 @@ package struct EvidenceStore: Sendable {
         // Committed without waiting for its own WAL flush: the append that references it comes
         // after it in the same WAL and flushes both, so durable events never point at lost
         // evidence, and a request pays one disk flush instead of two. One pipelined round trip.
-        let statements = [
-            PipelinedStatement.commitWithoutWaitingForDisk,
+        let insert = RoundTrip([
             PipelinedStatement(
                 """
                 INSERT INTO ledger.evidence (digest, bundle_id, kind, body, answers) VALUES ($1, $2, $3, $4, $5)
                 ON CONFLICT (digest) DO NOTHING
-                """, [digest, bundleID, kind.rawValue, PostgresBytes(Array(body)), answers]),
-        ]
-        _ = try await pool.withConnection { try $0.pipeline(statements, transaction: true) }
+                """, [digest, bundleID, kind.rawValue, PostgresBytes(Array(body)), answers])
+        ])
+        _ = try await pool.withConnection { connection in
+            try connection.pipelinedTransaction { try $0.commit(with: insert, waitingForDisk: false) }
+        }
         return digest
     }
 

@@ -160,9 +160,9 @@ final class GroupRecorder: Sendable {
             finish: { commit in
                 let commit = commit.sending(first: Self.traces(of: requests, appends: commit.appends, by: commit.decision.appendedBy))
                 var decided = commit.decision
-                let (appended, projected) = try projection.appendAndProject(commit, opened: version, assumingVersion: assumingVersion, presenters: presenters)
-                decided.projected = projected
-                return (appended, decided)
+                let projecting = try projection.appendAndProject(commit, opened: version, assumingVersion: assumingVersion, presenters: presenters)
+                decided.projected = projecting.decision
+                return GroupFinish(closing: projecting.closing, appended: projecting.appended, decision: decided, committed: projecting.committed)
             })
         if case .appended(let decided, _) = outcome, let version = decided.projected?.version {
             guess.withLock { $0.written(version: version, assumed: assumingVersion != nil) }

@@ -17,20 +17,34 @@ package struct PipelinedStatement: Sendable {
 }
 
 extension PostgresConnection {
-    /// Sends every statement before reading any answer (libpq pipeline mode), optionally inside one
-    /// transaction, so N statements cost one round trip instead of N.
+    /// Sends every statement before reading any answer (libpq pipeline mode), so N statements cost
+    /// one round trip instead of N, and returns the results of `statements` in order. `leading` and
+    /// `trailing` are a transaction owner's BEGIN and COMMIT (`PipelinedTransaction`): they ride in
+    /// the same round trip, their results are dropped, and a failed statement's `statementIndex`
+    /// counts among `statements` alone.
     ///
-    /// With `transaction: true` it is all or nothing: when one statement fails the server skips the
-    /// rest *and the COMMIT*, leaving the session in an aborted transaction (25P02), which is rolled
-    /// back here before the first error is thrown.
-    package func pipeline(_ statements: [PipelinedStatement], transaction: Bool) throws -> [PostgresRows] {
-        guard Spans.inTrace else { return try sendPipeline(statements, transaction: transaction) }
-        let summaries = statements.map { summary(of: $0.sql) }
-        return try Spans.child(Self.pipelineName(summaries), kind: .client) { span in
-            let results = try sendPipeline(statements, transaction: transaction)
-            span?.describeRoundTrip(summaries: summaries, rows: results.reduce(0) { $0 + $1.count })
-            return results
+    /// When one statement fails the server skips the rest up to the sync point, a COMMIT among
+    /// them, leaving an open transaction aborted (25P02); it is rolled back here before the first
+    /// error is thrown.
+    ///
+    /// Internal on purpose: outside this module a round trip is a `RoundTrip`, whose authors read
+    /// their results by handle, never by position in this array.
+    func pipeline(
+        _ statements: [PipelinedStatement], leading: [PipelinedStatement] = [], trailing: [PipelinedStatement] = []
+    ) throws -> [PostgresRows] {
+        let all = leading + statements + trailing
+        let results: [PostgresRows]
+        if Spans.inTrace {
+            let summaries = all.map { summary(of: $0.sql) }
+            results = try Spans.child(Self.pipelineName(summaries), kind: .client) { span in
+                let results = try sendPipeline(all, callers: leading.count..<(leading.count + statements.count))
+                span?.describeRoundTrip(summaries: summaries, rows: results.reduce(0) { $0 + $1.count })
+                return results
+            }
+        } else {
+            results = try sendPipeline(all, callers: leading.count..<(leading.count + statements.count))
         }
+        return Array(results.dropFirst(leading.count).dropLast(trailing.count))
     }
 
     /// A pipeline's span is named by the first statement that is not bookkeeping (a BEGIN, a
@@ -43,21 +57,18 @@ extension PostgresConnection {
         return summaries.count > 1 ? "\(first) +\(summaries.count - 1)" : first
     }
 
-    private func sendPipeline(_ statements: [PipelinedStatement], transaction: Bool) throws -> [PostgresRows] {
+    /// Every statement's results. A failure's `statementIndex` is its place among `callers`, the
+    /// statements between an owner's BEGIN and COMMIT; a failed BEGIN or COMMIT has none.
+    private func sendPipeline(_ statements: [PipelinedStatement], callers: Range<Int>) throws -> [PostgresRows] {
         // Statements are prepared before entering pipeline mode, where synchronous calls are not allowed.
         let names = try statements.map { try statementName(for: $0.sql, parameterCount: $0.parameters.count) }
-        let control = try transaction ? [statementName(for: "BEGIN", parameterCount: 0), statementName(for: "COMMIT", parameterCount: 0)] : []
 
         let deadline = callDeadline()
         guard PQenterPipelineMode(handle) == 1 else { throw connectionError() }
-        var sent = 0
         do {
-            if transaction { try send(prepared: control[0], []); sent += 1 }
             for (name, statement) in zip(names, statements) {
                 try send(prepared: name, statement.parameters)
-                sent += 1
             }
-            if transaction { try send(prepared: control[1], []); sent += 1 }
             guard PQpipelineSync(handle) == 1 else { throw connectionError() }
             try flushWhileReading()
         } catch {
@@ -68,16 +79,14 @@ extension PostgresConnection {
 
         var results: [PostgresRows] = []
         var firstError: (any Error)?
-        for index in 0..<sent {
+        for (index, statement) in statements.enumerated() {
             do {
                 try awaitInput(by: deadline)
                 let rows = try consume(PQgetResult(handle))
                 results.append(rows)
             } catch var error as PostgresError {
-                error.statementIndex = transaction ? index - 1 : index
-                if let statement = error.statementIndex.flatMap({ statements.indices.contains($0) ? statements[$0] : nil }) {
-                    error = PostgresRedaction.redact(error, parameters: statement.parameters.map { $0?.postgresText })
-                }
+                error.statementIndex = callers.contains(index) ? index - callers.lowerBound : nil
+                error = PostgresRedaction.redact(error, parameters: statement.parameters.map { $0?.postgresText })
                 if firstError == nil { firstError = error }
                 if !isHealthy { throw error }
             }
@@ -93,7 +102,7 @@ extension PostgresConnection {
             rollbackIfNeeded()
             throw firstError
         }
-        return transaction ? Array(results.dropFirst().dropLast()) : results
+        return results
     }
 
     private func send(prepared name: String, _ parameters: [(any PostgresBindable)?]) throws {
@@ -180,11 +189,6 @@ extension PostgresConnection {
 }
 
 extension PipelinedStatement {
-    /// Inside a transaction: its commit does not wait for its WAL to reach the disk. For writes
-    /// whose loss in a crash is harmless or repaired (evidence an append will flush after it,
-    /// derived rows re-applied from a checkpoint).
-    package static let commitWithoutWaitingForDisk = PipelinedStatement("SELECT set_config('synchronous_commit', 'off', true)")
-
     /// Inside a transaction: its statements run on generic plans, made once per connection. For
     /// transactions whose statements find rows by `= ANY` of arrays, whose generic plans are the
     /// same index scans as their custom ones — yet PostgreSQL planned them anew on every call

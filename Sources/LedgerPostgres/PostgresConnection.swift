@@ -110,22 +110,17 @@ package final class PostgresConnection: @unchecked Sendable {
         _ = try consume(PQexec(handle, script))
     }
 
-    /// BEGIN; body; COMMIT — or ROLLBACK when the body throws. Never hold one across a network
-    /// call: a long writing transaction delays every reader behind the snapshot fence.
+    /// BEGIN; body; COMMIT — or ROLLBACK when the body throws: `pipelinedTransaction` for a body
+    /// that sends its statements one by one on the connection, so BEGIN goes at once, alone.
     package func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try query("BEGIN")
-        do {
-            let result = try body(self)
-            try query("COMMIT")
-            return result
-        } catch {
-            rollbackIfNeeded()
-            throw error
+        try pipelinedTransaction { transaction in
+            try transaction.begin()
+            return try body(self)
         }
     }
 
     /// Rolls back an open or aborted transaction, ignoring errors (the connection may be gone).
-    package func rollbackIfNeeded() {
+    func rollbackIfNeeded() {
         guard isHealthy, isInTransaction else { return }
         if let result = PQexec(handle, "ROLLBACK") { PQclear(result) }
     }

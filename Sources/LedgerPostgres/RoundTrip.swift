@@ -58,9 +58,17 @@ package struct RoundTripResults: Sendable {
     package subscript(part: RoundTrip.Part) -> RoundTripResults { RoundTripResults(rows, offset: offset + part.offset) }
 }
 
-extension PostgresConnection {
-    /// Sends a round trip inside whatever transaction its statements begin or continue.
+/// Where a participant's round trips go: the round trips of a transaction someone else owns
+/// (`TransactionRoundTrips`), or a connection.
+package protocol RoundTripSender {
+    func send(_ trip: RoundTrip) throws -> RoundTripResults
+}
+
+extension PostgresConnection: RoundTripSender {
+    /// Sends a round trip on its own: inside the transaction open on the connection, when its owner
+    /// began one statement by statement (`transaction`), else as one implicit transaction (a
+    /// pipeline's statements up to its sync point are all or nothing).
     package func send(_ trip: RoundTrip) throws -> RoundTripResults {
-        RoundTripResults(trip.isEmpty ? [] : try pipeline(trip.statements, transaction: false))
+        RoundTripResults(trip.isEmpty ? [] : try pipeline(trip.statements))
     }
 }

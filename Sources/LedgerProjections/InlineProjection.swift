@@ -27,7 +27,8 @@ package struct InlineProjection: GroupProjection {
         trip.add(PipelinedStatement("SELECT active_version FROM ledger.projections WHERE name = $1 FOR SHARE", [UsersProjection.name]))
     }
 
-    /// Appends (`commit.append`, the group's statement), applies the appended events, commits.
+    /// Appends (`commit.append`, the group's statement), applies the appended events, and leaves
+    /// the writes to the round trip the store commits the group with.
     ///
     /// The version names the tables the group reads and writes: read in the opening round trip,
     /// or — without one — the version the group before found (`assumingVersion`), read in the same
@@ -41,7 +42,7 @@ package struct InlineProjection: GroupProjection {
     package func appendAndProject<Decision: Sendable>(
         _ commit: GroupCommit<Decision>, opened: RoundTrip.Slot, assumingVersion: Int?,
         presenters: Set<UserKey>
-    ) throws -> (appended: PostgresRows, projected: GroupProjected) {
+    ) throws -> GroupFinish<GroupProjected> {
         let version: Int
         if let alongside = commit.openedAlongside {
             version = try Self.version(in: alongside[opened])
@@ -65,7 +66,7 @@ package struct InlineProjection: GroupProjection {
         let append = leading.add(commit.append)
         let (changes, first) = try projection.changes(
             concerns: concerns, moneyMoved: moneyMoved, begun: begun, leading: leading,
-            locking: .users, on: commit.connection)
+            locking: .users, in: commit.roundTrips)
         if commit.openedAlongside == nil, try Self.version(in: commit.alongside(in: first)[opened]) != version {
             throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) switched versions while a group assumed \(version)")
         }
@@ -74,17 +75,19 @@ package struct InlineProjection: GroupProjection {
         for row in appended {
             last = max(last, LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["event_position"].int64()))
         }
-        var closing = changes.writes
-        closing.append(PipelinedStatement("INSERT INTO ledger.inline_projections (version, tx_id) VALUES ($1, pg_current_xact_id())", [version]))
+        var closing = RoundTrip(changes.writes)
+        closing.add([PipelinedStatement("INSERT INTO ledger.inline_projections (version, tx_id) VALUES ($1, pg_current_xact_id())", [version])])
         if !changes.users.isEmpty {
-            closing.append(TimelineCache.announcement(changes.users, origin: cache?.origin, position: last))
+            closing.add([TimelineCache.announcement(changes.users, origin: cache?.origin, position: last)])
         }
-        _ = try commit.connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
-        // After the commit, as the worker does: this process's readers find the new timelines.
-        cache?.replace(zip(changes.users, changes.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch, committedAt: last)
         var timelines: [UserKey: UserTimeline] = [:]
         for (user, timeline) in zip(changes.users, changes.timelines) { timelines[UserKey(bundleID: user.bundleID, userID: user.userID)] = timeline }
-        return (appended, GroupProjected(position: last, timelines: timelines, version: version))
+        return GroupFinish(
+            closing: closing, appended: appended, decision: GroupProjected(position: last, timelines: timelines, version: version),
+            committed: {
+                // After the commit, as the worker does: this process's readers find the new timelines.
+                cache?.replace(zip(changes.users, changes.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch, committedAt: last)
+            })
     }
 
     private static func version(in rows: PostgresRows) throws -> Int {

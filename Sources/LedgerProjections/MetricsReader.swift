@@ -15,51 +15,52 @@ package struct MetricsReader: Sendable {
     /// Every non-zero value for the UTC days from `first` through `last` (midnights), one environment.
     package func daily(bundleID: String, environment: AppleEnvironment, from first: Date, through last: Date) async throws -> [MetricPoint] {
         let end = last.addingTimeInterval(86_400)
-        let results = try await reads.read(atLeast: await reads.requiredForAll()) { connection in
-            try connection.pipeline(
-                [
-                    PipelinedStatement(
-                        """
-                        SELECT kind, dimension, date_trunc('day', from_at) AS day, sum(value)::bigint AS value FROM ledger.metric_contributions
-                         WHERE bundle_id = $1 AND environment = $2 AND until_at IS NULL AND from_at >= $3 AND from_at < $4
-                         GROUP BY 1, 2, 3
-                        """, [bundleID, environment.rawValue, first, end]),
-                    PipelinedStatement(
-                        """
-                        SELECT kind, dimension, day, sum(value)::bigint AS value FROM (
-                            SELECT kind, dimension, date_trunc('day', from_at) AS day, value FROM ledger.metric_contributions
-                             WHERE bundle_id = $1 AND environment = $2 AND until_at IS NOT NULL AND from_at < $3
-                            UNION ALL
-                            SELECT kind, dimension, date_trunc('day', until_at - interval '1 day') + interval '1 day', -value FROM ledger.metric_contributions
-                             WHERE bundle_id = $1 AND environment = $2 AND until_at IS NOT NULL AND from_at < $3 AND until_at < $3 + interval '1 day'
-                        ) deltas GROUP BY 1, 2, 3 ORDER BY 3
-                        """, [bundleID, environment.rawValue, end]),
-                    // Renewals, revenue and refunds: from the finance rows, one per transaction already.
-                    PipelinedStatement(
-                        """
-                        SELECT kind, dimension, day, sum(value)::bigint AS value FROM (
-                            SELECT CASE WHEN f.kind = 'renewal' AND m.kind = 'renewed' THEN 'renewed'
-                                        WHEN f.kind IN ('purchase', 'renewal') THEN 'revenue'
-                                        WHEN m.kind = 'refunds' THEN 'refunds' ELSE 'refunded_amount' END AS kind,
-                                   CASE WHEN m.kind = 'renewed' THEN f.product_id ELSE f.currency END AS dimension,
-                                   date_trunc('day', f.occurred_at) AS day,
-                                   CASE WHEN m.kind = 'renewed' THEN 1
-                                        WHEN f.kind IN ('purchase', 'renewal') THEN f.price
-                                        WHEN m.kind = 'refunds' THEN CASE f.kind WHEN 'refund' THEN 1 ELSE -1 END
-                                        ELSE -coalesce(f.price, 0) END AS value
-                              FROM ledger.finance_rows f
-                              JOIN (VALUES ('renewed'), ('money'), ('refunds')) AS m(kind)
-                                ON (m.kind = 'renewed' AND f.kind = 'renewal')
-                                OR (m.kind = 'money' AND (f.kind IN ('refund', 'refund_reversed') OR f.price IS NOT NULL))
-                                OR (m.kind = 'refunds' AND f.kind IN ('refund', 'refund_reversed'))
-                             WHERE f.bundle_id = $1 AND f.environment = $2 AND f.occurred_at >= $3 AND f.occurred_at < $4
-                               AND (m.kind = 'renewed' OR f.currency IS NOT NULL)
-                        ) rows GROUP BY 1, 2, 3
-                        """, [bundleID, environment.rawValue, first, end]),
-                ], transaction: false)
-        }
+        var trip = RoundTrip()
+        let pointsRead = trip.add(
+            PipelinedStatement(
+                """
+                SELECT kind, dimension, date_trunc('day', from_at) AS day, sum(value)::bigint AS value FROM ledger.metric_contributions
+                 WHERE bundle_id = $1 AND environment = $2 AND until_at IS NULL AND from_at >= $3 AND from_at < $4
+                 GROUP BY 1, 2, 3
+                """, [bundleID, environment.rawValue, first, end]))
+        let spansRead = trip.add(
+            PipelinedStatement(
+                """
+                SELECT kind, dimension, day, sum(value)::bigint AS value FROM (
+                    SELECT kind, dimension, date_trunc('day', from_at) AS day, value FROM ledger.metric_contributions
+                     WHERE bundle_id = $1 AND environment = $2 AND until_at IS NOT NULL AND from_at < $3
+                    UNION ALL
+                    SELECT kind, dimension, date_trunc('day', until_at - interval '1 day') + interval '1 day', -value FROM ledger.metric_contributions
+                     WHERE bundle_id = $1 AND environment = $2 AND until_at IS NOT NULL AND from_at < $3 AND until_at < $3 + interval '1 day'
+                ) deltas GROUP BY 1, 2, 3 ORDER BY 3
+                """, [bundleID, environment.rawValue, end]))
+        // Renewals, revenue and refunds: from the finance rows, one per transaction already.
+        let moneyRead = trip.add(
+            PipelinedStatement(
+                """
+                SELECT kind, dimension, day, sum(value)::bigint AS value FROM (
+                    SELECT CASE WHEN f.kind = 'renewal' AND m.kind = 'renewed' THEN 'renewed'
+                                WHEN f.kind IN ('purchase', 'renewal') THEN 'revenue'
+                                WHEN m.kind = 'refunds' THEN 'refunds' ELSE 'refunded_amount' END AS kind,
+                           CASE WHEN m.kind = 'renewed' THEN f.product_id ELSE f.currency END AS dimension,
+                           date_trunc('day', f.occurred_at) AS day,
+                           CASE WHEN m.kind = 'renewed' THEN 1
+                                WHEN f.kind IN ('purchase', 'renewal') THEN f.price
+                                WHEN m.kind = 'refunds' THEN CASE f.kind WHEN 'refund' THEN 1 ELSE -1 END
+                                ELSE -coalesce(f.price, 0) END AS value
+                      FROM ledger.finance_rows f
+                      JOIN (VALUES ('renewed'), ('money'), ('refunds')) AS m(kind)
+                        ON (m.kind = 'renewed' AND f.kind = 'renewal')
+                        OR (m.kind = 'money' AND (f.kind IN ('refund', 'refund_reversed') OR f.price IS NOT NULL))
+                        OR (m.kind = 'refunds' AND f.kind IN ('refund', 'refund_reversed'))
+                     WHERE f.bundle_id = $1 AND f.environment = $2 AND f.occurred_at >= $3 AND f.occurred_at < $4
+                       AND (m.kind = 'renewed' OR f.currency IS NOT NULL)
+                ) rows GROUP BY 1, 2, 3
+                """, [bundleID, environment.rawValue, first, end]))
+        let series = trip
+        let results = try await reads.read(atLeast: await reads.requiredForAll()) { try $0.send(series) }
         var points: [MetricPoint] = []
-        for row in Array(results[0]) + Array(results[2]) {
+        for row in Array(results[pointsRead]) + Array(results[moneyRead]) {
             guard let kind = MetricContribution.Kind(rawValue: try row["kind"].string()) else { continue }
             let value = try row["value"].int64()
             if value != 0 {
@@ -69,7 +70,7 @@ package struct MetricsReader: Sendable {
         }
         // Spans: walk the days, applying each day's deltas to the running totals.
         var deltas: [(day: Date, series: SeriesKey, value: Int64)] = []
-        for row in results[1] {
+        for row in results[spansRead] {
             guard let kind = MetricContribution.Kind(rawValue: try row["kind"].string()) else { continue }
             deltas.append((try row["day"].date(), SeriesKey(kind: kind, dimension: try row["dimension"].string()), try row["value"].int64()))
         }

@@ -40,67 +40,83 @@ package enum ProjectionRunner {
     /// asynchronous commit waits for the WAL writer (`wal_writer_delay`, 200 ms by default) —
     /// every read after a write would wait that long for the replica.
     package static func liveBatch(on connection: PostgresConnection, batchSize: Int, origin: String? = nil, durable: Bool = false) throws -> Applied {
-        let registry = "ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1"
-        do {
-            let opening = try connection.pipeline(
-                [
-                    PipelinedStatement("BEGIN"),
-                    // Projections are derived and their checkpoint commits with them: a batch lost in
-                    // a crash is applied again from the checkpoint. So no waiting for the disk here —
-                    // the rows are visible to readers at commit all the same — unless replicas read them.
-                    PipelinedStatement("SELECT set_config('synchronous_commit', $1, true)", [durable ? "on" : "off"]),
-                    .genericPlans,
-                    // The registry row FOR SHARE: a rebuild's switch (FOR UPDATE) waits for this batch.
-                    PipelinedStatement(
-                        "SELECT p.active_version, c.tx_id::text AS tx_id, c.position FROM \(registry) FOR SHARE OF p FOR UPDATE OF c",
-                        [UsersProjection.name]),
-                    PipelinedStatement(
-                        EventStore.readAllSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))", limit: "$2"),
-                        [UsersProjection.name, batchSize]),
-                    // Committed events the fence still holds back (an older transaction is open):
-                    // their appenders' wake-ups have come and gone, so the worker must look again soon
-                    // rather than sleep until the next append.
-                    PipelinedStatement(EventStore.heldBackSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))"), [UsersProjection.name]),
-                    // Transactions whose writers applied their own events to this version (`InlineProjection`).
-                    PipelinedStatement(
-                        """
-                        SELECT i.tx_id::text AS tx_id FROM ledger.inline_projections i
-                         WHERE i.version = (SELECT active_version FROM ledger.projections WHERE name = $1)
-                        """, [UsersProjection.name]),
-                ], transaction: false)
-            guard let row = opening[3].first else {
+        try connection.pipelinedTransaction { transaction in
+            let opening = liveOpening(batchSize: batchSize, durable: durable)
+            let opened = try transaction.send(opening.trip)
+            guard let row = opened[opening.checkpoint].first else {
                 throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
             }
             let version = try row["active_version"].int()
             let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
-            let batch = try opening[4].map(RecordedEvent.init(row:))
-            let heldBack = try opening[5][0]["held"].bool()
-            guard let last = batch.last else {
-                try connection.query("COMMIT")
-                return Applied(count: 0, last: nil, users: [], checkpoint: after, heldBack: heldBack)
-            }
-            let applied = Set(try opening[6].map { try $0["tx_id"].uint64() })
+            let batch = try opened[opening.batch].map(RecordedEvent.init(row:))
+            let heldBack = try opened[opening.heldBack][0]["held"].bool()
+            // Nothing to apply: the transaction commits, alone, as the body returns.
+            guard let last = batch.last else { return Applied(count: 0, last: nil, users: [], checkpoint: after, heldBack: heldBack) }
+            let applied = Set(try opened[opening.inline].map { try $0["tx_id"].uint64() })
             let changes = try UsersProjection(version: version).changes(
                 for: batch.filter { !applied.contains($0.position.transactionID) },
-                locking: .usersAndPurchases, on: connection)
-            var closing = changes.writes + [advanceStatement(version: version, to: last.position)]
+                locking: .usersAndPurchases, in: transaction.roundTrips)
+            var closing = RoundTrip(changes.writes + [advanceStatement(version: version, to: last.position)])
             if !applied.isEmpty {
                 // Passed whole: every transaction before the batch's last one (the fence lets no
                 // open transaction's events through, so nothing of theirs comes later).
-                closing.append(
+                closing.add([
                     PipelinedStatement(
                         "DELETE FROM ledger.inline_projections WHERE version <> $1 OR tx_id < $2::text::xid8",
-                        [version, last.position.transactionID]))
+                        [version, last.position.transactionID])
+                ])
             }
-            if !changes.users.isEmpty { closing.append(TimelineCache.announcement(changes.users, origin: origin, position: last.position)) }
-            _ = try connection.pipeline(closing + [PipelinedStatement("COMMIT")], transaction: false)
+            if !changes.users.isEmpty { closing.add([TimelineCache.announcement(changes.users, origin: origin, position: last.position)]) }
+            try transaction.commit(with: closing)
             return Applied(
                 count: batch.count, last: last.position, users: changes.users, timelines: changes.timelines, checkpoint: last.position,
                 heldBack: heldBack)
-        } catch {
-            connection.rollbackIfNeeded()
-            throw error
         }
+    }
+
+    /// A live batch's first round trip, and where each of its reads is.
+    private struct LiveOpening {
+        let trip: RoundTrip
+        /// The active version and its checkpoint.
+        let checkpoint: RoundTrip.Slot
+        /// The batch: events after the checkpoint, behind the snapshot fence.
+        let batch: RoundTrip.Slot
+        let heldBack: RoundTrip.Slot
+        /// Transactions whose writers applied their own events to this version (`InlineProjection`).
+        let inline: RoundTrip.Slot
+    }
+
+    private static func liveOpening(batchSize: Int, durable: Bool) -> LiveOpening {
+        let registry = "ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1"
+        var trip = RoundTrip()
+        trip.add([
+            // Projections are derived and their checkpoint commits with them: a batch lost in
+            // a crash is applied again from the checkpoint. So no waiting for the disk here —
+            // the rows are visible to readers at commit all the same — unless replicas read them.
+            // Set first, so that it holds for every way the transaction ends.
+            PipelinedStatement("SELECT set_config('synchronous_commit', $1, true)", [durable ? "on" : "off"]),
+            .genericPlans,
+        ])
+        // The registry row FOR SHARE: a rebuild's switch (FOR UPDATE) waits for this batch.
+        let checkpoint = trip.add(
+            PipelinedStatement(
+                "SELECT p.active_version, c.tx_id::text AS tx_id, c.position FROM \(registry) FOR SHARE OF p FOR UPDATE OF c",
+                [UsersProjection.name]))
+        let batch = trip.add(
+            PipelinedStatement(
+                EventStore.readAllSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))", limit: "$2"),
+                [UsersProjection.name, batchSize]))
+        // Committed events the fence still holds back (an older transaction is open):
+        // their appenders' wake-ups have come and gone, so the worker must look again soon
+        // rather than sleep until the next append.
+        let heldBack = trip.add(PipelinedStatement(EventStore.heldBackSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))"), [UsersProjection.name]))
+        let inline = trip.add(
+            PipelinedStatement(
+                """
+                SELECT i.tx_id::text AS tx_id FROM ledger.inline_projections i
+                 WHERE i.version = (SELECT active_version FROM ledger.projections WHERE name = $1)
+                """, [UsersProjection.name]))
+        return LiveOpening(trip: trip, checkpoint: checkpoint, batch: batch, heldBack: heldBack, inline: inline)
     }
 
     /// One batch on `version`, inside the caller's transaction.

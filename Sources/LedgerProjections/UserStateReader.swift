@@ -86,20 +86,19 @@ package struct UserStateReader: Sendable {
     /// Who a support query names: the user of that id, if there is one, and the owners of the
     /// transaction or original transaction of that id (with the original transaction's id).
     package func search(bundleID: String, for query: String) async throws -> (isUser: Bool, owners: [(userID: String, originalTransactionID: String)]) {
-        let found = try await pool.withConnection { connection in
-            try connection.pipeline(
-                [
-                    PipelinedStatement("SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundleID, query]),
-                    PipelinedStatement(
-                        """
-                        SELECT DISTINCT o.user_id, f.original_transaction_id FROM ledger.finance_rows f
-                          JOIN ledger.transaction_owners o ON o.bundle_id = f.bundle_id AND o.original_transaction_id = f.original_transaction_id
-                         WHERE f.bundle_id = $1 AND (f.transaction_id = $2 OR f.original_transaction_id = $2)
-                        UNION SELECT o.user_id, o.original_transaction_id FROM ledger.transaction_owners o
-                         WHERE o.bundle_id = $1 AND o.original_transaction_id = $2
-                        """, [bundleID, query]),
-                ], transaction: false)
-        }
-        return (found[0].count > 0, try found[1].map { (try $0["user_id"].string(), try $0["original_transaction_id"].string()) })
+        var trip = RoundTrip()
+        let user = trip.add(PipelinedStatement("SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundleID, query]))
+        let owners = trip.add(
+            PipelinedStatement(
+                """
+                SELECT DISTINCT o.user_id, f.original_transaction_id FROM ledger.finance_rows f
+                  JOIN ledger.transaction_owners o ON o.bundle_id = f.bundle_id AND o.original_transaction_id = f.original_transaction_id
+                 WHERE f.bundle_id = $1 AND (f.transaction_id = $2 OR f.original_transaction_id = $2)
+                UNION SELECT o.user_id, o.original_transaction_id FROM ledger.transaction_owners o
+                 WHERE o.bundle_id = $1 AND o.original_transaction_id = $2
+                """, [bundleID, query]))
+        let search = trip
+        let found = try await pool.withConnection { try $0.send(search) }
+        return (found[user].count > 0, try found[owners].map { (try $0["user_id"].string(), try $0["original_transaction_id"].string()) })
     }
 }

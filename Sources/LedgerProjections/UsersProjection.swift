@@ -33,8 +33,8 @@ package struct UsersProjection: Sendable {
     /// Returns the users whose timeline it rewrote.
     @discardableResult
     package func apply(_ batch: [RecordedEvent], on connection: PostgresConnection) throws -> [(bundleID: String, userID: String)] {
-        let changes = try changes(for: batch, on: connection)
-        if !changes.writes.isEmpty { _ = try connection.pipeline(changes.writes, transaction: false) }
+        let changes = try changes(for: batch, in: connection)
+        _ = try connection.send(RoundTrip(changes.writes))
         return changes.users
     }
 
@@ -54,10 +54,11 @@ package struct UsersProjection: Sendable {
     ///
     /// Set-based and pipelined: two round trips of reads for the whole batch, whatever its size.
     /// Row by row it took eight round trips per purchase, statement by statement fifteen per batch
-    /// — and writers wait for the batch to answer (read-your-writes).
-    func changes(for batch: [RecordedEvent], locking: ProjectionLocks.Scope = .none, on connection: PostgresConnection) throws -> Changes {
+    /// — and writers wait for the batch to answer (read-your-writes). The reads go to `transaction`:
+    /// the caller's transaction, whose end is the caller's.
+    func changes(for batch: [RecordedEvent], locking: ProjectionLocks.Scope = .none, in transaction: any RoundTripSender) throws -> Changes {
         let (facts, moneyMoved) = try Self.decode(batch)
-        return try changes(concerns: BatchConcerns(facts), moneyMoved: moneyMoved, locking: locking, on: connection).changes
+        return try changes(concerns: BatchConcerns(facts), moneyMoved: moneyMoved, locking: locking, in: transaction).changes
     }
 
     /// A batch's facts (evidence-only events skipped) and the transactions whose money they moved.
@@ -81,7 +82,7 @@ package struct UsersProjection: Sendable {
     /// had no events before (an ingestion group's new purchases): they have no rows to replace.
     func changes(
         concerns: BatchConcerns, moneyMoved: Set<TransactionKey>, begun: Set<TransactionKey> = [], leading: RoundTrip = RoundTrip(),
-        locking: ProjectionLocks.Scope, on connection: PostgresConnection
+        locking: ProjectionLocks.Scope, in transaction: any RoundTripSender
     ) throws -> (changes: Changes, leading: RoundTripResults) {
         var concerns = concerns
         // Round trip 1: the owners of transactions that changed, and every user of an app whose
@@ -133,7 +134,7 @@ package struct UsersProjection: Sendable {
         let lookupsPart = first.include(lookups.trip)
         var second = lookups.isEmpty ? reading(concerns.users) : nil
         let secondPart = second.map { first.include($0.trip) }
-        let firstResults = try connection.send(first)
+        let firstResults = try transaction.send(first)
         let secondResults: RoundTripResults
         if let secondPart {
             secondResults = firstResults[secondPart]
@@ -141,7 +142,7 @@ package struct UsersProjection: Sendable {
             try concerns.add(firstResults[lookupsPart], of: lookups)
             let found = reading(concerns.users)
             second = found
-            secondResults = try connection.send(found.trip)
+            secondResults = try transaction.send(found.trip)
         }
         let users = second?.users ?? []
         var facts: [StreamFact] = []

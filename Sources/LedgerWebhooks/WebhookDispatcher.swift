@@ -82,14 +82,14 @@ package final class WebhookDispatcher: Sendable {
     /// a change due — one round trip.
     func recordAndLease(_ attempts: [Attempt], capacity: Int) async throws -> [Lease] {
         let now = Date()
-        var statements: [PipelinedStatement] = []
-        if !attempts.isEmpty { statements += record(attempts, now: now) }
-        if capacity > 0 { statements.append(leaseStatement(capacity)) }
-        guard !statements.isEmpty else { return [] }
-        let batch = statements
-        let results = try await pool.withConnection { try $0.pipeline(batch, transaction: false) }
-        guard capacity > 0, let rows = results.last else { return [] }
-        return try rows.map { row in
+        var trip = RoundTrip()
+        if !attempts.isEmpty { trip.add(record(attempts, now: now)) }
+        let lease = capacity > 0 ? trip.add(leaseStatement(capacity)) : nil
+        guard !trip.isEmpty else { return [] }
+        let batch = trip
+        let results = try await pool.withConnection { try $0.send(batch) }
+        guard let lease else { return [] }
+        return try results[lease].map { row in
             let position = row["position"].optionalString().flatMap { Int64($0) }
             return Lease(
                 bundleID: try row["bundle_id"].string(), webhook: try row["webhook"].string(), userID: try row["user_id"].string(),

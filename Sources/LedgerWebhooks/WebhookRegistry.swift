@@ -68,22 +68,23 @@ package struct WebhookRegistry: Sendable {
         // A host that does not resolve yet is accepted: every delivery checks it again.
         if case .refused(let reason) = await targets.check(url: url) { throw LedgerError(.invalidWebhook, "url: \(reason)") }
         let sealed = keyring.seal(secret, for: StoredSecrets.webhookSecret(of: bundleID, webhook: name))
+        var trip = RoundTrip()
+        // Under the change projection's lock: a batch committing meanwhile has either queued its
+        // users for this webhook or numbered its changes after `starts_after`.
+        trip.add([PipelinedStatement("SELECT pg_advisory_xact_lock(hashtext('ledger.changes'))")])
+        let created = trip.add(
+            PipelinedStatement(
+                """
+                INSERT INTO ledger.webhooks (bundle_id, name, url, secret, types, starts_after)
+                VALUES ($1, $2, $3, $4, $5::text[], (SELECT coalesce(max(position), 0) FROM ledger.changes))
+                ON CONFLICT (bundle_id, name) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, types = EXCLUDED.types, updated_at = now()
+                RETURNING (xmax = 0) AS created
+                """, [bundleID, name, url, sealed, types.map(PostgresTextArray.init)]))
+        let put = trip
         let results = try await pool.withConnection { connection in
-            try connection.pipeline(
-                [
-                    // Under the change projection's lock: a batch committing meanwhile has either
-                    // queued its users for this webhook or numbered its changes after `starts_after`.
-                    PipelinedStatement("SELECT pg_advisory_xact_lock(hashtext('ledger.changes'))"),
-                    PipelinedStatement(
-                        """
-                        INSERT INTO ledger.webhooks (bundle_id, name, url, secret, types, starts_after)
-                        VALUES ($1, $2, $3, $4, $5::text[], (SELECT coalesce(max(position), 0) FROM ledger.changes))
-                        ON CONFLICT (bundle_id, name) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, types = EXCLUDED.types, updated_at = now()
-                        RETURNING (xmax = 0) AS created
-                        """, [bundleID, name, url, sealed, types.map(PostgresTextArray.init)]),
-                ], transaction: true)
+            try connection.pipelinedTransaction { try $0.commit(with: put) }
         }
-        return try results[1][0]["created"].bool()
+        return try results[created][0]["created"].bool()
     }
 
     package func list(bundleID: String) async throws -> [Webhook] {
@@ -110,19 +111,18 @@ package struct WebhookRegistry: Sendable {
 
     /// Nil: no such webhook.
     package func failures(bundleID: String, name: String, limit: Int) async throws -> [ParkedChange]? {
-        let results = try await pool.withConnection { connection in
-            try connection.pipeline(
-                [
-                    PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2", [bundleID, name]),
-                    PipelinedStatement(
-                        """
-                        SELECT position, change_id::text AS change_id, user_id, attempts, last_error, parked_at FROM ledger.webhook_failures
-                         WHERE bundle_id = $1 AND webhook = $2 ORDER BY position LIMIT $3
-                        """, [bundleID, name, limit]),
-                ], transaction: false)
-        }
-        guard results[0].count > 0 else { return nil }
-        return try results[1].map { row in
+        var trip = RoundTrip()
+        let webhook = trip.add(PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2", [bundleID, name]))
+        let parked = trip.add(
+            PipelinedStatement(
+                """
+                SELECT position, change_id::text AS change_id, user_id, attempts, last_error, parked_at FROM ledger.webhook_failures
+                 WHERE bundle_id = $1 AND webhook = $2 ORDER BY position LIMIT $3
+                """, [bundleID, name, limit]))
+        let reads = trip
+        let results = try await pool.withConnection { try $0.send(reads) }
+        guard results[webhook].count > 0 else { return nil }
+        return try results[parked].map { row in
             ParkedChange(
                 position: try row["position"].int64(), changeID: try row["change_id"].string(), userID: try row["user_id"].string(),
                 attempts: try row["attempts"].int(), lastError: row["last_error"].optionalString(), parkedAt: try row["parked_at"].date())
@@ -134,26 +134,28 @@ package struct WebhookRegistry: Sendable {
     /// (`$3::bigint` throughout: in `$3 - 1` PostgreSQL would otherwise type the parameter as an
     /// integer, and a position past 2³¹ would fail as out of range.)
     package func replay(bundleID: String, name: String, from position: Int64) async throws -> Int? {
+        var trip = RoundTrip()
+        let webhook = trip.add(PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2 FOR UPDATE", [bundleID, name]))
+        trip.add([
+            PipelinedStatement("DELETE FROM ledger.webhook_failures WHERE bundle_id = $1 AND webhook = $2 AND position >= $3", [bundleID, name, position])
+        ])
+        let queued = trip.add(
+            PipelinedStatement(
+                """
+                INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
+                SELECT c.bundle_id, w.name, c.user_id, $3::bigint - 1, max(c.position)
+                  FROM ledger.changes c JOIN ledger.webhooks w ON w.bundle_id = c.bundle_id AND w.name = $2
+                 WHERE c.bundle_id = $1 AND c.position >= $3::bigint GROUP BY c.bundle_id, w.name, c.user_id
+                ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE
+                   SET delivered = least(q.delivered, EXCLUDED.delivered), wanted = greatest(q.wanted, EXCLUDED.wanted),
+                       attempts = 0, first_failed_at = NULL, next_attempt_at = now()
+                RETURNING user_id
+                """, [bundleID, name, position]))
+        let replay = trip
         let results = try await pool.withConnection { connection in
-            try connection.pipeline(
-                [
-                    PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2 FOR UPDATE", [bundleID, name]),
-                    PipelinedStatement(
-                        "DELETE FROM ledger.webhook_failures WHERE bundle_id = $1 AND webhook = $2 AND position >= $3", [bundleID, name, position]),
-                    PipelinedStatement(
-                        """
-                        INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
-                        SELECT c.bundle_id, w.name, c.user_id, $3::bigint - 1, max(c.position)
-                          FROM ledger.changes c JOIN ledger.webhooks w ON w.bundle_id = c.bundle_id AND w.name = $2
-                         WHERE c.bundle_id = $1 AND c.position >= $3::bigint GROUP BY c.bundle_id, w.name, c.user_id
-                        ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE
-                           SET delivered = least(q.delivered, EXCLUDED.delivered), wanted = greatest(q.wanted, EXCLUDED.wanted),
-                               attempts = 0, first_failed_at = NULL, next_attempt_at = now()
-                        RETURNING user_id
-                        """, [bundleID, name, position]),
-                ], transaction: true)
+            try connection.pipelinedTransaction { try $0.commit(with: replay) }
         }
-        return results[0].count > 0 ? results[2].count : nil
+        return results[webhook].count > 0 ? results[queued].count : nil
     }
 
     /// `{a,b}` as PostgreSQL prints a text[] of plain words (change types are).

@@ -67,19 +67,19 @@ import Testing
         #expect(try connection.query("SELECT count(*) AS n FROM t")[0]["n"].int() == 0)
     }
 
-    @Test func pipelineReturnsEveryResultInOrder() async throws {
+    @Test func aRoundTripReturnsEveryResultToItsSlot() async throws {
         let connection = try await PostgresConnection.connect(TestCluster.database())
-        let statements = (1...300).map { PipelinedStatement("SELECT $1::int * 2 AS doubled", [$0]) }
-        let results = try connection.pipeline(statements, transaction: false)
-        #expect(results.count == 300)
-        #expect(try results.enumerated().allSatisfy { index, rows in try rows[0]["doubled"].int() == (index + 1) * 2 })
+        var trip = RoundTrip()
+        let slots = (1...300).map { trip.add(PipelinedStatement("SELECT $1::int * 2 AS doubled", [$0])) }
+        let results = try connection.send(trip)
+        #expect(try slots.enumerated().allSatisfy { index, slot in try results[slot][0]["doubled"].int() == (index + 1) * 2 })
     }
 
     @Test func pipelinedTransactionIsAllOrNothing() async throws {
         let connection = try await PostgresConnection.connect(TestCluster.database())
         try connection.execute(script: "CREATE TABLE t (n int PRIMARY KEY)")
-        let statements = [1, 2, 2, 3].map { PipelinedStatement("INSERT INTO t VALUES ($1)", [$0]) }
-        let error = try #require(throws: PostgresError.self) { try connection.pipeline(statements, transaction: true) }
+        let trip = RoundTrip([1, 2, 2, 3].map { PipelinedStatement("INSERT INTO t VALUES ($1)", [$0]) })
+        let error = try #require(throws: PostgresError.self) { try connection.pipelinedTransaction { try $0.commit(with: trip) } }
         #expect(error.sqlState == "23505")
         #expect(error.statementIndex == 2)
         #expect(!connection.isInTransaction, "the aborted transaction was rolled back")
@@ -90,10 +90,10 @@ import Testing
         // Enough statements and parameter bytes to fill both socket buffers several times over.
         let connection = try await PostgresConnection.connect(TestCluster.database())
         let payload = String(repeating: "x", count: 2000)
-        let statements = (0..<5000).map { PipelinedStatement("SELECT $1::int AS n, $2::text AS payload", [$0, payload]) }
-        let results = try connection.pipeline(statements, transaction: true)
-        #expect(results.count == 5000)
-        #expect(try results[4999][0]["n"].int() == 4999)
+        var trip = RoundTrip()
+        let slots = (0..<5000).map { trip.add(PipelinedStatement("SELECT $1::int AS n, $2::text AS payload", [$0, payload])) }
+        let results = try connection.pipelinedTransaction { try $0.commit(with: trip) }
+        #expect(try results[slots[4999]][0]["n"].int() == 4999)
     }
 
     @Test func copyLoadsRowsInTextFormat() async throws {

@@ -23,7 +23,7 @@ import Testing
         #expect(!error.debugDescription.contains("hunter2"), "\(error.debugDescription)")
         // In a pipeline too.
         let piped = try #require(throws: PostgresError.self) {
-            try connection.pipeline([PipelinedStatement("INSERT INTO public.k VALUES ($1)", ["hunter2-token"])], transaction: true)
+            try connection.pipelinedTransaction { try $0.commit(with: RoundTrip([PipelinedStatement("INSERT INTO public.k VALUES ($1)", ["hunter2-token"])])) }
         }
         #expect(!piped.debugDescription.contains("hunter2"), "\(piped.debugDescription)")
     }

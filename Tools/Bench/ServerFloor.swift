@@ -103,9 +103,11 @@ final class ServerFloor: Sendable {
 
     private func writeWhileWaiting() async {
         while case .write(let group) = queue.withLock({ $0.nextGroup() }) {
-            let statements = transaction.statements(group: group.count).map { PipelinedStatement($0) }
+            let statements = RoundTrip(transaction.statements(group: group.count).map { PipelinedStatement($0) })
             do {
-                _ = try await pool.withConnection { try $0.pipeline(statements, transaction: true) }
+                _ = try await pool.withConnection { connection in
+                    try connection.pipelinedTransaction { try $0.commit(with: statements) }
+                }
                 for waiter in group { waiter.resume() }
             } catch {
                 for waiter in group { waiter.resume(throwing: error) }
