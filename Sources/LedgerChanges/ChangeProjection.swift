@@ -176,7 +176,7 @@ package struct ChangeProjection: Sendable {
         let results = try transaction.send(trip)
         guard try results[mine][0]["mine"].bool(), let row = results[checkpoint].first else { return nil }
         guard let active = try results[version].first?["active_version"].int() else {
-            throw PostgresError(code: .decoding, message: "projection users has no active version")
+            throw PostgresError(code: .missingState, message: "projection users has no active version")
         }
         var opened = Opened(
             after: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64()),

@@ -7,9 +7,10 @@ package enum GroupAppendOutcome<Decision: Sendable>: Sendable {
     case appended(Decision, [AppendResult])
     /// Nothing was decided to append; the statements that came along are committed.
     case nothingToAppend(Decision)
-    /// The appends were refused — a stream moved, an event id exists — or the database failed
-    /// while appending: nothing of the group stands, the statements that came along neither.
-    case refused(PostgresError)
+    /// The appends were refused — a stream moved, an event id exists — or the database or a
+    /// participant failed while appending: nothing of the group stands, the statements that came
+    /// along neither. The cause as it was thrown.
+    case refused(any Error)
 }
 
 /// A group's transaction as the store lends it to a caller that does more in it than append
@@ -173,7 +174,7 @@ extension EventStore {
             return .appended(finished.decision, try groupResults(commit.appends, rows: finished.appended))
         } catch {
             transaction.rollBack()
-            return .refused(error as? PostgresError ?? PostgresError(code: .decoding, message: "the group's transaction failed: \(error)"))
+            return .refused(error)
         }
     }
 }

@@ -9,6 +9,9 @@ import LedgerPostgres
 /// without them: no database text reaches a client.
 extension PostgresError: LedgerErrorConvertible {
     package var ledgerError: LedgerError {
+        if code == .changedMeanwhile {
+            return LedgerError(.databaseUnavailable, "the ledger was switching to a rebuilt projection; try again shortly", underlying: self)
+        }
         if isTransient { return LedgerError(.databaseUnavailable, "the database is unavailable; try again shortly", underlying: self) }
         // Text PostgreSQL cannot store (U+0000 in text or jsonb; a character outside the
         // database's encoding) came from the request: the caller's to fix, whatever field it was

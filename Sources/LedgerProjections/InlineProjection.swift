@@ -49,7 +49,7 @@ package struct InlineProjection: GroupProjection {
         } else if let assumingVersion {
             version = assumingVersion
         } else {
-            throw PostgresError(code: .decoding, message: "a group without an opening round trip assumed no version of \(UsersProjection.name)")
+            throw PostgresError(code: .missingState, message: "a group without an opening round trip assumed no version of \(UsersProjection.name)")
         }
         let projection = UsersProjection(version: version)
         let epoch = cache?.epoch ?? 0
@@ -68,7 +68,7 @@ package struct InlineProjection: GroupProjection {
             concerns: concerns, moneyMoved: moneyMoved, begun: begun, leading: leading,
             locking: .users, in: commit.roundTrips)
         if commit.openedAlongside == nil, try Self.version(in: commit.alongside(in: first)[opened]) != version {
-            throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) switched versions while a group assumed \(version)")
+            throw PostgresError(code: .changedMeanwhile, message: "projection \(UsersProjection.name) switched versions while a group assumed \(version)")
         }
         let appended = first[append]
         var last = LogPosition.start
@@ -92,7 +92,7 @@ package struct InlineProjection: GroupProjection {
 
     private static func version(in rows: PostgresRows) throws -> Int {
         guard let version = try rows.first?["active_version"].int() else {
-            throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
+            throw PostgresError(code: .missingState, message: "projection \(UsersProjection.name) has no active version")
         }
         return version
     }

@@ -44,7 +44,7 @@ package enum ProjectionRunner {
             let opening = liveOpening(batchSize: batchSize, durable: durable)
             let opened = try transaction.send(opening.trip)
             guard let row = opened[opening.checkpoint].first else {
-                throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no active version")
+                throw PostgresError(code: .missingState, message: "projection \(UsersProjection.name) has no active version")
             }
             let version = try row["active_version"].int()
             let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
@@ -131,7 +131,7 @@ package enum ProjectionRunner {
              WHERE name = $1 AND version = $2 FOR UPDATE
             """, [UsersProjection.name, version])
         guard let row = checkpoint.first else {
-            throw PostgresError(code: .decoding, message: "projection \(UsersProjection.name) has no version \(version)")
+            throw PostgresError(code: .changedMeanwhile, message: "projection \(UsersProjection.name) has no version \(version)")
         }
         let after = LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64())
         let batch = try EventStore.readAll(on: connection, after: after, limit: batchSize)

@@ -94,7 +94,7 @@ import Testing
             Issue.record("a group assuming an existing stream new was not refused")
             return
         }
-        #expect(error.sqlState == "LE001", "the stream that exists refuses it: \(error)")
+        #expect((error as? PostgresError)?.sqlState == "LE001", "the stream that exists refuses it: \(error)")
         #expect(try await store.version(of: third) == 0, "nothing of the refused group stands")
         #expect(try countEvents(configuration) == 2)
         let report = try await ChainVerifier(pool: store.pool).verify()
