@@ -1,5 +1,7 @@
 import Foundation
+import LedgerAccess
 import LedgerCore
+import LedgerEventStore
 import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
@@ -15,10 +17,12 @@ import LedgerProjections
 package struct SubjectAccess: Sendable {
     let pool: PostgresPool
     let reader: UserStateReader
+    let sources: PrivacySources
 
-    package init(pool: PostgresPool, reader: UserStateReader) {
+    package init(pool: PostgresPool, reader: UserStateReader, sources: PrivacySources) {
         self.pool = pool
         self.reader = reader
+        self.sources = sources
     }
 
     /// The document, read from the primary (an export must not miss a write a replica has not
@@ -27,9 +31,9 @@ package struct SubjectAccess: Sendable {
         let state = try await reader.currentState(bundleID: bundleID, userID: userID, at: now)
         let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID)
         let digests = Array(Set(trail.compactMap(\.evidence))).sorted()
-        let held = try await pool.withConnection { connection in
-            try connection.pipeline(Self.statements(bundleID: bundleID, userID: userID, evidence: digests), transaction: true)
-        }
+        let sections = sections(bundleID: bundleID, userID: userID, evidence: digests)
+        let trip = sections.trip
+        let held = try await pool.withConnection { connection in try connection.send(trip) }
         var json = JSONWriter(reservingCapacity: 16 * 1024)
         json.object { json in
             json.field("bundle_id", bundleID)
@@ -38,48 +42,36 @@ package struct SubjectAccess: Sendable {
             json.key("state")
             UserStateJSON.write(state, knownAt: now, into: &json)
             json.array("events", trail) { json, fact in Self.write(fact, of: userID, into: &json) }
-            Self.write(rows: held, of: userID, into: &json)
+            Self.write(held, sections, of: userID, into: &json)
         }
         return json.bytes
     }
 
-    /// One statement per place the user's id is written besides the log, in the order the
-    /// document lists them; `write(rows:into:)` reads their results in the same order.
-    static func statements(bundleID: String, userID: String, evidence: [String]) -> [PipelinedStatement] {
-        [
-            PipelinedStatement(
-                """
-                SELECT digest, kind, received_at, body, shredded_at FROM ledger.evidence WHERE digest = ANY($1::text[]) ORDER BY received_at, digest
-                """, [PostgresTextArray(evidence)]),
-            // Links are events of their own streams, one stream per token: a rare, whole-log read.
-            PipelinedStatement(
-                """
-                SELECT data->>'appAccountToken' AS token, recorded_at FROM ledger.events
-                 WHERE event_type = 'AppAccountTokenLinked' AND data->>'userID' = $2 AND starts_with(stream, 'token:' || $1 || ':')
-                 ORDER BY position
-                """, [bundleID, userID]),
-            PipelinedStatement(
-                "SELECT body FROM ledger.changes WHERE bundle_id = $1 AND user_id = $2 ORDER BY position", [bundleID, userID]),
-            PipelinedStatement(
-                """
-                SELECT webhook, delivered, wanted, attempts, last_error, next_attempt_at FROM ledger.webhook_queue
-                 WHERE bundle_id = $1 AND user_id = $2 ORDER BY webhook
-                """, [bundleID, userID]),
-            PipelinedStatement(
-                """
-                SELECT webhook, position, attempts, last_error, parked_at FROM ledger.webhook_failures
-                 WHERE bundle_id = $1 AND user_id = $2 ORDER BY webhook, position
-                """, [bundleID, userID]),
-            PipelinedStatement(
-                "SELECT reference, done_at FROM ledger.backfill_done WHERE bundle_id = $1 AND user_id = $2 ORDER BY reference",
-                [bundleID, userID]),
-            // Admin actions name a user in their target (`<bundle>/users/<user>/…`).
-            PipelinedStatement(
-                """
-                SELECT position, recorded_at, actor, action, target, after::text AS after FROM ledger.audit_log
-                 WHERE bundle_id = $1 AND starts_with(target, $1 || '/users/' || $2 || '/') ORDER BY position
-                """, [bundleID, userID]),
-        ]
+    /// One statement per place the user's id is written besides the log, each its owner's, in
+    /// one round trip of one transaction; each section's rows are read by its own handle.
+    struct Sections: Sendable {
+        var trip = RoundTrip()
+        var evidence, tokens, changes, deliveries, failures, backfills, actions: RoundTrip.Slot
+    }
+
+    func sections(bundleID: String, userID: String, evidence: [String]) -> Sections {
+        var trip = RoundTrip()
+        trip.add(PipelinedStatement("BEGIN"))
+        let evidence = trip.add(sources.evidence(evidence))
+        // Links are events of their own streams, one stream per token: a rare, whole-log read.
+        let tokens = trip.add(
+            EventStore.field(
+                "appAccountToken", ofEventsOfType: UserErasures.tokenLinkType, forUser: userID,
+                inStreamsStartingWith: UserErasures.tokenStreamsPrefix(bundleID)))
+        let changes = trip.add(sources.changes(userID, bundleID))
+        let deliveries = trip.add(sources.webhookDeliveries(userID, bundleID))
+        let failures = trip.add(sources.webhookFailures(userID, bundleID))
+        let backfills = trip.add(sources.backfills(userID, bundleID))
+        let actions = trip.add(AuditLog.actions(aimedAt: userID, bundleID: bundleID))
+        trip.add(PipelinedStatement("COMMIT"))
+        return Sections(
+            trip: trip, evidence: evidence, tokens: tokens, changes: changes, deliveries: deliveries, failures: failures, backfills: backfills,
+            actions: actions)
     }
 
     /// The other party of a transfer or of a merge is somebody else's personal data: the document
@@ -122,8 +114,8 @@ package struct SubjectAccess: Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func write(rows: [PostgresRows], of userID: String, into json: inout JSONWriter) {
-        json.objects("evidence", rows[0]) { json, row in
+    static func write(_ rows: RoundTripResults, _ sections: Sections, of userID: String, into json: inout JSONWriter) {
+        json.objects("evidence", rows[sections.evidence]) { json, row in
             json.field("digest", row["digest"].optionalString())
             json.field("kind", row["kind"].optionalString())
             json.time("received_at", try? row["received_at"].date())
@@ -133,12 +125,12 @@ package struct SubjectAccess: Sendable {
             // Emptied by an erasure: it carried an erased user's appAccountToken.
             if let shredded = try? row["shredded_at"].date() { json.time("shredded_at", shredded) }
         }
-        json.objects("app_account_tokens", rows[1]) { json, row in
-            json.field("app_account_token", row["token"].optionalString()?.lowercased())
+        json.objects("app_account_tokens", rows[sections.tokens]) { json, row in
+            json.field("app_account_token", row["value"].optionalString()?.lowercased())
             json.time("linked_at", try? row["recorded_at"].date())
         }
-        json.array("changes", Array(rows[2])) { json, row in json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID)) }
-        json.objects("webhook_deliveries", rows[3]) { json, row in
+        json.array("changes", Array(rows[sections.changes])) { json, row in json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID)) }
+        json.objects("webhook_deliveries", rows[sections.deliveries]) { json, row in
             json.field("webhook", row["webhook"].optionalString())
             json.field("delivered_position", try? row["delivered"].int64())
             json.field("wanted_position", try? row["wanted"].int64())
@@ -146,18 +138,18 @@ package struct SubjectAccess: Sendable {
             json.key("last_error"); json.value(row["last_error"].optionalString())
             json.time("next_attempt_at", try? row["next_attempt_at"].date())
         }
-        json.objects("webhook_failures", rows[4]) { json, row in
+        json.objects("webhook_failures", rows[sections.failures]) { json, row in
             json.field("webhook", row["webhook"].optionalString())
             json.field("position", try? row["position"].int64())
             json.field("attempts", try? row["attempts"].int64())
             json.key("last_error"); json.value(row["last_error"].optionalString())
             json.time("parked_at", try? row["parked_at"].date())
         }
-        json.objects("backfills", rows[5]) { json, row in
+        json.objects("backfills", rows[sections.backfills]) { json, row in
             json.field("reference", row["reference"].optionalString())
             json.time("done_at", try? row["done_at"].date())
         }
-        json.objects("admin_actions", rows[6]) { json, row in
+        json.objects("admin_actions", rows[sections.actions]) { json, row in
             json.field("position", try? row["position"].int64())
             json.time("recorded_at", try? row["recorded_at"].date())
             json.field("actor", row["actor"].optionalString())
