@@ -181,7 +181,7 @@ let package = Package(
         .target(
             name: "LedgerPrivacy",
             dependencies: [
-                "LedgerCore", "LedgerEventStore", "LedgerFacts", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
+                "LedgerAccess", "LedgerCore", "LedgerEventStore", "LedgerFacts", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

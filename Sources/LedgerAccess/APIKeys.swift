@@ -156,6 +156,11 @@ package final class APIKeyStore: Sendable {
         return try await pool.query(sql, [PostgresBytes(hash)]).first.map(Self.key(from:))
     }
 
+    /// The live keys (not revoked) as a relation for another module's statement to join: `id`,
+    /// `name`, `scopes` (a text array), `bundle_id`. The console checks a session's key with it in
+    /// the same statement that marks the session seen, one round trip a page.
+    package static let liveKeysRelation = "(SELECT id, name, scopes, bundle_id FROM ledger.api_keys WHERE revoked_at IS NULL)"
+
     static let columns = "id, name, prefix, array_to_string(scopes, ',') AS scopes, bundle_id, created_at, revoked_at, rate_limit::text AS rate_limit"
 
     static func key(from row: PostgresRow) throws -> APIKey {

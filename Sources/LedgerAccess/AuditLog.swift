@@ -27,6 +27,17 @@ package struct AuditLog: Sendable {
 
     package init(pool: PostgresPool) { self.pool = pool }
 
+    /// The admin actions aimed at one user, for a subject-access export: `position`,
+    /// `recorded_at`, `actor`, `action`, `target` and `after`, oldest first. Actions name a user
+    /// in their target (`<bundle>/users/<user>/…`).
+    package static func actions(aimedAt userID: String, bundleID: String) -> PipelinedStatement {
+        PipelinedStatement(
+            """
+            SELECT position, recorded_at, actor, action, target, after::text AS after FROM ledger.audit_log
+             WHERE bundle_id = $1 AND starts_with(target, $1 || '/users/' || $2 || '/') ORDER BY position
+            """, [bundleID, userID])
+    }
+
     package func record(
         actor: String, keyID: UUID?, requestID: String, action: String, target: String, bundleID: String?, before: String?, after: String?
     ) async throws {

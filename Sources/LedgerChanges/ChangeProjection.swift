@@ -19,10 +19,9 @@ import LedgerProjections
 /// never skips one. A server that finds the lock held leaves the work to the holder.
 package struct ChangeProjection: Sendable {
     package static let name = "changes"
-    static let checkpoint = "SELECT tx_id, position FROM ledger.projection_checkpoints WHERE name = 'changes' AND version = 1"
-    static let users = """
-        ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = 'users'
-        """
+    /// Its checkpoint and the `users` projection's, from the registry (LedgerProjections').
+    static let checkpoint = ProjectionRegistry.checkpointSQL(of: name, version: 1)
+    static let users = ProjectionRegistry.activeCheckpointRelation(of: UsersProjection.name)
     /// The advisory lock (transaction-scoped) a batch or sweep holds: hashtext('ledger.changes').
     static let lockKey = "hashtext('ledger.changes')"
     package let batchSize: Int
@@ -69,13 +68,8 @@ package struct ChangeProjection: Sendable {
             }
             var closing = writes(derived, after: opened.maxPosition)
             closing.trip.add([clockStatement(clocks)])
-            if !opened.traces.isEmpty { closing.trip.add([Self.forgetTraces(upTo: last)]) }
-            closing.trip.add([
-                PipelinedStatement(
-                    """
-                    UPDATE ledger.projection_checkpoints SET tx_id = $1::text::xid8, position = $2, updated_at = now() WHERE name = 'changes' AND version = 1
-                    """, [last.transactionID, last.position])
-            ])
+            if !opened.traces.isEmpty { closing.trip.add([EventTraces.forget(upTo: last)]) }
+            closing.trip.add([ProjectionRegistry.advance(Self.name, version: 1, to: last)])
             return try close(closing, derived: derived.count, after: opened.maxPosition, events: batch.count, in: transaction)
         }
     }
@@ -91,7 +85,7 @@ package struct ChangeProjection: Sendable {
                 PipelinedStatement(
                     """
                     SELECT k.bundle_id, k.user_id, k.checked_until, t.timeline FROM ledger.change_clock k
-                      LEFT JOIN ledger.user_timelines_v\(opened.version) t ON t.bundle_id = k.bundle_id AND t.user_id = k.user_id
+                      LEFT JOIN \(UsersProjection(version: opened.version).timelines) t ON t.bundle_id = k.bundle_id AND t.user_id = k.user_id
                      WHERE k.next_expiry < $1 ORDER BY k.next_expiry LIMIT $2
                     """, [now, limit]))
             let due = try transaction.send(reading)[dueSlot]
@@ -161,12 +155,7 @@ package struct ChangeProjection: Sendable {
                         """, [batchSize]))
             // The traces its events were recorded in: few rows (kept only until read here).
             let traces = trip.add(
-                PipelinedStatement(
-                    """
-                    SELECT e.position, t.traceparent FROM ledger.event_traces t JOIN ledger.events e ON e.event_id = t.event_id
-                     WHERE (e.tx_id, e.position) > (\(Self.checkpoint))
-                       AND (e.tx_id, e.position) <= (SELECT c.tx_id, c.position FROM \(Self.users))
-                    """))
+                PipelinedStatement(EventTraces.tracesSQL(after: "(\(Self.checkpoint))", upTo: "(SELECT c.tx_id, c.position FROM \(Self.users))")))
             reads = (events, traces)
             // The step's reads of owners and histories after it find rows by `= ANY`, as the
             // `users` projection's do: generic plans (`PipelinedStatement.genericPlans`). Not for
@@ -272,17 +261,6 @@ package struct ChangeProjection: Sendable {
                     PostgresTextArray(columns.users), PostgresTextArray(columns.types), PostgresTextArray(columns.occurred),
                     PostgresTextArray(columns.recorded), PostgresTextArray(columns.bodies), PostgresNullableTextArray(columns.traces),
                 ]))
-    }
-
-    /// The traces of the events read so far, no longer needed once their changes are derived,
-    /// and any left a day behind (an event erased under a new id, a replay's trace).
-    private static func forgetTraces(upTo last: LogPosition) -> PipelinedStatement {
-        PipelinedStatement(
-            """
-            DELETE FROM ledger.event_traces t
-             WHERE t.recorded_at < now() - interval '1 day'
-                OR EXISTS (SELECT 1 FROM ledger.events e WHERE e.event_id = t.event_id AND (e.tx_id, e.position) <= ($1::text::xid8, $2))
-            """, [last.transactionID, last.position])
     }
 
     private func clockStatement(_ logs: [(UserKey, ChangeLog)]) -> PipelinedStatement {

@@ -45,8 +45,8 @@ package struct ConsoleSessions: Sendable {
         guard token.utf8.count == 64 else { return nil }
         let rows = try await pool.query(
             """
-            UPDATE ledger.console_sessions s SET last_seen_at = now() FROM ledger.api_keys k
-             WHERE s.token_hash = $1 AND k.id = s.key_id AND k.revoked_at IS NULL
+            UPDATE ledger.console_sessions s SET last_seen_at = now() FROM \(APIKeyStore.liveKeysRelation) k
+             WHERE s.token_hash = $1 AND k.id = s.key_id
                AND s.last_seen_at > now() - $2 * interval '1 millisecond'
             RETURNING s.csrf, k.name, k.scopes::text AS scopes, k.bundle_id
             """, [PostgresBytes(Self.hash(token)), idle.milliseconds])

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFormats
 import LedgerPostgres
 import LedgerTracing
 import Tracing
@@ -23,6 +24,27 @@ package enum EventTraces {
             SELECT * FROM unnest($1::uuid[], $2::text[]) ON CONFLICT (event_id) DO NOTHING
             """,
             [PostgresTextArray(pairs.map { $0.event.uuidString.lowercased() }), PostgresTextArray(pairs.map(\.traceparent))])
+    }
+
+    /// The traces of the events after `lower` up to `upper` (row values `(tx_id, position)`, or
+    /// subqueries giving one): `position` and `traceparent`, for the follower that continues them.
+    package static func tracesSQL(after lower: String, upTo upper: String) -> String {
+        """
+        SELECT e.position, t.traceparent FROM ledger.event_traces t JOIN ledger.events e ON e.event_id = t.event_id
+         WHERE (e.tx_id, e.position) > \(lower)
+           AND (e.tx_id, e.position) <= \(upper)
+        """
+    }
+
+    /// Forgets the traces of the events up to `last`, no longer needed once their follower has
+    /// read them, and any left a day behind (an event erased under a new id, a replay's trace).
+    package static func forget(upTo last: LogPosition) -> PipelinedStatement {
+        PipelinedStatement(
+            """
+            DELETE FROM ledger.event_traces t
+             WHERE t.recorded_at < now() - interval '1 day'
+                OR EXISTS (SELECT 1 FROM ledger.events e WHERE e.event_id = t.event_id AND (e.tx_id, e.position) <= ($1::text::xid8, $2))
+            """, [last.transactionID, last.position])
     }
 
     /// Records the current trace for `events` on `connection`, after they were appended: in the

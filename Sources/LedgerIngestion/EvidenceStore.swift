@@ -94,4 +94,25 @@ package struct EvidenceStore: Sendable {
         }
         return found
     }
+
+    /// The evidence behind `digests` as a subject-access export lists it: `digest`, `kind`,
+    /// `received_at`, `body` and `shredded_at` (set once an erasure emptied it), oldest first.
+    package static func held(_ digests: [String]) -> PipelinedStatement {
+        PipelinedStatement(
+            """
+            SELECT digest, kind, received_at, body, shredded_at FROM ledger.evidence WHERE digest = ANY($1::text[]) ORDER BY received_at, digest
+            """, [PostgresTextArray(digests)])
+    }
+
+    /// The evidence behind `digests` not emptied yet, for an erasure to search: `digest`, `body`,
+    /// and for a verifyReceipt answer's receipt, the answer's `answered` digest and its
+    /// `answered_body`.
+    package static func unshredded(_ digests: [String]) -> PipelinedStatement {
+        PipelinedStatement(
+            """
+            SELECT v.digest, v.body, a.digest AS answered, a.body AS answered_body
+              FROM ledger.evidence v LEFT JOIN ledger.evidence a ON a.digest = v.answers
+             WHERE v.digest = ANY($1::text[]) AND v.shredded_at IS NULL
+            """, [PostgresTextArray(digests)])
+    }
 }

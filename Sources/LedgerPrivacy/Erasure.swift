@@ -26,11 +26,14 @@ import Logging
 package struct UserErasures: Sendable {
     let store: EventStore
     let freshness: ProjectionFreshness
+    /// The evidence is LedgerIngestion's: its statement comes from there.
+    let sources: PrivacySources
     let logger: Logger
 
-    package init(store: EventStore, freshness: ProjectionFreshness, logger: Logger) {
+    package init(store: EventStore, freshness: ProjectionFreshness, sources: PrivacySources, logger: Logger) {
         self.store = store
         self.freshness = freshness
+        self.sources = sources
         self.logger = logger
     }
 
@@ -55,6 +58,7 @@ package struct UserErasures: Sendable {
     package func erase(bundleID: String, userID: String, actor: String) async throws -> Report {
         let pseudonym = ErasedUser.makePseudonym()
         let streams = [LedgerStream.user(bundleID, userID: userID), LedgerStream.user(bundleID, userID: pseudonym)]
+        let unshredded = sources.unshreddedEvidence
         let report = try await store.serialized(on: streams) { locked in
             let connection = locked[0].connection
             guard try Self.isKnown(userID, bundleID: bundleID, on: connection) else {
@@ -62,7 +66,7 @@ package struct UserErasures: Sendable {
             }
             let held = try Self.purchasesHeld(by: userID, bundleID: bundleID, on: connection)
             let tokens = try Self.tokens(of: userID, carriedBy: held, bundleID: bundleID, on: connection)
-            let shred = try Self.evidenceCarrying(tokens, about: held, bundleID: bundleID, on: connection)
+            let shred = try Self.evidenceCarrying(tokens, about: held, bundleID: bundleID, unshredded: unshredded, on: connection)
             // Each token in both spellings the log uses: upper case in facts, lower in stream names.
             var old: [String] = [], new: [String] = []
             for token in tokens {
@@ -95,70 +99,53 @@ package struct UserErasures: Sendable {
         return report
     }
 
+    /// The link facts of appAccountTokens: LedgerIngestion's (`AppAccountTokens`), one stream per
+    /// token (`token:<bundle>:<token>`).
+    static let tokenLinkType = "AppAccountTokenLinked"
+    static func tokenStreamsPrefix(_ bundleID: String) -> String { "token:\(bundleID):" }
+
     /// Whether the app's log knows the user: its own stream, or a fact naming it as a user (a
     /// purchase claimed or moved, a token linked) — not merely a value equal to the id.
     static func isKnown(_ userID: String, bundleID: String, on connection: PostgresConnection) throws -> Bool {
-        try connection.query(
-            """
-            SELECT EXISTS (SELECT 1 FROM ledger.streams WHERE stream = $2)
-                OR EXISTS (SELECT 1 FROM ledger.events
-                            WHERE split_part(stream, ':', 2) = $1 AND strpos(data::text, to_jsonb($3::text)::text) > 0
-                              AND $3 IN (data->>'userID', data->>'fromUserID', data->>'toUserID')) AS known
-            """, [bundleID, LedgerStream.user(bundleID, userID: userID), userID])[0]["known"].bool()
+        try EventStore.knows(
+            stream: LedgerStream.user(bundleID, userID: userID), orUser: userID, namedBy: ["userID", "fromUserID", "toUserID"], inApp: bundleID,
+            on: connection)
     }
 
     /// The streams of the purchases the user held (or holds): those whose facts name the user.
     /// Read once, for the tokens and the evidence both.
     static func purchasesHeld(by userID: String, bundleID: String, on connection: PostgresConnection) throws -> [String] {
-        try connection.query(
-            """
-            SELECT DISTINCT stream FROM ledger.events
-             WHERE starts_with(stream, 'purchase:' || $1 || ':') AND strpos(data::text, to_jsonb($2::text)::text) > 0
-            """, [bundleID, userID]
-        ).map { try $0["stream"].string() }
+        // Every purchase stream of the app begins as `LedgerStream.purchase` writes it, up to the
+        // original transaction id.
+        try EventStore.streams(
+            startingWith: LedgerStream.purchase(bundleID, originalTransactionID: ""), mentioning: userID, on: connection)
     }
 
     /// The appAccountTokens that stand for the user: those whose link the user holds last, and
     /// those on the purchases the user held (`held`: the app set them for this user) unless
     /// another user holds their link now.
     static func tokens(of userID: String, carriedBy held: [String], bundleID: String, on connection: PostgresConnection) throws -> [UUID] {
-        let rows = try connection.query(
-            """
-            WITH links AS (
-                SELECT DISTINCT ON (stream) lower(data->>'appAccountToken') AS token, data->>'userID' AS holder
-                  FROM ledger.events
-                 WHERE event_type = 'AppAccountTokenLinked' AND starts_with(stream, 'token:' || $1 || ':')
-                 ORDER BY stream, version DESC
-            ),
-            carried AS (
-                SELECT DISTINCT lower(data->>'appAccountToken') AS token FROM ledger.events
-                 WHERE stream = ANY ($3::text[]) AND data ? 'appAccountToken'
-            )
-            SELECT token FROM links WHERE holder = $2
-            UNION
-            SELECT c.token FROM carried c WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.token = c.token AND l.holder <> $2)
-            """, [bundleID, userID, PostgresTextArray(held)])
-        return try rows.compactMap { UUID(uuidString: try $0["token"].string()) }.sorted { $0.uuidString < $1.uuidString }
+        try EventStore.linkedValues(
+            "appAccountToken", ofType: tokenLinkType, inStreamsStartingWith: tokenStreamsPrefix(bundleID), heldBy: userID, carriedBy: held,
+            on: connection
+        ).compactMap { UUID(uuidString: $0) }.sorted { $0.uuidString < $1.uuidString }
     }
 
     /// The evidence that carries one of `tokens`: among the evidence cited by the app's events
     /// that mention one or that are about a purchase the user held (`held`: a notification's facts
     /// may leave the token out, its JWS does not), and the receipts their verifyReceipt answers
-    /// answer, what holds one once decoded (`EvidenceSearch`).
-    static func evidenceCarrying(_ tokens: [UUID], about held: [String], bundleID: String, on connection: PostgresConnection) throws -> [String] {
+    /// answer, what holds one once decoded (`EvidenceSearch`). Two reads: the log's citations
+    /// (the store's), then that evidence (`unshredded`, LedgerIngestion's).
+    static func evidenceCarrying(
+        _ tokens: [UUID], about held: [String], bundleID: String, unshredded: (_ digests: [String]) -> PipelinedStatement,
+        on connection: PostgresConnection
+    ) throws -> [String] {
         guard !tokens.isEmpty else { return [] }
         let quoted = tokens.flatMap { ["\"\($0.uuidString)\"", "\"\($0.uuidString.lowercased())\""] }
-        let rows = try connection.query(
-            """
-            WITH cited AS (
-                SELECT DISTINCT metadata->>'evidence' AS digest FROM ledger.events
-                 WHERE split_part(stream, ':', 2) = $1 AND metadata ? 'evidence'
-                   AND (ledger.erasure_mentions(data::text, $2::text[]) OR stream = ANY ($3::text[]))
-            )
-            SELECT v.digest, v.body, a.digest AS answered, a.body AS answered_body
-              FROM ledger.evidence v JOIN cited USING (digest) LEFT JOIN ledger.evidence a ON a.digest = v.answers
-             WHERE v.shredded_at IS NULL
-            """, [bundleID, PostgresTextArray(quoted), PostgresTextArray(held)])
+        let cited = try EventStore.evidenceCited(inApp: bundleID, byFactsMentioning: quoted, orIn: held, on: connection)
+        guard !cited.isEmpty else { return [] }
+        let statement = unshredded(cited)
+        let rows = try connection.query(statement.sql, statement.parameters)
         var shred: Set<String> = []
         for row in rows {
             let digest = try row["digest"].string()

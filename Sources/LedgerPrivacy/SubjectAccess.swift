@@ -1,5 +1,7 @@
 import Foundation
+import LedgerAccess
 import LedgerCore
+import LedgerEventStore
 import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
@@ -15,10 +17,12 @@ import LedgerProjections
 package struct SubjectAccess: Sendable {
     let pool: PostgresPool
     let reader: UserStateReader
+    let sources: PrivacySources
 
-    package init(pool: PostgresPool, reader: UserStateReader) {
+    package init(pool: PostgresPool, reader: UserStateReader, sources: PrivacySources) {
         self.pool = pool
         self.reader = reader
+        self.sources = sources
     }
 
     /// The document, read from the primary (an export must not miss a write a replica has not
@@ -27,9 +31,10 @@ package struct SubjectAccess: Sendable {
         let state = try await reader.currentState(bundleID: bundleID, userID: userID, at: now)
         let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID)
         let digests = Array(Set(trail.compactMap(\.evidence))).sorted()
-        let reads = Self.reads(bundleID: bundleID, userID: userID, evidence: digests)
+        let sections = sections(bundleID: bundleID, userID: userID, evidence: digests)
+        let trip = sections.trip
         let held = try await pool.withConnection { connection in
-            try connection.pipelinedTransaction { try $0.commit(with: reads.trip) }
+            try connection.pipelinedTransaction { try $0.commit(with: trip) }
         }
         var json = JSONWriter(reservingCapacity: 16 * 1024)
         json.object { json in
@@ -39,60 +44,35 @@ package struct SubjectAccess: Sendable {
             json.key("state")
             UserStateJSON.write(state, knownAt: now, into: &json)
             json.array("events", trail) { json, fact in Self.write(fact, of: userID, into: &json) }
-            Self.write(held, of: reads, userID: userID, into: &json)
+            Self.write(held, sections, of: userID, into: &json)
         }
         return json.bytes
     }
 
-    /// One read per place the user's id is written besides the log, in one round trip, each
-    /// read's rows found by its handle.
-    struct Reads {
-        let trip: RoundTrip
-        let evidence, tokens, changes, deliveries, failures, backfills, adminActions: RoundTrip.Slot
+    /// One statement per place the user's id is written besides the log, each its owner's, in
+    /// one round trip of one transaction (its BEGIN and COMMIT the caller's, who owns it); each
+    /// section's rows are read by its own handle.
+    struct Sections: Sendable {
+        var trip = RoundTrip()
+        var evidence, tokens, changes, deliveries, failures, backfills, actions: RoundTrip.Slot
     }
 
-    static func reads(bundleID: String, userID: String, evidence: [String]) -> Reads {
+    func sections(bundleID: String, userID: String, evidence: [String]) -> Sections {
         var trip = RoundTrip()
-        let evidence = trip.add(
-            PipelinedStatement(
-                """
-                SELECT digest, kind, received_at, body, shredded_at FROM ledger.evidence WHERE digest = ANY($1::text[]) ORDER BY received_at, digest
-                """, [PostgresTextArray(evidence)]))
+        let evidence = trip.add(sources.evidence(evidence))
         // Links are events of their own streams, one stream per token: a rare, whole-log read.
         let tokens = trip.add(
-            PipelinedStatement(
-                """
-                SELECT data->>'appAccountToken' AS token, recorded_at FROM ledger.events
-                 WHERE event_type = 'AppAccountTokenLinked' AND data->>'userID' = $2 AND starts_with(stream, 'token:' || $1 || ':')
-                 ORDER BY position
-                """, [bundleID, userID]))
-        let changes = trip.add(
-            PipelinedStatement("SELECT body FROM ledger.changes WHERE bundle_id = $1 AND user_id = $2 ORDER BY position", [bundleID, userID]))
-        let deliveries = trip.add(
-            PipelinedStatement(
-                """
-                SELECT webhook, delivered, wanted, attempts, last_error, next_attempt_at FROM ledger.webhook_queue
-                 WHERE bundle_id = $1 AND user_id = $2 ORDER BY webhook
-                """, [bundleID, userID]))
-        let failures = trip.add(
-            PipelinedStatement(
-                """
-                SELECT webhook, position, attempts, last_error, parked_at FROM ledger.webhook_failures
-                 WHERE bundle_id = $1 AND user_id = $2 ORDER BY webhook, position
-                """, [bundleID, userID]))
-        let backfills = trip.add(
-            PipelinedStatement(
-                "SELECT reference, done_at FROM ledger.backfill_done WHERE bundle_id = $1 AND user_id = $2 ORDER BY reference", [bundleID, userID]))
-        // Admin actions name a user in their target (`<bundle>/users/<user>/…`).
-        let adminActions = trip.add(
-            PipelinedStatement(
-                """
-                SELECT position, recorded_at, actor, action, target, after::text AS after FROM ledger.audit_log
-                 WHERE bundle_id = $1 AND starts_with(target, $1 || '/users/' || $2 || '/') ORDER BY position
-                """, [bundleID, userID]))
-        return Reads(
+            EventStore.field(
+                "appAccountToken", ofEventsOfType: UserErasures.tokenLinkType, forUser: userID,
+                inStreamsStartingWith: UserErasures.tokenStreamsPrefix(bundleID)))
+        let changes = trip.add(sources.changes(userID, bundleID))
+        let deliveries = trip.add(sources.webhookDeliveries(userID, bundleID))
+        let failures = trip.add(sources.webhookFailures(userID, bundleID))
+        let backfills = trip.add(sources.backfills(userID, bundleID))
+        let actions = trip.add(AuditLog.actions(aimedAt: userID, bundleID: bundleID))
+        return Sections(
             trip: trip, evidence: evidence, tokens: tokens, changes: changes, deliveries: deliveries, failures: failures, backfills: backfills,
-            adminActions: adminActions)
+            actions: actions)
     }
 
     /// The other party of a transfer or of a merge is somebody else's personal data: the document
@@ -135,8 +115,8 @@ package struct SubjectAccess: Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func write(_ results: RoundTripResults, of reads: Reads, userID: String, into json: inout JSONWriter) {
-        json.objects("evidence", results[reads.evidence]) { json, row in
+    static func write(_ rows: RoundTripResults, _ sections: Sections, of userID: String, into json: inout JSONWriter) {
+        json.objects("evidence", rows[sections.evidence]) { json, row in
             json.field("digest", row["digest"].optionalString())
             json.field("kind", row["kind"].optionalString())
             json.time("received_at", try? row["received_at"].date())
@@ -146,12 +126,12 @@ package struct SubjectAccess: Sendable {
             // Emptied by an erasure: it carried an erased user's appAccountToken.
             if let shredded = try? row["shredded_at"].date() { json.time("shredded_at", shredded) }
         }
-        json.objects("app_account_tokens", results[reads.tokens]) { json, row in
-            json.field("app_account_token", row["token"].optionalString()?.lowercased())
+        json.objects("app_account_tokens", rows[sections.tokens]) { json, row in
+            json.field("app_account_token", row["value"].optionalString()?.lowercased())
             json.time("linked_at", try? row["recorded_at"].date())
         }
-        json.array("changes", Array(results[reads.changes])) { json, row in json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID)) }
-        json.objects("webhook_deliveries", results[reads.deliveries]) { json, row in
+        json.array("changes", Array(rows[sections.changes])) { json, row in json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID)) }
+        json.objects("webhook_deliveries", rows[sections.deliveries]) { json, row in
             json.field("webhook", row["webhook"].optionalString())
             json.field("delivered_position", try? row["delivered"].int64())
             json.field("wanted_position", try? row["wanted"].int64())
@@ -159,18 +139,18 @@ package struct SubjectAccess: Sendable {
             json.key("last_error"); json.value(row["last_error"].optionalString())
             json.time("next_attempt_at", try? row["next_attempt_at"].date())
         }
-        json.objects("webhook_failures", results[reads.failures]) { json, row in
+        json.objects("webhook_failures", rows[sections.failures]) { json, row in
             json.field("webhook", row["webhook"].optionalString())
             json.field("position", try? row["position"].int64())
             json.field("attempts", try? row["attempts"].int64())
             json.key("last_error"); json.value(row["last_error"].optionalString())
             json.time("parked_at", try? row["parked_at"].date())
         }
-        json.objects("backfills", results[reads.backfills]) { json, row in
+        json.objects("backfills", rows[sections.backfills]) { json, row in
             json.field("reference", row["reference"].optionalString())
             json.time("done_at", try? row["done_at"].date())
         }
-        json.objects("admin_actions", results[reads.adminActions]) { json, row in
+        json.objects("admin_actions", rows[sections.actions]) { json, row in
             json.field("position", try? row["position"].int64())
             json.time("recorded_at", try? row["recorded_at"].date())
             json.field("actor", row["actor"].optionalString())

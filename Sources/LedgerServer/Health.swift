@@ -4,6 +4,7 @@ import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
+import LedgerWebhooks
 
 /// What `/readyz` and `/metrics` report of the database: the checks need the pool, the schema's
 /// migrator and the replicas, which the HTTP edge never sees.
@@ -55,14 +56,6 @@ struct Health: Sendable {
         return Readiness(status: status, checks: checks)
     }
 
-    /// Where webhook deliveries stand, for the gauges: sampled from the queue at scrape time.
-    static let webhooksSQL = """
-        SELECT (SELECT count(*) FROM ledger.webhook_queue WHERE wanted > delivered) AS backlog,
-               (SELECT coalesce(extract(epoch FROM now() - min(first_failed_at))::bigint, 0) FROM ledger.webhook_queue
-                 WHERE wanted > delivered AND first_failed_at IS NOT NULL) AS failing_for,
-               (SELECT count(*) FROM ledger.webhook_failures) AS parked
-        """
-
     /// A part's rounds are shorter than this (poll intervals, the listener's idle ping, a
     /// statement's deadline): quieter for longer, it is hanging somewhere.
     static let silentAfter = Duration.seconds(30)
@@ -82,38 +75,20 @@ struct Health: Sendable {
         }
     }
 
-    /// Each projection's lag behind the log: events after its checkpoint, and the age of the
-    /// oldest (0 when caught up).
-    static let lagSQL = """
-        SELECT c.name, count(e.position) AS events, coalesce(extract(epoch FROM now() - min(e.recorded_at)), 0)::float8 AS seconds
-          FROM ledger.projection_checkpoints c
-          LEFT JOIN ledger.events e ON (e.tx_id, e.position) > (c.tx_id, c.position)
-         WHERE (c.name = 'users' AND c.version = (SELECT active_version FROM ledger.projections WHERE name = 'users'))
-            OR (c.name = 'changes' AND c.version = 1)
-         GROUP BY c.name
-        """
-
-    /// The rebuild under way, if any: a version being built that recorded its progress lately
-    /// (a rebuild killed midway leaves its row behind; it stops counting after a minute).
-    static let rebuildSQL = """
-        SELECT progress_events, progress_total FROM ledger.projection_checkpoints
-         WHERE name = 'users' AND status = 'building' AND progress_phase IS NOT NULL AND updated_at > now() - interval '1 minute'
-         ORDER BY version DESC LIMIT 1
-        """
-
     /// Sampled at scrape time; a database that is away leaves its gauges out, not the whole page.
     @Sendable func gauges() async -> [Metrics.Gauge] {
         var gauges: [Metrics.Gauge] = []
+        // Each table's owner reads it: the log's, the projection registry's, the webhooks'.
         if let rows = try? await pool.withConnection({ connection in
             (
-                try EventStore.lastAppended(on: connection), try connection.query(Self.lagSQL), try connection.query(Self.webhooksSQL)[0],
-                try connection.query(Self.rebuildSQL).first
+                try EventStore.lastAppended(on: connection), try ProjectionRegistry.lag(on: connection), try WebhookRegistry.backlog(on: connection),
+                try ProjectionRegistry.rebuildUnderWay(on: connection)
             )
         }) {
             gauges.append(Metrics.Gauge("ledger_events_appended", "Position of the last appended event.", Double(rows.0)))
-            for row in rows.1 {
-                let (events, seconds) = (Double((try? row["events"].int()) ?? 0), row["seconds"].optionalString().flatMap(Double.init) ?? 0)
-                switch (try? row["name"].string()) ?? "" {
+            for lag in rows.1 {
+                let (events, seconds) = (Double(lag.events), lag.seconds)
+                switch lag.name {
                 case "users":
                     gauges.append(Metrics.Gauge("ledger_projection_lag_events", "Events the users projection has not applied yet.", events))
                     gauges.append(
@@ -128,24 +103,22 @@ struct Health: Sendable {
             let rebuild = rows.3
             gauges.append(Metrics.Gauge("ledger_rebuild_running", "1 while a rebuild of the users projection is under way.", rebuild == nil ? 0 : 1))
             gauges.append(
-                Metrics.Gauge(
-                    "ledger_rebuild_events", "Events the rebuild under way has read (0 when none is).", Double((try? rebuild?["progress_events"].int()) ?? 0)))
+                Metrics.Gauge("ledger_rebuild_events", "Events the rebuild under way has read (0 when none is).", Double(rebuild?.events ?? 0)))
             gauges.append(
                 Metrics.Gauge(
                     "ledger_rebuild_events_total_estimate", "Events in the log when the rebuild under way began (0 when none is).",
-                    Double((try? rebuild?["progress_total"].int()) ?? 0)))
+                    Double(rebuild?.total ?? 0)))
             let webhooks = rows.2
             gauges.append(
                 Metrics.Gauge(
                     "ledger_webhook_backlog_users", "Users with changes a webhook has not been delivered yet (every webhook counted).",
-                    Double((try? webhooks["backlog"].int()) ?? 0)))
+                    Double(webhooks.users)))
             gauges.append(
                 Metrics.Gauge(
                     "ledger_webhook_oldest_failure_seconds", "How long the oldest delivery still failing has been failing; 0 when none is.",
-                    Double((try? webhooks["failing_for"].int()) ?? 0)))
+                    Double(webhooks.failingFor)))
             gauges.append(
-                Metrics.Gauge(
-                    "ledger_webhook_parked", "Changes parked after their retry window, waiting for a replay.", Double((try? webhooks["parked"].int()) ?? 0)))
+                Metrics.Gauge("ledger_webhook_parked", "Changes parked after their retry window, waiting for a replay.", Double(webhooks.parked)))
         }
         gauges.append(Metrics.Gauge("ledger_database_up", "1 when the last scrape reached the database.", gauges.isEmpty ? 0 : 1))
         let health = pool.health

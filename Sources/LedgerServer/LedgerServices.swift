@@ -112,7 +112,7 @@ package struct LedgerServices: Sendable {
         self.actions = UserActions(store: store, directory: directory, freshness: freshness, logger: logger)
         self.merges = AccountMerges(
             store: store, directory: directory, tokens: ingestor.tokens, freshness: freshness, reader: users, logger: logger)
-        self.erasures = UserErasures(store: store, freshness: freshness, logger: logger)
+        self.erasures = UserErasures(store: store, freshness: freshness, sources: Self.privacySources, logger: logger)
         self.keys = APIKeyStore(pool: pool, replicas: reads, cacheTTL: keyCacheTTL)
         self.changes = ChangeNotifications()
         self.webhooks = WebhookRegistry(pool: pool, targets: webhookPolicy.targets, keyring: keyring)
@@ -142,7 +142,7 @@ package struct LedgerServices: Sendable {
         return Endpoints(
             ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
             merges: merges, users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),
-            subjectAccess: SubjectAccess(pool: pool, reader: UserStateReader(pool: pool)), erasures: erasures,
+            subjectAccess: SubjectAccess(pool: pool, reader: UserStateReader(pool: pool), sources: Self.privacySources), erasures: erasures,
             feed: ChangeFeed(pool: pool, notifications: changes),
             webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
     }

@@ -5,6 +5,7 @@ import LedgerEventStore
 import LedgerPostgres
 import LedgerPrivacy
 import LedgerProjections
+import LedgerServer
 import Logging
 
 /// `ledger erase --app B --user U`: the same erasure as `DELETE /v1/apps/{b}/users/{u}`, for an
@@ -46,7 +47,7 @@ struct EraseCommand: AsyncParsableCommand {
             // moment lets this command's answer reflect it when one does.
             let erasures = UserErasures(
                 store: EventStore(pool: pool, logger: logger), freshness: ProjectionFreshness(pool: pool, progress: nil, timeout: .seconds(2)),
-                logger: logger)
+                sources: LedgerServices.privacySources, logger: logger)
             let report = try await erasures.erase(bundleID: app, userID: user, actor: actor)
             struct Erased: Encodable { var pseudonym: String; var events_rewritten: Int; var evidence_shredded: Int }
             try await AuditLog(pool: pool).record(
