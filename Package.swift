@@ -192,7 +192,8 @@ let package = Package(
             name: "LedgerIngestion",
             dependencies: [
                 "LedgerTracing",
-                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerProjections", "LedgerPostgres",
+                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerProjections",
+                "LedgerPostgres",
                 "LedgerSecrets",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -205,7 +206,8 @@ let package = Package(
         .target(
             name: "LedgerReconciliation",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerBackground", "LedgerCore", "LedgerEventStore", "LedgerFormats", "LedgerIngestion", "LedgerPostgres",
+                "AppStore", "AppStoreServerAPI", "LedgerBackground", "LedgerCore", "LedgerEventStore", "LedgerFormats", "LedgerIngestion",
+                "LedgerPostgres",
                 "LedgerProjections",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -298,7 +300,8 @@ let package = Package(
         .target(
             name: "LedgerServer",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerBackground", "LedgerChanges", "LedgerConsole", "LedgerCore", "LedgerEventStore",
+                "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerBackground", "LedgerChanges", "LedgerConsole", "LedgerCore",
+                "LedgerEventStore",
                 "LedgerHTTP",
                 "LedgerIngestion", "LedgerPostgres", "LedgerPrivacy", "LedgerProjections", "LedgerReconciliation", "LedgerSecrets",
                 "LedgerWebhooks", .product(name: "Hummingbird", package: "hummingbird"),
@@ -501,7 +504,9 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerCoreTests",
-            dependencies: ["LedgerCore", "LedgerFormats", "LedgerDomainTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: [
+                "LedgerCore", "LedgerFormats", "LedgerDomainTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -532,7 +537,10 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerIngestionTests",
-            dependencies: ["LedgerIngestion", "LedgerCore", "LedgerDomainTestSupport", "LedgerEventStore", "LedgerFacts", "LedgerFormats", "LedgerPostgres"],
+            dependencies: [
+                "LedgerIngestion", "LedgerCore", "LedgerDomainTestSupport", "LedgerEventStore", "LedgerFacts", "LedgerFormats",
+                "LedgerPostgres",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -598,14 +606,17 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerHTTPTests",
-            dependencies: ["LedgerHTTP", "LedgerCore", "LedgerFacts", "LedgerPostgres", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "LedgerHTTP", "LedgerCore", "LedgerFacts", "LedgerPostgres", .product(name: "Hummingbird", package: "hummingbird"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The composed server without a database: routes, middleware and refusals in memory.
         .testTarget(
             name: "LedgerServerTests",
             dependencies: [
-                "LedgerServer", "LedgerHTTP", "AppStore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerSecrets", "LedgerTestSupport",
+                "LedgerServer", "LedgerHTTP", "AppStore", "LedgerEventStore", "LedgerPostgres", "LedgerSchema", "LedgerSecrets",
+                "LedgerTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

@@ -13,7 +13,9 @@ package enum EvidenceEvents {
             transaction.transactionReason == "RENEWAL"
             || (transaction.transactionReason == nil && facts.transactionID != facts.originalTransactionID)
         var events: [LedgerEvent] = [isRenewal ? .renewed(facts) : .purchased(facts)]
-        if let revocation = transaction.revocation { events.append(revocation.kind == .familyRevoke ? .revoked(revocation) : .refunded(revocation)) }
+        if let revocation = transaction.revocation {
+            events.append(revocation.kind == .familyRevoke ? .revoked(revocation) : .refunded(revocation))
+        }
         return events
     }
 
@@ -27,7 +29,8 @@ package enum EvidenceEvents {
                 .consentRescinded(
                     ConsentRescission(
                         appTransactionID: id, environment: app.environment,
-                        rescindedAt: verified.notification.signedDate ?? app.signedDate, notificationUUID: verified.notification.notificationUUID)))
+                        rescindedAt: verified.notification.signedDate ?? app.signedDate,
+                        notificationUUID: verified.notification.notificationUUID)))
         }
         let type = verified.notification.notificationType
         let subtype = verified.notification.subtype
@@ -63,7 +66,8 @@ package enum EvidenceEvents {
             .appTransactionRecorded(
                 AppTransactionFacts(
                     userID: userID, appTransactionID: appTransaction.appTransactionID, environment: appTransaction.environment,
-                    originalApplicationVersion: appTransaction.originalApplicationVersion, originalPurchaseDate: appTransaction.originalPurchaseDate,
+                    originalApplicationVersion: appTransaction.originalApplicationVersion,
+                    originalPurchaseDate: appTransaction.originalPurchaseDate,
                     preorderDate: appTransaction.preorderDate, originalPlatform: appTransaction.originalPlatform))
         ]
     }

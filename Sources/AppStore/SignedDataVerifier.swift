@@ -73,7 +73,9 @@ package final class SignedDataVerifier: Sendable {
         }
     }
 
-    private func verifyUntraced(_ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation) async throws -> VerifiedPayload {
+    private func verifyUntraced(
+        _ jws: String, as kind: Expectation.Kind, expecting expectation: Expectation
+    ) async throws -> VerifiedPayload {
         guard jws.utf8.count <= Self.maximumSize else { throw LedgerError(.malformed, "signed data is over \(Self.maximumSize) bytes") }
         // Split on the UTF-8 bytes: splitting the String by Characters was a tenth of the time.
         let bytes = jws.utf8
@@ -102,7 +104,9 @@ package final class SignedDataVerifier: Sendable {
         if let cached = cache.withLock({ $0[headerSegment] }), cached.window.contains(claims.signedDate) {
             key = cached.key
         } else {
-            guard let headerData = Base64URL.decode(parts[0]), let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any] else {
+            guard let headerData = Base64URL.decode(parts[0]),
+                let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
+            else {
                 throw LedgerError(.malformed, "the JWS header is not a JSON object")
             }
             guard header["alg"] as? String == "ES256" else { throw LedgerError(.unsupportedAlgorithm, "only ES256 is accepted") }
@@ -255,7 +259,9 @@ struct Claims {
     /// `SANDBOX` in the sandbox.
     static func tokenScope(_ token: ClaimsPayload.Scope) -> ClaimsPayload.Scope {
         var scope = token
-        scope.environment = (token.externalPurchaseId?.hasPrefix("SANDBOX") ?? false) ? AppleEnvironment.sandbox.rawValue : AppleEnvironment.production.rawValue
+        scope.environment =
+            (token.externalPurchaseId?.hasPrefix("SANDBOX") ?? false)
+            ? AppleEnvironment.sandbox.rawValue : AppleEnvironment.production.rawValue
         return scope
     }
 

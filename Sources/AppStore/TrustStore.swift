@@ -37,7 +37,8 @@ package struct TrustStore: Sendable {
         case notACertificate(path: String)
         package var description: String {
             switch self {
-            case .notConfigured: "LEDGER_APPLE_ROOT_CERTIFICATES is not set: download Apple Root CA - G3 (docs/apple-roots.md) and list its path"
+            case .notConfigured:
+                "LEDGER_APPLE_ROOT_CERTIFICATES is not set: download Apple Root CA - G3 (docs/apple-roots.md) and list its path"
             case .unreadable(let path): "cannot read root certificate \(path)"
             case .notACertificate(let path): "\(path) is not a DER or PEM certificate"
             }
@@ -61,7 +62,8 @@ package struct TrustStore: Sendable {
                     der = Array(data)
                 }
                 guard let certificate = try? Certificate(derEncoded: der) else { throw LoadError.notACertificate(path: path) }
-                return Root(path: path, certificate: certificate, fingerprint: SHA256.hash(data: der).map { String(format: "%02x", $0) }.joined())
+                return Root(
+                    path: path, certificate: certificate, fingerprint: SHA256.hash(data: der).map { String(format: "%02x", $0) }.joined())
             })
     }
 

@@ -29,7 +29,9 @@ package struct OfferSigner: Sendable {
 
     /// A promotional offer for StoreKit 2 (`aud` promotional-offer). `transactionID`: any of the
     /// customer's transactions, or their app transaction id — optional, recommended by Apple.
-    package func promotionalOffer(productID: String, offerID: String, transactionID: String?, nonce: UUID = UUID(), at now: Date = Date()) throws -> String {
+    package func promotionalOffer(
+        productID: String, offerID: String, transactionID: String?, nonce: UUID = UUID(), at now: Date = Date()
+    ) throws -> String {
         try sign(audience: "promotional-offer", nonce: nonce, at: now) { json in
             json.key("productId"); json.value(productID)
             json.key("offerIdentifier"); json.value(offerID)
@@ -39,7 +41,9 @@ package struct OfferSigner: Sendable {
 
     /// Whether StoreKit may apply the product's introductory offer (`aud`
     /// introductory-offer-eligibility); `transactionID` is required by Apple.
-    package func introductoryEligibility(productID: String, allow: Bool, transactionID: String, nonce: UUID = UUID(), at now: Date = Date()) throws -> String {
+    package func introductoryEligibility(
+        productID: String, allow: Bool, transactionID: String, nonce: UUID = UUID(), at now: Date = Date()
+    ) throws -> String {
         try sign(audience: "introductory-offer-eligibility", nonce: nonce, at: now) { json in
             json.key("productId"); json.value(productID)
             json.key("allowIntroductoryOffer"); json.value(allow)
@@ -87,7 +91,8 @@ package struct OfferSigner: Sendable {
         bundleID: String, keyID: String, productID: String, offerID: String, applicationUsername: String,
         nonce: String, timestamp: Int64
     ) -> String {
-        [bundleID, keyID, productID, offerID, applicationUsername.lowercased(), nonce.lowercased(), String(timestamp)].joined(separator: "\u{2063}")
+        [bundleID, keyID, productID, offerID, applicationUsername.lowercased(), nonce.lowercased(), String(timestamp)].joined(
+            separator: "\u{2063}")
     }
 }
 

@@ -103,7 +103,8 @@ package struct AppStoreServerAPIClient: Sendable {
                     report(.ok)
                     return answer
                 }
-                outcome = .answered(status: status, retryAfter: response.headers.first(name: "Retry-After"), errorCode: Self.errorCode(answer))
+                outcome = .answered(
+                    status: status, retryAfter: response.headers.first(name: "Retry-After"), errorCode: Self.errorCode(answer))
             } catch {
                 logger.debug("App Store Server API call failed", metadata: ["apple.path": "\(path)", "error": "\(error)"])
                 outcome = .transportFailed
@@ -125,7 +126,8 @@ package struct AppStoreServerAPIClient: Sendable {
 
     /// The error a final outcome stands for.
     private func failure(
-        _ outcome: RetryPlan.Outcome, answer: Data, credentials: ServerAPICredentials, attempts: Int, report observe: (ServerAPIOutcome) -> Void
+        _ outcome: RetryPlan.Outcome, answer: Data, credentials: ServerAPICredentials, attempts: Int,
+        report observe: (ServerAPIOutcome) -> Void
     ) -> LedgerError {
         guard case .answered(let status, let retryAfter, let code) = outcome else {
             observe(.unavailable)
@@ -147,7 +149,9 @@ package struct AppStoreServerAPIClient: Sendable {
                     + "check its issuer_id, key_id and private_key, and that it is an active In-App Purchase key of this app's team")
         case 429:
             observe(.unavailable)
-            return LedgerError(.appleUnavailable, "Apple's rate limit was reached" + (retryAfter.map { " (Retry-After \($0))" } ?? "") + "; try again later")
+            return LedgerError(
+                .appleUnavailable,
+                "Apple's rate limit was reached" + (retryAfter.map { " (Retry-After \($0))" } ?? "") + "; try again later")
         case 500...:
             observe(.unavailable)
             return LedgerError(.appleUnavailable, "Apple's App Store Server API answered HTTP \(status) after \(attempts) attempts")
@@ -162,7 +166,8 @@ package struct AppStoreServerAPIClient: Sendable {
                 return LedgerError(.appleTransactionNotFound, "Apple knows no such transaction" + apple)
             }
             observe(.refused)
-            return LedgerError(.appleAPIRefused, "Apple refused the request (HTTP \(status)" + (code.map { ", errorCode \($0)" } ?? "") + ")" + apple)
+            return LedgerError(
+                .appleAPIRefused, "Apple refused the request (HTTP \(status)" + (code.map { ", errorCode \($0)" } ?? "") + ")" + apple)
         }
     }
 
@@ -187,7 +192,8 @@ package struct AppStoreServerAPIClient: Sendable {
     }
 
     static func percentEncoded(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~"))
+        value.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~"))
             ?? ""
     }
 

@@ -29,7 +29,8 @@ package struct ServerAPICredentials: Sendable, CustomStringConvertible {
     /// not at the first reconciliation an hour later.
     package init(issuerID: String, keyID: String, privateKeyPEM: String, bundleID: String) throws {
         guard UUID(uuidString: issuerID) != nil else { throw Invalid.issuerID }
-        guard (1...64).contains(keyID.count), keyID.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII }) else {
+        guard (1...64).contains(keyID.count), keyID.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII })
+        else {
             throw Invalid.keyID
         }
         guard privateKeyPEM.utf8.count <= 4096, let key = try? P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM) else {

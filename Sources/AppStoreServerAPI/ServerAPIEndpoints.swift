@@ -35,8 +35,11 @@ extension AppStoreServerAPIClient {
     }
 
     /// Get Transaction Info: one signed transaction.
-    package func transactionInfo(_ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> String {
-        let data = try await send(.GET, "/inApps/v1/transactions/" + Self.segment(transactionID, "a transaction id"), in: environment, as: credentials)
+    package func transactionInfo(
+        _ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    ) async throws -> String {
+        let data = try await send(
+            .GET, "/inApps/v1/transactions/" + Self.segment(transactionID, "a transaction id"), in: environment, as: credentials)
         guard let signed = try decode(TransactionInfoResponse.self, data).signedTransactionInfo else {
             throw LedgerError(.appleUnavailable, "Apple's transaction info answer had no signedTransactionInfo")
         }
@@ -74,7 +77,9 @@ extension AppStoreServerAPIClient {
     }
 
     /// Look Up Order ID: the transactions of the order on the customer's emailed receipt.
-    package func lookUpOrder(_ orderID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> OrderLookupResponse {
+    package func lookUpOrder(
+        _ orderID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    ) async throws -> OrderLookupResponse {
         try decode(
             OrderLookupResponse.self,
             try await send(
@@ -120,7 +125,8 @@ extension AppStoreServerAPIClient {
 
     /// Request a Test Notification: Apple sends a TEST notification to the app's URL.
     package func requestTestNotification(in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> String {
-        try decode(TestNotificationToken.self, try await send(.POST, "/inApps/v1/notifications/test", in: environment, as: credentials)).testNotificationToken
+        try decode(TestNotificationToken.self, try await send(.POST, "/inApps/v1/notifications/test", in: environment, as: credentials))
+            .testNotificationToken
     }
 
     /// Get Test Notification Status: the test notification and how its delivery went.

@@ -91,7 +91,9 @@ package struct ConsumptionInformation: Codable, Sendable, Equatable {
     package var refundPreference: String?
     package var sampleContentProvided: Bool
 
-    package init(customerConsented: Bool, consumptionPercentage: Int?, deliveryStatus: String, refundPreference: String?, sampleContentProvided: Bool) {
+    package init(
+        customerConsented: Bool, consumptionPercentage: Int?, deliveryStatus: String, refundPreference: String?, sampleContentProvided: Bool
+    ) {
         self.customerConsented = customerConsented
         self.consumptionPercentage = consumptionPercentage
         self.deliveryStatus = deliveryStatus

@@ -32,7 +32,9 @@ extension AppStoreServerAPIClient {
         productID: String, days: Int, reasonCode: Int, requestID: String, storefronts: [String],
         in environment: AppleEnvironment, as credentials: ServerAPICredentials
     ) async throws -> String {
-        var request: [String: Any] = ["productId": productID, "extendByDays": days, "extendReasonCode": reasonCode, "requestIdentifier": requestID]
+        var request: [String: Any] = [
+            "productId": productID, "extendByDays": days, "extendReasonCode": reasonCode, "requestIdentifier": requestID,
+        ]
         if !storefronts.isEmpty { request["storefrontCountryCodes"] = storefronts }
         let data = try await send(
             .POST, "/inApps/v1/subscriptions/extend/mass", body: try JSONSerialization.data(withJSONObject: request, options: .sortedKeys),

@@ -26,7 +26,9 @@ package enum ChildProcess {
     }
 
     /// Starts a program with stdin from /dev/null and stdout+stderr appended to `outputPath`.
-    package static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, outputPath: String) throws -> pid_t {
+    package static func spawn(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, outputPath: String
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -58,10 +60,13 @@ package enum ChildProcess {
         var pid: pid_t = 0
         let spawnStatus = withCStrings([executable] + arguments) { argv in
             guard let environment else { return posix_spawn(&pid, executable, &actions, &attributes, argv, environ) } // inherited as it is
-            return withCStrings(environment.map { "\($0.key)=\($0.value)" }) { envp in posix_spawn(&pid, executable, &actions, &attributes, argv, envp) }
+            return withCStrings(environment.map { "\($0.key)=\($0.value)" }) { envp in
+                posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+            }
         }
         guard spawnStatus == 0 else {
-            throw EmbeddedPostgresError.commandFailed(command: executable, status: spawnStatus, output: String(cString: strerror(spawnStatus)))
+            throw EmbeddedPostgresError.commandFailed(
+                command: executable, status: spawnStatus, output: String(cString: strerror(spawnStatus)))
         }
         return pid
     }

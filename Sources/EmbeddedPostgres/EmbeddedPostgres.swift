@@ -18,7 +18,9 @@ package struct EmbeddedPostgres: Sendable {
         package var loopback: Bool = false
         /// Where `initdb` and `pg_ctl` are (`LEDGER_POSTGRES_BIN`); nil: found (`PostgresBinaries.locate`).
         package var binaries: String?
-        package init(durable: Bool = true, port: Int = 5432, settings: [String: String] = [:], loopback: Bool = false, binaries: String? = nil) {
+        package init(
+            durable: Bool = true, port: Int = 5432, settings: [String: String] = [:], loopback: Bool = false, binaries: String? = nil
+        ) {
             self.durable = durable
             self.port = port
             self.settings = settings
@@ -69,7 +71,11 @@ package struct EmbeddedPostgres: Sendable {
         if !FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("PG_VERSION").path) {
             logger.info("initialising embedded PostgreSQL", metadata: ["postgres.data": "\(dataDirectory.path)"])
             try run(
-                binaries.initdb, ["-D", dataDirectory.path, "-U", Self.superuser, "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-instructions"])
+                binaries.initdb,
+                [
+                    "-D", dataDirectory.path, "-U", Self.superuser, "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8",
+                    "--no-instructions",
+                ])
         }
         if isRunning() {
             logger.info("embedded PostgreSQL already running", metadata: ["postgres.data": "\(dataDirectory.path)"])

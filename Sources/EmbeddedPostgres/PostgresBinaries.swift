@@ -12,10 +12,14 @@ package struct PostgresBinaries: Sendable {
     /// `/usr/lib/postgresql/<newest>/bin`; else `initdb` on `PATH`.
     package static func locate(configured: String? = nil) throws -> PostgresBinaries {
         let fileManager = FileManager.default
-        func usable(_ path: String) -> Bool { fileManager.isExecutableFile(atPath: path + "/initdb") && fileManager.isExecutableFile(atPath: path + "/pg_ctl") }
+        func usable(_ path: String) -> Bool {
+            fileManager.isExecutableFile(atPath: path + "/initdb") && fileManager.isExecutableFile(atPath: path + "/pg_ctl")
+        }
 
         if let configured, !configured.isEmpty {
-            guard usable(configured) else { throw EmbeddedPostgresError.binariesNotFound("LEDGER_POSTGRES_BIN=\(configured) has no initdb and pg_ctl") }
+            guard usable(configured) else {
+                throw EmbeddedPostgresError.binariesNotFound("LEDGER_POSTGRES_BIN=\(configured) has no initdb and pg_ctl")
+            }
             return PostgresBinaries(directory: URL(fileURLWithPath: configured))
         }
         let debian = "/usr/lib/postgresql"

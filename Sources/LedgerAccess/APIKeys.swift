@@ -24,7 +24,8 @@ package struct APIKey: Sendable, Equatable {
     package var rateLimit: Double? = nil
 
     package init(
-        id: UUID, name: String, prefix: String, scopes: Set<Scope>, bundleID: String?, createdAt: Date, revokedAt: Date? = nil, rateLimit: Double? = nil
+        id: UUID, name: String, prefix: String, scopes: Set<Scope>, bundleID: String?, createdAt: Date, revokedAt: Date? = nil,
+        rateLimit: Double? = nil
     ) {
         self.id = id
         self.name = name
@@ -69,7 +70,9 @@ package final class APIKeyStore: Sendable {
     }
 
     /// Makes a new key and returns it with the secret, which is shown once and never stored.
-    package func create(name: String, scopes: Set<Scope>, bundleID: String?, rateLimit: Double? = nil) async throws -> (key: APIKey, secret: String) {
+    package func create(
+        name: String, scopes: Set<Scope>, bundleID: String?, rateLimit: Double? = nil
+    ) async throws -> (key: APIKey, secret: String) {
         guard !name.isEmpty, !scopes.isEmpty else { throw LedgerError(.invalidRequest, "a key needs a name and at least one scope") }
         if let rateLimit, !(rateLimit > 0 && rateLimit.isFinite) {
             throw LedgerError(.invalidRequest, "a rate limit is a number of requests per second above 0")
@@ -78,13 +81,15 @@ package final class APIKeyStore: Sendable {
         for index in random.indices { random[index] = UInt8.random(in: 0...255) }
         let secret = "lk_" + Hex.encode(random)
         let key = APIKey(
-            id: UUID(), name: name, prefix: String(secret.prefix(10)), scopes: scopes, bundleID: bundleID, createdAt: Date(), rateLimit: rateLimit)
+            id: UUID(), name: name, prefix: String(secret.prefix(10)), scopes: scopes, bundleID: bundleID, createdAt: Date(),
+            rateLimit: rateLimit)
         try await pool.query(
             """
             INSERT INTO ledger.api_keys (id, name, prefix, key_hash, scopes, bundle_id, created_at, rate_limit) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
             """,
             [
-                key.id, name, key.prefix, PostgresBytes(Self.hash(secret)), PostgresTextArray(scopes.map(\.rawValue).sorted()), bundleID, key.createdAt,
+                key.id, name, key.prefix, PostgresBytes(Self.hash(secret)), PostgresTextArray(scopes.map(\.rawValue).sorted()), bundleID,
+                key.createdAt,
                 rateLimit.map { String($0) },
             ])
         return (key, secret)
@@ -161,14 +166,16 @@ package final class APIKeyStore: Sendable {
     /// the same statement that marks the session seen, one round trip a page.
     package static let liveKeysRelation = "(SELECT id, name, scopes, bundle_id FROM ledger.api_keys WHERE revoked_at IS NULL)"
 
-    static let columns = "id, name, prefix, array_to_string(scopes, ',') AS scopes, bundle_id, created_at, revoked_at, rate_limit::text AS rate_limit"
+    static let columns =
+        "id, name, prefix, array_to_string(scopes, ',') AS scopes, bundle_id, created_at, revoked_at, rate_limit::text AS rate_limit"
 
     static func key(from row: PostgresRow) throws -> APIKey {
         APIKey(
             id: try row["id"].uuid(), name: try row["name"].string(), prefix: try row["prefix"].string(),
             scopes: Set(try row["scopes"].string().split(separator: ",").compactMap { Scope(rawValue: String($0)) }),
             bundleID: row["bundle_id"].text, createdAt: try row["created_at"].date(),
-            revokedAt: row["revoked_at"].text == nil ? nil : try row["revoked_at"].date(), rateLimit: row["rate_limit"].text.flatMap(Double.init))
+            revokedAt: row["revoked_at"].text == nil ? nil : try row["revoked_at"].date(),
+            rateLimit: row["rate_limit"].text.flatMap(Double.init))
     }
 
     static func hash(_ secret: String) -> [UInt8] { Array(SHA256.hash(data: Data(secret.utf8))) }

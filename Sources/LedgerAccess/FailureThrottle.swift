@@ -63,7 +63,9 @@ package final class FailureThrottle: Sendable {
     }
 
     /// Whole seconds to wait, at least one: what `Retry-After` says.
-    package static func seconds(_ wait: Duration) -> Int { max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0)) }
+    package static func seconds(_ wait: Duration) -> Int {
+        max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
+    }
 
     /// A failed attempt from `address`.
     package func recordFailure(from address: String, now: ContinuousClock.Instant = .now) {

@@ -31,7 +31,8 @@ package struct ChangeFeed: Sendable {
                 SELECT position, body FROM ledger.changes WHERE bundle_id = $1 AND position > $2 ORDER BY position LIMIT $3
                 """, [bundleID, after, limit])
             if rows.count > 0 || clock.now >= deadline {
-                return Page(bodies: try rows.map { try $0["body"].string() }, next: try rows.last.map { try $0["position"].int64() } ?? after)
+                return Page(
+                    bodies: try rows.map { try $0["body"].string() }, next: try rows.last.map { try $0["position"].int64() } ?? after)
             }
             // Another app's change wakes this too; then it reads again and waits for the rest.
             // The slice keeps a poll going should a notification be lost with a connection.

@@ -61,7 +61,9 @@ package struct ChangeProjection: Sendable {
                     if position <= opened.after {
                         log.prime(fact)
                     } else {
-                        derived += log.apply(fact).map { Derived(bundleID: user.bundleID, change: $0, traceparent: opened.traces[position.position]) }
+                        derived += log.apply(fact).map {
+                            Derived(bundleID: user.bundleID, change: $0, traceparent: opened.traces[position.position])
+                        }
                     }
                 }
                 clocks.append((user, log))
@@ -155,7 +157,8 @@ package struct ChangeProjection: Sendable {
                         """, [batchSize]))
             // The traces its events were recorded in: few rows (kept only until read here).
             let traces = trip.add(
-                PipelinedStatement(EventTraces.tracesSQL(after: "(\(Self.checkpoint))", upTo: "(SELECT c.tx_id, c.position FROM \(Self.users))")))
+                PipelinedStatement(
+                    EventTraces.tracesSQL(after: "(\(Self.checkpoint))", upTo: "(SELECT c.tx_id, c.position FROM \(Self.users))")))
             reads = (events, traces)
             // The step's reads of owners and histories after it find rows by `= ANY`, as the
             // `users` projection's do: generic plans (`PipelinedStatement.genericPlans`). Not for
@@ -181,7 +184,9 @@ package struct ChangeProjection: Sendable {
     /// changes, and the COMMIT.
     private func close(_ closing: Writes, derived: Int, after: Int64, events: Int, in transaction: PipelinedTransaction) throws -> Outcome {
         var trip = closing.trip
-        if derived > 0 { trip.add([PipelinedStatement("SELECT pg_notify('\(ChangeNotifications.channel)', $1)", [String(after + Int64(derived))])]) }
+        if derived > 0 {
+            trip.add([PipelinedStatement("SELECT pg_notify('\(ChangeNotifications.channel)', $1)", [String(after + Int64(derived))])])
+        }
         let results = try transaction.commit(with: trip)
         let announced = derived > 0 ? try results[closing.inserted][0]["inserted"].int() : 0
         return Outcome(events: events, announced: announced, position: derived > 0 ? after + Int64(derived) : nil)
@@ -190,7 +195,9 @@ package struct ChangeProjection: Sendable {
     // MARK: Reading
 
     /// Every fact that can concern each user (the `users` projection's own read), in log order.
-    private func histories(of users: [UserKey], version: Int, in transaction: TransactionRoundTrips) throws -> [(UserKey, [(LogPosition, RecordedFact)])] {
+    private func histories(
+        of users: [UserKey], version: Int, in transaction: TransactionRoundTrips
+    ) throws -> [(UserKey, [(LogPosition, RecordedFact)])] {
         guard !users.isEmpty else { return [] }
         let reads = UsersProjection(version: version).reads(users, alsoStreams: [])
         let results = try transaction.send(reads.trip)
@@ -286,7 +293,8 @@ package struct ChangeProjection: Sendable {
             """,
             [
                 PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.userID)),
-                PostgresTextArray(checked.map(PostgresTimestamp.format)), PostgresNullableTextArray(next.map { $0.map(PostgresTimestamp.format) }),
+                PostgresTextArray(checked.map(PostgresTimestamp.format)),
+                PostgresNullableTextArray(next.map { $0.map(PostgresTimestamp.format) }),
             ])
     }
 }

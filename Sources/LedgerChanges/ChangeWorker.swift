@@ -66,7 +66,8 @@ package final class ChangeWorker: Sendable {
         if full { return .again }
         return .whenWoken {
             if let progress {
-                _ = await progress.wait(for: LogPosition(transactionID: seen.transactionID, position: seen.position + 1), timeout: pollInterval)
+                _ = await progress.wait(
+                    for: LogPosition(transactionID: seen.transactionID, position: seen.position + 1), timeout: pollInterval)
             } else {
                 try? await Task.sleep(for: pollInterval)
             }

@@ -59,21 +59,25 @@ extension ConsoleController {
         _ body: (ConsoleSessions.Session, Form, String, String) async throws -> String?
     ) async throws -> Response {
         guard let token = Self.token(request), let session = try await console.sessions.session(token) else {
-            return render("signin", Frame(title: "Sign in", error: "Your session ended. Sign in again."), session: nil, status: .unauthorized)
+            return render(
+                "signin", Frame(title: "Sign in", error: "Your session ended. Sign in again."), session: nil, status: .unauthorized)
         }
         let form = try await Form(request, context)
         guard let sent = form["csrf"], sent == session.csrf else {
             return render(
-                "signin", Frame(title: "Refused", error: "This form is stale or was not sent from the console (CSRF token)."), session: session,
+                "signin", Frame(title: "Refused", error: "This form is stale or was not sent from the console (CSRF token)."),
+                session: session,
                 status: .forbidden)
         }
         guard session.may(.admin) else {
             return render(
-                "signin", Frame(title: "Refused", error: "This key may look but not act (it lacks the admin scope)."), session: session, status: .forbidden)
+                "signin", Frame(title: "Refused", error: "This key may look but not act (it lacks the admin scope)."), session: session,
+                status: .forbidden)
         }
         let bundleID = try Self.parameter("bundle_id", context), userID = try Self.parameter("user_id", context)
         guard session.covers(bundleID) else {
-            return render("signin", Frame(title: "Refused", error: "This key is limited to another app."), session: session, status: .forbidden)
+            return render(
+                "signin", Frame(title: "Refused", error: "This key is limited to another app."), session: session, status: .forbidden)
         }
         var location = "/console/apps/\(Self.path(bundleID))/users/\(Self.path(userID))"
         do {
@@ -91,7 +95,8 @@ extension ConsoleController {
         async throws
     {
         try await console.audit.record(
-            actor: session.keyName, keyID: nil, requestID: context.requestID, action: action, target: target, bundleID: bundleID, before: nil,
+            actor: session.keyName, keyID: nil, requestID: context.requestID, action: action, target: target, bundleID: bundleID,
+            before: nil,
             after: AuditLog.json(after))
     }
 }

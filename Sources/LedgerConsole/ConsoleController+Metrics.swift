@@ -27,7 +27,9 @@ extension ConsoleController {
         let parameters = request.uri.queryParameters
         let today = SubscriptionMetrics.dayStart(Date())
         let to = parameters["to"].flatMap { RFC3339.parseInstant(String($0)) }.map(SubscriptionMetrics.dayStart) ?? today
-        var from = parameters["from"].flatMap { RFC3339.parseInstant(String($0)) }.map(SubscriptionMetrics.dayStart) ?? to.addingTimeInterval(-89 * 86_400)
+        var from =
+            parameters["from"].flatMap { RFC3339.parseInstant(String($0)) }.map(SubscriptionMetrics.dayStart)
+            ?? to.addingTimeInterval(-89 * 86_400)
         if from > to || to.timeIntervalSince(from) > 3 * 366 * 86_400 { from = to.addingTimeInterval(-89 * 86_400) }
         let environment = parameters["environment"].flatMap { AppleEnvironment(rawValue: String($0)) } ?? .production
         return (from, to, environment)
@@ -53,7 +55,8 @@ extension ConsoleController {
                 svg: SVGChart.lines(title: chart.title, days: days, series: ordered.map { SVGChart.Series(name: $0, values: series[$0]!) }))
         }
         let values: [String: Any] = [
-            "from": String(RFC3339.string(from).prefix(10)), "to": String(RFC3339.string(to).prefix(10)), "environment": environment.rawValue,
+            "from": String(RFC3339.string(from).prefix(10)), "to": String(RFC3339.string(to).prefix(10)),
+            "environment": environment.rawValue,
             "environments": [AppleEnvironment.production, .sandbox].map { ["name": $0.rawValue, "selected": $0 == environment] },
             "charts": charts,
         ]
@@ -63,11 +66,14 @@ extension ConsoleController {
     func metricsCSV(_ bundleID: String, request: Request) async throws -> Response {
         let (from, to, environment) = range(request)
         let kinds = Set(
-            (request.uri.queryParameters["kind"].map(String.init) ?? "").split(separator: ",").compactMap { MetricContribution.Kind(rawValue: String($0)) })
+            (request.uri.queryParameters["kind"].map(String.init) ?? "").split(separator: ",").compactMap {
+                MetricContribution.Kind(rawValue: String($0))
+            })
         var csv = "day,environment,metric,dimension,value\n"
         for point in try await console.metrics.daily(bundleID: bundleID, environment: environment, from: from, through: to)
         where kinds.isEmpty || kinds.contains(point.kind) {
-            csv += "\(RFC3339.string(point.day).prefix(10)),\(environment.rawValue),\(point.kind.rawValue),\(Self.csvField(point.dimension)),\(point.value)\n"
+            csv +=
+                "\(RFC3339.string(point.day).prefix(10)),\(environment.rawValue),\(point.kind.rawValue),\(Self.csvField(point.dimension)),\(point.value)\n"
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/csv; charset=utf-8"

@@ -34,7 +34,8 @@ extension ConsoleController {
         // Every template is loaded (and checked) when the controller is made; one a page names that
         // was not loaded is a fault of this code, shown as one rather than as an empty page.
         guard let html = templates.render(object, withTemplate: template) else {
-            return Response(status: .internalServerError, body: .init(byteBuffer: ByteBuffer(string: "the console has no template \(template)")))
+            return Response(
+                status: .internalServerError, body: .init(byteBuffer: ByteBuffer(string: "the console has no template \(template)")))
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
@@ -48,7 +49,8 @@ extension ConsoleController {
 
     /// A path segment, percent-encoded.
     static func path(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~"))
+        text.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~"))
             ?? ""
     }
 }

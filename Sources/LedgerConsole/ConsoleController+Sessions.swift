@@ -17,7 +17,8 @@ extension ConsoleController {
             connection: context.remoteAddress?.ipAddress, forwardedFor: request.headers[HTTPField.Name("X-Forwarded-For")!])
         if case .wait(let seconds) = await throttle.gate(secret, from: address, keys: console.sessions.keys) {
             var page = render(
-                "signin", Frame(title: "Sign in", error: "Too many failed sign-ins from this address. Try again in \(seconds) s."), session: nil,
+                "signin", Frame(title: "Sign in", error: "Too many failed sign-ins from this address. Try again in \(seconds) s."),
+                session: nil,
                 status: .tooManyRequests)
             page.headers[.retryAfter] = String(seconds)
             return page
@@ -25,7 +26,8 @@ extension ConsoleController {
         guard let (token, _) = try await console.sessions.signIn(with: secret) else {
             throttle.recordFailure(from: address)
             return render(
-                "signin", Frame(title: "Sign in", error: "That key is unknown, revoked, or lacks the read scope."), session: nil, status: .unauthorized)
+                "signin", Frame(title: "Sign in", error: "That key is unknown, revoked, or lacks the read scope."), session: nil,
+                status: .unauthorized)
         }
         let forwarded = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
         let secure = forwarded || request.uri.scheme == .https

@@ -15,9 +15,11 @@ extension ConsoleController {
         let limit = 100
         let entries = try await console.audit.page(after: after, limit: limit, bundleID: session.bundleID)
         let rows: [[String: String]] = entries.map { entry in
-            let change = [entry.before.map { "before: " + $0 }, entry.after.map { "after: " + $0 }].compactMap { $0 }.joined(separator: "\n")
+            let change = [entry.before.map { "before: " + $0 }, entry.after.map { "after: " + $0 }].compactMap { $0 }.joined(
+                separator: "\n")
             return [
-                "position": String(entry.position), "recorded": RFC3339.string(entry.recordedAt), "actor": entry.actor, "action": entry.action,
+                "position": String(entry.position), "recorded": RFC3339.string(entry.recordedAt), "actor": entry.actor,
+                "action": entry.action,
                 "target": entry.target, "request": entry.requestID, "change": change,
             ]
         }
@@ -53,7 +55,8 @@ extension ConsoleController {
                 switch fact.event {
                 case .appleNotificationReceived(let notification):
                     return [
-                        "signed": RFC3339.string(fact.occurredAt), "type": notification.notificationType, "subtype": notification.subtype ?? "",
+                        "signed": RFC3339.string(fact.occurredAt), "type": notification.notificationType,
+                        "subtype": notification.subtype ?? "",
                         "environment": notification.environment?.rawValue ?? "", "detail": Explanation.notice(notification),
                         "evidence": fact.evidence.map { "/console/apps/\(Self.path(bundleID))/evidence/\($0)" } ?? "",
                     ]
@@ -90,10 +93,13 @@ extension ConsoleController {
                     let order = try await console.lookups.order(bundleID: bundleID, orderID: query)
                     for line in order.lines {
                         if let owner = line.owner {
-                            user(owner, "order \(order.orderID): \(line.transaction.productID), transaction \(line.transaction.transactionID)")
+                            user(
+                                owner,
+                                "order \(order.orderID): \(line.transaction.productID), transaction \(line.transaction.transactionID)")
                         } else {
                             notes.append(
-                                "Order \(order.orderID): transaction \(line.transaction.transactionID) (\(line.transaction.productID)) is owned by nobody yet.")
+                                "Order \(order.orderID): transaction \(line.transaction.transactionID) (\(line.transaction.productID)) is owned by nobody yet."
+                            )
                         }
                     }
                 } catch let error as LedgerError {
@@ -101,19 +107,22 @@ extension ConsoleController {
                 }
             }
         }
-        return render("find", Merged(frame("Find", app: bundleID, session), ["query": query, "results": results, "notes": notes]), session: session)
+        return render(
+            "find", Merged(frame("Find", app: bundleID, session), ["query": query, "results": results, "notes": notes]), session: session)
     }
 
     func userPage(_ bundleID: String, user userID: String, request: Request, _ session: ConsoleSessions.Session) async throws -> Response {
         let parameters = request.uri.queryParameters
-        let at = parameters["at"].flatMap { Self.instant(String($0)) }, knownAt = parameters["known_at"].flatMap { Self.instant(String($0)) }
+        let at = parameters["at"].flatMap { Self.instant(String($0)) },
+            knownAt = parameters["known_at"].flatMap { Self.instant(String($0)) }
         _ = try await console.directory.app(bundleID)
         let state =
             at == nil && knownAt == nil
             ? try await console.reader.currentState(bundleID: bundleID, userID: userID)
             : try await console.reader.state(bundleID: bundleID, userID: userID, at: at ?? knownAt!, knownAt: knownAt)
         let trail = try await console.reader.auditTrail(bundleID: bundleID, userID: userID, knownAt: knownAt)
-        let page = UserPage.build(state: state, trail: trail, userID: userID, evidenceLink: "/console/apps/\(Self.path(bundleID))/evidence/")
+        let page = UserPage.build(
+            state: state, trail: trail, userID: userID, evidenceLink: "/console/apps/\(Self.path(bundleID))/evidence/")
         let note =
             (at == nil && knownAt == nil ? "Now" : "As of \(RFC3339.string(state.asOf))")
             + (knownAt.map { ", by what the ledger knew at \(RFC3339.string($0))" } ?? ", by everything the ledger knows") + "."
@@ -121,7 +130,9 @@ extension ConsoleController {
             "userID": userID, "userPath": Self.path(userID), "page": page, "hasTransferred": !page.transferred.isEmpty,
             "atInput": at.map(Self.inputValue) ?? "", "knownAtInput": knownAt.map(Self.inputValue) ?? "", "asOfNote": note,
         ]
-        if let message = parameters["message"].map(String.init), !message.isEmpty { values["message"] = message.removingPercentEncoding ?? message }
+        if let message = parameters["message"].map(String.init), !message.isEmpty {
+            values["message"] = message.removingPercentEncoding ?? message
+        }
         return render("user", Merged(frame("User \(userID)", app: bundleID, session), values), session: session)
     }
 
@@ -130,7 +141,9 @@ extension ConsoleController {
         guard digest.hasPrefix("sha256:"), digest.utf8.count == 71, let body = try await console.evidence.body(of: digest) else {
             throw ConsolePageError(status: .notFound, message: "No evidence \(digest).")
         }
-        return render("evidence", Merged(frame("Evidence", app: bundleID, session), ["digest": digest, "body": UserPage.readable(body)]), session: session)
+        return render(
+            "evidence", Merged(frame("Evidence", app: bundleID, session), ["digest": digest, "body": UserPage.readable(body)]),
+            session: session)
     }
 
     /// An instant from a date picker (`2026-11-24T10:00[:00]`, taken as UTC) or RFC 3339.

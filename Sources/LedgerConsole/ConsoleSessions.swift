@@ -53,7 +53,9 @@ package struct ConsoleSessions: Sendable {
         guard let row = rows.first else { return nil }
         let scopes = try row["scopes"].string().trimmingCharacters(in: CharacterSet(charactersIn: "{}")).split(separator: ",")
             .compactMap { Scope(rawValue: String($0)) }
-        return Session(keyName: try row["name"].string(), scopes: Set(scopes), bundleID: row["bundle_id"].optionalString(), csrf: try row["csrf"].string())
+        return Session(
+            keyName: try row["name"].string(), scopes: Set(scopes), bundleID: row["bundle_id"].optionalString(),
+            csrf: try row["csrf"].string())
     }
 
     package func signOut(_ token: String) async throws {

@@ -42,13 +42,15 @@ enum SVGChart {
             svg += ##"<text x="\##(f(legendX + 14))" y="\##(f(legendY))" class="legend">\##(escape(line.name))</text>"##
         }
         if series.isEmpty {
-            svg += ##"<text x="\##(left + plotWidth / 2)" y="\##(top + plotHeight / 2)" text-anchor="middle" class="axis">nothing in this range</text>"##
+            svg +=
+                ##"<text x="\##(left + plotWidth / 2)" y="\##(top + plotHeight / 2)" text-anchor="middle" class="axis">nothing in this range</text>"##
         }
         return svg + "</svg>"
     }
 
     static func label(_ value: Double) -> String {
-        abs(value) >= 1000 ? String(format: "%.1fk", value / 1000) : (value == value.rounded() ? String(Int(value)) : String(format: "%.2f", value))
+        abs(value) >= 1000
+            ? String(format: "%.1fk", value / 1000) : (value == value.rounded() ? String(Int(value)) : String(format: "%.2f", value))
     }
 
     static func f(_ value: Double) -> String { String(format: "%.1f", value) }

@@ -56,13 +56,15 @@ struct UserPage {
             let revoked = entitlement.active ? nil : entitlement.originalTransactionID.flatMap { revocations[$0] }
             page.entitlements.append(
                 Row(
-                    name: name, sentence: Explanation.sentence(for: entitlement, at: state.asOf, subscription: subscription, revoked: revoked),
+                    name: name,
+                    sentence: Explanation.sentence(for: entitlement, at: state.asOf, subscription: subscription, revoked: revoked),
                     active: entitlement.active, product: entitlement.productID, source: entitlement.ownership.rawValue))
         }
         page.balances = state.balances.sorted { $0.key < $1.key }.map { Balance(currency: $0.key, amount: $0.value, debt: $0.value < 0) }
         page.subscriptions = state.subscriptions.map {
             Subscription(
-                original: $0.originalTransactionID, product: $0.productID, status: $0.status.rawValue.replacingOccurrences(of: "_", with: " "),
+                original: $0.originalTransactionID, product: $0.productID,
+                status: $0.status.rawValue.replacingOccurrences(of: "_", with: " "),
                 expires: $0.expiresAt.map(Explanation.day) ?? "—", renews: $0.willRenew.map { $0 ? "yes" : "no" } ?? "—",
                 plan: Explanation.plan($0.billingPlanType, committedUntil: $0.commitmentExpiresAt),
                 offer: Explanation.offer(type: $0.offerType, id: $0.offerIdentifier), extendable: $0.status != .revoked)
@@ -70,10 +72,13 @@ struct UserPage {
         page.consent = state.consentRescindedAt.map(Explanation.consentRescinded)
         page.purchases = state.purchases.map {
             Purchase(
-                transaction: $0.transactionID, product: $0.productID, date: Explanation.day($0.purchaseDate), revoked: $0.revokedAt.map(Explanation.day) ?? "")
+                transaction: $0.transactionID, product: $0.productID, date: Explanation.day($0.purchaseDate),
+                revoked: $0.revokedAt.map(Explanation.day) ?? "")
         }
         page.grants = grants.values.sorted { $0.grantID < $1.grantID }.map {
-            Grant(grantID: $0.grantID, entitlement: $0.entitlement, until: $0.expiresAt.map(Explanation.day) ?? "until revoked", reason: $0.reason)
+            Grant(
+                grantID: $0.grantID, entitlement: $0.entitlement, until: $0.expiresAt.map(Explanation.day) ?? "until revoked",
+                reason: $0.reason)
         }
         page.events = trail.reversed().map { fact in
             var row = [
@@ -94,7 +99,8 @@ struct UserPage {
                 + (t.price.map { ", \(Double($0) / 1000) \(t.currency ?? "")" } ?? "")
         case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r):
             return "\(r.originalTransactionID): will renew \(r.willAutoRenew ? "yes" : "no"), next \(r.autoRenewProductID)"
-                + (r.isInBillingRetry ? ", billing retry" : "") + (r.gracePeriodExpiresDate.map { ", grace until \(RFC3339.string($0))" } ?? "")
+                + (r.isInBillingRetry ? ", billing retry" : "")
+                + (r.gracePeriodExpiresDate.map { ", grace until \(RFC3339.string($0))" } ?? "")
         case .refunded(let r), .revoked(let r):
             return "transaction \(r.transactionID) (\(r.kind.rawValue)) at \(RFC3339.string(r.revocationDate))"
         case .refundReversed(let r): return "transaction \(r.transactionID): the refund reversed"
@@ -114,7 +120,8 @@ struct UserPage {
         case .consumptionInformationSent: return "consumption information sent to Apple"
         case .appTransactionRecorded(let a):
             return "the app bought on an Apple account: version \(a.originalApplicationVersion ?? "?")"
-                + (a.originalPurchaseDate.map { ", \(RFC3339.string($0))" } ?? "") + (a.appTransactionID.map { ", app transaction \($0)" } ?? "")
+                + (a.originalPurchaseDate.map { ", \(RFC3339.string($0))" } ?? "")
+                + (a.appTransactionID.map { ", app transaction \($0)" } ?? "")
         case .offerSigned(let o):
             let what =
                 o.kind == .introductoryEligibility
@@ -131,7 +138,8 @@ struct UserPage {
         case .appAccountTokenSent(let t):
             return "appAccountToken \(t.appAccountToken.uuidString.lowercased()) set at Apple on \(t.originalTransactionID)"
         case .consentRescinded(let c):
-            return "a parent or guardian withdrew consent for the app (app transaction \(c.appTransactionID)); nothing revoked, the app decides"
+            return
+                "a parent or guardian withdrew consent for the app (app transaction \(c.appTransactionID)); nothing revoked, the app decides"
         case .appConfigured, .productConfigured: return "app configuration"
         }
     }
@@ -159,7 +167,8 @@ struct UserPage {
 
     static func pretty(_ data: Data) -> String {
         guard let object = try? JSONSerialization.jsonObject(with: data),
-            let again = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            let again = try? JSONSerialization.data(
+                withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         else {
             return String(decoding: data, as: UTF8.self)
         }

@@ -25,9 +25,11 @@ package enum Decide {
         if currentOwner == userID { return .alreadyOwned }
         // An erased owner holds on to nothing: whoever presents the purchase next takes it.
         if ErasedUser.isPseudonym(currentOwner) {
-            return .transfer(Transfer(originalTransactionID: originalTransactionID, fromUserID: currentOwner, toUserID: userID, reason: "owner_erased"))
+            return .transfer(
+                Transfer(originalTransactionID: originalTransactionID, fromUserID: currentOwner, toUserID: userID, reason: "owner_erased"))
         }
-        let transfer = ClaimDecision.transfer(Transfer(originalTransactionID: originalTransactionID, fromUserID: currentOwner, toUserID: userID))
+        let transfer = ClaimDecision.transfer(
+            Transfer(originalTransactionID: originalTransactionID, fromUserID: currentOwner, toUserID: userID))
         switch policy {
         case .transfer: return transfer
         case .keep: return .refused(owner: currentOwner)
@@ -73,9 +75,11 @@ extension Decide {
         var merge = AccountMerge()
         for (currency, amount) in balances.sorted(by: { $0.key < $1.key }) where amount != 0 {
             merge.fromEvents.append(
-                .balanceMoved(BalanceMove(userID: from, counterpartUserID: into, currency: currency, amount: -amount, reason: AccountMerge.reason)))
+                .balanceMoved(
+                    BalanceMove(userID: from, counterpartUserID: into, currency: currency, amount: -amount, reason: AccountMerge.reason)))
             merge.intoEvents.append(
-                .balanceMoved(BalanceMove(userID: into, counterpartUserID: from, currency: currency, amount: amount, reason: AccountMerge.reason)))
+                .balanceMoved(
+                    BalanceMove(userID: into, counterpartUserID: from, currency: currency, amount: amount, reason: AccountMerge.reason)))
         }
         var grants: [String: PromotionalGrant] = [:]
         var order: [String] = []

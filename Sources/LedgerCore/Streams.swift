@@ -9,7 +9,9 @@ package enum LedgerStream {
     package static let kinds = ["app", "purchase", "user", "notifications", "consent"]
 
     package static func app(_ bundleID: String) -> String { "app:\(bundleID)" }
-    package static func purchase(_ bundleID: String, originalTransactionID: String) -> String { "purchase:\(bundleID):\(originalTransactionID)" }
+    package static func purchase(_ bundleID: String, originalTransactionID: String) -> String {
+        "purchase:\(bundleID):\(originalTransactionID)"
+    }
     package static func user(_ bundleID: String, userID: String) -> String { "user:\(bundleID):\(userID)" }
     /// Notifications that name no transaction (TEST, summaries, consent): kept per app.
     package static func notifications(_ bundleID: String) -> String { "notifications:\(bundleID)" }

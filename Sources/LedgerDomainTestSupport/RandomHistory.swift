@@ -11,7 +11,8 @@ package enum SampleCatalogue {
     package static let premium = ProductDefinition(productID: "premium.monthly", type: .autoRenewable, entitlements: ["pro", "premium"])
     package static let lifetime = ProductDefinition(productID: "lifetime", type: .nonConsumable, entitlements: ["pro", "lifetime"])
     package static let coins = ProductDefinition(productID: "coins.100", type: .consumable, grants: ["coins": 100])
-    package static let season = ProductDefinition(productID: "season.pass", type: .nonRenewing, entitlements: ["season"], duration: ISODuration("P30D"))
+    package static let season = ProductDefinition(
+        productID: "season.pass", type: .nonRenewing, entitlements: ["season"], duration: ISODuration("P30D"))
     package static let free = ProductDefinition(productID: "free.tier", type: .freeSubscription, entitlements: ["basic"])
     package static let all = [monthly, yearly, premium, lifetime, coins, season, free]
 
@@ -59,13 +60,16 @@ package struct RandomHistory {
     package init(seed: UInt64, steps: Int) {
         rng = SplitMix64(state: seed)
         for definition in [
-            SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.season,
+            SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins,
+            SampleCatalogue.season,
             SampleCatalogue.free,
         ] {
             record(.productConfigured(definition), at: day(-100))
         }
         // The app was paid before version 2: its buyers keep `founder`.
-        record(.appConfigured(AppSettings(appPurchase: AppPurchaseRule(entitlements: ["founder"], originallyBeforeVersion: "2.0"))), at: day(-100))
+        record(
+            .appConfigured(AppSettings(appPurchase: AppPurchaseRule(entitlements: ["founder"], originallyBeforeVersion: "2.0"))),
+            at: day(-100))
         for _ in 0..<steps { step() }
     }
 
@@ -99,13 +103,15 @@ package struct RandomHistory {
 
     private mutating func buy(_ user: String) {
         let product = [
-            SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins, SampleCatalogue.coins,
+            SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins,
+            SampleCatalogue.coins,
             SampleCatalogue.season, SampleCatalogue.free,
         ]
         .randomElement(using: &rng)!
         let id = next()
         let expires = product.type == .autoRenewable ? clock + (product.productID == "pro.yearly" ? 365 : 30) * 86_400 : nil
-        var facts = SampleCatalogue.transaction(id, product: product.productID, at: clock, expires: expires, quantity: Int.random(in: 1...3, using: &rng))
+        var facts = SampleCatalogue.transaction(
+            id, product: product.productID, at: clock, expires: expires, quantity: Int.random(in: 1...3, using: &rng))
         // Each user buys in their own copy of the app, but a transfer hands a purchase (and its
         // app transaction) to another user.
         facts.appTransactionID = "app-\(user)"
@@ -142,7 +148,9 @@ package struct RandomHistory {
     /// A parent withdraws consent for one copy of the app (sometimes one nobody bought in yet).
     private mutating func rescindConsent() {
         let copy = "app-" + (Self.users + ["u9"]).randomElement(using: &rng)!
-        record(.consentRescinded(ConsentRescission(appTransactionID: copy, environment: .production, rescindedAt: clock, notificationUUID: next())))
+        record(
+            .consentRescinded(
+                ConsentRescission(appTransactionID: copy, environment: .production, rescindedAt: clock, notificationUUID: next())))
     }
 
     private mutating func renew() {
@@ -167,7 +175,8 @@ package struct RandomHistory {
 
     private mutating func reverseRefund() {
         guard let transaction = refunded.randomElement(using: &rng) else { return }
-        record(.refundReversed(RefundReversal(transactionID: transaction.id, originalTransactionID: transaction.original, signedDate: clock)))
+        record(
+            .refundReversed(RefundReversal(transactionID: transaction.id, originalTransactionID: transaction.original, signedDate: clock)))
     }
 
     private mutating func renewalChange() {
@@ -211,7 +220,10 @@ package struct RandomHistory {
             guard let owner = ledger.owner(of: original.id, at: clock), owner != user else { return }
             record(.ownershipTransferred(Transfer(originalTransactionID: original.id, fromUserID: owner, toUserID: user)))
         } else {
-            record(.productConfigured(ProductDefinition(productID: "coins.100", type: .consumable, grants: ["coins": Int64.random(in: 50...200, using: &rng)])))
+            record(
+                .productConfigured(
+                    ProductDefinition(productID: "coins.100", type: .consumable, grants: ["coins": Int64.random(in: 50...200, using: &rng)])
+                ))
         }
     }
 

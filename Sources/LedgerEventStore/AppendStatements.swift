@@ -46,7 +46,8 @@ enum AppendStatements {
         SELECT i.event_id, i.version, i.tx_id::text AS tx_id, i.position AS event_position, false AS duplicate FROM inserted i
         """
 
-    static let multiEventSQL = "SELECT event_id, version, tx_id::text AS tx_id, event_position, duplicate FROM ledger.append_events($1, $2, $3::jsonb)"
+    static let multiEventSQL =
+        "SELECT event_id, version, tx_id::text AS tx_id, event_position, duplicate FROM ledger.append_events($1, $2, $3::jsonb)"
 
     static let replaySQL = """
         SELECT e.event_id, e.version, e.tx_id::text AS tx_id, e.position AS event_position, true AS duplicate,
@@ -56,7 +57,9 @@ enum AppendStatements {
 
     /// Appends one event on `connection`, resolving every non-happy outcome to a replay, a retry or
     /// a typed error. Synchronous: runs on a pool thread.
-    static func appendOne(_ event: NewEvent, to stream: String, expected: ExpectedVersion, on connection: PostgresConnection) throws -> AppendResult {
+    static func appendOne(
+        _ event: NewEvent, to stream: String, expected: ExpectedVersion, on connection: PostgresConnection
+    ) throws -> AppendResult {
         let parameters: [(any PostgresBindable)?] = [
             stream, expected.sqlValue, event.id, event.type, event.data, event.metadata, event.occurredAt,
         ]
@@ -75,7 +78,8 @@ enum AppendStatements {
                 case "events_stream_version_key":
                     // Another append to this stream committed first.
                     if expected == .any { continue }
-                    throw EventStoreError.wrongExpectedVersion(stream: stream, expected: expected, actual: try version(of: stream, connection))
+                    throw EventStoreError.wrongExpectedVersion(
+                        stream: stream, expected: expected, actual: try version(of: stream, connection))
                 default:
                     throw error
                 }

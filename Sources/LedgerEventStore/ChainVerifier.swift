@@ -60,7 +60,8 @@ package struct ChainVerifier: Sendable {
                 cursor = (stream, version)
                 if current?.name != stream {
                     if let finished = current, brokenStream != finished.name { finished.checkHead(into: &report) }
-                    current = StreamState(name: stream, headVersion: try row["head_version"].int64(), headHash: try row["head_hash"].bytes())
+                    current = StreamState(
+                        name: stream, headVersion: try row["head_version"].int64(), headHash: try row["head_hash"].bytes())
                     report.streams += 1
                 }
                 report.events += 1

@@ -48,7 +48,8 @@ extension EventStore {
 
     /// The streams starting with `prefix` whose facts mention `value` (as a JSON string anywhere
     /// in their data).
-    package static func streams(startingWith prefix: String, mentioning value: String, on connection: PostgresConnection) throws -> [String] {
+    package static func streams(startingWith prefix: String, mentioning value: String, on connection: PostgresConnection) throws -> [String]
+    {
         try connection.query(
             """
             SELECT DISTINCT stream FROM ledger.events
@@ -62,7 +63,8 @@ extension EventStore {
     /// `userID`) `holder` holds, and those in `field` of the events of `carriers` unless another
     /// holds their link now. Lower-cased, as stream names spell them.
     package static func linkedValues(
-        _ field: String, ofType linkType: String, inStreamsStartingWith linkPrefix: String, heldBy holder: String, carriedBy carriers: [String],
+        _ field: String, ofType linkType: String, inStreamsStartingWith linkPrefix: String, heldBy holder: String,
+        carriedBy carriers: [String],
         on connection: PostgresConnection
     ) throws -> [String] {
         try connection.query(

@@ -184,7 +184,9 @@ package final class EventStore: Sendable {
 
     /// The names of the streams that match a SQL `LIKE` pattern, in order.
     package func streamNames(like pattern: String) async throws -> [String] {
-        try await pool.query("SELECT stream FROM ledger.streams WHERE stream LIKE $1 ORDER BY stream", [pattern]).map { try $0["stream"].string() }
+        try await pool.query("SELECT stream FROM ledger.streams WHERE stream LIKE $1 ORDER BY stream", [pattern]).map {
+            try $0["stream"].string()
+        }
     }
 
     /// The streams starting with `prefix` that hold an event of `type` whose data says `userID`:
@@ -260,7 +262,8 @@ package final class EventStore: Sendable {
     package func runNotifications(also channels: [String: @Sendable (String) -> Void] = [:], heartbeat: Heartbeat? = nil) async {
         let wakeup = self.wakeup
         let listener = PostgresListener(
-            configuration: pool.configuration, channels: [Self.notificationChannel] + channels.keys.sorted(), heartbeat: heartbeat, logger: logger
+            configuration: pool.configuration, channels: [Self.notificationChannel] + channels.keys.sorted(), heartbeat: heartbeat,
+            logger: logger
         ) { notification in
             guard case .notify(let channel, let payload) = notification, channel != Self.notificationChannel else { return wakeup.signal() }
             channels[channel]?(payload)
@@ -279,7 +282,9 @@ package final class EventStore: Sendable {
     }
 
     /// Follows the global log from `position`: see `EventSubscription`.
-    package func subscribe(after position: LogPosition, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250)) -> EventSubscription {
+    package func subscribe(
+        after position: LogPosition, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250)
+    ) -> EventSubscription {
         EventSubscription(store: self, start: position, batchSize: batchSize, pollInterval: pollInterval, logger: logger)
     }
 }

@@ -10,14 +10,16 @@ import LedgerPostgres
 extension PostgresError: LedgerErrorConvertible {
     package var ledgerError: LedgerError {
         if code == .changedMeanwhile {
-            return LedgerError(.databaseUnavailable, "the ledger was switching to a rebuilt projection; try again shortly", underlying: self)
+            return LedgerError(
+                .databaseUnavailable, "the ledger was switching to a rebuilt projection; try again shortly", underlying: self)
         }
         if isTransient { return LedgerError(.databaseUnavailable, "the database is unavailable; try again shortly", underlying: self) }
         // Text PostgreSQL cannot store (U+0000 in text or jsonb; a character outside the
         // database's encoding) came from the request: the caller's to fix, whatever field it was
         // in. The fields are checked where they enter; this is the net under a free-text one.
         if let state = sqlState, ["22P05", "22021"].contains(state) {
-            return LedgerError(.invalidRequest, "a text in the request holds a character the ledger cannot store (such as U+0000)", underlying: self)
+            return LedgerError(
+                .invalidRequest, "a text in the request holds a character the ledger cannot store (such as U+0000)", underlying: self)
         }
         return LedgerError(.internalError, "the ledger failed unexpectedly; the server's log has the cause", underlying: self)
     }

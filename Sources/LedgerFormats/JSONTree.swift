@@ -148,7 +148,9 @@ private struct Parser {
     func error(_ reason: String) -> JSONTree.SyntaxError { JSONTree.SyntaxError(offset: index, reason: reason) }
 
     mutating func skipSpace() {
-        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+            index += 1
+        }
     }
 
     mutating func value(depth: Int) throws -> JSONTree {
@@ -169,7 +171,9 @@ private struct Parser {
 
     mutating func literal(_ word: StaticString) throws {
         let count = word.utf8CodeUnitCount
-        guard index + count <= bytes.count, memcmp(bytes.baseAddress! + index, word.utf8Start, count) == 0 else { throw error("bad literal") }
+        guard index + count <= bytes.count, memcmp(bytes.baseAddress! + index, word.utf8Start, count) == 0 else {
+            throw error("bad literal")
+        }
         index += count
     }
 

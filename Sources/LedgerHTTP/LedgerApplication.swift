@@ -24,7 +24,8 @@ package func buildApplication(
     ingestion.registerWebhook(on: router)
 
     let v1 = router.group("v1").add(
-        middleware: AuthMiddleware(keys: endpoints.keys, throttle: endpoints.throttle, limiter: KeyRateLimiter(), metrics: endpoints.metrics)
+        middleware: AuthMiddleware(
+            keys: endpoints.keys, throttle: endpoints.throttle, limiter: KeyRateLimiter(), metrics: endpoints.metrics)
     ).add(
         middleware: PositionMiddleware())
     let directory = endpoints.directory

@@ -25,7 +25,8 @@ package struct AccountMerges: Sendable {
     let logger: Logger
 
     package init(
-        store: EventStore, directory: AppDirectory, tokens: AppAccountTokens, freshness: ProjectionFreshness, reader: UserStateReader, logger: Logger
+        store: EventStore, directory: AppDirectory, tokens: AppAccountTokens, freshness: ProjectionFreshness, reader: UserStateReader,
+        logger: Logger
     ) {
         self.store = store
         self.directory = directory
@@ -40,7 +41,9 @@ package struct AccountMerges: Sendable {
         try await LedgerError.mapping {
             try Identifier.userID.check(into)
             try Identifier.mergedUserID.check(from)
-            guard into != from else { throw LedgerError(.invalidMerge, "an account cannot be merged into itself: name another user in from") }
+            guard into != from else {
+                throw LedgerError(.invalidMerge, "an account cannot be merged into itself: name another user in from")
+            }
             _ = try await directory.app(bundleID)
             var written: LogPosition?
             let owned = try await reader.ledger(bundleID: bundleID, userID: from).transactions(ownedBy: from).map(\.originalTransactionID)
@@ -93,7 +96,8 @@ package struct AccountMerges: Sendable {
                     return grant.grantID
                 })
             let decision = Decide.merge(
-                from: from, into: into, balances: ledger.userState(from, at: now).balances, userFacts: fromFacts, intoGrantIDs: intoGrantIDs, now: now)
+                from: from, into: into, balances: ledger.userState(from, at: now).balances, userFacts: fromFacts,
+                intoGrantIDs: intoGrantIDs, now: now)
             guard !decision.isEmpty else { return nil }
             var last: LogPosition?
             for (side, events) in [(fromStream, decision.fromEvents), (intoStream, decision.intoEvents)] where !events.isEmpty {

@@ -72,7 +72,8 @@ package struct AppAccountTokens: Sendable {
             let link = Link(appAccountToken: token, userID: to, reason: "merged", fromUserID: from)
             let data = String(decoding: try JSONEncoder().encode(link), as: UTF8.self)
             let id = StableID.make(stream, Self.eventType, "merged", String(events.count), from, to)
-            _ = try locked.append([NewEvent(id: id, type: Self.eventType, data: data, occurredAt: Date())], expectedVersion: .exact(Int64(events.count)))
+            _ = try locked.append(
+                [NewEvent(id: id, type: Self.eventType, data: data, occurredAt: Date())], expectedVersion: .exact(Int64(events.count)))
             return true
         }
     }

@@ -58,7 +58,8 @@ package final class AppDirectory: Sendable {
 
     /// `pool`: the primary, where `ledger.apps` and the secrets are; `store`: the apps' streams.
     package init(
-        pool: PostgresPool, store: EventStore, freshness: ProjectionFreshness, keyring: Keyring, cacheTTL: Duration = .seconds(1), replicas: ReadReplicas? = nil
+        pool: PostgresPool, store: EventStore, freshness: ProjectionFreshness, keyring: Keyring, cacheTTL: Duration = .seconds(1),
+        replicas: ReadReplicas? = nil
     ) {
         self.pool = pool
         self.keyring = keyring
@@ -80,7 +81,9 @@ package final class AppDirectory: Sendable {
             found = try await find(bundleID)
         } catch let error as PostgresError where error.isTransient && replicas?.replicas.isEmpty == false {
             // The primary is away: the app as a replica has it (configuration rarely changes).
-            found = try await replicas!.read(atLeast: .start) { [keyring] connection in try Self.find(bundleID, on: connection, keyring: keyring) }
+            found = try await replicas!.read(atLeast: .start) { [keyring] connection in
+                try Self.find(bundleID, on: connection, keyring: keyring)
+            }
         }
         cache.withLock { cache in
             if cache.count > 10_000 { cache.removeAll() } // unknown bundle ids are cached too: keep it bounded
@@ -96,8 +99,10 @@ package final class AppDirectory: Sendable {
     }
 
     static func find(_ bundleID: String, on connection: PostgresConnection, keyring: Keyring) throws -> AppConfiguration? {
-        let recorded = try connection.query(EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", [LedgerStream.app(bundleID)])
-            .map(RecordedEvent.init(row:))
+        let recorded = try connection.query(
+            EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", [LedgerStream.app(bundleID)]
+        )
+        .map(RecordedEvent.init(row:))
         guard !recorded.isEmpty else { return nil }
         var ledger = AppLedger(bundleID: bundleID)
         var products: [String: ProductDefinition] = [:]
@@ -106,20 +111,25 @@ package final class AppDirectory: Sendable {
             ledger.apply(fact)
             if case .productConfigured(let definition) = fact.event { products[definition.productID] = definition }
         }
-        let secret = try connection.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID]).first.map { row in
+        let secret = try connection.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID]).first.map {
+            row in
             let sealed = try row["shared_secret"].string()
             return Result { () throws(LedgerError) in try keyring.open(sealed, for: StoredSecrets.sharedSecret(of: bundleID)) }
         }
-        let keyRow = try connection.query("SELECT issuer_id, key_id, private_key FROM ledger.app_server_api_keys WHERE bundle_id = $1", [bundleID]).first
+        let keyRow = try connection.query(
+            "SELECT issuer_id, key_id, private_key FROM ledger.app_server_api_keys WHERE bundle_id = $1", [bundleID]
+        ).first
         let key = try keyRow.map { row in
             let (issuerID, keyID) = (try row["issuer_id"].string(), try row["key_id"].string())
             let sealed = try row["private_key"].string()
             return Result { () throws(LedgerError) in
                 let pem = try keyring.open(sealed, for: StoredSecrets.serverAPIKey(of: bundleID))
                 // Checked when configured; a key that no longer parses is reported when it is used.
-                guard let credentials = try? ServerAPICredentials(issuerID: issuerID, keyID: keyID, privateKeyPEM: pem, bundleID: bundleID) else {
+                guard let credentials = try? ServerAPICredentials(issuerID: issuerID, keyID: keyID, privateKeyPEM: pem, bundleID: bundleID)
+                else {
                     throw LedgerError(
-                        .appleAPINotConfigured, "\(bundleID)'s stored App Store Server API key no longer parses; configure app_store_server_api again")
+                        .appleAPINotConfigured,
+                        "\(bundleID)'s stored App Store Server API key no longer parses; configure app_store_server_api again")
                 }
                 return credentials
             }
@@ -127,7 +137,8 @@ package final class AppDirectory: Sendable {
         return AppConfiguration(
             bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(),
             products: products.values.sorted { $0.productID < $1.productID },
-            storedSharedSecret: secret, storedServerAPI: key, serverAPIKeyID: try keyRow?["key_id"].string(), version: recorded.last?.version ?? 0)
+            storedSharedSecret: secret, storedServerAPI: key, serverAPIKeyID: try keyRow?["key_id"].string(),
+            version: recorded.last?.version ?? 0)
     }
 
     /// Every app that was ever configured, by bundle id.
@@ -153,7 +164,11 @@ package final class AppDirectory: Sendable {
                 INSERT INTO ledger.app_server_api_keys (bundle_id, issuer_id, key_id, private_key) VALUES ($1, $2, $3, $4)
                 ON CONFLICT (bundle_id) DO UPDATE SET issuer_id = EXCLUDED.issuer_id, key_id = EXCLUDED.key_id,
                     private_key = EXCLUDED.private_key, updated_at = now()
-                """, [bundleID, serverAPI.issuerID, serverAPI.keyID, keyring.seal(serverAPI.privateKeyPEM, for: StoredSecrets.serverAPIKey(of: bundleID))])
+                """,
+                [
+                    bundleID, serverAPI.issuerID, serverAPI.keyID,
+                    keyring.seal(serverAPI.privateKeyPEM, for: StoredSecrets.serverAPIKey(of: bundleID)),
+                ])
         }
         if let sharedSecret {
             try await pool.query(
@@ -201,7 +216,9 @@ package final class AppDirectory: Sendable {
     /// apps have); they are also part of stream names, so no colons. The API description states
     /// the same pattern.
     static func validate(bundleID: String) throws {
-        let allowed = { (scalar: Unicode.Scalar) in scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || ".-_".unicodeScalars.contains(scalar)) }
+        let allowed = { (scalar: Unicode.Scalar) in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || ".-_".unicodeScalars.contains(scalar))
+        }
         guard !bundleID.isEmpty, bundleID.unicodeScalars.count <= 155, bundleID.unicodeScalars.allSatisfy(allowed) else {
             throw LedgerError(.invalidBundleID, "a bundle id is 1–155 letters, digits, '.', '-' or '_'")
         }

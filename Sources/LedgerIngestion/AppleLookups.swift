@@ -50,7 +50,8 @@ package struct AppleLookups: Sendable {
         if let purchase = try await appPurchase(of: transactionID, for: userID, app) { pieces.append(purchase) }
         return (
             pieces,
-            try await ingestor.record(pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy, catalogue: app.catalogue))
+            try await ingestor.record(
+                pieces, bundleID: bundleID, claimant: .presenter(userID, policy: app.settings.restorePolicy, catalogue: app.catalogue))
         )
     }
 
@@ -130,7 +131,8 @@ package struct AppleLookups: Sendable {
     /// Statuses, verified for the app (`only`: one subscription's).
     func statusPieces(_ statuses: StatusResponse, _ app: AppConfiguration, only original: String? = nil) async throws -> [VerifiedPiece] {
         var pieces: [VerifiedPiece] = []
-        for last in (statuses.data ?? []).flatMap({ $0.lastTransactions ?? [] }) where original == nil || last.originalTransactionId == original {
+        for last in (statuses.data ?? []).flatMap({ $0.lastTransactions ?? [] })
+        where original == nil || last.originalTransactionId == original {
             if let signed = last.signedTransactionInfo { pieces.append(try await transaction(signed, app)) }
             if let signed = last.signedRenewalInfo {
                 let renewal = try await ingestor.verifier.verifyRenewal(signed, expecting: app.expectation)
@@ -182,7 +184,9 @@ package struct AppleLookups: Sendable {
             var lines: [Order.Line] = []
             for event in events {
                 guard let facts = event.transactionFacts else { continue }
-                let owner = try await PurchaseStream.read(ingestor.store, bundleID: bundleID, originalTransactionID: facts.originalTransactionID).owner
+                let owner = try await PurchaseStream.read(
+                    ingestor.store, bundleID: bundleID, originalTransactionID: facts.originalTransactionID
+                ).owner
                 lines.append(Order.Line(transaction: facts, revokedAt: facts.revocationDate, owner: owner))
             }
             return Order(orderID: orderID, environment: environment, lines: lines)
@@ -201,7 +205,8 @@ package struct AppleLookups: Sendable {
         guard let key = try app.serverAPI else {
             throw LedgerError(
                 .appleAPINotConfigured,
-                "asking Apple needs the app's App Store Server API key; configure app_store_server_api (issuer_id, key_id, private_key) first")
+                "asking Apple needs the app's App Store Server API key; configure app_store_server_api (issuer_id, key_id, private_key) first"
+            )
         }
         return key
     }

@@ -60,7 +60,8 @@ package struct ConsumptionRequests: Sendable {
             Pending(
                 bundleID: try row["bundle_id"].string(), notificationUUID: try row["notification_uuid"].string(),
                 transactionID: try row["transaction_id"].string(), originalTransactionID: try row["original_transaction_id"].string(),
-                environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? .production, attempts: try row["attempts"].int())
+                environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? .production, attempts: try row["attempts"].int()
+            )
         }
     }
 
@@ -93,7 +94,8 @@ package struct ConsumptionRequests: Sendable {
     /// UUID, so a second server that sent the same answer records nothing more.
     package func record(_ answer: ConsumptionAnswer, bundleID: String) async throws {
         let id = StableID.make(bundleID, "consumption-answer", answer.notificationUUID)
-        let (stream, event) = try StoredFacts.newEvent(.consumptionInformationSent(answer), bundleID: bundleID, id: id, occurredAt: answer.sentAt)
+        let (stream, event) = try StoredFacts.newEvent(
+            .consumptionInformationSent(answer), bundleID: bundleID, id: id, occurredAt: answer.sentAt)
         _ = try await store.serialized(on: stream) { locked -> Bool in
             guard try locked.event(id: id) == nil else { return false }
             _ = try locked.append([event], expectedVersion: .exact(try locked.version()))

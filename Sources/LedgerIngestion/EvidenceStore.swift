@@ -89,7 +89,9 @@ package struct EvidenceStore: Sendable {
     package func bodies(of digests: [String]) async throws -> [String: Data] {
         guard !digests.isEmpty else { return [:] }
         var found: [String: Data] = [:]
-        for row in try await pool.query("SELECT digest, body FROM ledger.evidence WHERE digest = ANY($1::text[])", [PostgresTextArray(digests)]) {
+        for row in try await pool.query(
+            "SELECT digest, body FROM ledger.evidence WHERE digest = ANY($1::text[])", [PostgresTextArray(digests)])
+        {
             found[try row["digest"].string()] = Data(try row["body"].bytes())
         }
         return found

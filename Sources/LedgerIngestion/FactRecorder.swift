@@ -92,15 +92,20 @@ struct FactRecorder: Sendable {
                     } else {
                         StableID.make(stream, event.typeName, data)
                     }
-                return try StoredFacts.newEvent(event, bundleID: bundleID, id: id, occurredAt: event.appleSignedDate ?? now, evidence: evidence).event
+                return try StoredFacts.newEvent(
+                    event, bundleID: bundleID, id: id, occurredAt: event.appleSignedDate ?? now, evidence: evidence
+                ).event
             }
             return StreamWork(
-                stream: stream, candidates: candidates, claim: original.flatMap { original in claimant.user(original).map { (original, $0) } },
+                stream: stream, candidates: candidates,
+                claim: original.flatMap { original in claimant.user(original).map { (original, $0) } },
                 policy: claimant.policy, catalogue: claimant.catalogue)
         }
     }
 
-    func record(_ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date = Date()) async throws -> Outcome {
+    func record(
+        _ events: [LedgerEvent], bundleID: String, evidence: String?, claimant: Claimant, now: Date = Date()
+    ) async throws -> Outcome {
         try await record(Self.work(for: events, bundleID: bundleID, evidence: evidence, claimant: claimant, now: now), bundleID: bundleID)
     }
 
@@ -187,7 +192,9 @@ struct FactRecorder: Sendable {
 
     /// Ownership decisions are told apart by the stream version they were decided at, so the same
     /// user can claim again after a transfer away, and a retried request is still a replay.
-    private static func ownership(_ event: LedgerEvent, _ stream: String, _ bundleID: String, _ version: Int, _ now: Date) throws -> NewEvent {
+    private static func ownership(
+        _ event: LedgerEvent, _ stream: String, _ bundleID: String, _ version: Int, _ now: Date
+    ) throws -> NewEvent {
         try StoredFacts.newEvent(
             event, bundleID: bundleID, id: StableID.make(stream, event.typeName, String(version), event.ownerDescription),
             occurredAt: now

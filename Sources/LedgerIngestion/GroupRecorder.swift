@@ -74,7 +74,8 @@ final class GroupRecorder: Sendable {
     func record(_ request: Request) async throws -> FactRecorder.Outcome {
         guard request.work.allSatisfy(\.isDecided) else { return try await recordAlone(request) }
         let result = try await Spans.child("group commit") { span in
-            let (result, size) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Result, Int), any Error>) in
+            let (result, size) = try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<(Result, Int), any Error>) in
                 let arrival = queue.withLock { $0.arrive(Waiting(request: request, continuation: continuation)) }
                 if arrival == .write { Task { await self.writeWhileWaiting() } }
             }
@@ -90,7 +91,9 @@ final class GroupRecorder: Sendable {
     /// The one-by-one path: evidence stored, then each stream decided on what it holds.
     private func recordAlone(_ request: Request, evidenceStored: Bool = false) async throws -> FactRecorder.Outcome {
         if !evidenceStored {
-            for item in request.evidence { try await evidence.store(Data(item.body.utf8), kind: item.kind, bundleID: item.bundleID, answers: item.answers) }
+            for item in request.evidence {
+                try await evidence.store(Data(item.body.utf8), kind: item.kind, bundleID: item.bundleID, answers: item.answers)
+            }
         }
         return try await recorder.record(request.work, bundleID: request.bundleID)
     }
@@ -115,7 +118,9 @@ final class GroupRecorder: Sendable {
     }
 
     /// One request's outcome so far and its appends, decided on the streams as read.
-    private static func decide(_ request: Request, existing: [String: [RecordedEvent]], now: Date) throws -> (FactRecorder.Outcome, [StreamAppend]) {
+    private static func decide(
+        _ request: Request, existing: [String: [RecordedEvent]], now: Date
+    ) throws -> (FactRecorder.Outcome, [StreamAppend]) {
         var outcome = FactRecorder.Outcome()
         var appends: [StreamAppend] = []
         for work in request.work {
@@ -160,9 +165,11 @@ final class GroupRecorder: Sendable {
             finish: { commit in
                 let commit = commit.sending(first: Self.traces(of: requests, appends: commit.appends, by: commit.decision.appendedBy))
                 var decided = commit.decision
-                let projecting = try projection.appendAndProject(commit, opened: version, assumingVersion: assumingVersion, presenters: presenters)
+                let projecting = try projection.appendAndProject(
+                    commit, opened: version, assumingVersion: assumingVersion, presenters: presenters)
                 decided.projected = projecting.decision
-                return GroupFinish(closing: projecting.closing, appended: projecting.appended, decision: decided, committed: projecting.committed)
+                return GroupFinish(
+                    closing: projecting.closing, appended: projecting.appended, decision: decided, committed: projecting.committed)
             })
         if case .appended(let decided, _) = outcome, let version = decided.projected?.version {
             guess.withLock { $0.written(version: version, assumed: assumingVersion != nil) }

@@ -32,7 +32,8 @@ package struct Identifier: Sendable {
     package static let idempotencyKey = Identifier(field: "idempotency_key", code: .invalidIdempotencyKey, maximumLength: 255)
     package static let currency = Identifier(field: "currency", code: .invalidAmount, maximumLength: 100)
     package static let entitlement = Identifier(field: "entitlement", code: .invalidGrant, maximumLength: 200)
-    package static let appPurchaseEntitlement = Identifier(field: "app_purchase.entitlements", code: .invalidAppPurchase, maximumLength: 200)
+    package static let appPurchaseEntitlement = Identifier(
+        field: "app_purchase.entitlements", code: .invalidAppPurchase, maximumLength: 200)
     package static let productEntitlement = Identifier(field: "entitlements", code: .invalidEntitlements, maximumLength: 200)
     package static let productCurrency = Identifier(field: "grants' currencies", code: .invalidGrants, maximumLength: 100)
 

@@ -181,7 +181,8 @@ package struct Ingestor: Sendable {
                     consumptionRequest = (verified.notification, transaction.facts)
                 }
             } else if VerifiedNotificationV1.looksLikeV1(object) {
-                let verified = try VerifiedNotificationV1(body: body, sharedSecret: try app.sharedSecret, expecting: app.expectation, receivedAt: Date())
+                let verified = try VerifiedNotificationV1(
+                    body: body, sharedSecret: try app.sharedSecret, expecting: app.expectation, receivedAt: Date())
                 events = EvidenceEvents.events(for: verified)
                 // The password is the app's secret: it is redacted before the body is kept.
                 var redacted = object
@@ -193,7 +194,8 @@ package struct Ingestor: Sendable {
                 throw LedgerError(.malformed, "neither a V2 notification (signedPayload) nor a V1 one (notification_type)")
             }
             let outcome = try await recorder.record(
-                events, bundleID: bundleID, evidence: digest, claimant: .tokenHolders(try await tokenHolders(of: events, bundleID: bundleID)))
+                events, bundleID: bundleID, evidence: digest,
+                claimant: .tokenHolders(try await tokenHolders(of: events, bundleID: bundleID)))
             // Apple asks before deciding a refund; the consumption responder answers (even when the
             // notification was recorded before: a crash between the two must not lose the request).
             if let (notification, transaction) = consumptionRequest {
@@ -208,10 +210,12 @@ package struct Ingestor: Sendable {
 
     /// Keeps the evidence and records its events, together with other requests arriving meanwhile
     /// (`GroupRecorder`); events reference the last piece of evidence (a receipt's: Apple's answer).
-    func record(_ events: [LedgerEvent], evidence: [EvidenceStore.Item], bundleID: String, claimant: FactRecorder.Claimant) async throws -> FactRecorder.Outcome
-    {
+    func record(
+        _ events: [LedgerEvent], evidence: [EvidenceStore.Item], bundleID: String, claimant: FactRecorder.Claimant
+    ) async throws -> FactRecorder.Outcome {
         let work = try FactRecorder.work(for: events, bundleID: bundleID, evidence: evidence.last?.digest, claimant: claimant, now: Date())
-        return try await group.record(GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID, presenter: claimant.presenter))
+        return try await group.record(
+            GroupRecorder.Request(evidence: evidence, work: work, bundleID: bundleID, presenter: claimant.presenter))
     }
 
     /// Apple's evidence, each piece verified on its own, recorded together: each event references
@@ -222,7 +226,9 @@ package struct Ingestor: Sendable {
         var index: [String: Int] = [:]
         var ids: Set<UUID> = []
         for piece in pieces {
-            for var work in try FactRecorder.work(for: piece.events, bundleID: bundleID, evidence: piece.item.digest, claimant: claimant, now: Date()) {
+            for var work in try FactRecorder.work(
+                for: piece.events, bundleID: bundleID, evidence: piece.item.digest, claimant: claimant, now: Date())
+            {
                 work.candidates = work.candidates.filter { ids.insert($0.id).inserted }
                 if let at = index[work.stream] {
                     merged[at].candidates += work.candidates
@@ -235,7 +241,8 @@ package struct Ingestor: Sendable {
         var digests: Set<String> = []
         let evidence = pieces.map(\.item).filter { digests.insert($0.digest).inserted }
         guard !merged.isEmpty else { return FactRecorder.Outcome() }
-        return try await group.record(GroupRecorder.Request(evidence: evidence, work: merged, bundleID: bundleID, presenter: claimant.presenter))
+        return try await group.record(
+            GroupRecorder.Request(evidence: evidence, work: merged, bundleID: bundleID, presenter: claimant.presenter))
     }
 
     /// original transaction → user, for the transactions among `events` whose appAccountToken is
@@ -243,7 +250,9 @@ package struct Ingestor: Sendable {
     func tokenHolders(of events: [LedgerEvent], bundleID: String) async throws -> [String: String] {
         var holders: [String: String] = [:]
         for event in events {
-            guard let facts = event.transactionFacts, let token = facts.appAccountToken, holders[facts.originalTransactionID] == nil else { continue }
+            guard let facts = event.transactionFacts, let token = facts.appAccountToken, holders[facts.originalTransactionID] == nil else {
+                continue
+            }
             holders[facts.originalTransactionID] = try await tokens.user(of: token, bundleID: bundleID)
         }
         return holders

@@ -33,12 +33,15 @@ package struct OfferDesk: Sendable {
             guard let rule = product.offers?[offerID] else {
                 throw LedgerError(
                     .unknownOffer,
-                    "product \(productID) declares no offer \(offerID); declare it in the catalogue (PUT …/products/\(productID) with \"offers\")")
+                    "product \(productID) declares no offer \(offerID); declare it in the catalogue (PUT …/products/\(productID) with \"offers\")"
+                )
             }
             let ledger = try await ingestor.users.ledger(bundleID: bundleID, userID: userID)
             let timeline = ledger.timeline(of: userID)
             let decision = OfferEligibility.decide(rule, entitlements: product.entitlements, timeline: timeline, now: now)
-            guard decision.eligible else { throw LedgerError(.notEligible, "\(userID) is not eligible for offer \(offerID): \(decision.reason)") }
+            guard decision.eligible else {
+                throw LedgerError(.notEligible, "\(userID) is not eligible for offer \(offerID): \(decision.reason)")
+            }
             let nonce = UUID()
             let signed: Signed
             let transaction =
@@ -46,7 +49,8 @@ package struct OfferDesk: Sendable {
                 ?? Self.customerTransaction(in: ledger, timeline: timeline, userID: userID, product: product, app: app)
             switch format {
             case .jws:
-                signed = .jws(try signer.promotionalOffer(productID: productID, offerID: offerID, transactionID: transaction, nonce: nonce, at: now))
+                signed = .jws(
+                    try signer.promotionalOffer(productID: productID, offerID: offerID, transactionID: transaction, nonce: nonce, at: now))
             case .legacy:
                 let token = ledger.transactions(ownedBy: userID).last(where: { $0.appAccountToken != nil })?.appAccountToken
                 signed = .legacy(
@@ -98,7 +102,9 @@ package struct OfferDesk: Sendable {
     }
 
     /// The app, the product and a signer with the app's key, or the error that says what is missing.
-    private func prepare(bundleID: String, userID: String, productID: String) async throws -> (AppConfiguration, ProductDefinition, OfferSigner) {
+    private func prepare(
+        bundleID: String, userID: String, productID: String
+    ) async throws -> (AppConfiguration, ProductDefinition, OfferSigner) {
         try Identifier.userID.check(userID)
         let app = try await ingestor.directory.app(bundleID)
         guard let product = app.products.first(where: { $0.productID == productID }) else {
@@ -110,7 +116,8 @@ package struct OfferDesk: Sendable {
     /// A transaction id the caller names: Apple's are digits (a sandbox or Xcode one may differ), never long.
     private static func checkedTransaction(_ id: String?) throws -> String? {
         guard let id else { return nil }
-        guard !id.isEmpty, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+        guard !id.isEmpty, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else {
             throw LedgerError(.invalidTransactionID, "transaction_id is one of the customer's transaction ids (digits)")
         }
         return id
@@ -127,7 +134,8 @@ package struct OfferDesk: Sendable {
         let wanted = Set(product.entitlements)
         let related = owned.last { transaction in
             transaction.productID == product.productID
-                || (app.catalogue.definition(of: transaction.productID, at: transaction.purchaseDate)?.entitlements ?? []).contains(where: wanted.contains)
+                || (app.catalogue.definition(of: transaction.productID, at: transaction.purchaseDate)?.entitlements ?? []).contains(
+                    where: wanted.contains)
         }
         return related?.transactionID ?? owned.last?.transactionID ?? timeline.appPurchase?.appTransactionID
     }

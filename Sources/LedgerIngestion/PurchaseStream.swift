@@ -13,7 +13,9 @@ struct PurchaseStream {
 
     static func read(_ store: EventStore, bundleID: String, originalTransactionID: String) async throws -> PurchaseStream {
         var stream = PurchaseStream(bundleID: bundleID, originalTransactionID: originalTransactionID, ledger: AppLedger(bundleID: bundleID))
-        for event in try await store.read(stream: LedgerStream.purchase(bundleID, originalTransactionID: originalTransactionID), limit: 100_000) {
+        for event in try await store.read(
+            stream: LedgerStream.purchase(bundleID, originalTransactionID: originalTransactionID), limit: 100_000)
+        {
             guard let (_, fact) = try StoredFacts.fact(from: event) else { continue }
             stream.ledger.apply(fact)
             stream.facts.append(fact)

@@ -31,20 +31,25 @@ extension AppleLookups {
             let key = try Self.key(of: app)
             let stream = try await PurchaseStream.read(ingestor.store, bundleID: bundleID, originalTransactionID: originalTransactionID)
             guard let latest = stream.facts.compactMap(\.event.transactionFacts).max(by: { $0.purchaseDate < $1.purchaseDate }) else {
-                throw LedgerError(.unknownTransaction, "the ledger knows no purchase \(originalTransactionID) of \(bundleID); sync or post it first")
+                throw LedgerError(
+                    .unknownTransaction, "the ledger knows no purchase \(originalTransactionID) of \(bundleID); sync or post it first")
             }
             guard latest.expiresDate != nil else {
                 throw LedgerError(.notASubscription, "\(originalTransactionID) is not an auto-renewable subscription")
             }
             if latest.ownership == .familyShared {
-                throw LedgerError(.familySharedNotSupported, "a family-shared subscription is extended through the family member who bought it")
+                throw LedgerError(
+                    .familySharedNotSupported, "a family-shared subscription is extended through the family member who bought it")
             }
             let earlier = stream.facts.compactMap { fact -> RenewalExtension? in
                 if case .renewalExtended(let e) = fact.event { e } else { nil }
             }
             // Apple takes the same request id again as the same request: a retry does not count twice.
             let retry = earlier.contains { $0.requestID == requestID }
-            if !retry, Set(earlier.filter({ now.timeIntervalSince($0.requestedAt) < 365 * 86_400 }).map(\.requestID)).count >= RenewalExtension.perYear {
+            if !retry,
+                Set(earlier.filter({ now.timeIntervalSince($0.requestedAt) < 365 * 86_400 }).map(\.requestID)).count
+                    >= RenewalExtension.perYear
+            {
                 throw LedgerError(
                     .extensionLimitReached,
                     "\(originalTransactionID) was extended \(RenewalExtension.perYear) times in the last 365 days: Apple allows no more")
@@ -60,7 +65,10 @@ extension AppleLookups {
                 originalTransactionID: originalTransactionID, days: days, reasonCode: reasonCode, requestID: requestID,
                 actor: actor, requestedAt: now, effectiveDate: effective, webOrderLineItemID: answer.webOrderLineItemId)
             var last =
-                retry ? nil : try await ingestor.recorder.record([.renewalExtended(request)], bundleID: bundleID, evidence: nil, claimant: .nobody).lastPosition
+                retry
+                ? nil
+                : try await ingestor.recorder.record([.renewalExtended(request)], bundleID: bundleID, evidence: nil, claimant: .nobody)
+                    .lastPosition
             // The subscription as Apple states it now. Apple's notification says it again if this fails.
             if let statuses = try? await api.subscriptionStatuses(originalTransactionID, in: latest.environment, as: key) {
                 let pieces = try await statusPieces(statuses, app, only: originalTransactionID)
@@ -69,7 +77,8 @@ extension AppleLookups {
                 }
             }
             if let last { try await ingestor.waitUntilProjected(last) }
-            return Extended(originalTransactionID: originalTransactionID, webOrderLineItemID: answer.webOrderLineItemId, effectiveDate: effective)
+            return Extended(
+                originalTransactionID: originalTransactionID, webOrderLineItemID: answer.webOrderLineItemId, effectiveDate: effective)
         }
     }
 
@@ -89,7 +98,8 @@ extension AppleLookups {
                 throw LedgerError(.unknownProduct, "no product \(productID) is configured for \(bundleID)")
             }
             guard product.type == .autoRenewable else {
-                throw LedgerError(.notASubscription, "\(productID) is \(product.type.rawValue): only auto-renewable subscriptions are extended")
+                throw LedgerError(
+                    .notASubscription, "\(productID) is \(product.type.rawValue): only auto-renewable subscriptions are extended")
             }
             let environment = try Self.extensionEnvironment(of: app, asked: asked)
             let accepted = try await api.extendForAllActiveSubscribers(
@@ -98,7 +108,8 @@ extension AppleLookups {
             let request = MassRenewalExtension(
                 productID: productID, days: days, reasonCode: reasonCode, requestID: accepted, storefronts: storefronts,
                 environment: environment, actor: actor, requestedAt: now)
-            _ = try await ingestor.recorder.record([.massRenewalExtensionRequested(request)], bundleID: bundleID, evidence: nil, claimant: .nobody)
+            _ = try await ingestor.recorder.record(
+                [.massRenewalExtensionRequested(request)], bundleID: bundleID, evidence: nil, claimant: .nobody)
             return accepted
         }
     }
@@ -133,10 +144,15 @@ extension AppleLookups {
             throw LedgerError(.invalidDays, "days is 1–\(RenewalExtension.maximumDays): Apple extends a renewal date by at most 90 days")
         }
         guard (0...3).contains(reasonCode) else {
-            throw LedgerError(.invalidReasonCode, "reason_code is 0 (undeclared), 1 (customer satisfaction), 2 (other) or 3 (service issue or outage)")
+            throw LedgerError(
+                .invalidReasonCode, "reason_code is 0 (undeclared), 1 (customer satisfaction), 2 (other) or 3 (service issue or outage)")
         }
-        guard (1...128).contains(requestID.utf8.count), requestID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
-            throw LedgerError(.invalidRequestID, "request_id is 1–128 letters, digits, '-' or '_' (a UUID is usual); sending it again repeats the same request")
+        guard (1...128).contains(requestID.utf8.count),
+            requestID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else {
+            throw LedgerError(
+                .invalidRequestID,
+                "request_id is 1–128 letters, digits, '-' or '_' (a UUID is usual); sending it again repeats the same request")
         }
     }
 }

@@ -29,7 +29,9 @@ package struct UserActions: Sendable {
         package var replayed: Bool
     }
 
-    package func consume(bundleID: String, userID: String, currency: String, amount: Int64, idempotencyKey: String) async throws -> ConsumptionResult {
+    package func consume(
+        bundleID: String, userID: String, currency: String, amount: Int64, idempotencyKey: String
+    ) async throws -> ConsumptionResult {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             try Identifier.idempotencyKey.check(idempotencyKey)
@@ -63,7 +65,8 @@ package struct UserActions: Sendable {
                 case .success(let consumption):
                     let data = String(decoding: try LedgerEvent.consumed(consumption).encodedData(), as: UTF8.self)
                     let event = NewEvent(
-                        id: id, type: LedgerEventType.consumed.rawValue, data: data, metadata: #"{"balance_after": \#(balance - amount)}"#, occurredAt: now)
+                        id: id, type: LedgerEventType.consumed.rawValue, data: data, metadata: #"{"balance_after": \#(balance - amount)}"#,
+                        occurredAt: now)
                     let appended = try locked.append([event], expectedVersion: version == 0 ? .noStream : .exact(version))
                     return (ConsumptionResult(balance: balance - amount, replayed: false), appended)
                 }
@@ -121,7 +124,8 @@ package struct UserActions: Sendable {
                 guard grants.contains(where: { if case .promotionalGranted(let g) = $0 { g.grantID == grantID } else { false } }) else {
                     throw LedgerError(.unknownGrant, "user \(userID) has no grant \(grantID)")
                 }
-                let revocation = PromotionalRevocation(grantID: grantID, userID: userID, reason: reason.isEmpty ? "revoked" : reason, actor: actor)
+                let revocation = PromotionalRevocation(
+                    grantID: grantID, userID: userID, reason: reason.isEmpty ? "revoked" : reason, actor: actor)
                 let id = StableID.make(stream, LedgerEventType.promotionalRevoked.rawValue, grantID)
                 guard !existing.contains(where: { $0.id == id }) else { return nil }
                 let (_, event) = try StoredFacts.newEvent(.promotionalRevoked(revocation), bundleID: bundleID, id: id, occurredAt: Date())

@@ -20,7 +20,8 @@ package struct ApplicationRole: Sendable, Equatable, CustomStringConvertible {
             (1...63).contains(name.utf8.count)
             && name.utf8.first.map { $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) } == true
             && name.utf8.allSatisfy {
-                $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
             }
         guard valid else { throw ApplicationRoleError.invalidName(name) }
         self.name = name

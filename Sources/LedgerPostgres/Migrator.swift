@@ -155,7 +155,8 @@ package struct Migrator: Sendable {
                         [migration.version, migration.name, migration.checksum])
                 }
             }
-            logger.info("applied migration", metadata: ["migration.version": "\(migration.version)", "migration.name": "\(migration.name)"])
+            logger.info(
+                "applied migration", metadata: ["migration.version": "\(migration.version)", "migration.name": "\(migration.name)"])
             report.applied.append(migration)
         }
         return report

@@ -20,7 +20,8 @@ package struct PostgresConfiguration: Sendable, CustomStringConvertible {
     package var deadline: Duration?
 
     package init(
-        connectionString: String, applicationName: String = "ledger", role: String? = nil, connectTimeoutSeconds: Int = 5, deadline: Duration? = nil
+        connectionString: String, applicationName: String = "ledger", role: String? = nil, connectTimeoutSeconds: Int = 5,
+        deadline: Duration? = nil
     ) {
         self.connectionString = connectionString
         self.applicationName = applicationName

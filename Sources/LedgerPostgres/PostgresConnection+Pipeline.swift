@@ -51,7 +51,8 @@ extension PostgresConnection {
     /// setting, a lock, the events' traces) and how many came with it: "INSERT ledger.evidence +5".
     static func pipelineName(_ summaries: [String]) -> String {
         let bookkeeping: Set<String> = [
-            "BEGIN", "COMMIT", "ROLLBACK", "SET", "SELECT pg_try_advisory_xact_lock", "SELECT pg_advisory_xact_lock", "INSERT ledger.event_traces",
+            "BEGIN", "COMMIT", "ROLLBACK", "SET", "SELECT pg_try_advisory_xact_lock", "SELECT pg_advisory_xact_lock",
+            "INSERT ledger.event_traces",
         ]
         let first = summaries.first { !bookkeeping.contains($0) && !$0.hasPrefix("SELECT set_config") } ?? summaries.first ?? "pipeline"
         return summaries.count > 1 ? "\(first) +\(summaries.count - 1)" : first

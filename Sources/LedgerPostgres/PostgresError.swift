@@ -53,7 +53,9 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDe
     /// What the ledger was doing, outermost first ("starting the server", "applying migration …").
     package var context: [String] = []
 
-    package init(code: Code, sqlState: String? = nil, message: String, detail: String? = nil, hint: String? = nil, constraint: String? = nil) {
+    package init(
+        code: Code, sqlState: String? = nil, message: String, detail: String? = nil, hint: String? = nil, constraint: String? = nil
+    ) {
         self.code = code
         self.sqlState = sqlState
         self.message = message

@@ -77,7 +77,9 @@ package final class ReadReplicas: Sendable {
     }
 
     /// Runs `body` on a replica that has applied `position`, else on the primary.
-    package func read<T: Sendable>(atLeast position: LogPosition, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    package func read<T: Sendable>(
+        atLeast position: LogPosition, _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
         try await readNamingSource(atLeast: position, body).answer
     }
 
@@ -173,7 +175,8 @@ package final class ReadReplicas: Sendable {
             do {
                 let position = try await replica.withConnection(checkpoint)
                 reached.withLock { $0[index] = max($0[index], position) }
-                result.append(("replica \(index + 1)", position >= fence.latest ? "ok" : "ok, replaying (at \(position), fence \(fence.latest))"))
+                result.append(
+                    ("replica \(index + 1)", position >= fence.latest ? "ok" : "ok, replaying (at \(position), fence \(fence.latest))"))
             } catch {
                 result.append(("replica \(index + 1)", "unavailable: \(error)"))
             }

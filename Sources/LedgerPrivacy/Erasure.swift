@@ -90,12 +90,14 @@ package struct UserErasures: Sendable {
             let appended = try locked[1].append([event], expectedVersion: .any)
             return Report(
                 bundleID: bundleID, pseudonym: pseudonym, erasedAt: now, tokens: tokens.count, eventsRewritten: erasure.eventsRewritten,
-                rowsRewritten: try done["rows_rewritten"].int(), evidenceShredded: erasure.evidenceShredded, streamsRechained: rechained.count,
+                rowsRewritten: try done["rows_rewritten"].int(), evidenceShredded: erasure.evidenceShredded,
+                streamsRechained: rechained.count,
                 position: appended.events.last?.position)
         }
         if let position = report.position { try await freshness.wait(for: position, logger: logger) }
         logger.notice(
-            "user erased", metadata: ["bundle_id": "\(bundleID)", "pseudonym": "\(report.pseudonym)", "events_rewritten": "\(report.eventsRewritten)"])
+            "user erased",
+            metadata: ["bundle_id": "\(bundleID)", "pseudonym": "\(report.pseudonym)", "events_rewritten": "\(report.eventsRewritten)"])
         return report
     }
 
@@ -108,7 +110,8 @@ package struct UserErasures: Sendable {
     /// purchase claimed or moved, a token linked) — not merely a value equal to the id.
     static func isKnown(_ userID: String, bundleID: String, on connection: PostgresConnection) throws -> Bool {
         try EventStore.knows(
-            stream: LedgerStream.user(bundleID, userID: userID), orUser: userID, namedBy: ["userID", "fromUserID", "toUserID"], inApp: bundleID,
+            stream: LedgerStream.user(bundleID, userID: userID), orUser: userID, namedBy: ["userID", "fromUserID", "toUserID"],
+            inApp: bundleID,
             on: connection)
     }
 

@@ -71,7 +71,8 @@ package struct SubjectAccess: Sendable {
         let backfills = trip.add(sources.backfills(userID, bundleID))
         let actions = trip.add(AuditLog.actions(aimedAt: userID, bundleID: bundleID))
         return Sections(
-            trip: trip, evidence: evidence, tokens: tokens, changes: changes, deliveries: deliveries, failures: failures, backfills: backfills,
+            trip: trip, evidence: evidence, tokens: tokens, changes: changes, deliveries: deliveries, failures: failures,
+            backfills: backfills,
             actions: actions)
     }
 
@@ -130,7 +131,9 @@ package struct SubjectAccess: Sendable {
             json.field("app_account_token", row["value"].optionalString()?.lowercased())
             json.time("linked_at", try? row["recorded_at"].date())
         }
-        json.array("changes", Array(rows[sections.changes])) { json, row in json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID)) }
+        json.array("changes", Array(rows[sections.changes])) { json, row in
+            json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID))
+        }
         json.objects("webhook_deliveries", rows[sections.deliveries]) { json, row in
             json.field("webhook", row["webhook"].optionalString())
             json.field("delivered_position", try? row["delivered"].int64())

@@ -112,7 +112,8 @@ package struct BatchConcerns {
         }
         for row in owned {
             let user = UserKey(bundleID: try row["bundle_id"].string(), userID: try row["user_id"].string())
-            concerned[LedgerStream.purchase(user.bundleID, originalTransactionID: try row["original_transaction_id"].string()), default: []].append(user)
+            concerned[LedgerStream.purchase(user.bundleID, originalTransactionID: try row["original_transaction_id"].string()), default: []]
+                .append(user)
         }
         return concerned
     }

@@ -15,13 +15,15 @@ struct FinanceColumns {
         currencies.append(row.currency); storefronts.append(row.storefront); environments.append(row.environment.rawValue)
         times.append(row.occurredAt.postgresText)
         recorded.append(row.recordedAt.postgresText)
-        offerTypes.append(row.offerType.map { String($0) }); offerIDs.append(row.offerIdentifier); offerDiscounts.append(row.offerDiscountType)
+        offerTypes.append(row.offerType.map { String($0) }); offerIDs.append(row.offerIdentifier);
+        offerDiscounts.append(row.offerDiscountType)
     }
 
     var parameters: [(any PostgresBindable)?] {
         [
             PostgresTextArray(bundleIDs), PostgresTextArray(originals), PostgresTextArray(seqs), PostgresTextArray(kinds),
-            PostgresTextArray(transactionIDs), PostgresNullableTextArray(userIDs), PostgresTextArray(productIDs), PostgresTextArray(quantities),
+            PostgresTextArray(transactionIDs), PostgresNullableTextArray(userIDs), PostgresTextArray(productIDs),
+            PostgresTextArray(quantities),
             PostgresNullableTextArray(prices), PostgresNullableTextArray(currencies), PostgresNullableTextArray(storefronts),
             PostgresTextArray(environments), PostgresTextArray(times), PostgresTextArray(recorded),
             PostgresNullableTextArray(offerTypes), PostgresNullableTextArray(offerIDs), PostgresNullableTextArray(offerDiscounts),

@@ -40,7 +40,9 @@ package struct FinanceExport: Sendable {
     package func forEachPage(on pool: PostgresPool, _ body: ([FinanceRow]) async throws -> Void) async throws {
         if let knownAt {
             let rows = try await rowsKnown(at: knownAt, on: pool)
-            for start in stride(from: 0, to: rows.count, by: pageSize) { try await body(Array(rows[start..<min(start + pageSize, rows.count)])) }
+            for start in stride(from: 0, to: rows.count, by: pageSize) {
+                try await body(Array(rows[start..<min(start + pageSize, rows.count)]))
+            }
             return
         }
         var after: (Date, String, Int)?
@@ -59,7 +61,8 @@ package struct FinanceExport: Sendable {
             if let (time, original, seq) = after {
                 let at = bind(time)
                 conditions.append("occurred_at >= \(at)")
-                conditions.append("(occurred_at, original_transaction_id, seq) > (\(at)::timestamptz, \(bind(original))::text, \(bind(seq))::int)")
+                conditions.append(
+                    "(occurred_at, original_transaction_id, seq) > (\(at)::timestamptz, \(bind(original))::text, \(bind(seq))::int)")
             }
             let rows = try await pool.query(
                 """
@@ -75,11 +78,13 @@ package struct FinanceExport: Sendable {
             for row in rows {
                 page.append(
                     FinanceRow(
-                        kind: FinanceRow.Kind(rawValue: try row["kind"].string()) ?? .purchase, transactionID: try row["transaction_id"].string(),
+                        kind: FinanceRow.Kind(rawValue: try row["kind"].string()) ?? .purchase,
+                        transactionID: try row["transaction_id"].string(),
                         originalTransactionID: try row["original_transaction_id"].string(), userID: row["user_id"].text,
                         productID: try row["product_id"].string(), quantity: try row["quantity"].int(),
                         price: row["price"].text.flatMap { Int64($0) }, currency: row["currency"].text,
-                        occurredAt: try row["occurred_at"].date(), environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? environment,
+                        occurredAt: try row["occurred_at"].date(),
+                        environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? environment,
                         storefront: row["storefront"].text, recordedAt: try row["recorded_at"].date(),
                         offerType: row["offer_type"].text.flatMap { Int($0) }, offerIdentifier: row["offer_id"].text,
                         offerDiscountType: row["offer_discount_type"].text))
@@ -105,7 +110,9 @@ package struct FinanceExport: Sendable {
         ).map { try $0["original"].string() }
         var rows: [FinanceRow] = []
         for start in stride(from: 0, to: originals.count, by: 500) {
-            let streams = originals[start..<min(start + 500, originals.count)].map { LedgerStream.purchase(bundleID, originalTransactionID: $0) }
+            let streams = originals[start..<min(start + 500, originals.count)].map {
+                LedgerStream.purchase(bundleID, originalTransactionID: $0)
+            }
             let events = try await pool.query(
                 EventStore.selectEventsSQL + " WHERE e.stream = ANY($1::text[]) AND e.recorded_at <= $2 ORDER BY e.position",
                 [PostgresTextArray(streams), instant])
@@ -144,7 +151,8 @@ package struct FinanceExport: Sendable {
         for (column, value) in zip(columns, fields(row)) { object[column] = value ?? NSNull() }
         object["quantity"] = row.quantity
         object["price_milliunits"] = row.price.map { $0 as Any } ?? NSNull()
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 

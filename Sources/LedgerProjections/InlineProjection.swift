@@ -49,7 +49,8 @@ package struct InlineProjection: GroupProjection {
         } else if let assumingVersion {
             version = assumingVersion
         } else {
-            throw PostgresError(code: .missingState, message: "a group without an opening round trip assumed no version of \(UsersProjection.name)")
+            throw PostgresError(
+                code: .missingState, message: "a group without an opening round trip assumed no version of \(UsersProjection.name)")
         }
         let projection = UsersProjection(version: version)
         let epoch = cache?.epoch ?? 0
@@ -68,7 +69,8 @@ package struct InlineProjection: GroupProjection {
             concerns: concerns, moneyMoved: moneyMoved, begun: begun, leading: leading,
             locking: .users, in: commit.roundTrips)
         if commit.openedAlongside == nil, try Self.version(in: commit.alongside(in: first)[opened]) != version {
-            throw PostgresError(code: .changedMeanwhile, message: "projection \(UsersProjection.name) switched versions while a group assumed \(version)")
+            throw PostgresError(
+                code: .changedMeanwhile, message: "projection \(UsersProjection.name) switched versions while a group assumed \(version)")
         }
         let appended = first[append]
         var last = LogPosition.start
@@ -76,17 +78,22 @@ package struct InlineProjection: GroupProjection {
             last = max(last, LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["event_position"].int64()))
         }
         var closing = RoundTrip(changes.writes)
-        closing.add([PipelinedStatement("INSERT INTO ledger.inline_projections (version, tx_id) VALUES ($1, pg_current_xact_id())", [version])])
+        closing.add([
+            PipelinedStatement("INSERT INTO ledger.inline_projections (version, tx_id) VALUES ($1, pg_current_xact_id())", [version])
+        ])
         if !changes.users.isEmpty {
             closing.add([TimelineCache.announcement(changes.users, origin: cache?.origin, position: last)])
         }
         var timelines: [UserKey: UserTimeline] = [:]
-        for (user, timeline) in zip(changes.users, changes.timelines) { timelines[UserKey(bundleID: user.bundleID, userID: user.userID)] = timeline }
+        for (user, timeline) in zip(changes.users, changes.timelines) {
+            timelines[UserKey(bundleID: user.bundleID, userID: user.userID)] = timeline
+        }
         return GroupFinish(
             closing: closing, appended: appended, decision: GroupProjected(position: last, timelines: timelines, version: version),
             committed: {
                 // After the commit, as the worker does: this process's readers find the new timelines.
-                cache?.replace(zip(changes.users, changes.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch, committedAt: last)
+                cache?.replace(
+                    zip(changes.users, changes.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch, committedAt: last)
             })
     }
 
@@ -120,7 +127,8 @@ package struct InlineProjection: GroupProjection {
         concerns.newOwners += BatchConcerns(try UsersProjection.decode(earlier).facts).newOwners
         // The events are all of the group's own streams, which it read whole: their owners, ever,
         // are the ones those streams name — what the owners table would answer, without asking.
-        for owner in concerns.newOwners where concerns.transactions.contains(TransactionKey(bundleID: owner.bundleID, originalTransactionID: owner.original)) {
+        for owner in concerns.newOwners
+        where concerns.transactions.contains(TransactionKey(bundleID: owner.bundleID, originalTransactionID: owner.original)) {
             concerns.users.insert(UserKey(bundleID: owner.bundleID, userID: owner.userID))
         }
         concerns.transactions.removeAll()

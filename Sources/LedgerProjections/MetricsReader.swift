@@ -13,7 +13,8 @@ package struct MetricsReader: Sendable {
     package init(reads: ReadReplicas) { self.reads = reads }
 
     /// Every non-zero value for the UTC days from `first` through `last` (midnights), one environment.
-    package func daily(bundleID: String, environment: AppleEnvironment, from first: Date, through last: Date) async throws -> [MetricPoint] {
+    package func daily(bundleID: String, environment: AppleEnvironment, from first: Date, through last: Date) async throws -> [MetricPoint]
+    {
         let end = last.addingTimeInterval(86_400)
         var trip = RoundTrip()
         let pointsRead = trip.add(
@@ -65,14 +66,17 @@ package struct MetricsReader: Sendable {
             let value = try row["value"].int64()
             if value != 0 {
                 points.append(
-                    MetricPoint(day: try row["day"].date(), kind: kind, environment: environment, dimension: try row["dimension"].string(), value: value))
+                    MetricPoint(
+                        day: try row["day"].date(), kind: kind, environment: environment, dimension: try row["dimension"].string(),
+                        value: value))
             }
         }
         // Spans: walk the days, applying each day's deltas to the running totals.
         var deltas: [(day: Date, series: SeriesKey, value: Int64)] = []
         for row in results[spansRead] {
             guard let kind = MetricContribution.Kind(rawValue: try row["kind"].string()) else { continue }
-            deltas.append((try row["day"].date(), SeriesKey(kind: kind, dimension: try row["dimension"].string()), try row["value"].int64()))
+            deltas.append(
+                (try row["day"].date(), SeriesKey(kind: kind, dimension: try row["dimension"].string()), try row["value"].int64()))
         }
         var running: [SeriesKey: Int64] = [:]
         var next = 0
@@ -84,13 +88,16 @@ package struct MetricsReader: Sendable {
             }
             if day >= first {
                 for (series, value) in running where value != 0 {
-                    points.append(MetricPoint(day: day, kind: series.kind, environment: environment, dimension: series.dimension, value: value))
+                    points.append(
+                        MetricPoint(day: day, kind: series.kind, environment: environment, dimension: series.dimension, value: value))
                 }
             }
             day = day.addingTimeInterval(86_400)
         }
         return points.sorted {
-            ($0.day, $0.kind.rawValue, $0.environment.rawValue, $0.dimension) < ($1.day, $1.kind.rawValue, $1.environment.rawValue, $1.dimension)
+            ($0.day, $0.kind.rawValue, $0.environment.rawValue, $0.dimension) < (
+                $1.day, $1.kind.rawValue, $1.environment.rawValue, $1.dimension
+            )
         }
     }
 

@@ -49,7 +49,10 @@ package struct ProjectionRebuilder: Sendable {
     let computingMetrics: Bool
 
     /// - Parameter connection: opens a connection as the schema owner (the rebuild creates tables).
-    package init(batchSize: Int = 10_000, computingMetrics: Bool = true, logger: Logger, connection: @escaping @Sendable () throws -> PostgresConnection) {
+    package init(
+        batchSize: Int = 10_000, computingMetrics: Bool = true, logger: Logger,
+        connection: @escaping @Sendable () throws -> PostgresConnection
+    ) {
         self.connection = connection
         self.batchSize = batchSize
         self.computingMetrics = computingMetrics
@@ -90,7 +93,9 @@ package struct ProjectionRebuilder: Sendable {
             replayed += batch.count
             if replayed == batch.count || clock.now - lastReport > .milliseconds(200) {
                 // Positions are dense enough to say how far through the log the replay is.
-                progress(RebuildProgress(phase: .replaying, events: min(Int(position.position), total), totalEstimate: total, elapsed: clock.now - started))
+                progress(
+                    RebuildProgress(
+                        phase: .replaying, events: min(Int(position.position), total), totalEstimate: total, elapsed: clock.now - started))
                 lastReport = clock.now
             }
         }
@@ -111,7 +116,9 @@ package struct ProjectionRebuilder: Sendable {
             try Parallel.start(parts.map { part in { try session().copyIn(sql, data: part) } }).wait()
         }
         func index(_ parts: String...) throws {
-            try Parallel.start(parts.map { part in { try session().query("SELECT ledger.index_users_projection($1, $2)", [version, part]) } }).wait()
+            try Parallel.start(
+                parts.map { part in { try session().query("SELECT ledger.index_users_projection($1, $2)", [version, part]) } }
+            ).wait()
         }
         progress(RebuildProgress(phase: .computingFinance, events: count, totalEstimate: max(total, count), elapsed: clock.now - started))
         let finance = try Self.financeCopyRows(ledgers)
@@ -154,7 +161,8 @@ package struct ProjectionRebuilder: Sendable {
         var caughtUp = count
         while case let applied = try db.transaction({ try ProjectionRunner.step(version: version, on: $0, batchSize: 1000) }), applied > 0 {
             caughtUp += applied
-            progress(RebuildProgress(phase: .catchingUp, events: caughtUp, totalEstimate: max(total, caughtUp), elapsed: clock.now - started))
+            progress(
+                RebuildProgress(phase: .catchingUp, events: caughtUp, totalEstimate: max(total, caughtUp), elapsed: clock.now - started))
         }
         progress(RebuildProgress(phase: .switching, events: caughtUp, totalEstimate: caughtUp, elapsed: clock.now - started))
         try db.transaction { db in
@@ -166,7 +174,8 @@ package struct ProjectionRebuilder: Sendable {
         try dropOldVersions(keeping: version, on: db)
         let totalSeconds = (clock.now - started).seconds
         logger.info("projection switched", metadata: ["projection.version": "\(version)", "events": "\(count)", "users": "\(users)"])
-        return RebuildReport(version: version, events: caughtUp, replayed: replayed, users: users, replaySeconds: replaySeconds, totalSeconds: totalSeconds)
+        return RebuildReport(
+            version: version, events: caughtUp, replayed: replayed, users: users, replaySeconds: replaySeconds, totalSeconds: totalSeconds)
     }
 
     /// COPY text for the owner and timeline tables, users built on every core.
@@ -196,16 +205,21 @@ package struct ProjectionRebuilder: Sendable {
     /// COPY text for the finance rows, per original transaction as the live worker writes them,
     /// in one part per core (loaded on as many connections).
     static func financeCopyRows(_ ledgers: [String: AppLedger]) throws -> [[UInt8]] {
-        let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.originalTransactions.map { (bundleID, ledger, $0) } }
+        let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in
+            ledger.originalTransactions.map { (bundleID, ledger, $0) }
+        }
         return try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
             var out = CopyTextWriter()
             for (bundleID, ledger, original) in work[range] {
                 for (seq, row) in ledger.financeRows(ofTransaction: original).enumerated() {
                     out.row {
-                        $0.field(bundleID); $0.field(original); $0.field(Int64(seq)); $0.field(row.kind.rawValue); $0.field(row.transactionID)
-                        $0.field(row.userID); $0.field(row.productID); $0.field(Int64(row.quantity)); $0.field(row.price); $0.field(row.currency)
+                        $0.field(bundleID); $0.field(original); $0.field(Int64(seq)); $0.field(row.kind.rawValue);
+                        $0.field(row.transactionID)
+                        $0.field(row.userID); $0.field(row.productID); $0.field(Int64(row.quantity)); $0.field(row.price);
+                        $0.field(row.currency)
                         $0.field(row.storefront); $0.field(row.environment.rawValue); $0.field(PostgresTimestamp.format(row.occurredAt))
-                        $0.field(PostgresTimestamp.format(row.recordedAt)); $0.field(row.offerType.map(Int64.init)); $0.field(row.offerIdentifier)
+                        $0.field(PostgresTimestamp.format(row.recordedAt)); $0.field(row.offerType.map(Int64.init));
+                        $0.field(row.offerIdentifier)
                         $0.field(row.offerDiscountType)
                     }
                 }
@@ -217,13 +231,16 @@ package struct ProjectionRebuilder: Sendable {
     /// COPY text for the metric contributions, per original transaction as the live worker writes
     /// them, one part per core.
     static func metricCopyRows(_ ledgers: [String: AppLedger]) throws -> [[UInt8]] {
-        let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in ledger.originalTransactions.map { (bundleID, ledger, $0) } }
+        let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in
+            ledger.originalTransactions.map { (bundleID, ledger, $0) }
+        }
         return try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
             var out = CopyTextWriter()
             for (bundleID, ledger, original) in work[range] {
                 for c in SubscriptionMetrics.stored(of: ledger.facts(ofTransaction: original), originalTransactionID: original) {
                     out.row {
-                        $0.field(bundleID); $0.field(original); $0.field(c.kind.rawValue); $0.field(c.environment.rawValue); $0.field(c.dimension)
+                        $0.field(bundleID); $0.field(original); $0.field(c.kind.rawValue); $0.field(c.environment.rawValue);
+                        $0.field(c.dimension)
                         $0.field(PostgresTimestamp.format(c.from)); $0.field(c.until.map(PostgresTimestamp.format)); $0.field(c.value)
                     }
                 }
@@ -260,7 +277,8 @@ package struct ProjectionRebuilder: Sendable {
         ).map { try $0[0].int() }
         for stale in old {
             let projection = UsersProjection(version: stale)
-            try db.execute(script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines), \(projection.finance), \(projection.metrics)")
+            try db.execute(
+                script: "DROP TABLE IF EXISTS \(projection.owners), \(projection.timelines), \(projection.finance), \(projection.metrics)")
             try db.query("DELETE FROM ledger.projection_checkpoints WHERE name = $1 AND version = $2", [UsersProjection.name, stale])
         }
     }

@@ -39,7 +39,9 @@ package enum ProjectionRunner {
     /// replicas it is `true`: a replica receives only WAL the primary has flushed, and an
     /// asynchronous commit waits for the WAL writer (`wal_writer_delay`, 200 ms by default) —
     /// every read after a write would wait that long for the replica.
-    package static func liveBatch(on connection: PostgresConnection, batchSize: Int, origin: String? = nil, durable: Bool = false) throws -> Applied {
+    package static func liveBatch(
+        on connection: PostgresConnection, batchSize: Int, origin: String? = nil, durable: Bool = false
+    ) throws -> Applied {
         try connection.pipelinedTransaction { transaction in
             let opening = liveOpening(batchSize: batchSize, durable: durable)
             let opened = try transaction.send(opening.trip)
@@ -87,7 +89,8 @@ package enum ProjectionRunner {
     }
 
     private static func liveOpening(batchSize: Int, durable: Bool) -> LiveOpening {
-        let registry = "ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1"
+        let registry =
+            "ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = $1"
         var trip = RoundTrip()
         trip.add([
             // Projections are derived and their checkpoint commits with them: a batch lost in
@@ -109,7 +112,8 @@ package enum ProjectionRunner {
         // Committed events the fence still holds back (an older transaction is open):
         // their appenders' wake-ups have come and gone, so the worker must look again soon
         // rather than sleep until the next append.
-        let heldBack = trip.add(PipelinedStatement(EventStore.heldBackSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))"), [UsersProjection.name]))
+        let heldBack = trip.add(
+            PipelinedStatement(EventStore.heldBackSQL(after: "(SELECT c.tx_id, c.position FROM \(registry))"), [UsersProjection.name]))
         let inline = trip.add(
             PipelinedStatement(
                 """

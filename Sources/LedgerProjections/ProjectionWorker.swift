@@ -25,7 +25,8 @@ package struct ProjectionWorker: Sendable {
     package let heartbeat = Heartbeat("projection worker")
 
     package init(
-        pool: PostgresPool, store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250), progress: ProjectionProgress? = nil,
+        pool: PostgresPool, store: EventStore, batchSize: Int = 500, pollInterval: Duration = .milliseconds(250),
+        progress: ProjectionProgress? = nil,
         cache: TimelineCache? = nil, durable: Bool = false, passingWindow: Duration = .milliseconds(10), logger: Logger
     ) {
         self.pool = pool
@@ -55,7 +56,9 @@ package struct ProjectionWorker: Sendable {
         let epoch = cache?.epoch ?? 0
         let origin = cache?.origin
         let started = DefaultTracerClock.now
-        let applied = try await pool.withConnection { try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin, durable: durable) }
+        let applied = try await pool.withConnection {
+            try ProjectionRunner.liveBatch(on: $0, batchSize: batchSize, origin: origin, durable: durable)
+        }
         if applied.count > 0 {
             Spans.record("projection batch", startedAt: started) { attributes in
                 attributes["ledger.projection"] = "users"
@@ -68,7 +71,8 @@ package struct ProjectionWorker: Sendable {
         // checkpoint too: another process's worker may have applied this one's writes.
         if !applied.users.isEmpty {
             cache?.replace(
-                zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch, committedAt: applied.checkpoint)
+                zip(applied.users, applied.timelines).map { ($0.bundleID, $0.userID, $1) }, ifUnchangedSince: epoch,
+                committedAt: applied.checkpoint)
         }
         progress?.advance(to: applied.checkpoint)
         // A full batch may have left more behind; otherwise there is more only if an append

@@ -94,7 +94,9 @@ package final class TimelineCache: Sendable {
 
     /// The NOTIFY that announces a batch to every process's cache, sent in the batch's
     /// transaction so it is delivered at its commit (the worker's batch, an ingestion group's).
-    static func announcement(_ users: [(bundleID: String, userID: String)], origin: String? = nil, position: LogPosition) -> PipelinedStatement {
+    static func announcement(
+        _ users: [(bundleID: String, userID: String)], origin: String? = nil, position: LogPosition
+    ) -> PipelinedStatement {
         PipelinedStatement("SELECT pg_notify($1, $2)", [channel, payload(users, origin: origin, position: position)])
     }
 
@@ -132,7 +134,8 @@ package final class TimelineCache: Sendable {
     /// Listens for other processes' batches until cancelled. After every (re)connection it
     /// forgets everything: announcements sent while it was away are lost.
     package func runInvalidations(configuration: PostgresConfiguration, heartbeat: Heartbeat? = nil, logger: Logger) async {
-        let listener = PostgresListener(configuration: configuration, channels: [Self.channel], heartbeat: heartbeat, logger: logger) { [self] notification in
+        let listener = PostgresListener(configuration: configuration, channels: [Self.channel], heartbeat: heartbeat, logger: logger) {
+            [self] notification in
             switch notification {
             case .notify(_, let payload): apply(payload: payload)
             case .connected:

@@ -43,7 +43,9 @@ package struct UserStateReader: Sendable {
     /// The live answer: the projected timeline — every fact known now, for what the user owns now —
     /// evaluated at `instant` (now; a later instant tells what will have lapsed by then). Equal to
     /// `state(…, at: now, knownAt: now)`, from one indexed row instead of the log.
-    package func currentState(bundleID: String, userID: String, at instant: Date = Date(), atLeast written: LogPosition? = nil) async throws -> UserState {
+    package func currentState(
+        bundleID: String, userID: String, at instant: Date = Date(), atLeast written: LogPosition? = nil
+    ) async throws -> UserState {
         try await timeline(bundleID: bundleID, userID: userID, atLeast: written).state(at: instant)
     }
 
@@ -51,11 +53,15 @@ package struct UserStateReader: Sendable {
     /// what decisions about the user are made on. `withEvidence`: the audit-only facts too (what
     /// was already asked of Apple, signed, or said by it).
     package func ledger(bundleID: String, userID: String, withEvidence: Bool = false) async throws -> AppLedger {
-        try await pool.withConnection { connection in try Self.ledger(bundleID: bundleID, userID: userID, withEvidence: withEvidence, on: connection) }
+        try await pool.withConnection { connection in
+            try Self.ledger(bundleID: bundleID, userID: userID, withEvidence: withEvidence, on: connection)
+        }
     }
 
     /// The same read on a connection the caller holds (a decision made inside its transaction).
-    package static func ledger(bundleID: String, userID: String, withEvidence: Bool = false, on connection: PostgresConnection) throws -> AppLedger {
+    package static func ledger(
+        bundleID: String, userID: String, withEvidence: Bool = false, on connection: PostgresConnection
+    ) throws -> AppLedger {
         try UsersProjection.userLedger(
             bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: nil,
             withEvidence: withEvidence, on: connection)
@@ -64,7 +70,9 @@ package struct UserStateReader: Sendable {
     /// Every fact that touched the user, in recording order, Apple's notifications included:
     /// what a support agent reads to answer "why can't I access premium?".
     /// `knownAt`: only the facts recorded by then (what the trail showed at that instant).
-    package func auditTrail(bundleID: String, userID: String, knownAt: Date? = nil, atLeast written: LogPosition? = nil) async throws -> [RecordedFact] {
+    package func auditTrail(
+        bundleID: String, userID: String, knownAt: Date? = nil, atLeast written: LogPosition? = nil
+    ) async throws -> [RecordedFact] {
         try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
             try UsersProjection.userLedger(
                 bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: knownAt,
@@ -76,18 +84,25 @@ package struct UserStateReader: Sendable {
     /// Time travel: what the user was entitled to at `instant` (valid time) by the facts recorded
     /// by `knownAt` (nil: every fact known now), replayed from the log — the same computation the
     /// projection's timelines come from.
-    package func state(bundleID: String, userID: String, at instant: Date, knownAt: Date?, atLeast written: LogPosition? = nil) async throws -> UserState {
-        let ledger = try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) { connection in
-            try UsersProjection.userLedger(bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: knownAt, on: connection)
+    package func state(
+        bundleID: String, userID: String, at instant: Date, knownAt: Date?, atLeast written: LogPosition? = nil
+    ) async throws -> UserState {
+        let ledger = try await replicas.read(atLeast: await replicas.required(bundleID: bundleID, userID: userID, minimum: written)) {
+            connection in
+            try UsersProjection.userLedger(
+                bundleID: bundleID, userID: userID, owners: "ledger.transaction_owners", recordedBy: knownAt, on: connection)
         }
         return ledger.userState(userID, at: instant)
     }
 
     /// Who a support query names: the user of that id, if there is one, and the owners of the
     /// transaction or original transaction of that id (with the original transaction's id).
-    package func search(bundleID: String, for query: String) async throws -> (isUser: Bool, owners: [(userID: String, originalTransactionID: String)]) {
+    package func search(
+        bundleID: String, for query: String
+    ) async throws -> (isUser: Bool, owners: [(userID: String, originalTransactionID: String)]) {
         var trip = RoundTrip()
-        let user = trip.add(PipelinedStatement("SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundleID, query]))
+        let user = trip.add(
+            PipelinedStatement("SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundleID, query]))
         let owners = trip.add(
             PipelinedStatement(
                 """

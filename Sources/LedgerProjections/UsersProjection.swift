@@ -56,13 +56,16 @@ package struct UsersProjection: Sendable {
     /// Row by row it took eight round trips per purchase, statement by statement fifteen per batch
     /// — and writers wait for the batch to answer (read-your-writes). The reads go to `transaction`:
     /// the caller's transaction, whose end is the caller's.
-    func changes(for batch: [RecordedEvent], locking: ProjectionLocks.Scope = .none, in transaction: any RoundTripSender) throws -> Changes {
+    func changes(for batch: [RecordedEvent], locking: ProjectionLocks.Scope = .none, in transaction: any RoundTripSender) throws -> Changes
+    {
         let (facts, moneyMoved) = try Self.decode(batch)
         return try changes(concerns: BatchConcerns(facts), moneyMoved: moneyMoved, locking: locking, in: transaction).changes
     }
 
     /// A batch's facts (evidence-only events skipped) and the transactions whose money they moved.
-    static func decode(_ batch: some Sequence<RecordedEvent>) throws -> (facts: [(bundleID: String, fact: RecordedFact)], moneyMoved: Set<TransactionKey>) {
+    static func decode(
+        _ batch: some Sequence<RecordedEvent>
+    ) throws -> (facts: [(bundleID: String, fact: RecordedFact)], moneyMoved: Set<TransactionKey>) {
         var moneyMoved: Set<TransactionKey> = []
         var decoded: [(bundleID: String, fact: RecordedFact)] = []
         for recorded in batch where !Self.ignoredTypes.contains(recorded.type) {
@@ -109,7 +112,10 @@ package struct UsersProjection: Sendable {
                     INSERT INTO \(owners) (bundle_id, original_transaction_id, user_id)
                     SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING
                     """,
-                    [PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)), PostgresTextArray(newOwners.map(\.userID))])
+                    [
+                        PostgresTextArray(newOwners.map(\.bundleID)), PostgresTextArray(newOwners.map(\.original)),
+                        PostgresTextArray(newOwners.map(\.userID)),
+                    ])
             ]
         let moved = Array(moneyMoved)
         let movedStreams = moved.map { LedgerStream.purchase($0.bundleID, originalTransactionID: $0.originalTransactionID) }
@@ -198,9 +204,11 @@ package struct UsersProjection: Sendable {
             streams.insert(LedgerStream.user(user.bundleID, userID: user.userID))
         }
         let keys = Self.pairs(users.map { ($0.bundleID, $0.userID) })
-        let owned = "o.bundle_id = ANY($1::text[]) AND o.user_id = ANY($2::text[]) AND o.bundle_id || chr(31) || o.user_id = ANY($3::text[])"
+        let owned =
+            "o.bundle_id = ANY($1::text[]) AND o.user_id = ANY($2::text[]) AND o.bundle_id || chr(31) || o.user_id = ANY($3::text[])"
         var trip = RoundTrip()
-        let ownedSlot = trip.add(PipelinedStatement("SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o WHERE \(owned)", keys))
+        let ownedSlot = trip.add(
+            PipelinedStatement("SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o WHERE \(owned)", keys))
         let eventsSlot = trip.add(
             PipelinedStatement(
                 EventStore.selectEventsSQL + """
@@ -238,7 +246,9 @@ package struct UsersProjection: Sendable {
     /// its stream now says (`facts` hold every fact of those streams): a delete and an insert each
     /// for them all — no delete when every one of them is `begun` (nothing stored to replace: two
     /// statements fewer in an ingestion group of new purchases).
-    func financeWrites(_ transactions: [TransactionKey], streams: [String], facts: [StreamFact], begun: Set<TransactionKey> = []) -> [PipelinedStatement] {
+    func financeWrites(
+        _ transactions: [TransactionKey], streams: [String], facts: [StreamFact], begun: Set<TransactionKey> = []
+    ) -> [PipelinedStatement] {
         let wanted = Set(streams)
         var ledgers: [String: AppLedger] = [:]
         var own: [String: [RecordedFact]] = [:]
@@ -250,7 +260,8 @@ package struct UsersProjection: Sendable {
         let keys = Self.pairs(stored.map { ($0.bundleID, $0.originalTransactionID) })
         var metrics = MetricColumns()
         for (transaction, stream) in zip(transactions, streams) {
-            for contribution in SubscriptionMetrics.stored(of: own[stream] ?? [], originalTransactionID: transaction.originalTransactionID) {
+            for contribution in SubscriptionMetrics.stored(of: own[stream] ?? [], originalTransactionID: transaction.originalTransactionID)
+            {
                 metrics.append(transaction, contribution)
             }
         }
@@ -332,7 +343,8 @@ extension LedgerEvent {
     /// change a transaction's metrics (a family-sharing revocation ends its access).
     var changesFinance: Bool {
         switch self {
-        case .purchased, .restored, .renewed, .recovered, .refunded, .revoked, .refundReversed, .transactionClaimed, .ownershipTransferred: true
+        case .purchased, .restored, .renewed, .recovered, .refunded, .revoked, .refundReversed, .transactionClaimed, .ownershipTransferred:
+            true
         default: false
         }
     }

@@ -48,7 +48,8 @@ package struct Backfill: Sendable {
     }
 
     /// Imports `lines` for the app; `progress` is told (lines finished, lines) as they finish.
-    package func run(bundleID: String, lines: [BackfillLine], progress: @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> Summary {
+    package func run(bundleID: String, lines: [BackfillLine], progress: @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> Summary
+    {
         let started = ContinuousClock.now
         _ = try await ingestor.directory.app(bundleID) // unknown_app before anything else
         var summary = Summary(lines: lines.count)

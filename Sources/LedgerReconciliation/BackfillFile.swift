@@ -56,7 +56,8 @@ package enum BackfillFile {
                 throw Invalid(line: index + 1, reason: "not a JSON object")
             }
             return try line(
-                index + 1, user: object["user_id"] as? String, transaction: (object["original_transaction_id"] ?? object["transaction_id"]).map { "\($0)" },
+                index + 1, user: object["user_id"] as? String,
+                transaction: (object["original_transaction_id"] ?? object["transaction_id"]).map { "\($0)" },
                 receipt: object["receipt_data"] as? String)
         }
     }
@@ -72,7 +73,9 @@ package enum BackfillFile {
         return try rows.enumerated().dropFirst().compactMap { index, row in
             guard !row.trimmingCharacters(in: .whitespaces).isEmpty else { return nil }
             let values = fields(row)
-            func value(_ column: Int?) -> String? { column.flatMap { $0 < values.count ? values[$0] : nil }.flatMap { $0.isEmpty ? nil : $0 } }
+            func value(_ column: Int?) -> String? {
+                column.flatMap { $0 < values.count ? values[$0] : nil }.flatMap { $0.isEmpty ? nil : $0 }
+            }
             return try line(index + 1, user: value(user), transaction: value(transaction), receipt: value(receipt))
         }
     }

@@ -96,7 +96,8 @@ package struct ConsumptionResponder: Sendable {
         try await api.sendConsumption(information, for: pending.transactionID, in: pending.environment, as: key)
         try await requests.record(
             ConsumptionAnswer(
-                transactionID: pending.transactionID, originalTransactionID: pending.originalTransactionID, notificationUUID: pending.notificationUUID,
+                transactionID: pending.transactionID, originalTransactionID: pending.originalTransactionID,
+                notificationUUID: pending.notificationUUID,
                 environment: pending.environment, customerConsented: true, consumptionPercentage: assessed.consumptionPercentage,
                 deliveryStatus: assessed.deliveryStatus, refundPreference: policy.refundPreference,
                 sampleContentProvided: policy.sampleContentProvided, sentAt: now), bundleID: pending.bundleID)

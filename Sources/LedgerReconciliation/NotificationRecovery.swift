@@ -139,7 +139,8 @@ package struct NotificationRecovery: Sendable {
             // A forged or foreign item in the answer is refused like a forged webhook; the rest go on.
             report.refused += 1
             observe("refused", 1)
-            logger.warning("a notification from Apple's history was refused", metadata: ["app.bundle_id": "\(bundleID)", "code": "\(error.code)"])
+            logger.warning(
+                "a notification from Apple's history was refused", metadata: ["app.bundle_id": "\(bundleID)", "code": "\(error.code)"])
         }
     }
 }

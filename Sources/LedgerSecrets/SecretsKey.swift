@@ -51,7 +51,8 @@ package enum SecretsKeyError: Error, Equatable, CustomStringConvertible {
     package var description: String {
         switch self {
         case .notBase64: "not base64 of 32 bytes (make a key with `ledger secrets generate` or `openssl rand -base64 32`)"
-        case .wrongLength(let count): "\(count) bytes where 32 are needed (make a key with `ledger secrets generate` or `openssl rand -base64 32`)"
+        case .wrongLength(let count):
+            "\(count) bytes where 32 are needed (make a key with `ledger secrets generate` or `openssl rand -base64 32`)"
         case .unreadableFile(let path, let reason): "cannot read \(path): \(reason)"
         }
     }

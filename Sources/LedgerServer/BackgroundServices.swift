@@ -78,7 +78,8 @@ extension LedgerServices {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         buildApplication(
-            endpoints: endpoints, host: host, port: port, limits: limits, logger: logger, accessLog: accessLog, onServerRunning: onServerRunning)
+            endpoints: endpoints, host: host, port: port, limits: limits, logger: logger, accessLog: accessLog,
+            onServerRunning: onServerRunning)
     }
 
     /// What runs beside the HTTP server, in start order (a service group stops them in reverse,
@@ -96,13 +97,17 @@ extension LedgerServices {
         pollInterval: Duration = .milliseconds(250), projecting: Bool = true, delivering: Bool = true,
         reconcileInterval: Duration? = nil, logger: Logger
     ) -> [any Service] {
-        let (store, timelines, pool, recovery, directory, consumption, changes) = (store, timelines, pool, recovery, directory, consumption, changes)
+        let (store, timelines, pool, recovery, directory, consumption, changes) = (
+            store, timelines, pool, recovery, directory, consumption, changes
+        )
         let (notified, invalidated) = (heartbeats.register("notifications"), heartbeats.register("timeline cache"))
         var loops: [any Service] = [
             UntilShutdown("notifications") { [changes] in
                 await store.runNotifications(also: [ChangeNotifications.channel: changes.heard], heartbeat: notified)
             },
-            UntilShutdown("timeline cache") { await timelines.runInvalidations(configuration: pool.configuration, heartbeat: invalidated, logger: logger) },
+            UntilShutdown("timeline cache") {
+                await timelines.runInvalidations(configuration: pool.configuration, heartbeat: invalidated, logger: logger)
+            },
         ]
         if projecting {
             // With replicas, a read after an ingestion waits on a replica for this worker's checkpoint
@@ -110,13 +115,15 @@ extension LedgerServices {
             let worker = ProjectionWorker(
                 pool: pool, store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
                 durable: !reads.replicas.isEmpty, passingWindow: reads.replicas.isEmpty ? .milliseconds(10) : .zero, logger: logger)
-            let changeWorker = ChangeWorker(pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval, logger: logger)
+            let changeWorker = ChangeWorker(
+                pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval, logger: logger)
             loops.append(heartbeats.register(worker.loop))
             loops.append(heartbeats.register(changeWorker.loop))
         }
         if delivering {
             let dispatcher = WebhookDispatcher(
-                pool: pool, notifications: changes, policy: webhookPolicy, keyring: keyring, logger: logger, attempted: metrics.observeDelivery)
+                pool: pool, notifications: changes, policy: webhookPolicy, keyring: keyring, logger: logger,
+                attempted: metrics.observeDelivery)
             heartbeats.register(dispatcher.heartbeat)
             loops.append(UntilShutdown(dispatcher.heartbeat.part) { await dispatcher.run() })
         }

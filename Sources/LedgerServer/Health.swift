@@ -81,7 +81,8 @@ struct Health: Sendable {
         // Each table's owner reads it: the log's, the projection registry's, the webhooks'.
         if let rows = try? await pool.withConnection({ connection in
             (
-                try EventStore.lastAppended(on: connection), try ProjectionRegistry.lag(on: connection), try WebhookRegistry.backlog(on: connection),
+                try EventStore.lastAppended(on: connection), try ProjectionRegistry.lag(on: connection),
+                try WebhookRegistry.backlog(on: connection),
                 try ProjectionRegistry.rebuildUnderWay(on: connection)
             )
         }) {
@@ -92,18 +93,25 @@ struct Health: Sendable {
                 case "users":
                     gauges.append(Metrics.Gauge("ledger_projection_lag_events", "Events the users projection has not applied yet.", events))
                     gauges.append(
-                        Metrics.Gauge("ledger_projection_lag_seconds", "How long the oldest event the users projection has not applied has waited.", seconds))
+                        Metrics.Gauge(
+                            "ledger_projection_lag_seconds", "How long the oldest event the users projection has not applied has waited.",
+                            seconds))
                 case "changes":
-                    gauges.append(Metrics.Gauge("ledger_change_lag_events", "Events the change projection has not derived changes from yet.", events))
                     gauges.append(
-                        Metrics.Gauge("ledger_change_lag_seconds", "How long the oldest event the change projection has not read has waited.", seconds))
+                        Metrics.Gauge("ledger_change_lag_events", "Events the change projection has not derived changes from yet.", events))
+                    gauges.append(
+                        Metrics.Gauge(
+                            "ledger_change_lag_seconds", "How long the oldest event the change projection has not read has waited.", seconds
+                        ))
                 default: continue
                 }
             }
             let rebuild = rows.3
-            gauges.append(Metrics.Gauge("ledger_rebuild_running", "1 while a rebuild of the users projection is under way.", rebuild == nil ? 0 : 1))
             gauges.append(
-                Metrics.Gauge("ledger_rebuild_events", "Events the rebuild under way has read (0 when none is).", Double(rebuild?.events ?? 0)))
+                Metrics.Gauge("ledger_rebuild_running", "1 while a rebuild of the users projection is under way.", rebuild == nil ? 0 : 1))
+            gauges.append(
+                Metrics.Gauge(
+                    "ledger_rebuild_events", "Events the rebuild under way has read (0 when none is).", Double(rebuild?.events ?? 0)))
             gauges.append(
                 Metrics.Gauge(
                     "ledger_rebuild_events_total_estimate", "Events in the log when the rebuild under way began (0 when none is).",
@@ -118,24 +126,29 @@ struct Health: Sendable {
                     "ledger_webhook_oldest_failure_seconds", "How long the oldest delivery still failing has been failing; 0 when none is.",
                     Double(webhooks.failingFor)))
             gauges.append(
-                Metrics.Gauge("ledger_webhook_parked", "Changes parked after their retry window, waiting for a replay.", Double(webhooks.parked)))
+                Metrics.Gauge(
+                    "ledger_webhook_parked", "Changes parked after their retry window, waiting for a replay.", Double(webhooks.parked)))
         }
         gauges.append(Metrics.Gauge("ledger_database_up", "1 when the last scrape reached the database.", gauges.isEmpty ? 0 : 1))
         let health = pool.health
         let usage = pool.usage
         gauges.append(Metrics.Gauge("ledger_database_pool_in_use", "Connections of the primary pool in use now.", Double(usage.inUse)))
-        gauges.append(Metrics.Gauge("ledger_database_pool_waiting", "Callers waiting for a connection of the primary pool.", Double(usage.waiting)))
+        gauges.append(
+            Metrics.Gauge("ledger_database_pool_waiting", "Callers waiting for a connection of the primary pool.", Double(usage.waiting)))
         gauges.append(
             Metrics.Gauge(
-                "ledger_database_connections_opened_total", "Connections the primary pool opened (reconnections after a failover included).",
+                "ledger_database_connections_opened_total",
+                "Connections the primary pool opened (reconnections after a failover included).",
                 Double(health.connectionsOpened), kind: .counter))
         gauges.append(
             Metrics.Gauge(
-                "ledger_database_connections_lost_total", "Connections the primary pool dropped or could not open (gone, read-only, past the deadline).",
+                "ledger_database_connections_lost_total",
+                "Connections the primary pool dropped or could not open (gone, read-only, past the deadline).",
                 Double(health.connectionsLost), kind: .counter))
         gauges.append(
             Metrics.Gauge(
-                "ledger_database_unavailable_seconds", "How long the pool has been without a primary accepting its statements; 0 while it has one.",
+                "ledger_database_unavailable_seconds",
+                "How long the pool has been without a primary accepting its statements; 0 while it has one.",
                 health.unavailable().seconds))
         gauges.append(
             Metrics.Gauge(
@@ -143,7 +156,9 @@ struct Health: Sendable {
                 (health.unavailableTotal + health.unavailable()).seconds, kind: .counter))
         let sources = reads.sources
         gauges.append(
-            Metrics.Gauge("ledger_reads_from_replica_total", "Reads a replica answered, having replayed what they must see.", Double(sources.replica)))
+            Metrics.Gauge(
+                "ledger_reads_from_replica_total", "Reads a replica answered, having replayed what they must see.", Double(sources.replica))
+        )
         gauges.append(
             Metrics.Gauge(
                 "ledger_reads_from_primary_total", "Reads the primary answered because every replica stayed behind for too long.",

@@ -64,7 +64,8 @@ package struct LedgerServices: Sendable {
 
     package init(
         pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
-        keyring: Keyring, receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(), replicas: [PostgresPool] = [],
+        keyring: Keyring, receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(),
+        replicas: [PostgresPool] = [],
         replicaWait: Duration = .milliseconds(250),
         keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), throttle: FailureThrottle = FailureThrottle(),
         stuckAfter: Duration = .seconds(60), logger: Logger
@@ -105,7 +106,9 @@ package struct LedgerServices: Sendable {
         self.recovery = NotificationRecovery(ingestor: ingestor, api: api, pool: pool, logger: logger) { result, _ in
             metrics.increment("ledger_reconcile_notifications_total", ["result": result])
         }
-        self.consumption = ConsumptionResponder(requests: ingestor.consumptionRequests, directory: directory, reader: users, api: api, logger: logger) {
+        self.consumption = ConsumptionResponder(
+            requests: ingestor.consumptionRequests, directory: directory, reader: users, api: api, logger: logger
+        ) {
             outcome in
             metrics.increment("ledger_consumption_requests_total", ["outcome": outcome])
         }
@@ -120,9 +123,11 @@ package struct LedgerServices: Sendable {
         self.throttle = throttle
         self.audit = AuditLog(pool: pool)
         self.endpoints = Self.endpoints(
-            pool: pool, metrics: metrics, reads: reads, users: users, keys: keys, directory: directory, actions: actions, evidence: evidence,
+            pool: pool, metrics: metrics, reads: reads, users: users, keys: keys, directory: directory, actions: actions,
+            evidence: evidence,
             ingestor: ingestor, lookups: lookups, throttle: throttle, audit: audit, merges: merges, erasures: erasures, changes: changes,
-            webhooks: webhooks, health: Health(pool: pool, migrator: migrator, reads: reads, heartbeats: heartbeats, stuckAfter: stuckAfter))
+            webhooks: webhooks, health: Health(pool: pool, migrator: migrator, reads: reads, heartbeats: heartbeats, stuckAfter: stuckAfter)
+        )
     }
 
     /// What the HTTP edge calls.
@@ -132,13 +137,18 @@ package struct LedgerServices: Sendable {
     /// (the console's sessions, readiness) are the server's, not a copy per caller.
     private static func endpoints(
         pool: PostgresPool, metrics: Metrics, reads: ReadReplicas, users: UserStateReader, keys: APIKeyStore, directory: AppDirectory,
-        actions: UserActions, evidence: EvidenceStore, ingestor: Ingestor, lookups: AppleLookups, throttle: FailureThrottle, audit: AuditLog,
+        actions: UserActions, evidence: EvidenceStore, ingestor: Ingestor, lookups: AppleLookups, throttle: FailureThrottle,
+        audit: AuditLog,
         merges: AccountMerges, erasures: UserErasures, changes: ChangeNotifications, webhooks: WebhookRegistry, health: Health
     ) -> Endpoints {
         let console = ConsoleContext(
             sessions: ConsoleSessions(pool: pool, keys: keys), directory: directory, reader: users, metrics: MetricsReader(reads: reads),
             actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups, throttle: throttle, audit: audit,
-            refusals: { metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map { (code: $0.0, count: $0.1) } })
+            refusals: {
+                metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map {
+                    (code: $0.0, count: $0.1)
+                }
+            })
         return Endpoints(
             ingestor: ingestor, lookups: lookups, offers: OfferDesk(ingestor: ingestor), directory: directory, actions: actions,
             merges: merges, users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),

@@ -77,7 +77,8 @@ package final class Watchdog: Sendable {
             }
             guard let why else { continue }
             verdict.withLock { $0 = why }
-            logger.critical("the server cannot recover by itself and stops, so that its supervisor restarts it", metadata: ["reason": "\(why)"])
+            logger.critical(
+                "the server cannot recover by itself and stops, so that its supervisor restarts it", metadata: ["reason": "\(why)"])
             giveUp(why)
             return
         }

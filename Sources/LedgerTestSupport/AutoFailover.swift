@@ -71,7 +71,9 @@ package final class AutoFailover: @unchecked Sendable {
 
     /// Both nodes in one libpq host list: what servers are given, wanting the primary
     /// (`read-write`) or, for reads, a standby when there is one (`prefer-standby`).
-    package func hostList(database: String, user: String, sessions: String = "read-write", deadline: Duration? = nil) -> PostgresConfiguration {
+    package func hostList(
+        database: String, user: String, sessions: String = "read-write", deadline: Duration? = nil
+    ) -> PostgresConfiguration {
         PostgresConfiguration(
             connectionString: "host=localhost,localhost port=\(nodes.map { String($0.port) }.joined(separator: ",")) dbname='\(database)' "
                 + "user='\(user)' target_session_attrs=\(sessions)",
@@ -137,7 +139,8 @@ package final class AutoFailover: @unchecked Sendable {
         while ContinuousClock.now - start < limit {
             if ["wait_primary", "primary"].contains((try? states())?[node.name]),
                 let connection = try? PostgresConnection.connect(admin(port: node.port)),
-                let rows = try? connection.query("SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable"),
+                let rows = try? connection.query(
+                    "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable"),
                 rows.first?["writable"].optionalString() == "t"
             {
                 return ContinuousClock.now
@@ -164,7 +167,9 @@ package final class AutoFailover: @unchecked Sendable {
 
     /// A planned switchover, asked of the monitor (which waits for it to complete).
     package func switchover() async throws {
-        try await offThePool { try self.run(Self.autoctl, ["perform", "switchover", "--pgdata", self.monitorDirectory.path, "--wait", "60"]) }
+        try await offThePool {
+            try self.run(Self.autoctl, ["perform", "switchover", "--pgdata", self.monitorDirectory.path, "--wait", "60"])
+        }
     }
 
     /// Stops every keeper and server of the formation, and removes its folders.
@@ -270,7 +275,8 @@ package final class AutoFailover: @unchecked Sendable {
             : try ChildProcess.run(program, arguments)
         guard outcome.status == 0 else {
             throw EmbeddedPostgresError.commandFailed(
-                command: (program as NSString).lastPathComponent + " " + (arguments.first ?? ""), status: outcome.status, output: outcome.output)
+                command: (program as NSString).lastPathComponent + " " + (arguments.first ?? ""), status: outcome.status,
+                output: outcome.output)
         }
         return outcome.output
     }

@@ -20,7 +20,8 @@ package enum TestCluster {
 
     /// fsync off: tests never survive a power cut, and this keeps `swift test` quick.
     private static let shared: Result<EmbeddedPostgres, any Error> = Result {
-        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-test-\(getpid())-\(UUID().uuidString.prefix(8))")
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+            "ledger-test-\(getpid())-\(UUID().uuidString.prefix(8))")
         let cluster = try EmbeddedPostgres(dataDirectory: folder, options: .init(durable: false), logger: Logger(label: "test-cluster"))
         try cluster.start()
         registerCleanup(cluster)
@@ -126,7 +127,8 @@ package enum TestCluster {
     }
 
     private static func startPrivateCluster(roles: Bool) throws -> EmbeddedPostgres {
-        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-fault-\(getpid())-\(UUID().uuidString.prefix(8))")
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+            "ledger-fault-\(getpid())-\(UUID().uuidString.prefix(8))")
         let cluster = try EmbeddedPostgres(
             dataDirectory: folder, options: .init(durable: true, settings: ["fsync": "off", "max_connections": "1000"]),
             logger: quietLogger)

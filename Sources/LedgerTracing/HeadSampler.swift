@@ -32,7 +32,8 @@ package final class HeadSampler: LegacyTracer, Sendable {
     ) -> any Span {
         let parent = context()
         if let threshold, isRoot(parent), draw() >= threshold { return NoOpTracer.NoOpSpan(context: parent) }
-        return tracer.startAnySpan(operationName, context: parent, ofKind: kind, at: instant(), function: function, file: fileID, line: line)
+        return tracer.startAnySpan(
+            operationName, context: parent, ofKind: kind, at: instant(), function: function, file: fileID, line: line)
     }
 
     /// Whether `context` belongs to no trace yet. Work under a span the ledger started is marked

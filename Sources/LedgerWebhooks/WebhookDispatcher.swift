@@ -172,7 +172,8 @@ package final class WebhookDispatcher: Sendable {
                 [
                     PostgresTextArray(columns.apps), PostgresTextArray(columns.hooks), PostgresTextArray(columns.users),
                     PostgresTextArray(columns.expected), PostgresTextArray(columns.delivered), PostgresTextArray(columns.tries),
-                    PostgresNullableTextArray(columns.firstFailed), PostgresTextArray(columns.next), PostgresNullableTextArray(columns.errors), server,
+                    PostgresNullableTextArray(columns.firstFailed), PostgresTextArray(columns.next),
+                    PostgresNullableTextArray(columns.errors), server,
                 ])
         ]
         if !parked.isEmpty {
@@ -253,7 +254,8 @@ package final class WebhookDispatcher: Sendable {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: "entitlement-ledger-webhooks")
         request.headers.add(name: WebhookSignature.idHeader, value: change.id)
-        request.headers.add(name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: secret, at: Int64(Date().timeIntervalSince1970)))
+        request.headers.add(
+            name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: secret, at: Int64(Date().timeIntervalSince1970)))
         for (name, value) in Spans.headers(for: trace) { request.headers.replaceOrAdd(name: name, value: value) }
         request.body = .bytes(ByteBuffer(bytes: body))
         do {

@@ -42,6 +42,7 @@ extension WebhookRegistry {
                    (SELECT count(*) FROM ledger.webhook_failures) AS parked
             """)[0]
         return Backlog(
-            users: (try? row["backlog"].int()) ?? 0, failingFor: (try? row["failing_for"].int()) ?? 0, parked: (try? row["parked"].int()) ?? 0)
+            users: (try? row["backlog"].int()) ?? 0, failingFor: (try? row["failing_for"].int()) ?? 0,
+            parked: (try? row["parked"].int()) ?? 0)
     }
 }

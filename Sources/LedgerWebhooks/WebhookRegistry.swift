@@ -99,7 +99,8 @@ package struct WebhookRegistry: Sendable {
         ).map { row in
             Webhook(
                 name: try row["name"].string(), url: try row["url"].string(), types: row["types"].optionalString().map(Self.textArray),
-                startsAfter: try row["starts_after"].int64(), createdAt: try row["created_at"].date(), updatedAt: try row["updated_at"].date(),
+                startsAfter: try row["starts_after"].int64(), createdAt: try row["created_at"].date(),
+                updatedAt: try row["updated_at"].date(),
                 backlog: try row["backlog"].int(), failing: try row["failing"].int())
         }
     }
@@ -135,9 +136,11 @@ package struct WebhookRegistry: Sendable {
     /// integer, and a position past 2³¹ would fail as out of range.)
     package func replay(bundleID: String, name: String, from position: Int64) async throws -> Int? {
         var trip = RoundTrip()
-        let webhook = trip.add(PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2 FOR UPDATE", [bundleID, name]))
+        let webhook = trip.add(
+            PipelinedStatement("SELECT 1 FROM ledger.webhooks WHERE bundle_id = $1 AND name = $2 FOR UPDATE", [bundleID, name]))
         trip.add([
-            PipelinedStatement("DELETE FROM ledger.webhook_failures WHERE bundle_id = $1 AND webhook = $2 AND position >= $3", [bundleID, name, position])
+            PipelinedStatement(
+                "DELETE FROM ledger.webhook_failures WHERE bundle_id = $1 AND webhook = $2 AND position >= $3", [bundleID, name, position])
         ])
         let queued = trip.add(
             PipelinedStatement(
@@ -160,6 +163,8 @@ package struct WebhookRegistry: Sendable {
 
     /// `{a,b}` as PostgreSQL prints a text[] of plain words (change types are).
     static func textArray(_ text: String) -> [String] {
-        text.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+        text.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).split(separator: ",").map {
+            $0.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        }
     }
 }

@@ -26,7 +26,8 @@ struct BackfillCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
     @Option(help: ArgumentHelp("The app's bundle id.", valueName: "bundle-id")) var app: String
-    @Option(help: ArgumentHelp("CSV or JSON lines of user_id and original_transaction_id or receipt_data.", valueName: "file")) var file: String
+    @Option(help: ArgumentHelp("CSV or JSON lines of user_id and original_transaction_id or receipt_data.", valueName: "file")) var file:
+        String
     @Option(help: "Lines imported at a time.") var concurrency = 16
 
     func validate() throws {
@@ -38,16 +39,20 @@ struct BackfillCommand: AsyncParsableCommand {
         let text: String
         do { text = try String(contentsOfFile: file, encoding: .utf8) } catch { throw ValidationError("cannot read \(file) as UTF-8 text") }
         let lines: [BackfillLine]
-        do { lines = try BackfillFile.parse(text) } catch let invalid as BackfillFile.Invalid { throw ValidationError("\(file), \(invalid)") }
+        do { lines = try BackfillFile.parse(text) } catch let invalid as BackfillFile.Invalid {
+            throw ValidationError("\(file), \(invalid)")
+        }
         let settings = try database.settings.applying { $0.poolSize = max($0.poolSize, min(concurrency, 32)) }
         let display = LineProgress(terminal: isatty(STDERR_FILENO) == 1)
         let summary = try await database.withDatabase(logger: logger) { opened, migrator in
             let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
             // The projection follows along, as under a server.
             let group = ServiceGroup(
-                configuration: .init(services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
+                configuration: .init(
+                    services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
             let background = Task { try await group.run() }
-            let backfill = Backfill(lookups: services.lookups, ingestor: services.ingestor, pool: services.pool, concurrency: concurrency, logger: logger)
+            let backfill = Backfill(
+                lookups: services.lookups, ingestor: services.ingestor, pool: services.pool, concurrency: concurrency, logger: logger)
             let result = await Result(catching: { try await backfill.run(bundleID: app, lines: lines, progress: display.show) })
             await group.triggerGracefulShutdown()
             _ = await background.result

@@ -39,6 +39,7 @@ struct ConfigurationError: Error, CustomStringConvertible {
     }
 
     var description: String {
-        "the environment sets the ledger up wrongly (docs/configuration.md lists every variable):\n" + problems.map { "  - " + $0 }.joined(separator: "\n")
+        "the environment sets the ledger up wrongly (docs/configuration.md lists every variable):\n"
+            + problems.map { "  - " + $0 }.joined(separator: "\n")
     }
 }

@@ -44,7 +44,9 @@ struct DatabaseOptions: ParsableArguments {
         let settings = try self.settings
         let role = try ApplicationRole(settings.databaseRole)
         if let url = settings.databaseURL, !url.isEmpty {
-            logger.info("database: \(PostgresConfiguration(connectionString: url)), from \(databaseURL == nil ? "LEDGER_DATABASE_URL" : "--database-url")")
+            logger.info(
+                "database: \(PostgresConfiguration(connectionString: url)), from \(databaseURL == nil ? "LEDGER_DATABASE_URL" : "--database-url")"
+            )
             return Database(owner: PostgresConfiguration(connectionString: url), role: role, embedded: nil, startedHere: false)
         }
         let folder = try embeddedFolder(settings.dataDirectory, logger: logger)

@@ -46,14 +46,17 @@ struct EraseCommand: AsyncParsableCommand {
             // No projection worker runs here: a running server applies the record; waiting a
             // moment lets this command's answer reflect it when one does.
             let erasures = UserErasures(
-                store: EventStore(pool: pool, logger: logger), freshness: ProjectionFreshness(pool: pool, progress: nil, timeout: .seconds(2)),
+                store: EventStore(pool: pool, logger: logger),
+                freshness: ProjectionFreshness(pool: pool, progress: nil, timeout: .seconds(2)),
                 sources: LedgerServices.privacySources, logger: logger)
             let report = try await erasures.erase(bundleID: app, userID: user, actor: actor)
             struct Erased: Encodable { var pseudonym: String; var events_rewritten: Int; var evidence_shredded: Int }
             try await AuditLog(pool: pool).record(
                 actor: actor, keyID: nil, requestID: "cli-" + UUID().uuidString.lowercased(), action: "user.erased",
                 target: "\(app)/users/\(report.pseudonym)", bundleID: app, before: nil,
-                after: AuditLog.json(Erased(pseudonym: report.pseudonym, events_rewritten: report.eventsRewritten, evidence_shredded: report.evidenceShredded)))
+                after: AuditLog.json(
+                    Erased(
+                        pseudonym: report.pseudonym, events_rewritten: report.eventsRewritten, evidence_shredded: report.evidenceShredded)))
             return report
         }
     }

@@ -36,10 +36,13 @@ struct ExportCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard FinanceExport.Format(rawValue: format) != nil else { throw ValidationError("--format is csv or jsonl") }
-            guard environment == "Production" || environment == "Sandbox" else { throw ValidationError("--environment is Production or Sandbox") }
+            guard environment == "Production" || environment == "Sandbox" else {
+                throw ValidationError("--environment is Production or Sandbox")
+            }
             for (name, value) in [("--from", from), ("--to", to), ("--known-at", knownAt)] {
                 if let value, Self.time(value) == nil {
-                    throw ValidationError("\(name) must be an RFC 3339 time or a date, e.g. 2026-10-01T00:00:00Z or 2026-10-01 (midnight UTC)")
+                    throw ValidationError(
+                        "\(name) must be an RFC 3339 time or a date, e.g. 2026-10-01T00:00:00Z or 2026-10-01 (midnight UTC)")
                 }
             }
         }

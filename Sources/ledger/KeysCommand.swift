@@ -27,7 +27,9 @@ struct KeysCommand: AsyncParsableCommand {
         @Option(help: "A name to recognise the key by (unique names make revoking by name easy).") var name: String
         @Option(help: ArgumentHelp("Comma-separated scopes: read, ingest, finance, admin.", valueName: "scopes")) var scopes: String
         @Option(help: ArgumentHelp("Limit the key to one app (bundle id); default: every app.", valueName: "bundle-id")) var app: String?
-        @Option(help: ArgumentHelp("Requests a second the key may make, e.g. 50/s (a second's worth at once); default: no limit.", valueName: "N/s"))
+        @Option(
+            help: ArgumentHelp(
+                "Requests a second the key may make, e.g. 50/s (a second's worth at once); default: no limit.", valueName: "N/s"))
         var rateLimit: String?
 
         func run() async throws {
@@ -40,7 +42,9 @@ struct KeysCommand: AsyncParsableCommand {
             let (name, app) = (self.name, self.app)
             let rate = try rateLimit.map { text in
                 let number = text.hasSuffix("/s") ? String(text.dropLast(2)) : text
-                guard let rate = Double(number), rate > 0, rate.isFinite else { throw ValidationError("--rate-limit is requests a second, e.g. 50/s") }
+                guard let rate = Double(number), rate > 0, rate.isFinite else {
+                    throw ValidationError("--rate-limit is requests a second, e.g. 50/s")
+                }
                 return rate
             }
             let (key, secret) = try await withKeys { keys, audit in
@@ -51,7 +55,8 @@ struct KeysCommand: AsyncParsableCommand {
                 try await KeysCommand.record(
                     audit, "key.created", key: key.name, bundleID: app,
                     after: Created(
-                        id: key.id.uuidString.lowercased(), name: key.name, prefix: key.prefix, scopes: key.scopes.map(\.rawValue).sorted(), app: app,
+                        id: key.id.uuidString.lowercased(), name: key.name, prefix: key.prefix, scopes: key.scopes.map(\.rawValue).sorted(),
+                        app: app,
                         rate_limit: rate))
                 return (key, secret)
             }
@@ -76,7 +81,8 @@ struct KeysCommand: AsyncParsableCommand {
             for key in keys {
                 print(
                     [
-                        key.id.uuidString.lowercased(), key.name, key.prefix + "…", key.scopes.map(\.rawValue).sorted().joined(separator: ","),
+                        key.id.uuidString.lowercased(), key.name, key.prefix + "…",
+                        key.scopes.map(\.rawValue).sorted().joined(separator: ","),
                         key.bundleID ?? "*", key.createdAt.formatted(.iso8601), key.revokedAt == nil ? "active" : "revoked",
                         key.rateLimit.map { String(format: "%g/s", $0) } ?? "-",
                     ].joined(separator: "\t"))
@@ -110,17 +116,22 @@ struct KeysCommand: AsyncParsableCommand {
     /// the actor is the command and the operating-system user who ran it.
     static func record(_ audit: AuditLog, _ action: String, key: String, bundleID: String?, after: some Encodable) async throws {
         try await audit.record(
-            actor: "ledger keys (\(ProcessInfo.processInfo.userName))", keyID: nil, requestID: "cli-" + UUID().uuidString.lowercased(), action: action,
+            actor: "ledger keys (\(ProcessInfo.processInfo.userName))", keyID: nil, requestID: "cli-" + UUID().uuidString.lowercased(),
+            action: action,
             target: "keys/\(key)", bundleID: bundleID, before: nil, after: AuditLog.json(after))
     }
 
     /// Opens the database (migrating it: a first command may be `keys create`) for one call.
-    static func withKeys<T: Sendable>(_ database: DatabaseOptions, _ body: @Sendable (APIKeyStore, AuditLog) async throws -> T) async throws -> T {
+    static func withKeys<T: Sendable>(
+        _ database: DatabaseOptions, _ body: @Sendable (APIKeyStore, AuditLog) async throws -> T
+    ) async throws -> T {
         let logger = LoggingSetup.logger("ledger.keys")
         return try await database.withDatabase(logger: logger) { opened, _ in
             let pool = PostgresPool(configuration: opened.application, size: 1, logger: logger)
             do {
-                let result = try await whilePostgres("using the API keys table") { try await body(APIKeyStore(pool: pool), AuditLog(pool: pool)) }
+                let result = try await whilePostgres("using the API keys table") {
+                    try await body(APIKeyStore(pool: pool), AuditLog(pool: pool))
+                }
                 await pool.close()
                 return result
             } catch {

@@ -14,7 +14,8 @@ struct Ledger: AsyncParsableCommand {
             started from this machine's PostgreSQL binaries and stopped on exit.
             """,
         subcommands: [
-            ServeCommand.self, MigrateCommand.self, KeysCommand.self, RebuildCommand.self, VerifyCommand.self, ExportCommand.self, ReconcileCommand.self,
+            ServeCommand.self, MigrateCommand.self, KeysCommand.self, RebuildCommand.self, VerifyCommand.self, ExportCommand.self,
+            ReconcileCommand.self,
             BackfillCommand.self, SecretsCommand.self, EraseCommand.self,
         ],
         defaultSubcommand: ServeCommand.self

@@ -16,7 +16,8 @@ struct MigrateCommand: AsyncParsableCommand {
         let opened = try database.open(logger: logger)
         defer { opened.close(logger: logger) }
         let report = try whilePostgres("connecting to \(opened.owner)") {
-            try Migrator(migrations: LedgerSchema.migrations(), role: opened.role, logger: logger).migrate(PostgresConnection.connect(opened.owner))
+            try Migrator(migrations: LedgerSchema.migrations(), role: opened.role, logger: logger).migrate(
+                PostgresConnection.connect(opened.owner))
         }
         print("applied \(report.applied.count) migration(s); \(report.alreadyApplied) already applied")
         // Values stored in clear before sealing existed are sealed now if the key is at hand, or

@@ -23,7 +23,8 @@ struct ReconcileCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
     @Option(help: ArgumentHelp("The app's bundle id.", valueName: "bundle-id")) var app: String
-    @Option(help: ArgumentHelp("Start of the window instead (RFC 3339 or a date; Apple keeps 180 days).", valueName: "time")) var since: String?
+    @Option(help: ArgumentHelp("Start of the window instead (RFC 3339 or a date; Apple keeps 180 days).", valueName: "time")) var since:
+        String?
 
     func validate() throws {
         if let since, RFC3339.parseInstant(since) == nil {
@@ -38,10 +39,13 @@ struct ReconcileCommand: AsyncParsableCommand {
             let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
             // What is recorded is projected here too, so each notification is answered as the server would.
             let group = ServiceGroup(
-                configuration: .init(services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
+                configuration: .init(
+                    services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
             let background = Task { try await group.run() }
             defer { background.cancel() }
-            let result = await Result(catching: { try await services.recovery.reconcile(bundleID: app, since: since.flatMap(RFC3339.parseInstant)) })
+            let result = await Result(catching: {
+                try await services.recovery.reconcile(bundleID: app, since: since.flatMap(RFC3339.parseInstant))
+            })
             await group.triggerGracefulShutdown()
             _ = await background.result
             return try result.get()

@@ -43,7 +43,8 @@ struct SecretsCommand: AsyncParsableCommand {
             let settings = try database.settings
             guard finish || settings.newSecretsKey != nil else {
                 throw ValidationError(
-                    "a rotation needs the new key: set LEDGER_SECRETS_NEW_KEY (or LEDGER_SECRETS_NEW_KEY_FILE); `ledger secrets generate` makes one")
+                    "a rotation needs the new key: set LEDGER_SECRETS_NEW_KEY (or LEDGER_SECRETS_NEW_KEY_FILE); `ledger secrets generate` makes one"
+                )
             }
             let finish = finish
             let report = try await database.withDatabase(logger: logger) { opened, _ in
@@ -71,7 +72,8 @@ struct SecretsCommand: AsyncParsableCommand {
             let pool = PostgresPool(configuration: database.application, size: 1, logger: logger)
             do {
                 try await AuditLog(pool: pool).record(
-                    actor: "ledger secrets (\(ProcessInfo.processInfo.userName))", keyID: nil, requestID: "cli-" + UUID().uuidString.lowercased(),
+                    actor: "ledger secrets (\(ProcessInfo.processInfo.userName))", keyID: nil,
+                    requestID: "cli-" + UUID().uuidString.lowercased(),
                     action: finishing ? "secrets.rotate.finish" : "secrets.rotate", target: "secrets", bundleID: nil, before: nil,
                     after: AuditLog.json(Rotation(resealed: report.resealed, keys_added: report.listed, keys_forgotten: report.dropped)))
                 await pool.close()
@@ -126,15 +128,19 @@ enum SecretsKeys {
         if !manager.fileExists(atPath: file.path) {
             try manager.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             let draft = file.deletingLastPathComponent().appendingPathComponent(".secrets.key.\(UUID().uuidString)")
-            guard manager.createFile(atPath: draft.path, contents: Data((SecretsKey.generate() + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            guard
+                manager.createFile(
+                    atPath: draft.path, contents: Data((SecretsKey.generate() + "\n").utf8), attributes: [.posixPermissions: 0o600])
             else { throw SecretsSetupError("cannot write \(draft.path): set LEDGER_SECRETS_KEY instead") }
             defer { try? manager.removeItem(at: draft) }
             if link(draft.path, file.path) == 0 {
-                logger.notice("made a secrets key for the embedded database in \(file.path) (keep it: the stored secrets open only with it)")
+                logger.notice(
+                    "made a secrets key for the embedded database in \(file.path) (keep it: the stored secrets open only with it)")
             }
         }
         do { return try SecretsKey(file: file) } catch {
-            throw SecretsSetupError("\(file.path) does not hold a usable key: \(error). Set LEDGER_SECRETS_KEY to the key the database was set up with.")
+            throw SecretsSetupError(
+                "\(file.path) does not hold a usable key: \(error). Set LEDGER_SECRETS_KEY to the key the database was set up with.")
         }
     }
 }

@@ -70,7 +70,9 @@ struct ServeCommand: AsyncParsableCommand {
         let services = try makeServices(opened, migrator: migrator, settings: settings, logger: logger)
         let host = settings.host
         let watchdog = settings.stuckAfter.map { Watchdog(host: host, patience: $0, logger: logger) }
-        let app = services.application(host: host, port: settings.port, limits: settings.limits, logger: logger, accessLog: settings.accessLog) { port in
+        let app = services.application(
+            host: host, port: settings.port, limits: settings.limits, logger: logger, accessLog: settings.accessLog
+        ) { port in
             logger.info("ledger listening", metadata: ["http.address": "http://\(host):\(port)", "db": "\(opened.owner)"])
             watchdog?.start(port: port)
         }

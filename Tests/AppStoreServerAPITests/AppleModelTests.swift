@@ -35,8 +35,12 @@ import Testing
         let history = try Self.model(NotificationHistoryPage.self, "getNotificationHistoryResponse")
         #expect(history.paginationToken == "57715481-805a-4283-8499-1c19b5d6b20a" && history.hasMore == true)
         #expect(history.notificationHistory?[0].sendAttempts?.map(\.sendAttemptResult) == ["NO_RESPONSE", "SUCCESS"])
-        #expect(try Self.model(TransactionInfoResponse.self, "transactionInfoResponse").signedTransactionInfo == "signed_transaction_info_value")
-        #expect(try Self.model(TestNotificationToken.self, "requestTestNotificationResponse").testNotificationToken == "ce3af791-365e-4c60-841b-1674b43c1609")
+        #expect(
+            try Self.model(TransactionInfoResponse.self, "transactionInfoResponse").signedTransactionInfo == "signed_transaction_info_value"
+        )
+        #expect(
+            try Self.model(TestNotificationToken.self, "requestTestNotificationResponse").testNotificationToken
+                == "ce3af791-365e-4c60-841b-1674b43c1609")
         #expect(try Self.model(TestNotificationStatus.self, "getTestNotificationStatusResponse").sendAttempts?.count == 2)
     }
 

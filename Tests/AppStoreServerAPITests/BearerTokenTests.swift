@@ -60,7 +60,8 @@ import Testing
         }
         #expect(throws: ServerAPICredentials.Invalid.privateKey) {
             try ServerAPICredentials(
-                issuerID: UUID().uuidString, keyID: "K1", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----", bundleID: "b")
+                issuerID: UUID().uuidString, keyID: "K1", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----",
+                bundleID: "b")
         }
         let described = "\(Self.credentials)"
         #expect(!described.contains("PRIVATE") && described.contains("2X9R4HXF34"))

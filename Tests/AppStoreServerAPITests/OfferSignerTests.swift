@@ -28,7 +28,8 @@ struct OfferSignerTests {
         let (signer, publicKey) = try Self.appleKey()
         let nonce = UUID()
         let now = Date()
-        let jws = try signer.promotionalOffer(productID: "pro.monthly", offerID: "winback-50", transactionID: "2000000123", nonce: nonce, at: now)
+        let jws = try signer.promotionalOffer(
+            productID: "pro.monthly", offerID: "winback-50", transactionID: "2000000123", nonce: nonce, at: now)
         let check = OfferSignatureCheck(bundleID: "com.example", keyID: "TESTKEY123", publicKey: publicKey)
         let claims = try check.claims(of: jws, audience: "promotional-offer", now: now)
         #expect(Set(claims.keys) == ["iss", "iat", "aud", "nonce", "bid", "productId", "offerIdentifier", "transactionId"])
@@ -39,13 +40,17 @@ struct OfferSignerTests {
         let bare = try signer.promotionalOffer(productID: "pro.monthly", offerID: "winback-50", transactionID: nil)
         #expect(try Self.segment(bare, 1)["transactionId"] == nil)
         // StoreKit refuses it for another feature, another app, another key, or tampered.
-        #expect(throws: OfferSignatureCheck.Refused.self) { try check.claims(of: jws, audience: "introductory-offer-eligibility", now: now) }
+        #expect(throws: OfferSignatureCheck.Refused.self) {
+            try check.claims(of: jws, audience: "introductory-offer-eligibility", now: now)
+        }
         var otherApp = check
         otherApp.bundleID = "com.example.other"
         #expect(throws: OfferSignatureCheck.Refused.self) { try otherApp.claims(of: jws, audience: "promotional-offer", now: now) }
         let stranger = OfferSignatureCheck(bundleID: "com.example", keyID: "TESTKEY123", publicKey: P256.Signing.PrivateKey().publicKey)
         #expect(throws: OfferSignatureCheck.Refused.self) { try stranger.claims(of: jws, audience: "promotional-offer", now: now) }
-        #expect(throws: OfferSignatureCheck.Refused.self) { try check.claims(of: jws, audience: "promotional-offer", now: now.addingTimeInterval(2 * 86_400)) }
+        #expect(throws: OfferSignatureCheck.Refused.self) {
+            try check.claims(of: jws, audience: "promotional-offer", now: now.addingTimeInterval(2 * 86_400))
+        }
     }
 
     @Test func anIntroductoryEligibilitySaysYesOrNoForATransaction() throws {
@@ -66,7 +71,8 @@ struct OfferSignerTests {
         let legacy = try signer.legacyPromotionalOffer(
             productID: "pro.monthly", offerID: "winback-50",
             applicationUsername: "7E3FB20B-4CDB-47CC-936D-99D65F608138", nonce: nonce, at: at)
-        #expect(legacy.keyID == "TESTKEY123" && legacy.timestamp == 1_795_000_000_123 && legacy.nonce == "d4a6e5f0-1b2c-4d3e-8f90-a1b2c3d4e5f6")
+        #expect(
+            legacy.keyID == "TESTKEY123" && legacy.timestamp == 1_795_000_000_123 && legacy.nonce == "d4a6e5f0-1b2c-4d3e-8f90-a1b2c3d4e5f6")
         #expect(legacy.applicationUsername == "7e3fb20b-4cdb-47cc-936d-99d65f608138")
         // Apple's message: bundle, key, product, offer, username and nonce lowercased, timestamp — joined by U+2063.
         let message =

@@ -22,12 +22,14 @@ import Testing
     }
 
     @Test func aRateLimitWaitsForRetryAfterGivenInSeconds() {
-        let decision = plan.decide(after: .answered(status: 429, retryAfter: "3", errorCode: nil), attempts: 1, elapsed: .zero, now: now, random: ceiling)
+        let decision = plan.decide(
+            after: .answered(status: 429, retryAfter: "3", errorCode: nil), attempts: 1, elapsed: .zero, now: now, random: ceiling)
         #expect(decision == .retry(after: .seconds(3)))
     }
 
     @Test func aRateLimitWithoutRetryAfterBacksOff() {
-        let decision = plan.decide(after: .answered(status: 429, retryAfter: nil, errorCode: nil), attempts: 2, elapsed: .zero, now: now, random: ceiling)
+        let decision = plan.decide(
+            after: .answered(status: 429, retryAfter: nil, errorCode: nil), attempts: 2, elapsed: .zero, now: now, random: ceiling)
         #expect(decision == .retry(after: .milliseconds(200)))
     }
 
@@ -49,10 +51,16 @@ import Testing
     }
 
     @Test func applesRetryableCodesAreRetriedAndOtherRefusalsAreFinal() {
-        #expect(plan.decide(after: .answered(status: 404, retryAfter: nil, errorCode: 4_040_006), attempts: 1, elapsed: .zero, now: now) != .stop)
-        #expect(plan.decide(after: .answered(status: 404, retryAfter: nil, errorCode: 4_040_010), attempts: 1, elapsed: .zero, now: now) == .stop)
+        #expect(
+            plan.decide(after: .answered(status: 404, retryAfter: nil, errorCode: 4_040_006), attempts: 1, elapsed: .zero, now: now)
+                != .stop)
+        #expect(
+            plan.decide(after: .answered(status: 404, retryAfter: nil, errorCode: 4_040_010), attempts: 1, elapsed: .zero, now: now)
+                == .stop)
         #expect(plan.decide(after: .answered(status: 401, retryAfter: nil, errorCode: nil), attempts: 1, elapsed: .zero, now: now) == .stop)
-        #expect(plan.decide(after: .answered(status: 400, retryAfter: nil, errorCode: 4_000_006), attempts: 1, elapsed: .zero, now: now) == .stop)
+        #expect(
+            plan.decide(after: .answered(status: 400, retryAfter: nil, errorCode: 4_000_006), attempts: 1, elapsed: .zero, now: now)
+                == .stop)
     }
 
     @Test func noRequestIsTriedMoreThanMaxAttemptsOrPastTheBudget() {

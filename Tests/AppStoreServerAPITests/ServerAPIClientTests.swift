@@ -50,7 +50,9 @@ import Testing
         let first = SimulatedTransaction(
             transactionID: original, productID: "pro.monthly", purchaseDate: start,
             expiresDate: start.addingTimeInterval(30 * 86_400))
-        return (1..<count).reduce(into: [first]) { all, n in all.append(all.last!.renewed(transactionID: "\(original)-\(n)", period: 30 * 86_400)) }
+        return (1..<count).reduce(into: [first]) { all, n in
+            all.append(all.last!.renewed(transactionID: "\(original)-\(n)", period: 30 * 86_400))
+        }
     }
 
     @Test func transactionHistoryIsReadToTheEndAcrossPagesOldestFirst() async throws {
@@ -63,7 +65,8 @@ import Testing
         var ids: [String] = []
         for signed in history.signedTransactions {
             ids.append(
-                try await verifier.verifyTransaction(signed, expecting: .init(bundleID: "com.example.game", environments: [.sandbox])).facts.transactionID)
+                try await verifier.verifyTransaction(signed, expecting: .init(bundleID: "com.example.game", environments: [.sandbox])).facts
+                    .transactionID)
         }
         #expect(ids == ["7000"] + (1..<45).map { "7000-\($0)" })
         #expect(fixture.simulator.seen().count == 3, "three pages of 20")
@@ -87,7 +90,9 @@ import Testing
         defer { fixture.receipts.stop() }
         fixture.simulator.add(Self.subscription(1), to: fixture.app)
         fixture.simulator.script(Array(repeating: .error(status: 503), count: 3))
-        let error = try await #require(throws: LedgerError.self) { try await fixture.client.transactionInfo("7000", in: .sandbox, as: fixture.credentials) }
+        let error = try await #require(throws: LedgerError.self) {
+            try await fixture.client.transactionInfo("7000", in: .sandbox, as: fixture.credentials)
+        }
         #expect(error.code == .appleUnavailable)
         #expect(fixture.simulator.seen().count == 3)
         fixture.simulator.script([.error(status: 500)])
@@ -98,7 +103,9 @@ import Testing
         let fixture = try await Fixture(clientKey: P256.Signing.PrivateKey())
         defer { fixture.receipts.stop() }
         fixture.simulator.add(Self.subscription(1), to: fixture.app)
-        let error = try await #require(throws: LedgerError.self) { try await fixture.client.transactionInfo("7000", in: .sandbox, as: fixture.credentials) }
+        let error = try await #require(throws: LedgerError.self) {
+            try await fixture.client.transactionInfo("7000", in: .sandbox, as: fixture.credentials)
+        }
         #expect(error.code == .appleAPIUnauthorized)
         #expect(error.message.contains("SIMKEY01") && error.message.contains("com.example.game"))
         #expect(fixture.simulator.seen().map(\.status) == [401], "a refused key is not retried")
@@ -107,9 +114,13 @@ import Testing
     @Test func anUnknownTransactionIsNotFoundAndABadIdIsNeverSent() async throws {
         let fixture = try await Fixture()
         defer { fixture.receipts.stop() }
-        let missing = try await #require(throws: LedgerError.self) { try await fixture.client.transactionInfo("404", in: .sandbox, as: fixture.credentials) }
+        let missing = try await #require(throws: LedgerError.self) {
+            try await fixture.client.transactionInfo("404", in: .sandbox, as: fixture.credentials)
+        }
         #expect(missing.code == .appleTransactionNotFound)
-        let bad = try await #require(throws: LedgerError.self) { try await fixture.client.transactionInfo("../admin", in: .sandbox, as: fixture.credentials) }
+        let bad = try await #require(throws: LedgerError.self) {
+            try await fixture.client.transactionInfo("../admin", in: .sandbox, as: fixture.credentials)
+        }
         #expect(bad.code == .malformed)
         #expect(fixture.simulator.seen().count == 1)
     }
@@ -122,7 +133,8 @@ import Testing
             await fixture.simulator.send(try fixture.app.notificationV2("TEST"), of: fixture.app, transactionID: n < 5 ? "t-5" : nil)
         }
         var pages: [Int] = []
-        try await fixture.client.notificationHistory(from: start, to: Date().addingTimeInterval(1), in: .sandbox, as: fixture.credentials) { page in
+        try await fixture.client.notificationHistory(from: start, to: Date().addingTimeInterval(1), in: .sandbox, as: fixture.credentials) {
+            page in
             pages.append(page.notificationHistory?.count ?? 0)
             #expect(page.notificationHistory?.allSatisfy { $0.sendAttempts?.first?.sendAttemptResult == "NO_RESPONSE" } == true)
         }
@@ -138,7 +150,8 @@ import Testing
     @Test func consumptionInformationAndTestNotificationsReachTheSimulator() async throws {
         let fixture = try await Fixture()
         defer { fixture.receipts.stop() }
-        fixture.simulator.add([SimulatedTransaction(transactionID: "c-1", productID: "coins.100", type: "Consumable", purchaseDate: Date())], to: fixture.app)
+        fixture.simulator.add(
+            [SimulatedTransaction(transactionID: "c-1", productID: "coins.100", type: "Consumable", purchaseDate: Date())], to: fixture.app)
         let information = ConsumptionInformation(
             customerConsented: true, consumptionPercentage: 25_000, deliveryStatus: "DELIVERED",
             refundPreference: "DECLINE", sampleContentProvided: false)

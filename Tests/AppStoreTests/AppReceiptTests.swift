@@ -90,9 +90,11 @@ import Testing
         let leafYears = Date(timeIntervalSince1970: 1_600_000_000)...Date(timeIntervalSince1970: 1_700_000_000)
         let expired = try ReceiptAuthority(leafValidity: leafYears)
         let verifier = Self.verifier(expired)
-        let madeThen = try expired.receipt(bundleID: "com.example.game", purchases: Self.purchases, created: Date(timeIntervalSince1970: 1_650_000_000))
+        let madeThen = try expired.receipt(
+            bundleID: "com.example.game", purchases: Self.purchases, created: Date(timeIntervalSince1970: 1_650_000_000))
         #expect(try await verifier.verifyAppReceipt(madeThen, expecting: Self.game).inAppPurchases.count == 3)
-        let madeAfter = try expired.receipt(bundleID: "com.example.game", purchases: Self.purchases, created: Date(timeIntervalSince1970: 1_710_000_000))
+        let madeAfter = try expired.receipt(
+            bundleID: "com.example.game", purchases: Self.purchases, created: Date(timeIntervalSince1970: 1_710_000_000))
         let error = await #expect(throws: LedgerError.self) { _ = try await verifier.verifyAppReceipt(madeAfter, expecting: Self.game) }
         #expect(error?.code == .untrustedChain)
     }

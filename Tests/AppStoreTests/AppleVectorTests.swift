@@ -39,31 +39,39 @@ import X509
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
     func transactionAndRenewalInfoVerifyForTheirApp() async throws {
         let verifier = try Self.verifier()
-        let transaction = try await verifier.verify(Self.file("mock_signed_data/transactionInfo"), as: .transaction, expecting: Self.sandbox)
+        let transaction = try await verifier.verify(
+            Self.file("mock_signed_data/transactionInfo"), as: .transaction, expecting: Self.sandbox)
         #expect(transaction.environment == .sandbox)
         #expect(transaction.signedDate == Date(timeIntervalSince1970: 1_672_956_154))
         _ = try await verifier.verify(Self.file("mock_signed_data/renewalInfo"), as: .renewalInfo, expecting: Self.sandbox)
         let other = Expectation(bundleID: "com.example.x", environments: [.sandbox])
         #expect(
-            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/transactionInfo"), as: .transaction, expecting: other) }
+            await Self.rejection {
+                try await verifier.verify(Self.file("mock_signed_data/transactionInfo"), as: .transaction, expecting: other)
+            }
                 == .bundleMismatch)
     }
 
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
     func theTestNotificationVerifiesAndIsRefusedForProductionOrAnotherAppID() async throws {
         let verifier = try Self.verifier()
-        let notification = try await verifier.verify(Self.file("mock_signed_data/testNotification"), as: .notification, expecting: Self.sandbox)
+        let notification = try await verifier.verify(
+            Self.file("mock_signed_data/testNotification"), as: .notification, expecting: Self.sandbox)
         let fields = try JSONSerialization.jsonObject(with: notification.payload) as? [String: Any]
         #expect(fields?["notificationType"] as? String == "TEST")
         #expect(fields?["notificationUUID"] as? String == "9ad56bd2-0bc6-42e0-af24-fd996d87a1e6")
         #expect(notification.signedDate == Date(timeIntervalSince1970: 1_681_314_324))
         let production = Expectation(bundleID: "com.example", environments: [.production], appAppleID: 1234)
         #expect(
-            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/testNotification"), as: .notification, expecting: production) }
+            await Self.rejection {
+                try await verifier.verify(Self.file("mock_signed_data/testNotification"), as: .notification, expecting: production)
+            }
                 == .environmentNotAllowed)
         let otherApp = Expectation(bundleID: "com.example", environments: [.sandbox], appAppleID: 1235)
         #expect(
-            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/testNotification"), as: .notification, expecting: otherApp) }
+            await Self.rejection {
+                try await verifier.verify(Self.file("mock_signed_data/testNotification"), as: .notification, expecting: otherApp)
+            }
                 == .appMismatch)
     }
 
@@ -71,13 +79,19 @@ import X509
     func aWrongBundleAndAMissingX5CAreRefused() async throws {
         let verifier = try Self.verifier()
         #expect(
-            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/wrongBundleId"), as: .notification, expecting: Self.sandbox) }
+            await Self.rejection {
+                try await verifier.verify(Self.file("mock_signed_data/wrongBundleId"), as: .notification, expecting: Self.sandbox)
+            }
                 == .bundleMismatch)
         #expect(
-            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/missingX5CHeaderClaim"), as: .notification, expecting: Self.sandbox) }
+            await Self.rejection {
+                try await verifier.verify(Self.file("mock_signed_data/missingX5CHeaderClaim"), as: .notification, expecting: Self.sandbox)
+            }
                 == .missingCertificateChain)
         #expect(
-            await Self.rejection { try await verifier.verify(Self.file("mock_signed_data/legacyTransaction"), as: .transaction, expecting: Self.sandbox) }
+            await Self.rejection {
+                try await verifier.verify(Self.file("mock_signed_data/legacyTransaction"), as: .transaction, expecting: Self.sandbox)
+            }
                 == .malformed)
     }
 
@@ -119,11 +133,17 @@ import X509
         payload["environment"] = "Sandbox"
         payload["signedDate"] = 1_672_956_155_000
         let tampered = parts[0] + "." + (try JSONSerialization.data(withJSONObject: payload)).base64URL + "." + parts[2]
-        #expect(await Self.rejection { try await verifier.verify(tampered, as: .transaction, expecting: Self.sandbox) } == .invalidSignature)
-        #expect(await Self.rejection { try await verifier.verify(String(jws.dropLast(10)), as: .transaction, expecting: Self.sandbox) } != nil)
-        #expect(await Self.rejection { try await verifier.verify(parts[0] + "." + parts[1], as: .transaction, expecting: Self.sandbox) } == .malformed)
         #expect(
-            await Self.rejection { try await verifier.verify(String(repeating: "a", count: 70_000), as: .transaction, expecting: Self.sandbox) } == .malformed)
+            await Self.rejection { try await verifier.verify(tampered, as: .transaction, expecting: Self.sandbox) } == .invalidSignature)
+        #expect(
+            await Self.rejection { try await verifier.verify(String(jws.dropLast(10)), as: .transaction, expecting: Self.sandbox) } != nil)
+        #expect(
+            await Self.rejection { try await verifier.verify(parts[0] + "." + parts[1], as: .transaction, expecting: Self.sandbox) }
+                == .malformed)
+        #expect(
+            await Self.rejection {
+                try await verifier.verify(String(repeating: "a", count: 70_000), as: .transaction, expecting: Self.sandbox)
+            } == .malformed)
         // Only Apple's real root configured: the test chain is not trusted.
         let appleRoot = try Data(contentsOf: Self.fixtures.appendingPathComponent("../roots/AppleRootCA-G3.cer").standardizedFileURL)
         let appleOnly = SignedDataVerifier(roots: [try Certificate(derEncoded: Array(appleRoot))])
@@ -139,6 +159,7 @@ extension Data {
     }
 
     var base64URL: String {
-        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(
+            of: "=", with: "")
     }
 }

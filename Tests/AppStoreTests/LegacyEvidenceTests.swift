@@ -66,7 +66,9 @@ struct LegacyEvidenceTests {
         let body = try Self.data("notifications-v1/\(name)")
         let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
         let password = try #require(object["password"] as? String)
-        let bundle = (object["bid"] as? String) ?? (((object["unified_receipt"] as? [String: Any])?["receipt"] as? [String: Any])?["bundle_id"] as? String)
+        let bundle =
+            (object["bid"] as? String)
+            ?? (((object["unified_receipt"] as? [String: Any])?["receipt"] as? [String: Any])?["bundle_id"] as? String)
         let expectation = Expectation(bundleID: bundle ?? "any.app", environments: [.production, .sandbox])
         let verified = try VerifiedNotificationV1(body: body, sharedSecret: password, expecting: expectation, receivedAt: Date())
         #expect(verified.notification.notificationType == object["notification_type"] as? String)
@@ -81,7 +83,8 @@ struct LegacyEvidenceTests {
         let body = try Self.data("notifications-v1/aporat-did-renew.json")
         func code(_ expectation: AppStore.Expectation) -> LedgerError.Code? {
             do {
-                _ = try VerifiedNotificationV1(body: body, sharedSecret: "dummy_shared_secret", expecting: expectation, receivedAt: Date()); return nil
+                _ = try VerifiedNotificationV1(body: body, sharedSecret: "dummy_shared_secret", expecting: expectation, receivedAt: Date());
+                return nil
             } catch let error as LedgerError { return error.code } catch { return nil }
         }
         #expect(code(Expectation(bundleID: "other.app", environments: [.production])) == .bundleMismatch)

@@ -45,11 +45,14 @@ struct MintedEvidenceTests {
     @Test func certificatesWithoutApplesMarkerOIDsAreRefused() async throws {
         let verifier = try AppleVectorTests.verifier()
         #expect(
-            await AppleVectorTests.rejection { try await verifier.verify(Self.mint(leaf: "testInvalidOIDLeaf.pem"), as: .transaction, expecting: Self.sandbox) }
+            await AppleVectorTests.rejection {
+                try await verifier.verify(Self.mint(leaf: "testInvalidOIDLeaf.pem"), as: .transaction, expecting: Self.sandbox)
+            }
                 == .untrustedChain)
         #expect(
             await AppleVectorTests.rejection {
-                try await verifier.verify(Self.mint(intermediate: "testInvalidOIDIntermediate.pem"), as: .transaction, expecting: Self.sandbox)
+                try await verifier.verify(
+                    Self.mint(intermediate: "testInvalidOIDIntermediate.pem"), as: .transaction, expecting: Self.sandbox)
             } == .untrustedChain)
     }
 
@@ -58,10 +61,15 @@ struct MintedEvidenceTests {
         _ = try await verifier.verify(Self.mint(), as: .transaction, expecting: Self.sandbox) // the chain is now cached
         let afterExpiry = try Self.mint(signedDate: Date(timeIntervalSince1970: 2_300_000_000)) // 2042
         let beforeIssue = try Self.mint(signedDate: Date(timeIntervalSince1970: 1_600_000_000)) // 2020
-        #expect(await AppleVectorTests.rejection { try await verifier.verify(afterExpiry, as: .transaction, expecting: Self.sandbox) } == .untrustedChain)
-        #expect(await AppleVectorTests.rejection { try await verifier.verify(beforeIssue, as: .transaction, expecting: Self.sandbox) } == .untrustedChain)
+        #expect(
+            await AppleVectorTests.rejection { try await verifier.verify(afterExpiry, as: .transaction, expecting: Self.sandbox) }
+                == .untrustedChain)
+        #expect(
+            await AppleVectorTests.rejection { try await verifier.verify(beforeIssue, as: .transaction, expecting: Self.sandbox) }
+                == .untrustedChain)
         // A stored payload signed while the chain was valid keeps verifying, whatever today's date.
-        _ = try await verifier.verify(Self.mint(signedDate: Date(timeIntervalSince1970: 1_700_000_000)), as: .transaction, expecting: Self.sandbox)
+        _ = try await verifier.verify(
+            Self.mint(signedDate: Date(timeIntervalSince1970: 1_700_000_000)), as: .transaction, expecting: Self.sandbox)
     }
 
     @Test(arguments: ["ES384", "none", "HS256", ""])
@@ -75,7 +83,9 @@ struct MintedEvidenceTests {
     @Test func garbageNeverCrashesAndIsMalformed() async throws {
         let verifier = try AppleVectorTests.verifier()
         for junk in ["", ".", "..", "a.b.c", "!!!.###.$$$", "e30.e30.e30", String(repeating: ".", count: 10)] {
-            #expect(await AppleVectorTests.rejection { try await verifier.verify(junk, as: .transaction, expecting: Self.sandbox) } != nil, "\(junk)")
+            #expect(
+                await AppleVectorTests.rejection { try await verifier.verify(junk, as: .transaction, expecting: Self.sandbox) } != nil,
+                "\(junk)")
         }
     }
 }

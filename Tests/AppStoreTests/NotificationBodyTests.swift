@@ -17,7 +17,9 @@ struct NotificationBodyTests {
 
     /// `payload` signed with Apple's test leaf, chained to Apple's test root.
     static func sign(_ payload: [String: Any]) throws -> String {
-        let chain = try ["testLeaf.pem", "testIntermediate.pem", "testCA.pem"].map { Data(try MintedEvidenceTests.der($0)).base64EncodedString() }
+        let chain = try ["testLeaf.pem", "testIntermediate.pem", "testCA.pem"].map {
+            Data(try MintedEvidenceTests.der($0)).base64EncodedString()
+        }
         let header = try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": chain])
         let input = header.base64URL + "." + (try JSONSerialization.data(withJSONObject: payload)).base64URL
         let key = try P256.Signing.PrivateKey(pemRepresentation: MintedEvidenceTests.pem("testLeaf.key"))
@@ -33,13 +35,15 @@ struct NotificationBodyTests {
             let app: [String: Any] = ["bundleId": scope["bundleId"]!, "appAppleId": scope["appAppleId"]!]
             let environment = scope["environment"] as? String ?? "Sandbox"
             if scope["signedTransactionInfo"] != nil {
-                scope["signedTransactionInfo"] = try sign(try model("signedTransaction.json").merging(app) { $1 }.merging(["environment": environment]) { $1 })
+                scope["signedTransactionInfo"] = try sign(
+                    try model("signedTransaction.json").merging(app) { $1 }.merging(["environment": environment]) { $1 })
             }
             if scope["signedRenewalInfo"] != nil {
                 scope["signedRenewalInfo"] = try sign(try model("signedRenewalInfo.json").merging(["environment": environment]) { $1 })
             }
             if scope["signedAppTransactionInfo"] != nil {
-                scope["signedAppTransactionInfo"] = try sign(try model("appTransaction.json").merging(app) { $1 }.merging(["receiptType": environment]) { $1 })
+                scope["signedAppTransactionInfo"] = try sign(
+                    try model("appTransaction.json").merging(app) { $1 }.merging(["receiptType": environment]) { $1 })
             }
             payload[key] = scope
         }
@@ -73,12 +77,15 @@ struct NotificationBodyTests {
                     && verified.renewal?.facts.renewalBillingPlanType == "MONTHLY" && verified.renewal?.facts.offerType == 2
             }),
         Shape(
-            "signedConsumptionRequestNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
+            "signedConsumptionRequestNotification.json",
+            AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
             { verified in
-                verified.notification.notificationType == "CONSUMPTION_REQUEST" && verified.transaction?.facts.originalTransactionID == "12345"
+                verified.notification.notificationType == "CONSUMPTION_REQUEST"
+                    && verified.transaction?.facts.originalTransactionID == "12345"
             }),
         Shape(
-            "signedSummaryNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
+            "signedSummaryNotification.json",
+            AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
             { verified in
                 verified.notification.summary
                     == ExtensionSummary(
@@ -87,7 +94,8 @@ struct NotificationBodyTests {
                     && verified.notification.subtype == "SUMMARY" && verified.transaction == nil
             }),
         Shape(
-            "signedExternalPurchaseTokenNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.production], appAppleID: 55555),
+            "signedExternalPurchaseTokenNotification.json",
+            AppStore.Expectation(bundleID: "com.example", environments: [.production], appAppleID: 55555),
             { verified in
                 verified.notification.environment == .production
                     && verified.notification.externalPurchaseToken
@@ -96,18 +104,22 @@ struct NotificationBodyTests {
                             tokenCreationDate: Date(timeIntervalSince1970: 1_698_148_950))
             }),
         Shape(
-            "signedExternalPurchaseTokenSandboxNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.sandbox], appAppleID: 55555),
+            "signedExternalPurchaseTokenSandboxNotification.json",
+            AppStore.Expectation(bundleID: "com.example", environments: [.sandbox], appAppleID: 55555),
             { verified in
-                verified.notification.environment == .sandbox && verified.notification.externalPurchaseToken?.externalPurchaseID.hasPrefix("SANDBOX_") == true
+                verified.notification.environment == .sandbox
+                    && verified.notification.externalPurchaseToken?.externalPurchaseID.hasPrefix("SANDBOX_") == true
             }),
         Shape(
-            "signedRescindConsentNotification.json", AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
+            "signedRescindConsentNotification.json",
+            AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234),
             { verified in
                 verified.notification.appTransactionID == "71134" && verified.appTransaction?.originalApplicationVersion == "1.1.2"
                     && EvidenceEvents.events(for: verified).contains(
                         .consentRescinded(
                             ConsentRescission(
-                                appTransactionID: "71134", environment: .localTesting, rescindedAt: Date(timeIntervalSince1970: 1_698_148_900),
+                                appTransactionID: "71134", environment: .localTesting,
+                                rescindedAt: Date(timeIntervalSince1970: 1_698_148_900),
                                 notificationUUID: "002e14d5-51f5-4503-b5a8-c3a1af68eb20")))
             }),
     ]
@@ -119,7 +131,9 @@ struct NotificationBodyTests {
         let verifier = try AppleVectorTests.verifier()
         let verified = try await verifier.verifyNotification(body: Self.body(file), expecting: expectation)
         #expect(check(verified), "\(file): \(verified.notification)")
-        #expect(EvidenceEvents.events(for: verified).first == .appleNotificationReceived(verified.notification), "the notification itself is always kept")
+        #expect(
+            EvidenceEvents.events(for: verified).first == .appleNotificationReceived(verified.notification),
+            "the notification itself is always kept")
 
         var other = expectation
         other.bundleID = "com.example.other"
@@ -162,7 +176,8 @@ struct NotificationBodyTests {
         payload["appData"] = appData
         let body = try JSONSerialization.data(withJSONObject: ["signedPayload": try Self.sign(payload)])
         let expectation = AppStore.Expectation(bundleID: "com.example", environments: [.localTesting], appAppleID: 41234)
-        #expect(await code { try await AppleVectorTests.verifier().verifyNotification(body: body, expecting: expectation) } == .bundleMismatch)
+        #expect(
+            await code { try await AppleVectorTests.verifier().verifyNotification(body: body, expecting: expectation) } == .bundleMismatch)
     }
 
     func code(_ body: () async throws -> Any) async -> LedgerError.Code? {

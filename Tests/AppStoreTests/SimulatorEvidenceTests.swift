@@ -32,7 +32,9 @@ struct SimulatorEvidenceTests {
     @Test(arguments: [1.6e307, -1, 253_402_300_800_000])
     func aSigningDateNoCertificateCanHoldIsRefusedNotATrap(milliseconds: Double) async throws {
         for field in ["signedDate", "receiptCreationDate"] {
-            let signed = try Self.authority.sign(["environment": "Sandbox", "bundleId": "com.example.game", field: milliseconds, "receiptType": "Sandbox"])
+            let signed = try Self.authority.sign([
+                "environment": "Sandbox", "bundleId": "com.example.game", field: milliseconds, "receiptType": "Sandbox",
+            ])
             #expect(await code { try await Self.verifier.verifyTransaction(signed, expecting: Self.expectation) } == .malformed)
             #expect(await code { try await Self.verifier.verifyAppTransaction(signed, expecting: Self.expectation) } == .malformed)
         }
@@ -41,7 +43,9 @@ struct SimulatorEvidenceTests {
         let payload = Data(#"{"environment":"Sandbox","signedDate":16729561E4000}"#.utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         let parts = infinite.split(separator: ".")
-        #expect(await code { try await Self.verifier.verifyTransaction("\(parts[0]).\(payload).\(parts[2])", expecting: Self.expectation) } == .malformed)
+        #expect(
+            await code { try await Self.verifier.verifyTransaction("\(parts[0]).\(payload).\(parts[2])", expecting: Self.expectation) }
+                == .malformed)
     }
 
     @Test func aV2NotificationVerifiesWithItsNestedEvidence() async throws {
@@ -60,11 +64,15 @@ struct SimulatorEvidenceTests {
         let unmarked = SimulatedApp(authority: try TestCertificateAuthority(leafMarker: false), bundleID: "com.example.game")
         let verifier = SignedDataVerifier(roots: [unmarked.authority.root])
         #expect(
-            await code { try await verifier.verify(unmarked.signedTransaction(Self.purchase), as: .transaction, expecting: Self.expectation) }
+            await code {
+                try await verifier.verify(unmarked.signedTransaction(Self.purchase), as: .transaction, expecting: Self.expectation)
+            }
                 == .untrustedChain)
         let stranger = SimulatedApp(authority: try TestCertificateAuthority(), bundleID: "com.example.game")
         #expect(
-            await code { try await Self.verifier.verify(stranger.signedTransaction(Self.purchase), as: .transaction, expecting: Self.expectation) }
+            await code {
+                try await Self.verifier.verify(stranger.signedTransaction(Self.purchase), as: .transaction, expecting: Self.expectation)
+            }
                 == .untrustedChain)
     }
 
@@ -75,13 +83,20 @@ struct SimulatorEvidenceTests {
         payload = Data(String(decoding: payload, as: UTF8.self).replacingOccurrences(of: "2001", with: "2002").utf8)
         let tampered = parts[0] + "." + payload.base64URL + "." + parts[2]
         #expect(await code { try await Self.verifier.verify(tampered, as: .transaction, expecting: Self.expectation) } == .invalidSignature)
-        #expect(await code { try await Self.verifier.verify(String(jws.dropLast(10)), as: .transaction, expecting: Self.expectation) } != nil)
-        #expect(await code { try await Self.verifier.verify(parts[0] + "." + parts[1], as: .transaction, expecting: Self.expectation) } == .malformed)
+        #expect(
+            await code { try await Self.verifier.verify(String(jws.dropLast(10)), as: .transaction, expecting: Self.expectation) } != nil)
+        #expect(
+            await code { try await Self.verifier.verify(parts[0] + "." + parts[1], as: .transaction, expecting: Self.expectation) }
+                == .malformed)
         let huge = String(repeating: "a", count: SignedDataVerifier.maximumSize + 1)
         #expect(await code { try await Self.verifier.verify(huge, as: .transaction, expecting: Self.expectation) } == .malformed)
         let es384 = try Self.authority.sign(["bundleId": "com.example.game", "environment": "Sandbox"], alg: "ES384")
-        #expect(await code { try await Self.verifier.verify(es384, as: .transaction, expecting: Self.expectation) } == .unsupportedAlgorithm)
-        #expect(await code { try await Self.verifier.verifyNotification(body: Data("{\"signedPayload\": 5}".utf8), expecting: Self.expectation) } == .malformed)
+        #expect(
+            await code { try await Self.verifier.verify(es384, as: .transaction, expecting: Self.expectation) } == .unsupportedAlgorithm)
+        #expect(
+            await code {
+                try await Self.verifier.verifyNotification(body: Data("{\"signedPayload\": 5}".utf8), expecting: Self.expectation)
+            } == .malformed)
     }
 
     @Test func productionNotificationsNeedTheAppsAppleID() async throws {

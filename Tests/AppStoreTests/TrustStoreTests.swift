@@ -33,7 +33,8 @@ struct TrustStoreTests {
 
     @Test func aTrustStoreFromConfigurationVerifiesWhatItsRootsSigned() async throws {
         let store = try TrustStore.load(paths: AppleVectorTests.fixtures.appendingPathComponent("certs/testCA.der").path)
-        _ = try await store.verifier().verify(AppleVectorTests.file("mock_signed_data/transactionInfo"), as: .transaction, expecting: AppleVectorTests.sandbox)
+        _ = try await store.verifier().verify(
+            AppleVectorTests.file("mock_signed_data/transactionInfo"), as: .transaction, expecting: AppleVectorTests.sandbox)
     }
 
     @Test func badConfigurationIsAClearError() throws {

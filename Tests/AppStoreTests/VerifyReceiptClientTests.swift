@@ -23,7 +23,8 @@ import Testing
         let configuration = VerifyReceiptConfiguration(
             productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: maxAttempts,
             backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: timeout)
-        return VerifyReceiptClient(configuration: configuration, logger: Logger(label: "test"), observe: observe, clock: PatienceClock(clock))
+        return VerifyReceiptClient(
+            configuration: configuration, logger: Logger(label: "test"), observe: observe, clock: PatienceClock(clock))
     }
 
     func receipt(environment: VerifyReceiptServer.Endpoint = .sandbox, secret: String? = "s3cret") throws -> String {
@@ -56,7 +57,8 @@ import Testing
     @Test func aProductionReceiptIsAnsweredByProductionOnly() async throws {
         let client = try await client()
         defer { server.stop() }
-        let verified = try await client.verify(receiptData: receipt(environment: .production), sharedSecret: "s3cret", expecting: Self.expectation)
+        let verified = try await client.verify(
+            receiptData: receipt(environment: .production), sharedSecret: "s3cret", expecting: Self.expectation)
         #expect(verified.environment == .production)
         #expect(server.calls(.sandbox) == 0)
     }
@@ -66,7 +68,8 @@ import Testing
         let client = try await client(clock: clock)
         defer { server.stop() }
         server.script(.production, [.status(21005), .httpError(503), .retryable(21199)])
-        let verified = try await client.verify(receiptData: receipt(environment: .production), sharedSecret: "s3cret", expecting: Self.expectation)
+        let verified = try await client.verify(
+            receiptData: receipt(environment: .production), sharedSecret: "s3cret", expecting: Self.expectation)
         #expect(verified.environment == .production)
         #expect(server.calls(.production) == 4)
         // A full-jitter wait before each retry, within the cap.
@@ -84,7 +87,9 @@ import Testing
             backoffBase: .seconds(1), backoffCap: .seconds(1), totalBudget: .milliseconds(2500), requestTimeout: .seconds(5))
         let client = VerifyReceiptClient(configuration: configuration, logger: Logger(label: "test"), clock: PatienceClock(clock))
         server.script(.production, Array(repeating: .status(21005), count: 10))
-        #expect(await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: Self.expectation) } == .appleUnavailable)
+        #expect(
+            await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: Self.expectation) }
+                == .appleUnavailable)
         #expect(clock.now.offset <= .milliseconds(2500), "no wait ran past the budget")
         #expect(server.calls(.production) == clock.slept.count + 1)
     }
@@ -93,7 +98,9 @@ import Testing
         let client = try await client(maxAttempts: 3)
         defer { server.stop() }
         server.script(.production, Array(repeating: .status(21009), count: 10))
-        #expect(await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: Self.expectation) } == .appleUnavailable)
+        #expect(
+            await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: Self.expectation) }
+                == .appleUnavailable)
         #expect(server.calls(.production) == 3)
     }
 
@@ -102,20 +109,30 @@ import Testing
         defer { server.stop() }
         // An answer that never comes in time: the request's own timeout ends the attempt.
         server.script(.production, [.delay(.seconds(60))])
-        let verified = try await client.verify(receiptData: receipt(environment: .production), sharedSecret: "s3cret", expecting: Self.expectation)
+        let verified = try await client.verify(
+            receiptData: receipt(environment: .production), sharedSecret: "s3cret", expecting: Self.expectation)
         #expect(verified.environment == .production)
     }
 
     @Test func finalStatusesAreTypedErrors() async throws {
         let client = try await client()
         defer { server.stop() }
-        #expect(await code { try await client.verify(receiptData: receipt(), sharedSecret: "wrong", expecting: Self.expectation) } == .sharedSecretMismatch)
         #expect(
-            await code { try await client.verify(receiptData: Data("unknown".utf8).base64EncodedString(), sharedSecret: "s3cret", expecting: Self.expectation) }
+            await code { try await client.verify(receiptData: receipt(), sharedSecret: "wrong", expecting: Self.expectation) }
+                == .sharedSecretMismatch)
+        #expect(
+            await code {
+                try await client.verify(
+                    receiptData: Data("unknown".utf8).base64EncodedString(), sharedSecret: "s3cret", expecting: Self.expectation)
+            }
                 == .receiptInvalid)
         server.script(.production, [.status(21003)])
-        #expect(await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: Self.expectation) } == .receiptInvalid)
-        #expect(await code { try await client.verify(receiptData: "%%% not base64 %%%", sharedSecret: "s3cret", expecting: Self.expectation) } == .malformed)
+        #expect(
+            await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: Self.expectation) }
+                == .receiptInvalid)
+        #expect(
+            await code { try await client.verify(receiptData: "%%% not base64 %%%", sharedSecret: "s3cret", expecting: Self.expectation) }
+                == .malformed)
     }
 
     @Test func theAnswerMustBeForThisAppAndAnAcceptedEnvironment() async throws {
@@ -124,6 +141,8 @@ import Testing
         let other = Expectation(bundleID: "com.example.other", environments: [.production, .sandbox])
         #expect(await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: other) } == .bundleMismatch)
         let productionOnly = Expectation(bundleID: "com.example.game", environments: [.production])
-        #expect(await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: productionOnly) } == .environmentNotAllowed)
+        #expect(
+            await code { try await client.verify(receiptData: receipt(), sharedSecret: "s3cret", expecting: productionOnly) }
+                == .environmentNotAllowed)
     }
 }

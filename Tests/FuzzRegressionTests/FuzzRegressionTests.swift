@@ -8,12 +8,16 @@ import Testing
 /// A run that crashes takes this test process with it, which fails the suite.
 @Suite struct FuzzRegressionTests {
     static let inputs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Inputs")
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/fixtures/apple").standardized
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "../../../shared/fixtures/apple"
+    ).standardized
     static let context = FuzzContext(fixtures: fixtures)
 
     static func kept(_ target: FuzzTarget) throws -> [URL] {
         let folder = inputs.appendingPathComponent(target.rawValue)
-        return try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil).filter { !$0.lastPathComponent.hasPrefix(".") }
+        return try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil).filter {
+            !$0.lastPathComponent.hasPrefix(".")
+        }
     }
 
     @Test(arguments: FuzzTarget.allCases)

@@ -24,7 +24,8 @@ import Testing
             ClientAddress.of(connection: "203.0.113.7", forwardedFor: "1.2.3.4", trustedProxies: proxies) == "203.0.113.7",
             "a client cannot name another address")
         #expect(
-            ClientAddress.of(connection: "10.0.0.2", forwardedFor: "1.2.3.4, 198.51.100.9, 10.0.0.3", trustedProxies: proxies) == "198.51.100.9",
+            ClientAddress.of(connection: "10.0.0.2", forwardedFor: "1.2.3.4, 198.51.100.9, 10.0.0.3", trustedProxies: proxies)
+                == "198.51.100.9",
             "the last hop a trusted proxy did not add")
         #expect(ClientAddress.of(connection: "10.0.0.2", forwardedFor: nil, trustedProxies: proxies) == "10.0.0.2")
         #expect(ClientAddress.of(connection: nil, forwardedFor: nil, trustedProxies: []) == "unknown")

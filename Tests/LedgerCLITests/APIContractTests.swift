@@ -19,12 +19,15 @@ import WebhookReceiver
 
     /// `LEDGER_SCHEMATHESIS`, or the virtual environment `Tools/dev test` makes.
     static var schemathesis: String? {
-        let candidates = [ProcessInfo.processInfo.environment["LEDGER_SCHEMATHESIS"], root.path + "/.build/tools/schemathesis/bin/schemathesis"]
+        let candidates = [
+            ProcessInfo.processInfo.environment["LEDGER_SCHEMATHESIS"], root.path + "/.build/tools/schemathesis/bin/schemathesis",
+        ]
         return candidates.compactMap { $0 }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     @Test func everyOperationAnswersWithinItsDescription() async throws {
-        let schemathesis = try #require(Self.schemathesis, "schemathesis is not installed: Tools/dev test installs it (or set LEDGER_SCHEMATHESIS)")
+        let schemathesis = try #require(
+            Self.schemathesis, "schemathesis is not installed: Tools/dev test installs it (or set LEDGER_SCHEMATHESIS)")
         try await HeavyTests.oneAtATime {
             let folder = NSTemporaryDirectory() + "ledger-contract-\(UUID().uuidString.prefix(8))"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -36,7 +39,8 @@ import WebhookReceiver
             let app = SimulatedApp(authority: authority, bundleID: "com.example.game", appAppleID: 4242, environment: "Sandbox")
             let apiKey = P256.Signing.PrivateKey()
             let simulator = ServerAPISimulator()
-            simulator.register(app, key: .init(issuerID: "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11", keyID: "CONTRACT1", publicKey: apiKey.publicKey))
+            simulator.register(
+                app, key: .init(issuerID: "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11", keyID: "CONTRACT1", publicKey: apiKey.publicKey))
             let apple = VerifyReceiptServer()
             let urls = try await apple.start { simulator.register(on: $0) }
             defer { apple.stop() }
@@ -59,7 +63,8 @@ import WebhookReceiver
             let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
             let port = Int.random(in: 20_000..<60_000)
             let log = folder + "/serve.log"
-            let pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+            let pid = try ChildProcess.spawn(
+                LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
             defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
             let server = "http://127.0.0.1:\(port)"
             let ready = try await poll(server + "/readyz", until: 200)
@@ -76,7 +81,8 @@ import WebhookReceiver
                     Self.json([
                         "environments": ["Sandbox"], "apple_app_id": 4242, "shared_secret": "contract-shared-secret",
                         "app_store_server_api": [
-                            "issuer_id": "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11", "key_id": "CONTRACT1", "private_key": apiKey.pemRepresentation,
+                            "issuer_id": "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11", "key_id": "CONTRACT1",
+                            "private_key": apiKey.pemRepresentation,
                         ],
                     ])
                 ),
@@ -93,7 +99,10 @@ import WebhookReceiver
                                 expiresDate: Date(timeIntervalSinceNow: 86_400))),
                     ])
                 ),
-                ("POST", apps + "/users/player-1/grants", #"{"entitlement": "pro", "reason": "contract test", "duration": "P7D", "grant_id": "g-1"}"#),
+                (
+                    "POST", apps + "/users/player-1/grants",
+                    #"{"entitlement": "pro", "reason": "contract test", "duration": "P7D", "grant_id": "g-1"}"#
+                ),
             ]
             for (method, url, body) in setup {
                 let answer = try await send(method, url, key: key, json: body)
@@ -110,7 +119,9 @@ import WebhookReceiver
                 environment: ProcessInfo.processInfo.environment.merging(["NO_COLOR": "1", "SCHEMATHESIS_HOOKS": ""]) { $1 })
             #expect(outcome.status == 0, "schemathesis found answers outside the description:\n\(outcome.output.suffix(12_000))")
             let operations = try Self.documentedOperations()
-            #expect(outcome.output.contains("Tested: \(operations)"), "all \(operations) operations were tested:\n\(outcome.output.suffix(3_000))")
+            #expect(
+                outcome.output.contains("Tested: \(operations)"),
+                "all \(operations) operations were tested:\n\(outcome.output.suffix(3_000))")
         }
     }
 
@@ -121,5 +132,7 @@ import WebhookReceiver
         return paths.values.map { $0.keys.filter { ["get", "put", "post", "delete", "patch"].contains($0) }.count }.reduce(0, +)
     }
 
-    static func json(_ object: [String: Any]) -> String { String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self) }
+    static func json(_ object: [String: Any]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+    }
 }

@@ -21,7 +21,8 @@ import Testing
     @Test func everyDocumentedVariableIsReadIntoItsSetting() throws {
         let key = SecretsKey.generate()
         let newKey = SecretsKey.generate()
-        let newKeyFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ledger-new-key-\(UUID().uuidString.prefix(8))")
+        let newKeyFile = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+            "ledger-new-key-\(UUID().uuidString.prefix(8))")
         try Data(newKey.utf8).write(to: newKeyFile)
         defer { try? FileManager.default.removeItem(at: newKeyFile) }
         let settings = try Configuration(environment: [
@@ -168,7 +169,9 @@ import Testing
         #expect(problems(["LEDGER_POOL_SIZE": "0"]) == ["LEDGER_POOL_SIZE is '0': expected a whole number from 1 to 1000"])
         #expect(problems(["LEDGER_ACCESS_LOG": "sometimes"]) == ["LEDGER_ACCESS_LOG is 'sometimes': expected true or false"])
         #expect(
-            problems(["LEDGER_DATABASE_DEADLINE": "off"]) == ["LEDGER_DATABASE_DEADLINE is 'off': expected seconds such as 3600, 90s, 15m or 1h"])
+            problems(["LEDGER_DATABASE_DEADLINE": "off"]) == [
+                "LEDGER_DATABASE_DEADLINE is 'off': expected seconds such as 3600, 90s, 15m or 1h"
+            ])
     }
 
     /// Every problem at once, the parts' (receipts, webhooks, request limits) among them, each

@@ -29,8 +29,10 @@ import Testing
         }
 
         func url(_ login: String = "ledger") -> String {
-            PostgresConfiguration.unixSocket(directory: cluster.socketDirectory.path, port: cluster.options.port, database: "ledger", user: login)
-                .connectionString
+            PostgresConfiguration.unixSocket(
+                directory: cluster.socketDirectory.path, port: cluster.options.port, database: "ledger", user: login
+            )
+            .connectionString
         }
 
         func ledger(_ arguments: [String], login: String = "ledger", extra: [String: String] = [:]) async throws -> ChildProcess.Outcome {
@@ -50,16 +52,20 @@ import Testing
             environment["LEDGER_DATABASE_URL"] = url(login)
             environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
             environment.merge(extra) { $1 }
-            let pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+            let pid = try ChildProcess.spawn(
+                LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
             defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
             let ready = try await poll("http://127.0.0.1:\(port)/readyz", until: 200)
-            try #require(ready?.0 == 200, "not ready: \(String(describing: ready)); log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            try #require(
+                ready?.0 == 200,
+                "not ready: \(String(describing: ready)); log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
             try await body("http://127.0.0.1:\(port)")
         }
     }
 
     /// Everything a deployment does with the CLI and the server, as `owner` (and the server as `runtime`).
-    func exerciseEveryCommand(_ shape: Shape, owner: String = "ledger", runtime: String? = nil, extra: [String: String] = [:]) async throws {
+    func exerciseEveryCommand(_ shape: Shape, owner: String = "ledger", runtime: String? = nil, extra: [String: String] = [:]) async throws
+    {
         let migrate = try await shape.ledger(["migrate"], login: owner, extra: extra)
         #expect(migrate.status == 0, "migrate: \(migrate.output)")
         let created = try await shape.ledger(["keys", "create", "--name", "ops", "--scopes", "admin"], login: owner, extra: extra)
@@ -88,7 +94,9 @@ import Testing
         }
         let erase = try await shape.ledger(["erase", "--app", "com.example.shape", "--user", "u1"], login: owner, extra: extra)
         #expect(erase.status == 0 && erase.output.contains("erased:"), "ledger erase: \(erase.output)")
-        for command in [["keys", "list"], ["rebuild"], ["verify"], ["export", "transactions", "--app", "com.example.shape", "--from", "2026-01-01"]] {
+        for command in [
+            ["keys", "list"], ["rebuild"], ["verify"], ["export", "transactions", "--app", "com.example.shape", "--from", "2026-01-01"],
+        ] {
             let outcome = try await shape.ledger(command, login: owner, extra: extra)
             #expect(outcome.status == 0, "\(command.joined(separator: " ")): \(outcome.output)")
         }
@@ -178,7 +186,9 @@ import Testing
                 """)
         let outcome = try await shape.ledger(["migrate"], login: "visitor")
         #expect(outcome.status != 0)
-        #expect(outcome.output.contains("creating the ledger schema: permission denied for database ledger (SQLSTATE 42501)"), "\(outcome.output)")
+        #expect(
+            outcome.output.contains("creating the ledger schema: permission denied for database ledger (SQLSTATE 42501)"),
+            "\(outcome.output)")
         #expect(outcome.output.contains("connecting to postgresql"), "\(outcome.output)")
     }
 }

@@ -61,7 +61,8 @@ import Testing
 
         let port = Int.random(in: 20_000..<60_000)
         let log = NSTemporaryDirectory() + "ledger-export-\(UUID().uuidString.prefix(8)).log"
-        let pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+        let pid = try ChildProcess.spawn(
+            LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
         defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
         let base = "http://127.0.0.1:\(port)"
         var ready = false
@@ -78,11 +79,14 @@ import Testing
         // Bounded means: twice the rows, not twice the memory. The first 50,000 rows (one every
         // 20 s from October 1st) end on October 12th; everything is 100,000.
         let baseline = Self.residentKiB(pid)
-        let half = try await download(base + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv&to=2026-10-12T13:46:41Z", key: key, pid: pid)
+        let half = try await download(
+            base + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv&to=2026-10-12T13:46:41Z", key: key, pid: pid)
         let everything = try await download(base + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv", key: key, pid: pid)
         #expect(half.lines == 50_001 && everything.lines == 100_001, "a header and every row: \(half.lines), \(everything.lines)")
         let first = half.peak - baseline, second = everything.peak - baseline
-        print("ledger serve: \(baseline) KiB at rest; +\(first) KiB streaming \(half.kib) KiB, +\(second) KiB streaming \(everything.kib) KiB")
+        print(
+            "ledger serve: \(baseline) KiB at rest; +\(first) KiB streaming \(half.kib) KiB, +\(second) KiB streaming \(everything.kib) KiB"
+        )
         #expect(second < first + half.kib / 2, "twice the rows must not cost twice the memory (+\(first) KiB, then +\(second) KiB)")
         #expect(second < everything.kib, "the server grew \(second) KiB for a \(everything.kib) KiB export: it held less than the export")
 

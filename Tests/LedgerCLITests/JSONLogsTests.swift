@@ -19,7 +19,8 @@ import Testing
         #expect(try await poll(base + "/readyz", until: 200)?.0 == 200)
 
         let trace = "4bf92f3577b34da6a3ce929d0e0e4736"
-        let healthz = try await Self.get(base + "/healthz", headers: ["X-Request-Id": "log-test-1", "traceparent": "00-\(trace)-00f067aa0ba902b7-01"])
+        let healthz = try await Self.get(
+            base + "/healthz", headers: ["X-Request-Id": "log-test-1", "traceparent": "00-\(trace)-00f067aa0ba902b7-01"])
         #expect(healthz == 200)
         let refused = try await Self.get(
             base + "/v1/apps/com.example.logs/users/u1?at=2026-01-01&note=sekrit-in-query", headers: ["X-Request-Id": "log-test-2"])
@@ -36,16 +37,22 @@ import Testing
                 Issue.record("not a JSON object: \(line)")
                 continue
             }
-            #expect(object["time"] is String && object["level"] is String && object["message"] is String && object["label"] is String, "\(line)")
+            #expect(
+                object["time"] is String && object["level"] is String && object["message"] is String && object["label"] is String, "\(line)"
+            )
             objects.append(object)
         }
         let access = objects.filter { $0["message"] as? String == "request" }
         let first = try #require(access.first { $0["request_id"] as? String == "log-test-1" }, "\(access)")
-        #expect(first["http.route"] as? String == "/healthz" && first["http.status"] as? String == "200" && first["http.method"] as? String == "GET")
+        #expect(
+            first["http.route"] as? String == "/healthz" && first["http.status"] as? String == "200"
+                && first["http.method"] as? String == "GET")
         #expect(first["trace_id"] as? String == trace, "\(first)")
         #expect(Double(first["duration_ms"] as? String ?? "") != nil, "\(first)")
         let second = try #require(access.first { $0["request_id"] as? String == "log-test-2" }, "\(access)")
-        #expect(second["http.route"] as? String == "/v1/apps/{bundle_id}/users/{user_id}" && second["http.status"] as? String == "401", "\(second)")
+        #expect(
+            second["http.route"] as? String == "/v1/apps/{bundle_id}/users/{user_id}" && second["http.status"] as? String == "401",
+            "\(second)")
         #expect(second["trace_id"] == nil)
         #expect(!text.contains("sekrit-in-query") && !text.contains("2026-01-01"), "the query string is never logged")
         #expect(objects.contains { $0["message"] as? String == "ledger listening" })

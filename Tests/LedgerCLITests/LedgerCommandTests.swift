@@ -122,8 +122,10 @@ import Testing
         #expect(secret.hasPrefix("lk_"))
         #expect(try await ChildProcess.run(Self.ledgerBinary, ["keys", "list"], environment: environment).output.contains("50/s"))
         #expect(
-            try await ChildProcess.run(Self.ledgerBinary, ["keys", "create", "--name", "x", "--scopes", "read", "--rate-limit", "0"], environment: environment)
-                .status
+            try await ChildProcess.run(
+                Self.ledgerBinary, ["keys", "create", "--name", "x", "--scopes", "read", "--rate-limit", "0"], environment: environment
+            )
+            .status
                 != 0)
         #expect(try await ChildProcess.run(Self.ledgerBinary, ["keys", "revoke", "ops"], environment: environment).status == 0)
         let rows = try PostgresConnection.connect(TestCluster.superuser(database)).query(

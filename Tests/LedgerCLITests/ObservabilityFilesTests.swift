@@ -14,7 +14,9 @@ import Testing
     static let dashboard = APIContractTests.root.appendingPathComponent("docs/grafana/ledger.json")
 
     @Test func theAlertRulesAreValidAndTheNoPrimaryAlertFiresWhenItShould() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: Self.promtool), "promtool is missing: Tools/dev test and .ci/run install Debian's prometheus")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.promtool),
+            "promtool is missing: Tools/dev test and .ci/run install Debian's prometheus")
         let checked = try await ChildProcess.run(Self.promtool, ["check", "rules", Self.alerts.path])
         #expect(checked.status == 0 && checked.output.contains("SUCCESS: 8 rules found"), "\(checked.output)")
 
@@ -72,7 +74,8 @@ import Testing
             "      - record: dashboard:query_\(index)\n        expr: '\(expression.replacingOccurrences(of: "'", with: "''"))'"
         }
         let file = folder.appendingPathComponent("dashboard-queries.yml")
-        try ("groups:\n  - name: dashboard\n    rules:\n" + rules.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+        try ("groups:\n  - name: dashboard\n    rules:\n" + rules.joined(separator: "\n") + "\n").write(
+            to: file, atomically: true, encoding: .utf8)
         let parsed = try await ChildProcess.run(Self.promtool, ["check", "rules", file.path])
         #expect(parsed.status == 0 && parsed.output.contains("SUCCESS: \(expressions.count) rules found"), "\(parsed.output)")
         expressions.append(try String(contentsOf: Self.alerts, encoding: .utf8))

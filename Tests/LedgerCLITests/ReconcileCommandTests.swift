@@ -44,7 +44,9 @@ import Testing
             let issuer = UUID().uuidString.lowercased()
             var production = app
             production.environment = "Production"
-            for known in [app, production] { simulator.register(known, key: .init(issuerID: issuer, keyID: "CLIKEY1", publicKey: key.publicKey)) }
+            for known in [app, production] {
+                simulator.register(known, key: .init(issuerID: issuer, keyID: "CLIKEY1", publicKey: key.publicKey))
+            }
 
             // The app as `PUT /v1/apps` would configure it, written through the same directory.
             var application = owner
@@ -54,7 +56,8 @@ import Testing
             let secretsKey = SecretsKey.generate()
             let keyring = Keyring([try SecretsKey(base64: secretsKey)])
             let directory = AppDirectory(
-                pool: pool, store: store, freshness: ProjectionFreshness(pool: pool, progress: nil, timeout: .milliseconds(100)), keyring: keyring)
+                pool: pool, store: store, freshness: ProjectionFreshness(pool: pool, progress: nil, timeout: .milliseconds(100)),
+                keyring: keyring)
             _ = try await directory.configure(
                 ReconcileCommandTests.bundle, settings: AppSettings(appleAppID: 77), sharedSecret: nil,
                 serverAPI: try ServerAPICredentials(
@@ -83,7 +86,8 @@ import Testing
             let environment = self.environment
             let outcome =
                 (try? await offThePool {
-                    ChildProcess.wait(try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, arguments, environment: environment, outputPath: log))
+                    ChildProcess.wait(
+                        try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, arguments, environment: environment, outputPath: log))
                 }) ?? -1
             return (outcome, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
         }
@@ -118,14 +122,20 @@ import Testing
         #expect(first.output.contains("4 lines: 4 imported (12 transactions), 0 done before, 0 failed"), "\(first.output)")
         // The books as they were before the import, and as they are: the same command, --known-at.
         let books = await fixture.run(["export", "transactions", "--app", Self.bundle, "--environment", "Sandbox"])
-        let closedBooks = await fixture.run(["export", "transactions", "--app", Self.bundle, "--environment", "Sandbox", "--known-at", beforeImport])
-        let lines = { (text: String) in text.split(whereSeparator: \.isNewline).filter { $0.contains(",Sandbox,") || $0.hasPrefix("transaction_id,") } }
+        let closedBooks = await fixture.run([
+            "export", "transactions", "--app", Self.bundle, "--environment", "Sandbox", "--known-at", beforeImport,
+        ])
+        let lines = { (text: String) in
+            text.split(whereSeparator: \.isNewline).filter { $0.contains(",Sandbox,") || $0.hasPrefix("transaction_id,") }
+        }
         #expect(
             books.status == 0 && lines(books.output).count == 13
                 && lines(books.output).first?.hasSuffix(",recorded_at,offer_type,offer_id,offer_discount_type") == true, "\(books.output)")
         #expect(closedBooks.status == 0 && lines(closedBooks.output).count == 1, "only the header: \(closedBooks.output)")
         let second = await fixture.run(["backfill", "--app", Self.bundle, "--file", file])
-        #expect(second.status == 0 && second.output.contains("4 lines: 0 imported (0 transactions), 4 done before, 0 failed"), "\(second.output)")
+        #expect(
+            second.status == 0 && second.output.contains("4 lines: 0 imported (0 transactions), 4 done before, 0 failed"),
+            "\(second.output)")
 
         // Two notifications Apple could not deliver (no URL answered): one run of reconcile records them.
         let renewal = SimulatedTransaction(
@@ -135,11 +145,15 @@ import Testing
         await fixture.simulator.send(try fixture.app.notificationV2("TEST"), of: fixture.app)
         let reconciled = await fixture.run(["reconcile", "--app", Self.bundle])
         #expect(reconciled.status == 0, "\(reconciled.output)")
-        #expect(reconciled.output.contains("Sandbox") && reconciled.output.contains("2 notifications in Apple's history, 2 recorded"), "\(reconciled.output)")
+        #expect(
+            reconciled.output.contains("Sandbox") && reconciled.output.contains("2 notifications in Apple's history, 2 recorded"),
+            "\(reconciled.output)")
         let again = await fixture.run(["reconcile", "--app", Self.bundle])
         #expect(again.output.contains("0 recorded, 2 already recorded"), "\(again.output)")
 
-        let missing = await fixture.run(["backfill", "--app", Self.bundle, "--file", fixture.folder.appendingPathComponent("none.csv").path])
+        let missing = await fixture.run([
+            "backfill", "--app", Self.bundle, "--file", fixture.folder.appendingPathComponent("none.csv").path,
+        ])
         #expect(missing.status != 0 && missing.output.contains("cannot read"), "\(missing.output)")
     }
 }

@@ -31,7 +31,8 @@ import WebhookReceiver
 
         init(environment: [String: String], folder: String) async throws {
             log = folder + "/serve-\(UUID().uuidString.prefix(6)).log"
-            pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+            pid = try ChildProcess.spawn(
+                LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
             let ready = try await poll(base + "/readyz", until: 200)
             try #require(ready?.0 == 200, "not ready: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         }
@@ -71,7 +72,8 @@ import WebhookReceiver
             // No key with a database URL: refused at start, saying what to set.
             let keyless = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: base)
             #expect(keyless.status != 0 && keyless.output.contains("LEDGER_SECRETS_KEY is not set"), "\(keyless.output)")
-            let garbled = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: with("c2hvcnQ="))
+            let garbled = try await ChildProcess.run(
+                LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: with("c2hvcnQ="))
             #expect(garbled.status != 0 && garbled.output.contains("LEDGER_SECRETS_KEY is not a usable key"), "\(garbled.output)")
             #expect(!garbled.output.contains("c2hvcnQ="), "the value itself is never echoed")
 
@@ -91,13 +93,18 @@ import WebhookReceiver
                 "PUT", first.base + apps, key: key,
                 json: Self.json([
                     "environments": ["Sandbox"], "apple_app_id": 31, "shared_secret": Self.sharedSecret,
-                    "app_store_server_api": ["issuer_id": "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11", "key_id": "SEALED01", "private_key": pem],
+                    "app_store_server_api": [
+                        "issuer_id": "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11", "key_id": "SEALED01", "private_key": pem,
+                    ],
                 ]))
             #expect(configured.0 == 200, "\(configured.1)")
             #expect(
-                try await send("PUT", first.base + apps + "/products/pro", key: key, json: #"{"type": "auto_renewable", "entitlements": ["pro"]}"#).0 == 200)
+                try await send(
+                    "PUT", first.base + apps + "/products/pro", key: key, json: #"{"type": "auto_renewable", "entitlements": ["pro"]}"#
+                ).0 == 200)
             let hook = try await send(
-                "PUT", second.base + apps + "/webhooks/game", key: key, json: Self.json(["url": receiver.url, "secret": Self.webhookSecret]))
+                "PUT", second.base + apps + "/webhooks/game", key: key,
+                json: Self.json(["url": receiver.url, "secret": Self.webhookSecret]))
             #expect(hook.0 == 201, "\(hook.1)")
 
             /// A V1 notification through `server` (checked against the shared secret) and a
@@ -109,7 +116,8 @@ import WebhookReceiver
                     transactionID: "t-\(round)", productID: "pro", purchaseDate: Date(timeIntervalSinceNow: -60),
                     expiresDate: Date(timeIntervalSinceNow: 86_400))
                 let v1 = try await post(
-                    server.base + apps + "/notifications/apple", try app.notificationV1("DID_RENEW", password: Self.sharedSecret, transactions: [purchase]))
+                    server.base + apps + "/notifications/apple",
+                    try app.notificationV1("DID_RENEW", password: Self.sharedSecret, transactions: [purchase]))
                 #expect(v1.0 == 200, "\(label): \(v1.1)")
                 let bought = try await send(
                     "POST", server.base + apps + "/transactions", key: key,
@@ -126,7 +134,8 @@ import WebhookReceiver
             // The dump: no secret as it was given, nor the private key's bytes.
             func dumpHoldsNoSecret(_ moment: String) async throws {
                 let binaries = try PostgresBinaries.locate()
-                let dump = try await ChildProcess.run(binaries.directory.appendingPathComponent("pg_dump").path, ["--dbname", owner.connectionString])
+                let dump = try await ChildProcess.run(
+                    binaries.directory.appendingPathComponent("pg_dump").path, ["--dbname", owner.connectionString])
                 try #require(dump.status == 0 && dump.output.contains("ledger.secrets_keys"), "\(moment): \(dump.output.prefix(500))")
                 let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }
                 for needle in [Self.sharedSecret, Self.webhookSecret, "PRIVATE KEY"] + body.map(String.init) {
@@ -137,7 +146,8 @@ import WebhookReceiver
             try await dumpHoldsNoSecret("before the rotation")
 
             // Rotation, step 1: every secret sealed under both keys while both servers run.
-            let rotated = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["secrets", "rotate"], environment: with(old, new: new))
+            let rotated = try await ChildProcess.run(
+                LedgerCommandTests.ledgerBinary, ["secrets", "rotate"], environment: with(old, new: new))
             #expect(rotated.status == 0 && rotated.output.contains("sealed 3 secret(s) again"), "\(rotated.output)")
             // Step 2: one server moves to the new key; the other still holds the old one.
             second.stop()
@@ -148,7 +158,8 @@ import WebhookReceiver
             first.stop()
             let third = try await Server(environment: with(new), folder: folder)
             defer { third.stop() }
-            let finished = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["secrets", "rotate", "--finish"], environment: with(new))
+            let finished = try await ChildProcess.run(
+                LedgerCommandTests.ledgerBinary, ["secrets", "rotate", "--finish"], environment: with(new))
             #expect(finished.status == 0 && finished.output.contains("forgotten"), "\(finished.output)")
             try await exercise(third, "after the rotation")
             try await exercise(second, "after the rotation, the other server")
@@ -160,11 +171,14 @@ import WebhookReceiver
 
             // The old key no longer opens the database: refused at start, naming the setting.
             let stale = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["serve", "--port", "0"], environment: with(old))
-            #expect(stale.status != 0 && stale.output.contains("LEDGER_SECRETS_KEY does not open this database's secrets"), "\(stale.output)")
+            #expect(
+                stale.status != 0 && stale.output.contains("LEDGER_SECRETS_KEY does not open this database's secrets"), "\(stale.output)")
         }
     }
 
-    static func json(_ object: [String: Any]) -> String { String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self) }
+    static func json(_ object: [String: Any]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+    }
 
     func post(_ url: String, _ body: Data) async throws -> (Int, String) {
         var request = URLRequest(url: URL(string: url)!)

@@ -22,7 +22,8 @@ final class ServedLedger {
         environment["LEDGER_DATABASE_URL"] = database.connectionString
         environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
         environment.merge(extra) { $1 }
-        pid = try ChildProcess.spawn(LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+        pid = try ChildProcess.spawn(
+            LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
     }
 
     var base: String { "http://127.0.0.1:\(port)" }

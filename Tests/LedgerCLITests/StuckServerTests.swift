@@ -16,7 +16,10 @@ import Testing
         let ready = try await poll(url, until: 200)
         #expect(ready?.0 == 200 && ready?.1.contains(#""change projection":"ok""#) == true, "\(String(describing: ready))")
         // Every background part reports, the two that talk to Apple included.
-        for part in ["notifications", "timeline cache", "projection worker", "webhook deliveries", "reconciliation with Apple", "consumption responder"] {
+        for part in [
+            "notifications", "timeline cache", "projection worker", "webhook deliveries", "reconciliation with Apple",
+            "consumption responder",
+        ] {
             #expect(ready?.1.contains(#""\#(part)":"ok""#) == true, "\(part): \(String(describing: ready))")
         }
 
@@ -39,7 +42,9 @@ import Testing
         }.value
         let output = served.output
         #expect(status == 70, "the server exits with a failure: \(String(describing: status)); \(output.suffix(2000))")
-        #expect(output.contains("cannot recover by itself") && output.contains("change projection is stuck: failing for"), "\(output.suffix(2000))")
+        #expect(
+            output.contains("cannot recover by itself") && output.contains("change projection is stuck: failing for"),
+            "\(output.suffix(2000))")
         #expect(output.contains("change_clock"), "the reason says what fails: \(output.suffix(2000))")
         let failing = output.components(separatedBy: "change projection failing").count - 1
         #expect(failing == 1, "its failing rounds are one line, said when they started: \(output.suffix(2000))")

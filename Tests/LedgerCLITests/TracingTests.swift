@@ -65,20 +65,27 @@ import WebhookReceiver
             "app_store_server_api": ["issuer_id": Self.issuer, "key_id": "TRACES1", "private_key": apiKey.pemRepresentation],
         ])
         #expect(try await Self.call("PUT", apps, key: key, json: String(decoding: configured, as: UTF8.self)).0 == 200)
-        #expect(try await Self.call("PUT", apps + "/products/pro.monthly", key: key, json: #"{"type": "auto_renewable", "entitlements": ["pro"]}"#).0 == 200)
+        #expect(
+            try await Self.call(
+                "PUT", apps + "/products/pro.monthly", key: key, json: #"{"type": "auto_renewable", "entitlements": ["pro"]}"#
+            ).0 == 200)
         // A receiver's URL may carry a key of its own in its query: no span may show it.
         let hookURL = receiver.url + "?key=query-key-of-the-receiver"
-        let hook = try await Self.call("PUT", apps + "/webhooks/game", key: key, json: #"{"url": "\#(hookURL)", "secret": "\#(Self.secret)"}"#)
+        let hook = try await Self.call(
+            "PUT", apps + "/webhooks/game", key: key, json: #"{"url": "\#(hookURL)", "secret": "\#(Self.secret)"}"#)
         #expect(hook.0 == 201, "\(hook.1)")
 
         let bought = SimulatedTransaction(
-            transactionID: "trace-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 86_400))
+            transactionID: "trace-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
+            expiresDate: Date(timeIntervalSinceNow: 86_400))
         let user = "player-with-a-trace"
         let (trace, caller) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
         let purchase = try await Self.call(
             "POST", apps + "/transactions", key: key,
             json: String(
-                decoding: try JSONSerialization.data(withJSONObject: ["user_id": user, "signed_transaction": try app.signedTransaction(bought)]), as: UTF8.self),
+                decoding: try JSONSerialization.data(withJSONObject: [
+                    "user_id": user, "signed_transaction": try app.signedTransaction(bought),
+                ]), as: UTF8.self),
             headers: ["traceparent": "00-\(trace)-\(caller)-01"])
         #expect(purchase.0 == 200, "\(purchase.1)")
 
@@ -170,13 +177,17 @@ import WebhookReceiver
         #expect(call.name.contains("{id}") && call.kind == 3, "\(call)")
         #expect(call.attributes["http.response.status_code"] == "200" && call.attributes["apple.retries"] == "0", "\(call)")
         let syncRequest = try #require(syncSpan, "\(collector.spans.filter { $0.traceID == syncTrace }.map(\.name))")
-        #expect(syncRequest.name == "POST /v1/apps/{bundle_id}/users/{user_id}/sync" && syncRequest.parentSpanID == caller, "\(syncRequest)")
         #expect(
-            !collector.spans.contains { $0.name.contains("2000000123456789") || $0.attributes.values.contains { $0.contains("2000000123456789") } },
+            syncRequest.name == "POST /v1/apps/{bundle_id}/users/{user_id}/sync" && syncRequest.parentSpanID == caller, "\(syncRequest)")
+        #expect(
+            !collector.spans.contains {
+                $0.name.contains("2000000123456789") || $0.attributes.values.contains { $0.contains("2000000123456789") }
+            },
             "the transaction id left in a span")
 
         // Batches are traces of their own.
-        #expect(collector.spans.contains { $0.name == "projection batch" || $0.name == "change batch" }, "\(Set(collector.spans.map(\.name)))")
+        #expect(
+            collector.spans.contains { $0.name == "projection batch" || $0.name == "change batch" }, "\(Set(collector.spans.map(\.name)))")
     }
 
     /// `parentbased_traceidratio` as an operator sets it, at 0: the ledger's head sampler keeps no
@@ -195,10 +206,13 @@ import WebhookReceiver
         #expect(try await poll(served.base + "/readyz", until: 200)?.0 == 200, "\(served.output)")
         let (sampled, unsampled) = ("4bf92f3577b34da6a3ce929d0e0e4736", "5bf92f3577b34da6a3ce929d0e0e4737")
         for _ in 0..<20 { #expect(try await JSONLogsTests.get(served.base + "/healthz", headers: [:]) == 200) }
-        #expect(try await JSONLogsTests.get(served.base + "/healthz", headers: ["traceparent": "00-\(unsampled)-00f067aa0ba902b7-00"]) == 200)
+        #expect(
+            try await JSONLogsTests.get(served.base + "/healthz", headers: ["traceparent": "00-\(unsampled)-00f067aa0ba902b7-00"]) == 200)
         #expect(try await JSONLogsTests.get(served.base + "/healthz", headers: ["traceparent": "00-\(sampled)-00f067aa0ba902b7-01"]) == 200)
         // Spans leave in the order they ended: once the sampled request's has come, any other would have.
-        for _ in 0..<100 where !collector.spans.contains(where: { $0.traceID == sampled && $0.kind == 2 }) { try await Task.sleep(for: .milliseconds(100)) }
+        for _ in 0..<100 where !collector.spans.contains(where: { $0.traceID == sampled && $0.kind == 2 }) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
         let request = try #require(collector.spans.first { $0.traceID == sampled && $0.kind == 2 }, "\(served.output)")
         #expect(request.name == "GET /healthz" && request.parentSpanID == "00f067aa0ba902b7", "\(request)")
         #expect(collector.spans.allSatisfy { $0.traceID == sampled }, "\(collector.spans.map { "\($0.traceID) \($0.name)" })")

@@ -77,7 +77,9 @@ import WebhookReceiver
         return last
     }
 
-    static func json(_ object: [String: Any]) -> String { String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self) }
+    static func json(_ object: [String: Any]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+    }
 
     @Test func everyChangeArrivesSignedInOrderPerUserThroughFailuresOutagesAndAKilledServer() async throws {
         try await HeavyTests.oneAtATime {
@@ -151,8 +153,10 @@ import WebhookReceiver
                     servers, prefer: server + 1, apps + "/users/\(user)/consumptions", key: key,
                     json: Self.json(["currency": "coins", "amount": 40, "idempotency_key": "spend-\(n)"]))
                 if n % 4 == 1 {
-                    let body = try app.notificationV2("REFUND", transaction: bought.revoked(at: Date()), signedDate: Date(timeIntervalSinceNow: 1))
-                    _ = try await Self.post(servers, prefer: server, apps + "/notifications/apple", key: nil, json: String(decoding: body, as: UTF8.self))
+                    let body = try app.notificationV2(
+                        "REFUND", transaction: bought.revoked(at: Date()), signedDate: Date(timeIntervalSinceNow: 1))
+                    _ = try await Self.post(
+                        servers, prefer: server, apps + "/notifications/apple", key: nil, json: String(decoding: body, as: UTF8.self))
                 }
             }
             func stories(_ range: Range<Int>) async throws {
@@ -222,7 +226,8 @@ import WebhookReceiver
                 #expect(firsts == listed.filter { $0.user == user }.map(\.id), "\(user)'s changes")
             }
             print(
-                "webhooks: \(listed.count) changes, \(receiver.attempts) attempts, \(accepted.count) accepted (\(accepted.count - delivered.count) duplicates)")
+                "webhooks: \(listed.count) changes, \(receiver.attempts) attempts, \(accepted.count) accepted (\(accepted.count - delivered.count) duplicates)"
+            )
 
             // A rebuild, then a re-derivation of every change from zero: nothing new is announced.
             let rebuilt = try await ChildProcess.run(LedgerCommandTests.ledgerBinary, ["rebuild"], environment: environment)

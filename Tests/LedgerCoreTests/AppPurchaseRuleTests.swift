@@ -41,7 +41,9 @@ import Testing
                 == "active, lifetime: bought the app, version 1.4, on \(Explanation.day(day(10)))")
         #expect(s.state("dated", at: day(200)).entitlements["premium"]?.active == true, "bought before the date, a later version")
         let late = s.state("late", at: day(200))
-        #expect(late.entitlements["premium"] == nil && late.appPurchase?.originalApplicationVersion == "3.0", "the purchase is shown, grants nothing")
+        #expect(
+            late.entitlements["premium"] == nil && late.appPurchase?.originalApplicationVersion == "3.0",
+            "the purchase is shown, grants nothing")
     }
 
     @Test func withoutARuleTheAppPurchaseGrantsNothingAndIsShown() {

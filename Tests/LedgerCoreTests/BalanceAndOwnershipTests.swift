@@ -40,7 +40,8 @@ import Testing
 
 @Suite struct OwnershipTests {
     @Test func theRestorePolicyDecidesWhoOwnsATransaction() {
-        #expect(Decide.claim("t1", by: "bob", currentOwner: nil, policy: .keep) == .claim(Claim(originalTransactionID: "t1", userID: "bob")))
+        #expect(
+            Decide.claim("t1", by: "bob", currentOwner: nil, policy: .keep) == .claim(Claim(originalTransactionID: "t1", userID: "bob")))
         #expect(Decide.claim("t1", by: "alice", currentOwner: "alice", policy: .transfer) == .alreadyOwned)
         #expect(
             Decide.claim("t1", by: "bob", currentOwner: "alice", policy: .transfer)
@@ -60,7 +61,8 @@ import Testing
         for policy in [RestorePolicy.keep, .transfer, .transferIfNoActive] {
             #expect(
                 Decide.claim("t1", by: "bob", currentOwner: erased, policy: policy) { true }
-                    == .transfer(Transfer(originalTransactionID: "t1", fromUserID: erased, toUserID: "bob", reason: "owner_erased")), "\(policy)")
+                    == .transfer(Transfer(originalTransactionID: "t1", fromUserID: erased, toUserID: "bob", reason: "owner_erased")),
+                "\(policy)")
         }
     }
 
@@ -124,8 +126,10 @@ import Testing
 @Suite struct EventCodingTests {
     @Test func everyEventRoundTripsThroughItsStoredForm() throws {
         let transaction = Scenario.transaction("t1", product: "pro.monthly", at: day(0), expires: day(30))
-        let renewal = RenewalFacts(environment: .sandbox, originalTransactionID: "t1", productID: "p", willAutoRenew: true, signedDate: day(1))
-        let revocation = RevocationFacts(environment: .production, transactionID: "t1", originalTransactionID: "t1", revocationDate: day(2), signedDate: day(2))
+        let renewal = RenewalFacts(
+            environment: .sandbox, originalTransactionID: "t1", productID: "p", willAutoRenew: true, signedDate: day(1))
+        let revocation = RevocationFacts(
+            environment: .production, transactionID: "t1", originalTransactionID: "t1", revocationDate: day(2), signedDate: day(2))
         let events: [LedgerEvent] = [
             .appConfigured(AppSettings(appleAppID: 1234, restorePolicy: .keep)), .productConfigured(Scenario.season),
             .purchased(transaction), .restored(transaction), .renewed(transaction), .recovered(transaction),
@@ -135,7 +139,8 @@ import Testing
             .transactionClaimed(Claim(originalTransactionID: "t1", userID: "u")),
             .ownershipTransferred(Transfer(originalTransactionID: "t1", fromUserID: "u", toUserID: "v")),
             .consumed(Consumption(userID: "u", currency: "coins", amount: 5, idempotencyKey: "k")),
-            .promotionalGranted(PromotionalGrant(grantID: "g", userID: "u", entitlement: "pro", startsAt: day(0), expiresAt: nil, reason: "r")),
+            .promotionalGranted(
+                PromotionalGrant(grantID: "g", userID: "u", entitlement: "pro", startsAt: day(0), expiresAt: nil, reason: "r")),
             .promotionalRevoked(PromotionalRevocation(grantID: "g", userID: "u", reason: "r")),
             .appleNotificationReceived(AppleNotification(version: "2", notificationType: "TEST")),
         ]
@@ -172,8 +177,10 @@ struct RFC3339Tests {
 /// `Decide.merge`: what moves besides purchases when two accounts become one.
 @Suite struct AccountMergeDecisionTests {
     @Test func balancesBothWaysAndActiveGrantsMoveAndNothingElse() {
-        let grant = PromotionalGrant(grantID: "g1", userID: "anon", entitlement: "vip", startsAt: day(0), expiresAt: day(10), reason: "welcome")
-        let lapsed = PromotionalGrant(grantID: "g2", userID: "anon", entitlement: "old", startsAt: day(0), expiresAt: day(1), reason: "once")
+        let grant = PromotionalGrant(
+            grantID: "g1", userID: "anon", entitlement: "vip", startsAt: day(0), expiresAt: day(10), reason: "welcome")
+        let lapsed = PromotionalGrant(
+            grantID: "g2", userID: "anon", entitlement: "old", startsAt: day(0), expiresAt: day(1), reason: "once")
         let revoked = PromotionalGrant(grantID: "g3", userID: "anon", entitlement: "gone", startsAt: day(0), expiresAt: nil, reason: "oops")
         let facts: [LedgerEvent] = [
             .promotionalGranted(grant), .promotionalGranted(lapsed), .promotionalGranted(revoked),
@@ -206,7 +213,8 @@ struct RFC3339Tests {
         var ledger = AppLedger(bundleID: "com.example.app")
         ledger.apply(
             RecordedFact(
-                event: .balanceMoved(BalanceMove(userID: "sam", counterpartUserID: "anon", currency: "coins", amount: 70, reason: "merged")),
+                event: .balanceMoved(
+                    BalanceMove(userID: "sam", counterpartUserID: "anon", currency: "coins", amount: 70, reason: "merged")),
                 occurredAt: day(5), sequence: 1))
         #expect(ledger.userState("sam", at: day(6)).balances["coins"] == 70)
         #expect(ledger.userState("sam", at: day(4)).balances["coins"] == nil)

@@ -46,7 +46,10 @@ import Testing
         s.buy("t1", "pro.monthly", at: day(0), expires: day(30))
         s.renewalInfo("t1", billingRetry: true, graceUntil: day(36), intent: 2, at: day(30), as: LedgerEvent.renewalFailed)
         let all = changes(s, until: day(40))
-        #expect(kinds(all) == ["entitlement.granted pro", "subscription.billing_issue t1", "subscription.grace_period t1", "entitlement.expired pro"])
+        #expect(
+            kinds(all) == [
+                "entitlement.granted pro", "subscription.billing_issue t1", "subscription.grace_period t1", "entitlement.expired pro",
+            ])
         #expect(all[2].subject.to == .date(day(36)) && all[3].occurredAt == day(36))
     }
 
@@ -54,7 +57,8 @@ import Testing
         var s = Scenario()
         s.buy("t1", "pro.yearly", at: day(0), expires: day(365))
         s.renewalInfo("t1", product: "pro.yearly", willRenew: false, at: day(5))
-        s.renewalInfo("t1", product: "pro.yearly", next: "pro.monthly", willRenew: true, at: day(6), as: LedgerEvent.renewalPreferenceChanged)
+        s.renewalInfo(
+            "t1", product: "pro.yearly", next: "pro.monthly", willRenew: true, at: day(6), as: LedgerEvent.renewalPreferenceChanged)
         let all = changes(s, until: day(7))
         #expect(
             kinds(all) == [
@@ -95,7 +99,10 @@ import Testing
         s.buy("t1", "lifetime", at: day(0))
         s.refund("t1", at: day(2))
         s.record(.refundReversed(RefundReversal(transactionID: "t1", originalTransactionID: "t1", signedDate: day(3))), at: day(3))
-        #expect(kinds(changes(s, until: day(4))).suffix(3) == ["purchase.refund_reversed t1", "entitlement.granted lifetime", "entitlement.granted pro"])
+        #expect(
+            kinds(changes(s, until: day(4))).suffix(3) == [
+                "purchase.refund_reversed t1", "entitlement.granted lifetime", "entitlement.granted pro",
+            ])
     }
 
     // MARK: Properties over random histories with late arrivals
@@ -152,7 +159,9 @@ import Testing
                     }
                 }
                 let state = ledger.timeline(of: user).state(at: until)
-                #expect(active.filter(\.value).keys.sorted() == state.entitlements.filter(\.value.active).keys.sorted(), "seed \(seed) user \(user)")
+                #expect(
+                    active.filter(\.value).keys.sorted() == state.entitlements.filter(\.value.active).keys.sorted(),
+                    "seed \(seed) user \(user)")
                 #expect(balances.filter { $0.value != 0 } == state.balances.filter { $0.value != 0 }, "seed \(seed) user \(user)")
             }
         }

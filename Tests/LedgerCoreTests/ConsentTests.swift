@@ -16,7 +16,9 @@ import Testing
 
     func rescind(_ s: inout Scenario, _ copy: String, at date: Date) {
         s.record(
-            .consentRescinded(ConsentRescission(appTransactionID: copy, environment: .production, rescindedAt: date, notificationUUID: "n-\(copy)")), at: date)
+            .consentRescinded(
+                ConsentRescission(appTransactionID: copy, environment: .production, rescindedAt: date, notificationUUID: "n-\(copy)")),
+            at: date)
     }
 
     @Test func holdersOfTheAppTransactionShowItFromWhenAppleSaidSoAndKeepWhatTheyOwn() {
@@ -43,7 +45,9 @@ import Testing
         buy(&s, "t1", by: "alice", in: "app-1", at: day(0))
         rescind(&s, "app-1", at: day(5))
         rescind(&s, "app-1", at: day(6))
-        let alice = ChangeLog.derive(bundleID: "com.example.app", userID: "alice", facts: s.facts, until: day(7)).filter { $0.kind == .consentRescinded }
+        let alice = ChangeLog.derive(bundleID: "com.example.app", userID: "alice", facts: s.facts, until: day(7)).filter {
+            $0.kind == .consentRescinded
+        }
         #expect(alice.count == 1 && alice.first?.subject.to == .date(day(5)) && alice.first?.state.consentRescindedAt == day(5))
     }
 }

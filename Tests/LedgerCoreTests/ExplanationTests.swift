@@ -27,13 +27,17 @@ import Testing
         var grace = Scenario()
         grace.buy("g1", "pro.monthly", at: day(0), expires: day(30))
         grace.renewalInfo("g1", billingRetry: true, graceUntil: day(36), intent: 2, at: day(30), as: LedgerEvent.renewalFailed)
-        #expect(sentence(grace, at: day(32)) == "in grace period until \(Explanation.day(day(36))), billing problem: Apple is retrying the charge")
+        #expect(
+            sentence(grace, at: day(32))
+                == "in grace period until \(Explanation.day(day(36))), billing problem: Apple is retrying the charge")
         #expect(sentence(grace, at: day(37)) == "ended \(Explanation.day(day(30))): billing problem, Apple is still retrying the charge")
 
         var lifetime = Scenario()
         lifetime.buy("l1", "lifetime", at: day(0))
         #expect(sentence(lifetime, at: day(1)) == "active, lifetime")
-        #expect(Explanation.transferred(to: "bob", at: day(3)) == "owned by another user (bob) since \(Explanation.day(day(3))): transferred on restore")
+        #expect(
+            Explanation.transferred(to: "bob", at: day(3))
+                == "owned by another user (bob) since \(Explanation.day(day(3))): transferred on restore")
         #expect(Explanation.day(Date(timeIntervalSince1970: 1_796_256_000)) == "3 Dec 2026")
     }
 }

@@ -20,7 +20,8 @@ import Testing
                 for instant in arrivals.recordingInstants.striding(6) {
                     for known in [nil] + knowledge {
                         #expect(
-                            incremental.userState(user, at: instant, knownAt: known) == rebuilt.userState(user, at: instant, knownAt: known),
+                            incremental.userState(user, at: instant, knownAt: known)
+                                == rebuilt.userState(user, at: instant, knownAt: known),
                             "seed \(seed), \(user) at \(instant) known at \(String(describing: known))")
                     }
                 }
@@ -65,7 +66,9 @@ import Testing
             for user in RandomHistory.users {
                 for instant in arrivals.recordingInstants.striding(6) {
                     #expect(full.userState(user, at: instant, knownAt: last) == full.userState(user, at: instant), "seed \(seed), \(user)")
-                    #expect(full.userState(user, at: instant, knownAt: last + 86_400) == full.userState(user, at: instant), "seed \(seed), \(user)")
+                    #expect(
+                        full.userState(user, at: instant, knownAt: last + 86_400) == full.userState(user, at: instant),
+                        "seed \(seed), \(user)")
                 }
             }
         }
@@ -103,7 +106,8 @@ import Testing
             // Right after every accepted consumption, the spender's balance, as known then, is not negative.
             for fact in history.facts {
                 guard case .consumed(let c) = fact.event else { continue }
-                #expect((ledger.userState(c.userID, at: fact.occurredAt, knownAt: fact.recordedAt).balances["coins"] ?? 0) >= 0, "seed \(seed)")
+                #expect(
+                    (ledger.userState(c.userID, at: fact.occurredAt, knownAt: fact.recordedAt).balances["coins"] ?? 0) >= 0, "seed \(seed)")
             }
         }
     }
@@ -125,7 +129,9 @@ import Testing
             let shuffled = AppLedger(bundleID: "com.example.app", facts: delivered)
             for user in RandomHistory.users {
                 for instant in history.instants.striding(8) {
-                    #expect(inOrder.userState(user, at: instant) == shuffled.userState(user, at: instant), "seed \(seed), \(user) at \(instant)")
+                    #expect(
+                        inOrder.userState(user, at: instant) == shuffled.userState(user, at: instant), "seed \(seed), \(user) at \(instant)"
+                    )
                 }
             }
             #expect(inOrder.financeRows() == shuffled.financeRows(), "seed \(seed)")

@@ -29,7 +29,9 @@ struct Scenario {
         ledger.apply(fact)
     }
 
-    func state(_ user: String = "alice", at date: Date, knownAt: Date? = nil) -> UserState { ledger.userState(user, at: date, knownAt: knownAt) }
+    func state(_ user: String = "alice", at date: Date, knownAt: Date? = nil) -> UserState {
+        ledger.userState(user, at: date, knownAt: knownAt)
+    }
 
     static func transaction(
         _ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,

@@ -23,8 +23,11 @@ import Testing
                 let timeline = ledger.timeline(of: user)
                 let written = Data(TimelineJSON.bytes(timeline))
                 #expect(
-                    try! LedgerEvent.decoder.decode(UserTimeline.self, from: written) == timeline, "JSONDecoder reads what TimelineJSON wrote; seed \(seed)")
-                #expect(try! StorageDecoder.decode(UserTimeline.self, from: try! LedgerEvent.encoder.encode(timeline)) == timeline, "seed \(seed)")
+                    try! LedgerEvent.decoder.decode(UserTimeline.self, from: written) == timeline,
+                    "JSONDecoder reads what TimelineJSON wrote; seed \(seed)")
+                #expect(
+                    try! StorageDecoder.decode(UserTimeline.self, from: try! LedgerEvent.encoder.encode(timeline)) == timeline,
+                    "seed \(seed)")
             }
         }
     }
@@ -70,7 +73,9 @@ import Testing
         #expect(try LedgerEvent.decoder.decode(UserTimeline.self, from: written) == timeline)
         guard case .object(let top) = try JSONTree.parse(written) else { Issue.record("not an object"); return }
         func keys(_ name: String) -> Set<String> {
-            guard case .array(let items)? = top.first(where: { $0.0 == name })?.1, case .object(let members)? = items.first else { return [] }
+            guard case .array(let items)? = top.first(where: { $0.0 == name })?.1, case .object(let members)? = items.first else {
+                return []
+            }
             return Set(members.map(\.0))
         }
         func properties(_ value: Any) -> Set<String> { Set(Mirror(reflecting: value).children.compactMap(\.label)) }
@@ -100,7 +105,8 @@ import Testing
         #expect(unset.isEmpty, "every optional is set: \(unset.compactMap(\.label))")
         let data = try LedgerEvent.encoder.encode(full)
         #expect(try LedgerEvent(typeName: "Renewed", data: data) == .renewed(full))
-        #expect(try LedgerEvent(typeName: "Renewed", data: data) == LedgerEvent(typeName: "Renewed", data: data, decoder: LedgerEvent.decoder))
+        #expect(
+            try LedgerEvent(typeName: "Renewed", data: data) == LedgerEvent(typeName: "Renewed", data: data, decoder: LedgerEvent.decoder))
         #expect(throws: DecodingError.self) { try LedgerEvent(typeName: "Purchased", data: Data(#"{"transactionID": "t"}"#.utf8)) }
     }
 
@@ -114,12 +120,16 @@ import Testing
                     ("b", .string("xé😀/\"")), ("c", .object([])),
                 ]))
         struct Numbers: Decodable, Equatable { var i: Int; var f: Int64; var d: Double; var grants: [String: Int64]; var missing: String? }
-        let numbers = try StorageDecoder.decode(Numbers.self, from: #"{"i": 1e3, "f": 2000.0, "d": 0.5, "grants": {"coins": 100, "gems": 5}, "missing": null}"#)
+        let numbers = try StorageDecoder.decode(
+            Numbers.self, from: #"{"i": 1e3, "f": 2000.0, "d": 0.5, "grants": {"coins": 100, "gems": 5}, "missing": null}"#)
         #expect(numbers == Numbers(i: 1000, f: 2000, d: 0.5, grants: ["coins": 100, "gems": 5], missing: nil))
     }
 
     @Test func malformedTextAndWrongShapesAreErrorsNotCrashes() {
-        for text in ["", "{", #"{"a" 1}"#, #"{"a": 1,}"#, "[1 2]", #""open"#, #""\x""#, #""\ud800""#, "tru", "{} x", "[" + String(repeating: "[", count: 600)] {
+        for text in [
+            "", "{", #"{"a" 1}"#, #"{"a": 1,}"#, "[1 2]", #""open"#, #""\x""#, #""\ud800""#, "tru", "{} x",
+            "[" + String(repeating: "[", count: 600),
+        ] {
             #expect(throws: JSONTree.SyntaxError.self, "\(text)") { try JSONTree.parse(text) }
         }
         struct Needs: Decodable { var name: String; var count: Int }
@@ -185,6 +195,7 @@ import Testing
             let claim = Claim(originalTransactionID: "1", userID: user)
             check(.transactionClaimed(claim), try LedgerEvent.encoder.encode(claim), "user \(user)")
         }
-        #expect(StoredEventJSON.bytes(full) != nil && StoredEventJSON.bytes(odd[1]) != nil, "the fast path is taken for Apple's usual values")
+        #expect(
+            StoredEventJSON.bytes(full) != nil && StoredEventJSON.bytes(odd[1]) != nil, "the fast path is taken for Apple's usual values")
     }
 }

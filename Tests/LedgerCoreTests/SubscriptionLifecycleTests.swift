@@ -96,7 +96,8 @@ import Testing
         var old = Scenario.transaction("t1", product: "pro.monthly", at: day(0), expires: day(30), upgraded: true)
         old.signedDate = day(10)
         s.record(.purchased(old), at: day(10))
-        s.record(.purchased(Scenario.transaction("t2", original: "t1", product: "premium.monthly", at: day(10), expires: day(40))), at: day(10))
+        s.record(
+            .purchased(Scenario.transaction("t2", original: "t1", product: "premium.monthly", at: day(10), expires: day(40))), at: day(10))
         let state = s.state(at: day(11))
         #expect(state.entitlements["premium"]?.active == true)
         #expect(state.entitlements["pro"]?.productID == "premium.monthly")

@@ -7,8 +7,10 @@ import Testing
 @Suite struct SubscriptionMetricsTests {
     func series(_ scenario: Scenario, _ original: String, from: Double, through: Double) -> [String] {
         let facts = scenario.facts.filter { $0.event.originalTransactionID == original }
-        return SubscriptionMetrics.daily(SubscriptionMetrics.contributions(of: facts, originalTransactionID: original), from: day(from), through: day(through))
-            .map { "\(Int(($0.day.timeIntervalSince(day(0)) / 86_400).rounded())) \($0.kind.rawValue) \($0.dimension) \($0.value)" }
+        return SubscriptionMetrics.daily(
+            SubscriptionMetrics.contributions(of: facts, originalTransactionID: original), from: day(from), through: day(through)
+        )
+        .map { "\(Int(($0.day.timeIntervalSince(day(0)) / 86_400).rounded())) \($0.kind.rawValue) \($0.dimension) \($0.value)" }
     }
 
     @Test func aMonthlySubscriptionIsNewActiveRenewedAndChurnsWhereItEnds() {
@@ -29,7 +31,9 @@ import Testing
         s.buy("t1", "pro.yearly", at: day(0.5), expires: day(365.5))
         s.refund("t1", at: day(10.5))
         let refunded = series(s, "t1", from: 0, through: 20)
-        #expect(refunded.contains("10 refunds EUR 1") && refunded.contains("10 refunded_amount EUR 4990") && refunded.contains("10 churned pro.yearly 1"))
+        #expect(
+            refunded.contains("10 refunds EUR 1") && refunded.contains("10 refunded_amount EUR 4990")
+                && refunded.contains("10 churned pro.yearly 1"))
         #expect(refunded.contains("9 active pro.yearly 1") && !refunded.contains("10 active pro.yearly 1"))
         #expect(refunded.contains("5 mrr EUR 415"), "a yearly plan counts a twelfth a month")
         s.record(.refundReversed(RefundReversal(transactionID: "t1", originalTransactionID: "t1", signedDate: day(12.5))), at: day(12.5))
@@ -47,7 +51,9 @@ import Testing
         s.record(.purchased(trial), at: day(0.5))
         s.renew("t2", original: "t1", "pro.monthly", at: day(7.5), expires: day(37.5))
         let all = series(s, "t1", from: 0, through: 10)
-        #expect(all.contains("7 trials_converted pro.monthly 1") && all.contains("7 renewed pro.monthly 1") && all.contains("0 new pro.monthly 1"))
+        #expect(
+            all.contains("7 trials_converted pro.monthly 1") && all.contains("7 renewed pro.monthly 1")
+                && all.contains("0 new pro.monthly 1"))
         #expect(!all.contains { $0.hasPrefix("0 revenue") }, "a free trial earns nothing")
     }
 

@@ -15,7 +15,9 @@ enum ValidTimeOracle {
         let ordered = facts.sorted { ($0.occurredAt, $0.sequence) < ($1.occurredAt, $1.sequence) }
         // The catalogue: each product's definitions with the instant each took effect.
         var definitions: [String: [(from: Date, definition: ProductDefinition)]] = [:]
-        for fact in ordered { if case .productConfigured(let d) = fact.event { definitions[d.productID, default: []].append((fact.occurredAt, d)) } }
+        for fact in ordered {
+            if case .productConfigured(let d) = fact.event { definitions[d.productID, default: []].append((fact.occurredAt, d)) }
+        }
         func definition(_ product: String, at date: Date) -> ProductDefinition? {
             guard let all = definitions[product] else { return nil }
             return all.last { $0.from <= date }?.definition ?? all.first?.definition
@@ -36,12 +38,16 @@ enum ValidTimeOracle {
                     refunds[r.transactionID]![refunds[r.transactionID]!.count - 1].until = r.signedDate
                 }
             case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r):
-                if renewals[r.originalTransactionID].map({ $0.signedDate <= r.signedDate }) ?? true { renewals[r.originalTransactionID] = r }
+                if renewals[r.originalTransactionID].map({ $0.signedDate <= r.signedDate }) ?? true {
+                    renewals[r.originalTransactionID] = r
+                }
             default: break
             }
         }
         func owner(of original: String) -> String? {
-            let start = transactions.values.filter { $0.originalTransactionID == original }.map { $0.originalPurchaseDate ?? $0.purchaseDate }.min()
+            let start = transactions.values.filter { $0.originalTransactionID == original }.map {
+                $0.originalPurchaseDate ?? $0.purchaseDate
+            }.min()
             var owners: [(since: Date, user: String)] = []
             for fact in facts.sorted(by: { $0.sequence < $1.sequence }) {
                 switch fact.event {
@@ -71,11 +77,17 @@ enum ValidTimeOracle {
             switch d.type {
             case .autoRenewable:
                 var end = t.expiresDate ?? t.purchaseDate
-                if t.isUpgraded { end = min(end, family.filter { $0.purchaseDate > t.purchaseDate }.map(\.purchaseDate).min() ?? t.purchaseDate) }
-                let latest = family.max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }?.transactionID == t.transactionID
+                if t.isUpgraded {
+                    end = min(end, family.filter { $0.purchaseDate > t.purchaseDate }.map(\.purchaseDate).min() ?? t.purchaseDate)
+                }
+                let latest =
+                    family.max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }?.transactionID
+                    == t.transactionID
                 let renewal = renewals[t.originalTransactionID]
                 let grace = latest && revoked == nil && renewal?.isInBillingRetry == true ? renewal?.gracePeriodExpiresDate : nil
-                if t.purchaseDate <= instant && !refunded && (instant < end || grace.map { instant < $0 } == true) { active.formUnion(d.entitlements) }
+                if t.purchaseDate <= instant && !refunded && (instant < end || grace.map { instant < $0 } == true) {
+                    active.formUnion(d.entitlements)
+                }
             case .nonConsumable, .freeSubscription:
                 if t.purchaseDate <= instant && !refunded { active.formUnion(d.entitlements) }
             case .nonRenewing:

@@ -38,7 +38,9 @@ import Testing
         let stream = uniqueStream("mixed")
         try await store.append([testEvent(data: #"{"path": "one"}"#)], to: stream)
         try await store.append([testEvent(data: #"{"path": "many", "n": 1}"#), testEvent(data: #"{"path": "many", "n": 2}"#)], to: stream)
-        try await store.append(group: [StreamAppend(stream: stream, events: [testEvent(data: #"{"path": "group"}"#)], expectedVersion: .exact(3))])
+        try await store.append(group: [
+            StreamAppend(stream: stream, events: [testEvent(data: #"{"path": "group"}"#)], expectedVersion: .exact(3))
+        ])
         try await store.append([testEvent(data: #"{"path": "one again"}"#)], to: stream, expectedVersion: .exact(4))
         let events = try await store.read(stream: stream)
         #expect(events.map(\.version) == [1, 2, 3, 4, 5])
@@ -55,7 +57,8 @@ import Testing
 
     @Test func anEditedTimestampIsNamed() async throws {
         let (pool, owner, streams) = try await seeded()
-        try tamper(owner, "UPDATE ledger.events SET occurred_at = occurred_at - interval '1 day' WHERE stream = $1 AND version = 1", [streams[0]])
+        try tamper(
+            owner, "UPDATE ledger.events SET occurred_at = occurred_at - interval '1 day' WHERE stream = $1 AND version = 1", [streams[0]])
         let report = try await ChainVerifier(pool: pool).verify()
         #expect(report.breaks == [ChainBreak(stream: streams[0], version: 1, reason: .contentChanged)])
     }

@@ -14,7 +14,8 @@ import Testing
         let configuration = try await TestCluster.database()
         let appRole = TestCluster.applicationRole(configuration)
         let writers = PostgresPool(configuration: appRole, size: 8, logger: TestCluster.quietLogger)
-        let store = EventStore(pool: PostgresPool(configuration: appRole, size: 2, logger: TestCluster.quietLogger), logger: TestCluster.quietLogger)
+        let store = EventStore(
+            pool: PostgresPool(configuration: appRole, size: 2, logger: TestCluster.quietLogger), logger: TestCluster.quietLogger)
         let notifications = Task { await store.runNotifications() }
 
         let committed = Locked<Set<UUID>>([])
@@ -118,7 +119,8 @@ import Testing
 enum TestEncoding {
     static func events(_ events: [NewEvent]) -> String {
         let objects = events.map { event -> String in
-            let data = String(data: try! JSONSerialization.data(withJSONObject: [event.data], options: []), encoding: .utf8)!.dropFirst().dropLast()
+            let data = String(data: try! JSONSerialization.data(withJSONObject: [event.data], options: []), encoding: .utf8)!.dropFirst()
+                .dropLast()
             return #"{"id":"\#(event.id.uuidString.lowercased())","type":"\#(event.type)","data":\#(data)}"#
         }
         return "[" + objects.joined(separator: ",") + "]"

@@ -15,7 +15,8 @@ import Testing
         let cluster = try await TestCluster.privateCluster()
         let configuration = try await TestCluster.database(on: cluster, named: "ledger")
         try await offThePool {
-            try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(PostgresConnection.connect(configuration))
+            try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(
+                PostgresConnection.connect(configuration))
         }
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 4, logger: TestCluster.quietLogger)
         let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
@@ -81,6 +82,8 @@ import Testing
         let report = try await ChainVerifier(pool: pool).verify()
         #expect(report.isIntact, "\(report.breaks)")
         await pool.close()
-        print("outage (\(mode)): \(acknowledged.withLock { $0.count }) appends acknowledged, \(failures.withLock { $0.count }) failed during the outage")
+        print(
+            "outage (\(mode)): \(acknowledged.withLock { $0.count }) appends acknowledged, \(failures.withLock { $0.count }) failed during the outage"
+        )
     }
 }

@@ -9,7 +9,9 @@ import Testing
 @Suite struct DecodedEventsTests {
     @Test func rememberedDecodingsAreTheDecodingsThemselves() throws {
         let history = RandomHistory(seed: 42, steps: 40)
-        let stored = try history.facts.map { fact in (type: fact.event.typeName, data: String(decoding: try fact.event.encodedData(), as: UTF8.self)) }
+        let stored = try history.facts.map { fact in
+            (type: fact.event.typeName, data: String(decoding: try fact.event.encodedData(), as: UTF8.self))
+        }
         #expect(stored.count > 8)
         // Generations of three: most of the second pass has been dropped and is decoded again.
         let decoded = DecodedEvents(generation: 3)

@@ -23,7 +23,8 @@ import Testing
     @Test func textTheDatabaseCannotStoreIsTheCallersToFix() {
         for state in ["22P05", "22021"] {
             let error = PostgresError(
-                code: .server, sqlState: state, message: "unsupported Unicode escape sequence", detail: "\\u0000 cannot be converted to text."
+                code: .server, sqlState: state, message: "unsupported Unicode escape sequence",
+                detail: "\\u0000 cannot be converted to text."
             ).ledgerError
             #expect(error.code == .invalidRequest && error.kind == .invalid, "\(state)")
             #expect(error.message.contains("U+0000") && !error.message.contains("escape sequence"))

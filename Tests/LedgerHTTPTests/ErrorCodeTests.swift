@@ -33,7 +33,9 @@ import Testing
         #expect(rows.count >= 9, "the Errors table was not found in docs/api.md")
         for code in LedgerError.Code.allCases {
             let status = Int(LedgerError(code, "").status.code)
-            #expect(rows[status]?.contains(code.rawValue) == true, "\(code.rawValue) is answered with \(status) but not listed there in docs/api.md")
+            #expect(
+                rows[status]?.contains(code.rawValue) == true,
+                "\(code.rawValue) is answered with \(status) but not listed there in docs/api.md")
         }
     }
 
@@ -48,7 +50,8 @@ import Testing
 
     @Test func aRefusalDecidesItsStatusAndAnUnavailableOneSaysWhenToComeBack() throws {
         #expect(LedgerError(.insufficientBalance, "").status == .conflict)
-        #expect(LedgerError(.unknownAppAccountToken, "", kind: .invalid).status == .badRequest, "a kind given says otherwise than the code's")
+        #expect(
+            LedgerError(.unknownAppAccountToken, "", kind: .invalid).status == .badRequest, "a kind given says otherwise than the code's")
         #expect(LedgerError(.appleUnavailable, "").status == .serviceUnavailable)
     }
 

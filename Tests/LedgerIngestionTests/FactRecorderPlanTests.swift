@@ -36,7 +36,8 @@ import Testing
             stored.append(
                 RecordedEvent(
                     id: event.id, stream: stream, version: version, type: event.type, data: event.data, metadata: event.metadata,
-                    occurredAt: event.occurredAt ?? day(0), recordedAt: day(0), position: LogPosition(transactionID: 10 + UInt64(version), position: version)))
+                    occurredAt: event.occurredAt ?? day(0), recordedAt: day(0),
+                    position: LogPosition(transactionID: 10 + UInt64(version), position: version)))
         }
         return stored
     }
@@ -64,7 +65,8 @@ import Testing
 
     @Test func anotherUserTakesThePurchaseUnderTransferAndIsRefusedUnderKeep() throws {
         let alice = try Self.work([Self.purchase()], presentedBy: "alice")
-        let stream = Self.stored(try FactRecorder.plan(alice, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: alice.stream)
+        let stream = Self.stored(
+            try FactRecorder.plan(alice, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: alice.stream)
 
         let transfer = try FactRecorder.plan(
             try Self.work([Self.purchase()], presentedBy: "bob", policy: .transfer), existing: stream,
@@ -84,7 +86,8 @@ import Testing
     @Test func transferIfNoActiveMovesOnlyWhatGivesItsOwnerNothingActive() throws {
         let subscription = LedgerEvent.purchased(SampleCatalogue.transaction("2000", product: "pro.monthly", at: day(0), expires: day(30)))
         let alice = try Self.work([subscription], presentedBy: "alice")
-        let stream = Self.stored(try FactRecorder.plan(alice, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: alice.stream)
+        let stream = Self.stored(
+            try FactRecorder.plan(alice, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: alice.stream)
         let bob = try Self.work([subscription], presentedBy: "bob", policy: .transferIfNoActive)
 
         let whileActive = try FactRecorder.plan(bob, existing: stream, bundleID: Self.bundleID, now: day(10))
@@ -97,9 +100,11 @@ import Testing
 
         let lifetime = LedgerEvent.purchased(SampleCatalogue.transaction("3000", product: "lifetime", at: day(0)))
         let carol = try Self.work([lifetime], presentedBy: "carol")
-        let owned = Self.stored(try FactRecorder.plan(carol, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: carol.stream)
+        let owned = Self.stored(
+            try FactRecorder.plan(carol, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: carol.stream)
         let dave = try FactRecorder.plan(
-            try Self.work([lifetime], presentedBy: "dave", policy: .transferIfNoActive), existing: owned, bundleID: Self.bundleID, now: day(400))
+            try Self.work([lifetime], presentedBy: "dave", policy: .transferIfNoActive), existing: owned, bundleID: Self.bundleID,
+            now: day(400))
         #expect(dave.kept == "3000", "a non-consumable never lapses")
     }
 
@@ -108,8 +113,10 @@ import Testing
     /// purchase back when the facts are replayed in time order.
     @Test func aDecisionIsNeverStampedBeforeAnEarlierOne() throws {
         let alice = try Self.work([Self.purchase()], presentedBy: "alice", now: day(5))
-        let stream = Self.stored(try FactRecorder.plan(alice, existing: [], bundleID: Self.bundleID, now: day(5)).fresh, stream: alice.stream)
-        let bob = try FactRecorder.plan(try Self.work([Self.purchase()], presentedBy: "bob"), existing: stream, bundleID: Self.bundleID, now: day(2))
+        let stream = Self.stored(
+            try FactRecorder.plan(alice, existing: [], bundleID: Self.bundleID, now: day(5)).fresh, stream: alice.stream)
+        let bob = try FactRecorder.plan(
+            try Self.work([Self.purchase()], presentedBy: "bob"), existing: stream, bundleID: Self.bundleID, now: day(2))
         let transfer = try #require(bob.fresh.first)
         #expect(transfer.occurredAt == day(5))
     }
@@ -119,15 +126,18 @@ import Testing
         var restated = SampleCatalogue.transaction("1000", product: "remove.ads", at: day(0))
         restated.signedDate = day(3)
         let first = try Self.work([Self.purchase()], presentedBy: nil)
-        let stream = Self.stored(try FactRecorder.plan(first, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: first.stream)
-        let plan = try FactRecorder.plan(try Self.work([.purchased(restated)], presentedBy: nil), existing: stream, bundleID: Self.bundleID, now: day(3))
+        let stream = Self.stored(
+            try FactRecorder.plan(first, existing: [], bundleID: Self.bundleID, now: day(0)).fresh, stream: first.stream)
+        let plan = try FactRecorder.plan(
+            try Self.work([.purchased(restated)], presentedBy: nil), existing: stream, bundleID: Self.bundleID, now: day(3))
         #expect(plan.fresh.isEmpty, "\(Self.types(plan.fresh))")
     }
 
     @Test func aNotificationRecordedBeforeIsNotDecidedAgain() throws {
         let notification = LedgerEvent.appleNotificationReceived(
             AppleNotification(
-                version: "2.0", notificationType: "DID_RENEW", notificationUUID: "6b3c1a8e-0000-4000-8000-000000000001", environment: .production,
+                version: "2.0", notificationType: "DID_RENEW", notificationUUID: "6b3c1a8e-0000-4000-8000-000000000001",
+                environment: .production,
                 originalTransactionID: "1000", signedDate: day(1)))
         let work = try Self.work([notification, Self.purchase()], presentedBy: "alice")
         let stream = Self.stored([work.candidates[0]], stream: work.stream)

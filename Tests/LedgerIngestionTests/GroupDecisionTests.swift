@@ -25,7 +25,8 @@ import Testing
         let decided = GroupRecorder.decide(requests, existing: [:])
         #expect(decided.appends.map(\.stream) == requests.map { $0.work[0].stream })
         #expect(decided.appendedBy == [0, 1], "each append is answered to the request that made it")
-        #expect(decided.appends.allSatisfy { $0.expectedVersion == .noStream && $0.events.map(\.type) == ["Purchased", "TransactionClaimed"] })
+        #expect(
+            decided.appends.allSatisfy { $0.expectedVersion == .noStream && $0.events.map(\.type) == ["Purchased", "TransactionClaimed"] })
         for result in decided.results {
             guard case .recorded = result else { Issue.record("a request was not decided in the group"); continue }
         }

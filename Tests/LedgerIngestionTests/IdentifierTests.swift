@@ -4,7 +4,9 @@ import Testing
 
 /// Every identifier that enters passes one gate: no control character of any kind, bounded length.
 @Suite struct IdentifierTests {
-    @Test(arguments: ["alice\u{1E}com.example.other\u{1F}bob", "a\u{1F}b", "a\u{1D}b", "tab\there", "nul\u{0}", "del\u{7F}", "line\nbreak", ""])
+    @Test(arguments: [
+        "alice\u{1E}com.example.other\u{1F}bob", "a\u{1F}b", "a\u{1D}b", "tab\there", "nul\u{0}", "del\u{7F}", "line\nbreak", "",
+    ])
     func controlCharactersAndEmptyValuesAreRefused(value: String) {
         for rule in [Identifier.userID, .grantID, .idempotencyKey, .currency, .entitlement] {
             #expect(throws: LedgerError.self, "\(rule.field) \(value.debugDescription)") { try rule.check(value) }

@@ -72,7 +72,9 @@ import Testing
                 "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
                 json: ["user_id": "dan", "signed_transaction": jws]
             ).status == 200)
-        #expect(try await server.send("GET", "/v1/apps/\(Self.bundle)/app-account-tokens/\(token.uuidString)", key: key).json["user_id"] as? String == "cleo")
+        #expect(
+            try await server.send("GET", "/v1/apps/\(Self.bundle)/app-account-tokens/\(token.uuidString)", key: key).json["user_id"]
+                as? String == "cleo")
         // A renewal notification carrying cleo's token leaves the purchase with dan.
         let renewal = Self.purchase("learn-1", token: token).renewed(transactionID: "learn-1-r", period: 30 * 86_400)
         let body = try server.app.notificationV2("DID_RENEW", transaction: renewal, signedDate: Date())
@@ -102,7 +104,8 @@ import Testing
         let reader = try await server.key([.read])
         let forbidden = try await server.send("PUT", "/v1/apps/\(Self.bundle)/users/x/app-account-tokens/\(UUID().uuidString)", key: reader)
         #expect(forbidden.status == 403)
-        let otherApp = try await server.send("PUT", "/v1/apps/com.example.unknown/users/x/app-account-tokens/\(UUID().uuidString)", key: key)
+        let otherApp = try await server.send(
+            "PUT", "/v1/apps/com.example.unknown/users/x/app-account-tokens/\(UUID().uuidString)", key: key)
         #expect(otherApp.status == 404)
     }
 }

@@ -13,7 +13,8 @@ import Testing
     static let bundle = TestServer.bundleID
 
     func post(_ server: TestServer, _ user: String, _ signed: String, key: String) async throws -> TestServer.Answer {
-        try await server.send("POST", "/v1/apps/\(Self.bundle)/app-transactions", key: key, json: ["user_id": user, "signed_app_transaction": signed])
+        try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/app-transactions", key: key, json: ["user_id": user, "signed_app_transaction": signed])
     }
 
     static func entitlement(_ answer: TestServer.Answer, _ name: String) -> [String: any Sendable]? {
@@ -29,7 +30,9 @@ import Testing
                 "environments": ["Production", "Sandbox"], "apple_app_id": 4242,
                 "app_purchase": ["entitlements": ["premium"], "originally_before_version": "2.0"],
             ])
-        #expect(rule.status == 200 && (rule.json["app_purchase"] as? [String: any Sendable])?["originally_before_version"] as? String == "2.0", "\(rule.text)")
+        #expect(
+            rule.status == 200 && (rule.json["app_purchase"] as? [String: any Sendable])?["originally_before_version"] as? String == "2.0",
+            "\(rule.text)")
         let key = try await server.key([.ingest, .read])
         let bought = Date(timeIntervalSince1970: 1_735_689_600) // 1 Jan 2025
         let early = try server.app.signedAppTransaction(
@@ -73,10 +76,12 @@ import Testing
         var other = server.app
         other.bundleID = "com.example.other"
         let stranger = try await post(
-            server, "early", try other.signedAppTransaction(SimulatedAppTransaction(appTransactionID: "9", originalPurchaseDate: bought)), key: key)
+            server, "early", try other.signedAppTransaction(SimulatedAppTransaction(appTransactionID: "9", originalPurchaseDate: bought)),
+            key: key)
         #expect(stranger.status == 422 && stranger.errorCode == "bundle_mismatch", "\(stranger.text)")
         #expect(try await post(server, "early", "not.a.jws", key: key).status == 400)
-        #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/app-transactions", key: key, json: ["user_id": "early"]).status == 400)
+        #expect(
+            try await server.send("POST", "/v1/apps/\(Self.bundle)/app-transactions", key: key, json: ["user_id": "early"]).status == 400)
         #expect(try await server.eventCount() == count + 1, "only the late buyer's app purchase was added")
     }
 
@@ -100,7 +105,8 @@ import Testing
             ])
         #expect(
             dated.status == 200
-                && (dated.json["app_purchase"] as? [String: any Sendable])?["originally_purchased_before"] as? String == "2025-06-01T00:00:00.000Z",
+                && (dated.json["app_purchase"] as? [String: any Sendable])?["originally_purchased_before"] as? String
+                    == "2025-06-01T00:00:00.000Z",
             "\(dated.text)")
     }
 
@@ -111,11 +117,14 @@ import Testing
             "PUT", "/v1/apps/\(Self.bundle)", key: server.adminKey,
             json: [
                 "environments": ["Production", "Sandbox"], "apple_app_id": 4242,
-                "app_store_server_api": ["issuer_id": TestServer.issuerID, "key_id": TestServer.keyID, "private_key": TestServer.apiKey.pemRepresentation],
+                "app_store_server_api": [
+                    "issuer_id": TestServer.issuerID, "key_id": TestServer.keyID, "private_key": TestServer.apiKey.pemRepresentation,
+                ],
                 "app_purchase": ["entitlements": ["premium"], "originally_purchased_before": "2025-06-01"],
             ])
         let key = try await server.key([.ingest, .read])
-        let coins = SimulatedTransaction(transactionID: "ap-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        let coins = SimulatedTransaction(
+            transactionID: "ap-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         server.serverAPI.add([coins], customer: "customer-ap", to: server.app)
         // A customer with no AppTransaction at Apple (4040019): the sync still succeeds.
         let without = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/dana/sync", key: key, json: ["transaction_id": "ap-1"])

@@ -105,7 +105,8 @@ import Testing
             let signed = try server.app.notificationV2(type, subtype: subtype, body: body)
             let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: signed)
             #expect(answer.status == 200, "\(type): \(answer.text)")
-            #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: signed).status == 200, "\(type) again")
+            #expect(
+                try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: signed).status == 200, "\(type) again")
         }
         // Each kept once (a rescission is two facts: the notification and the withdrawal).
         #expect(try await server.eventCount() == stored + bodies.count + 1)
@@ -115,7 +116,8 @@ import Testing
         stranger.bundleID = "com.example.other"
         for (type, subtype, body) in bodies {
             let answer = try await server.send(
-                "POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try stranger.notificationV2(type, subtype: subtype, body: body))
+                "POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try stranger.notificationV2(type, subtype: subtype, body: body)
+            )
             #expect(answer.status == 422 && answer.errorCode == "bundle_mismatch", "\(type): \(answer.text)")
         }
         #expect(try await server.eventCount() == stored + bodies.count + 1)

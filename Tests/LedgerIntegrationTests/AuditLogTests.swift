@@ -22,36 +22,47 @@ import Testing
         let server = try await TestServer.start() // configures the app and five products
         defer { Task { await server.stop() } }
         let configured = try await Self.entries(server, key: server.adminKey)
-        #expect(configured.map { $0["action"] as? String } == ["app.configured"] + Array(repeating: "product.defined", count: 5), "\(configured)")
+        #expect(
+            configured.map { $0["action"] as? String } == ["app.configured"] + Array(repeating: "product.defined", count: 5),
+            "\(configured)")
         #expect(configured.allSatisfy { $0["actor"] as? String == "admin" && ($0["request_id"] as? String)?.isEmpty == false })
         #expect((configured.first?["after"] as? String)?.contains("Sandbox") == true && configured.first?["before"] == nil)
 
         // A change shows both sides; the response's request id is the one recorded.
         let changed = try await server.send(
-            "PUT", "/v1/apps/\(Self.bundle)/products/remove.ads", key: server.adminKey, json: ["type": "non_consumable", "entitlements": ["no_ads", "vip"]],
+            "PUT", "/v1/apps/\(Self.bundle)/products/remove.ads", key: server.adminKey,
+            json: ["type": "non_consumable", "entitlements": ["no_ads", "vip"]],
             headers: [("X-Request-Id", "support-ticket-4711")])
         #expect(changed.status == 200 && changed.headers.first(name: "X-Request-Id") == "support-ticket-4711")
         let hook = try await server.send(
-            "PUT", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey, json: ["url": "http://127.0.0.1:9/hook", "secret": Self.secret])
+            "PUT", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey,
+            json: ["url": "http://127.0.0.1:9/hook", "secret": Self.secret])
         #expect(hook.status == 201, "\(hook.text)")
         #expect(try await server.send("DELETE", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey).status == 204)
         let grant = try await server.send(
-            "POST", "/v1/apps/\(Self.bundle)/users/dana/grants", key: server.adminKey, json: ["entitlement": "pro", "duration": "P7D", "reason": "outage"])
+            "POST", "/v1/apps/\(Self.bundle)/users/dana/grants", key: server.adminKey,
+            json: ["entitlement": "pro", "duration": "P7D", "reason": "outage"])
         let grantID = grant.json["grant_id"] as? String ?? ""
         #expect(
             try await server.send(
                 "POST", "/v1/apps/\(Self.bundle)/users/dana/grants/\(grantID)/revoke", key: server.adminKey, json: ["reason": "mistake"]
             ).status == 200)
         // Refused requests changed nothing and are not actions.
-        #expect(try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/x", key: server.adminKey, json: ["type": "nonsense"]).status == 400)
+        #expect(
+            try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/x", key: server.adminKey, json: ["type": "nonsense"]).status
+                == 400)
 
         let all = try await Self.entries(server, key: server.adminKey)
         let recent = Array(all.dropFirst(configured.count))
         #expect(
-            recent.map { $0["action"] as? String } == ["product.defined", "webhook.defined", "webhook.deleted", "grant.created", "grant.revoked"],
+            recent.map { $0["action"] as? String } == [
+                "product.defined", "webhook.defined", "webhook.deleted", "grant.created", "grant.revoked",
+            ],
             "\(recent)")
         let product = try #require(recent.first)
-        #expect(product["request_id"] as? String == "support-ticket-4711" && product["target"] as? String == "\(Self.bundle)/products/remove.ads")
+        #expect(
+            product["request_id"] as? String == "support-ticket-4711"
+                && product["target"] as? String == "\(Self.bundle)/products/remove.ads")
         #expect((product["before"] as? String)?.contains("vip") == false && (product["after"] as? String)?.contains("vip") == true)
         #expect(recent[2]["before"] as? String != nil && recent[2]["after"] == nil, "a deletion keeps what was deleted")
 
@@ -78,7 +89,9 @@ import Testing
 
         let (cookie, _) = try await ConsoleTests.signIn(server, key: server.adminKey)
         let page = try await server.send("GET", "/console/audit", headers: [("Cookie", cookie)])
-        #expect(page.status == 200 && page.text.contains("app.configured") && page.text.contains("product.defined"), "\(page.status) \(page.text.prefix(500))")
+        #expect(
+            page.status == 200 && page.text.contains("app.configured") && page.text.contains("product.defined"),
+            "\(page.status) \(page.text.prefix(500))")
         let reader = try await server.key([.read])
         let (readCookie, _) = try await ConsoleTests.signIn(server, key: reader)
         #expect(try await server.send("GET", "/console/audit", headers: [("Cookie", readCookie)]).status == 403)

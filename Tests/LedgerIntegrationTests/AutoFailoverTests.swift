@@ -89,7 +89,9 @@ import Testing
         init(_ server: TestServer, key: String, user: String) {
             let task = Task { [answers, running] in
                 while running.value {
-                    let status = (try? await server.send("GET", "/v1/apps/\(AutoFailoverTests.bundle)/users/\(user)", key: key, timeout: 30).status) ?? -1
+                    let status =
+                        (try? await server.send("GET", "/v1/apps/\(AutoFailoverTests.bundle)/users/\(user)", key: key, timeout: 30).status)
+                        ?? -1
                     answers.withLock { $0.append(Load.Answer(id: user, status: status, at: .now)) }
                     try? await Task.sleep(for: .milliseconds(100))
                 }
@@ -104,7 +106,8 @@ import Testing
     }
 
     @Test func theLedgerFollowsPgAutoFailoverThroughAFailoverAndASwitchoverUnderLoad() async throws {
-        try #require(AutoFailover.isAvailable, "pg_auto_failover is not installed: Tools/dev test and .ci/run install postgresql-15-auto-failover")
+        try #require(
+            AutoFailover.isAvailable, "pg_auto_failover is not installed: Tools/dev test and .ci/run install postgresql-15-auto-failover")
         let formation = try await AutoFailover.start()
         defer { formation.stop() }
         let (owner, database) = try await formation.database()
@@ -134,17 +137,21 @@ import Testing
             let probe: String
             do {
                 let rows = try await server.pool.query(
-                    "SELECT txid_current()::text AS x, current_setting('synchronous_standby_names') AS sync, inet_server_port()::text AS port")
+                    "SELECT txid_current()::text AS x, current_setting('synchronous_standby_names') AS sync, inet_server_port()::text AS port"
+                )
                 probe =
                     "a write's xid \(rows[0]["x"].optionalString() ?? "?") on port \(rows[0]["port"].optionalString() ?? "?"), sync '\(rows[0]["sync"].optionalString() ?? "?")'"
             } catch {
                 probe = "\(error)"
             }
             Issue.record(
-                "pool: \(probe); states \((try? formation.states()) ?? [:]); last answers \(load.answers.value.suffix(3).map { "\($0.status) \($0.said)" })")
+                "pool: \(probe); states \((try? formation.states()) ?? [:]); last answers \(load.answers.value.suffix(3).map { "\($0.status) \($0.said)" })"
+            )
         }
         let resumed = try #require(firstAfter, "writes never came back")
-        print("failover: promoted \(promoted - killed) after the kill; first purchase acknowledged \(resumed.at - promoted) after the promotion")
+        print(
+            "failover: promoted \(promoted - killed) after the kill; first purchase acknowledged \(resumed.at - promoted) after the promotion"
+        )
         #expect(resumed.at - promoted < .seconds(5), "writes resumed \(resumed.at - promoted) after the promotion")
         // Without a primary, reads went on from the standby.
         let readsMeanwhile = reads.answers.value.filter { $0.at > killed + .seconds(1) && $0.at < promoted }
@@ -164,7 +171,8 @@ import Testing
         try await formation.switchover()
         try await formation.waitForStates([old.name: "primary", other.name: "secondary"], within: .seconds(120))
         let switched = ContinuousClock.now
-        let back = try #require(try await load.waitForAcknowledgement(after: .now, within: .seconds(30)), "writes did not come back after the switchover")
+        let back = try #require(
+            try await load.waitForAcknowledgement(after: .now, within: .seconds(30)), "writes did not come back after the switchover")
         let refused = load.answers.value.filter { $0.at > asked && $0.at <= back.at && $0.status != 200 }
         let window = refused.isEmpty ? Duration.zero : refused.last!.at - refused.first!.at
         print("switchover: \(refused.count) purchases answered 503 over \(window); the formation took \(switched - asked)")
@@ -184,7 +192,8 @@ import Testing
         let answers = load.answers.value
         #expect(Set(answers.map(\.status)).isSubset(of: [200, 503]), "\(Set(answers.map(\.status)))")
         let acknowledged = Set(answers.filter { $0.status == 200 }.map(\.id))
-        let recorded = try await server.pool.query("SELECT data->>'originalTransactionID' AS id FROM ledger.events WHERE event_type = 'Purchased'")
+        let recorded = try await server.pool.query(
+            "SELECT data->>'originalTransactionID' AS id FROM ledger.events WHERE event_type = 'Purchased'")
         let present = Set(try recorded.map { try $0["id"].string() })
         #expect(acknowledged.isSubset(of: present), "acknowledged but missing: \(acknowledged.subtracting(present).sorted())")
         let report = try await ChainVerifier(pool: server.pool).verify()

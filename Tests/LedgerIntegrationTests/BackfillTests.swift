@@ -45,7 +45,9 @@ import Testing
                 logger: TestCluster.quietLogger)
             let first = try await backfill.run(bundleID: Self.bundle, lines: lines)
             #expect(first.imported == 100 && first.transactions == 10_000 && first.skipped == 0, "\(first)")
-            #expect(first.failed.count == 1 && first.failed.first?.line == 102 && first.failed.first?.reason.hasPrefix("apple_transaction_not_found") == true)
+            #expect(
+                first.failed.count == 1 && first.failed.first?.line == 102
+                    && first.failed.first?.reason.hasPrefix("apple_transaction_not_found") == true)
             let recorded = try await eventCount(server)
 
             let key = try await server.key([.read])
@@ -82,7 +84,10 @@ import Testing
         let receipts = ReceiptAuthority.shared
         let lines = [
             // Made two months ago: the first period and the lifetime purchase only.
-            ("alice", try receipts.receipt(bundleID: Self.bundle, purchases: [periods[0], lifetime], created: start.addingTimeInterval(86_400))),
+            (
+                "alice",
+                try receipts.receipt(bundleID: Self.bundle, purchases: [periods[0], lifetime], created: start.addingTimeInterval(86_400))
+            ),
             ("bob", try receipts.receipt(bundleID: Self.bundle, purchases: [coins])),
             ("carol", try receipts.receipt(bundleID: Self.bundle, purchases: [])),
             ("mallory", try ReceiptAuthority().receipt(bundleID: Self.bundle, purchases: [coins])),
@@ -91,7 +96,8 @@ import Testing
             String(decoding: try! JSONSerialization.data(withJSONObject: ["user_id": user, "receipt_data": receipt]), as: UTF8.self)
         }
         let file = try BackfillFile.parse(lines.joined(separator: "\n"))
-        let backfill = Backfill(lookups: server.services.lookups, ingestor: server.services.ingestor, pool: server.pool, logger: TestCluster.quietLogger)
+        let backfill = Backfill(
+            lookups: server.services.lookups, ingestor: server.services.ingestor, pool: server.pool, logger: TestCluster.quietLogger)
         let run = try await backfill.run(bundleID: Self.bundle, lines: file)
         #expect(run.imported == 3 && run.transactions == 6, "\(run)")
         #expect(
@@ -105,7 +111,9 @@ import Testing
         let key = try await server.key([.read])
         let alice = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/alice", key: key)
         let entitlements = alice.json["entitlements"] as? [String: any Sendable]
-        #expect((entitlements?["pro"] as? [String: any Sendable])?["active"] as? Bool == true, "the renewal the receipt never held: \(alice.text)")
+        #expect(
+            (entitlements?["pro"] as? [String: any Sendable])?["active"] as? Bool == true,
+            "the renewal the receipt never held: \(alice.text)")
         #expect(entitlements?["no_ads"] != nil, "\(alice.text)")
         let bob = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/bob", key: key)
         #expect((bob.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 100, "\(bob.text)")
@@ -123,9 +131,12 @@ import Testing
                 BackfillLine(number: 2, userID: "a, b", reference: .transaction("1001")),
                 BackfillLine(number: 4, userID: "c", reference: .transaction("1002")),
             ])
-        let jsonl = try BackfillFile.parse("{\"user_id\": \"a\", \"original_transaction_id\": 1001}\n{\"user_id\": \"b\", \"receipt_data\": \"TUlJ\"}\n")
+        let jsonl = try BackfillFile.parse(
+            "{\"user_id\": \"a\", \"original_transaction_id\": 1001}\n{\"user_id\": \"b\", \"receipt_data\": \"TUlJ\"}\n")
         #expect(jsonl.map(\.reference) == [.transaction("1001"), .receipt("TUlJ")])
-        #expect(throws: BackfillFile.Invalid(line: 1, reason: "the header names no user_id column")) { try BackfillFile.parse("user,id\n1,2\n") }
+        #expect(throws: BackfillFile.Invalid(line: 1, reason: "the header names no user_id column")) {
+            try BackfillFile.parse("user,id\n1,2\n")
+        }
         #expect(throws: BackfillFile.Invalid(line: 3, reason: "user_id is missing")) {
             try BackfillFile.parse("user_id,original_transaction_id\na,1\n,2\n")
         }

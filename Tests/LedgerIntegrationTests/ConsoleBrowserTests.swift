@@ -8,7 +8,8 @@ import Testing
 /// refunded subscription ended, look at an earlier date, make and revoke a grant, see the metrics'
 /// charts. Screenshots of each step are kept in `.test-artefacts/console/`.
 @Suite(.takingTurns) struct ConsoleBrowserTests {
-    static let artefacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let artefacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appendingPathComponent(".test-artefacts/console").path
 
     @Test func supportFindsAUserReadsWhyAndGrantsAndFinanceSeesTheCharts() async throws {
@@ -56,7 +57,8 @@ import Testing
 
             // A grant, then its revocation.
             try await browser.go(server.baseURL + "/console/apps/\(TestServer.bundleID)/users/ana")
-            try await browser.submit(["#grant-entitlement": "vip", "#grant-days": "7", "#grant-reason": "sorry for the outage"], button: "#grant")
+            try await browser.submit(
+                ["#grant-entitlement": "vip", "#grant-days": "7", "#grant-reason": "sorry for the outage"], button: "#grant")
             #expect(try await browser.text("#grants").contains("sorry for the outage"))
             #expect(try await browser.text("#entitlements").contains("vip"))
             try await shot("4-granted")
@@ -70,7 +72,9 @@ import Testing
                 try await browser.evaluate("[...document.querySelectorAll('header a')].find(a => a.textContent == 'audit log').click()")
             }
             let audit = try await browser.text()
-            #expect(audit.contains("grant.created") && audit.contains("grant.revoked") && audit.contains("app.configured"), "\(audit.prefix(300))")
+            #expect(
+                audit.contains("grant.created") && audit.contains("grant.revoked") && audit.contains("app.configured"),
+                "\(audit.prefix(300))")
             try await shot("5b-audit-log")
 
             // Apple's notices about the app: a withdrawn consent and an external purchase token, and
@@ -97,7 +101,8 @@ import Testing
             #expect(try await browser.evaluate("document.querySelectorAll('svg.chart').length") as? Int == 7)
             #expect(try await browser.evaluate("document.querySelectorAll('svg.chart polyline').length") as? Int ?? 0 >= 3, "lines drawn")
             #expect(
-                try await browser.evaluate("[...document.querySelectorAll('svg.chart polyline')].every(l => getComputedStyle(l).stroke.startsWith('rgb('))")
+                try await browser.evaluate(
+                    "[...document.querySelectorAll('svg.chart polyline')].every(l => getComputedStyle(l).stroke.startsWith('rgb('))")
                     as? Bool == true,
                 "each line has a colour")
             try await shot("7-metrics")

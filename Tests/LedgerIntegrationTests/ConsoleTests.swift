@@ -12,7 +12,9 @@ import Testing
     static let bundle = TestServer.bundleID
 
     /// Signs in with `key`; the session cookie (`name=value`).
-    static func signIn(_ server: TestServer, key: String, headers: [(String, String)] = []) async throws -> (cookie: String, setCookie: String) {
+    static func signIn(
+        _ server: TestServer, key: String, headers: [(String, String)] = []
+    ) async throws -> (cookie: String, setCookie: String) {
         let answer = try await server.send(
             "POST", "/console/sign-in", body: Data("key=\(key)".utf8),
             headers: [("Content-Type", "application/x-www-form-urlencoded")] + headers, followingRedirects: false)
@@ -41,10 +43,14 @@ import Testing
         #expect(try await server.send("POST", "/v1/apps/\(bundle)/notifications/apple", body: refund).status == 200)
         // Apple's notification is answered once recorded; the projection applies it a moment later.
         let reader = try await server.key([.read])
-        let path = "/v1/apps/\(bundle)/users/" + user.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz"))!
+        let path =
+            "/v1/apps/\(bundle)/users/" + user.addingPercentEncoding(
+                withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz"))!
         for _ in 0..<200 {
             let state = try await server.send("GET", path, key: reader)
-            if ((state.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable])?["active"] as? Bool == false { return }
+            if ((state.json["entitlements"] as? [String: any Sendable])?["pro"] as? [String: any Sendable])?["active"] as? Bool == false {
+                return
+            }
             try await Task.sleep(for: .milliseconds(25))
         }
         Issue.record("the refund never showed in \(user)'s state")
@@ -53,7 +59,9 @@ import Testing
     @Test func withoutASessionEveryPageIsTheSignInPageAndAWrongKeyIsRefused() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        for path in ["/console", "/console/apps/\(Self.bundle)", "/console/apps/\(Self.bundle)/users/alice", "/console/apps/\(Self.bundle)/metrics"] {
+        for path in [
+            "/console", "/console/apps/\(Self.bundle)", "/console/apps/\(Self.bundle)/users/alice", "/console/apps/\(Self.bundle)/metrics",
+        ] {
             let answer = try await server.send("GET", path)
             #expect(answer.status == 401 && answer.text.contains(#"id="sign-in""#), "\(path)")
         }
@@ -64,7 +72,8 @@ import Testing
         #expect(wrong.status == 401 && wrong.text.contains("unknown, revoked, or lacks the read scope"))
         let ingestOnly = try await server.key([.ingest])
         let refused = try await server.send(
-            "POST", "/console/sign-in", body: Data("key=\(ingestOnly)".utf8), headers: [("Content-Type", "application/x-www-form-urlencoded")])
+            "POST", "/console/sign-in", body: Data("key=\(ingestOnly)".utf8),
+            headers: [("Content-Type", "application/x-www-form-urlencoded")])
         #expect(refused.status == 401, "a key without read cannot look")
     }
 
@@ -107,18 +116,26 @@ import Testing
         let user = "zoë <script>alert(1)</script>"
         try await Self.refundedSubscriber(server, user: user)
         let path =
-            "/console/apps/\(Self.bundle)/users/" + user.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz"))!
+            "/console/apps/\(Self.bundle)/users/" + user.addingPercentEncoding(
+                withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz"))!
         let reader = try await Self.signIn(server, key: try await server.key([.read]))
         let page = try await server.send("GET", path, headers: [("Cookie", reader.cookie)])
         #expect(page.status == 200, "\(page.text.prefix(300))")
         #expect(page.text.contains("ended ") && page.text.contains(": refunded"), "the refunded subscription is explained")
-        #expect(!page.text.contains("<script>alert(1)</script>") && page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "outside text is escaped")
+        #expect(
+            !page.text.contains("<script>alert(1)</script>") && page.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "outside text is escaped")
         #expect(page.text.contains("REFUND") || page.text.contains("Refunded"), "the timeline shows the refund")
-        let link = try #require(page.text.range(of: #"/evidence/sha256(:|%3A)[0-9a-f]{64}"#, options: .regularExpression).map { String(page.text[$0]) })
+        let link = try #require(
+            page.text.range(of: #"/evidence/sha256(:|%3A)[0-9a-f]{64}"#, options: .regularExpression).map { String(page.text[$0]) })
         let evidence = try await server.send(
             "GET", "/console/apps/\(Self.bundle)" + link.replacingOccurrences(of: "%3A", with: ":"), headers: [("Cookie", reader.cookie)])
-        #expect(evidence.status == 200 && (evidence.text.contains("App Store Server Notification V2") || evidence.text.contains("JWS")), "its evidence decoded")
-        #expect(try await server.send("GET", "/console/apps/\(Self.bundle)/evidence/sha256:00", headers: [("Cookie", reader.cookie)]).status == 404)
+        #expect(
+            evidence.status == 200 && (evidence.text.contains("App Store Server Notification V2") || evidence.text.contains("JWS")),
+            "its evidence decoded")
+        #expect(
+            try await server.send("GET", "/console/apps/\(Self.bundle)/evidence/sha256:00", headers: [("Cookie", reader.cookie)]).status
+                == 404)
         #expect(!page.text.contains(#"id="grant-form""#), "a read key sees no action")
         #expect(!page.text.contains(#"<p class="error">"#), "no message unless there is one")
         let form = "csrf=\(Self.csrf(page.text))&entitlement=vip&days=7&reason=goodwill"
@@ -155,27 +172,39 @@ import Testing
         #expect(byUser.text.contains("/users/mia"))
         // An appAccountToken linked to mia, and an order id from a receipt email (asked of Apple).
         let token = UUID()
-        #expect(try await server.send("PUT", "/v1/apps/\(Self.bundle)/users/mia/app-account-tokens/\(token)", key: server.adminKey).status == 200)
-        let byToken = try await server.send("GET", "/console/apps/\(Self.bundle)/find?q=\(token.uuidString)", headers: [("Cookie", session.cookie)])
+        #expect(
+            try await server.send("PUT", "/v1/apps/\(Self.bundle)/users/mia/app-account-tokens/\(token)", key: server.adminKey).status
+                == 200)
+        let byToken = try await server.send(
+            "GET", "/console/apps/\(Self.bundle)/find?q=\(token.uuidString)", headers: [("Cookie", session.cookie)])
         #expect(byToken.text.contains("/users/mia") && byToken.text.contains("appAccountToken"))
         server.serverAPI.add(
-            [SimulatedTransaction(transactionID: "o-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))],
+            [
+                SimulatedTransaction(
+                    transactionID: "o-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+            ],
             to: server.app)
         server.serverAPI.addOrder("MQZ8K2", transactionIDs: ["o-1"], to: server.app)
         let byOrder = try await server.send("GET", "/console/apps/\(Self.bundle)/find?q=MQZ8K2", headers: [("Cookie", session.cookie)])
         #expect(byOrder.text.contains("Order MQZ8K2: transaction o-1 (remove.ads) is owned by nobody yet"), "\(byOrder.text.suffix(600))")
-        let unknownOrder = try await server.send("GET", "/console/apps/\(Self.bundle)/find?q=MQNONE1", headers: [("Cookie", session.cookie)])
+        let unknownOrder = try await server.send(
+            "GET", "/console/apps/\(Self.bundle)/find?q=MQNONE1", headers: [("Cookie", session.cookie)])
         #expect(
-            unknownOrder.text.contains("Apple&#39;s order lookup") || unknownOrder.text.contains("Apple's order lookup"), "\(unknownOrder.text.suffix(600))")
+            unknownOrder.text.contains("Apple&#39;s order lookup") || unknownOrder.text.contains("Apple's order lookup"),
+            "\(unknownOrder.text.suffix(600))")
         let app = try await server.send("GET", "/console/apps/\(Self.bundle)", headers: [("Cookie", session.cookie)])
-        #expect(app.status == 200 && app.text.contains("pro.monthly") && app.text.contains("configured (never shown)") && !app.text.contains("s3cret"))
-        let metrics = try await server.send("GET", "/console/apps/\(Self.bundle)/metrics?environment=Sandbox", headers: [("Cookie", session.cookie)])
+        #expect(
+            app.status == 200 && app.text.contains("pro.monthly") && app.text.contains("configured (never shown)")
+                && !app.text.contains("s3cret"))
+        let metrics = try await server.send(
+            "GET", "/console/apps/\(Self.bundle)/metrics?environment=Sandbox", headers: [("Cookie", session.cookie)])
         #expect(metrics.status == 200 && metrics.text.components(separatedBy: "<svg").count - 1 == 7, "seven charts")
         #expect(metrics.text.contains("pro.monthly") && metrics.text.contains("Refunds"))
         let csv = try await server.send(
             "GET", "/console/apps/\(Self.bundle)/metrics.csv?kind=refunds&environment=Sandbox", headers: [("Cookie", session.cookie)])
         #expect(
-            csv.status == 200 && csv.text.hasPrefix("day,environment,metric,dimension,value\n") && csv.text.contains(",Sandbox,refunds,USD,1"), "\(csv.text)")
+            csv.status == 200 && csv.text.hasPrefix("day,environment,metric,dimension,value\n")
+                && csv.text.contains(",Sandbox,refunds,USD,1"), "\(csv.text)")
         #expect(try await server.send("GET", "/console/apps/\(Self.bundle)/metrics.csv").status == 401)
     }
 }

@@ -33,23 +33,28 @@ import Testing
 
         // A webhook that never answers: its queue and its failures name the user too.
         let hook = try await server.send(
-            "PUT", "/v1/apps/\(b)/webhooks/dead", key: server.adminKey, json: ["url": "http://127.0.0.1:9/hook", "secret": "whsec_0123456789abcdef0123456789"])
+            "PUT", "/v1/apps/\(b)/webhooks/dead", key: server.adminKey,
+            json: ["url": "http://127.0.0.1:9/hook", "secret": "whsec_0123456789abcdef0123456789"])
         #expect(hook.status == 201, "\(hook.text)")
         #expect(try await server.send("PUT", "/v1/apps/\(b)/users/\(path)/app-account-tokens/\(token)", key: key).status == 200)
         var subscription = SimulatedTransaction(
-            transactionID: "e-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -3_600), expiresDate: Date(timeIntervalSinceNow: 86_400))
+            transactionID: "e-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -3_600),
+            expiresDate: Date(timeIntervalSinceNow: 86_400))
         subscription.appAccountToken = token
-        let coins = SimulatedTransaction(transactionID: "e-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
+        let coins = SimulatedTransaction(
+            transactionID: "e-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
         let subscriptionJWS = try server.app.signedTransaction(subscription)
         for jws in [subscriptionJWS, try server.app.signedTransaction(coins)] {
-            let bought = try await server.send("POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
+            let bought = try await server.send(
+                "POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
             #expect(bought.status == 200, "\(bought.text)")
         }
         // Apple's notification about the subscription carries the token inside a nested JWS.
         let renewed = try server.app.notificationV2("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: subscription)
         #expect(try await NotificationSender().send(renewed, to: "\(server.baseURL)/v1/apps/\(b)/notifications/apple") == 200)
         let spent = try await server.send(
-            "POST", "/v1/apps/\(b)/users/\(path)/consumptions", key: key, json: ["currency": "coins", "amount": 30, "idempotency_key": "spend-1"])
+            "POST", "/v1/apps/\(b)/users/\(path)/consumptions", key: key,
+            json: ["currency": "coins", "amount": 30, "idempotency_key": "spend-1"])
         #expect(spent.status == 200, "\(spent.text)")
         let refund = try server.app.notificationV2("REFUND", transaction: coins.revoked(at: Date(timeIntervalSinceNow: -60)))
         #expect(try await NotificationSender().send(refund, to: "\(server.baseURL)/v1/apps/\(b)/notifications/apple") == 200)
@@ -58,13 +63,17 @@ import Testing
             json: ["entitlement": "vip", "duration": "P7D", "reason": "welcome", "grant_id": "welcome-1"])
         #expect(granted.status == 201, "\(granted.text)")
         // Someone else, whose answers must not move.
-        let bobCoins = SimulatedTransaction(transactionID: "e-3", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
+        let bobCoins = SimulatedTransaction(
+            transactionID: "e-3", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
         _ = try await server.send(
-            "POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": "bob", "signed_transaction": try server.app.signedTransaction(bobCoins)])
+            "POST", "/v1/apps/\(b)/transactions", key: key,
+            json: ["user_id": "bob", "signed_transaction": try server.app.signedTransaction(bobCoins)])
         let ada = try await server.send("GET", "/v1/apps/\(b)/users/\(path)", key: key)
         #expect(MergeTests.entitlement(ada.json, "pro") == true && MergeTests.balance(ada.json, "coins") == -30, "\(ada.text)")
         // The changes were announced (and the webhook failed on them).
-        #expect(try await server.waitForChange(key: key) { $0["user_id"] as? String == user && $0["type"] as? String == "entitlement.granted" }.found)
+        #expect(
+            try await server.waitForChange(key: key) { $0["user_id"] as? String == user && $0["type"] as? String == "entitlement.granted" }
+                .found)
         let bobBefore = try await Self.state(server, "bob", key: key)
         let financeBefore = try await Self.financeRows(server, key: finance)
         let metricsBefore = try await Self.metricRows(server)
@@ -98,7 +107,9 @@ import Testing
         let trail = try await server.send("GET", "/v1/apps/\(b)/users/\(path)/events", key: key)
         #expect((trail.json["events"] as? [Any])?.isEmpty == true, "\(trail.text)")
         // Game servers hear of it, under the pseudonym.
-        #expect(try await server.waitForChange(key: key) { $0["user_id"] as? String == pseudonym && $0["type"] as? String == "user.erased" }.found)
+        #expect(
+            try await server.waitForChange(key: key) { $0["user_id"] as? String == pseudonym && $0["type"] as? String == "user.erased" }
+                .found)
 
         // The books: the same rows, amounts and dates, the pseudonym in the user column.
         let financeAfter = try await Self.financeRows(server, key: finance)
@@ -111,7 +122,8 @@ import Testing
 
         // A rebuild from zero answers the same and brings nothing back.
         let rebuilt = try await offThePool {
-            try ProjectionRebuilder(batchSize: 50, logger: TestCluster.quietLogger) { try PostgresConnection.connect(server.configuration) }.rebuild()
+            try ProjectionRebuilder(batchSize: 50, logger: TestCluster.quietLogger) { try PostgresConnection.connect(server.configuration) }
+                .rebuild()
         }
         #expect(rebuilt.events > 0)
         #expect(try await Self.financeRows(server, key: finance) == financeAfter)
@@ -151,7 +163,8 @@ import Testing
     @Test func anotherServerReadingAReplicaSeesTheErasureAtOnce() async throws {
         let (primary, standby) = try await TestCluster.primaryWithStandby()
         let writer = try await TestServer.start(cluster: primary, replicas: [standby])
-        let reader = try await TestServer.start(configure: false, sharing: writer, projecting: false, replicas: [standby], replicaWait: .milliseconds(100))
+        let reader = try await TestServer.start(
+            configure: false, sharing: writer, projecting: false, replicas: [standby], replicaWait: .milliseconds(100))
         defer {
             Task {
                 await reader.stop(); await writer.stop()
@@ -159,9 +172,11 @@ import Testing
         }
         let key = try await writer.key([.ingest, .read])
         let granted = try await writer.send(
-            "POST", "/v1/apps/\(Self.bundle)/users/rita/grants", key: writer.adminKey, json: ["entitlement": "vip", "duration": "P7D", "reason": "welcome"])
+            "POST", "/v1/apps/\(Self.bundle)/users/rita/grants", key: writer.adminKey,
+            json: ["entitlement": "vip", "duration": "P7D", "reason": "welcome"])
         let position = try #require(granted.headers.first(name: "Ledger-Position"))
-        let cached = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/rita", key: key, headers: [("Ledger-Read-After", position)])
+        let cached = try await reader.send(
+            "GET", "/v1/apps/\(Self.bundle)/users/rita", key: key, headers: [("Ledger-Read-After", position)])
         #expect(MergeTests.entitlement(cached.json, "vip") == true, "\(cached.text)")
 
         let erased = try await writer.send("DELETE", "/v1/apps/\(Self.bundle)/users/rita", key: writer.adminKey)
@@ -181,9 +196,11 @@ import Testing
         let finance = try await server.key([.finance])
         for (user, id) in [("pro.monthly", "p-1"), ("someone", "p-2")] {
             let purchase = SimulatedTransaction(
-                transactionID: id, productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 86_400))
+                transactionID: id, productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
+                expiresDate: Date(timeIntervalSinceNow: 86_400))
             let bought = try await server.send(
-                "POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(purchase)])
+                "POST", "/v1/apps/\(b)/transactions", key: key,
+                json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(purchase)])
             #expect(bought.status == 200, "\(bought.text)")
         }
         let erased = try await server.send("DELETE", "/v1/apps/\(b)/users/pro.monthly", key: server.adminKey)
@@ -192,7 +209,9 @@ import Testing
         #expect(rows.count == 2 && rows.allSatisfy { $0["product_id"] == "pro.monthly" }, "\(rows)")
         #expect(Set(rows.map { $0["user_id"] ?? "" }) == [pseudonym, "someone"], "\(rows)")
         let someone = try await server.send("GET", "/v1/apps/\(b)/users/someone", key: key)
-        #expect((someone.json["subscriptions"] as? [[String: any Sendable]])?.first?["product_id"] as? String == "pro.monthly", "\(someone.text)")
+        #expect(
+            (someone.json["subscriptions"] as? [[String: any Sendable]])?.first?["product_id"] as? String == "pro.monthly",
+            "\(someone.text)")
         let products = try await server.pool.query("SELECT count(*) AS n FROM ledger.events WHERE data->>'productID' = 'pro.monthly'")
         #expect(try products[0]["n"].int() >= 2)
 
@@ -205,7 +224,10 @@ import Testing
         await #expect(throws: PostgresError.self) {
             try await server.pool.query(
                 "SELECT * FROM ledger.erase($1, $2, $3, $4::text[], $5::text[], $6::text[])",
-                [b, "someone", ErasedUser.makePseudonym(), PostgresTextArray(["pro.monthly"]), PostgresTextArray(["pro.yearly"]), PostgresTextArray([])])
+                [
+                    b, "someone", ErasedUser.makePseudonym(), PostgresTextArray(["pro.monthly"]), PostgresTextArray(["pro.yearly"]),
+                    PostgresTextArray([]),
+                ])
         }
         // And the log stays closed to it otherwise.
         await #expect(throws: PostgresError.self) { try await server.pool.query("UPDATE ledger.events SET data = '{}' WHERE false") }
@@ -216,14 +238,17 @@ import Testing
     @Test func aUserRecordedBeforeTheUpgradeIsErasedAfterIt() async throws {
         let owner = try await TestCluster.database(migrations: 23)
         let store = EventStore(
-            pool: PostgresPool(configuration: TestCluster.applicationRole(owner), size: 2, logger: TestCluster.quietLogger), logger: TestCluster.quietLogger)
+            pool: PostgresPool(configuration: TestCluster.applicationRole(owner), size: 2, logger: TestCluster.quietLogger),
+            logger: TestCluster.quietLogger)
         let user = "veteran@example.com", b = Self.bundle
         let facts: [LedgerEvent] = [
-            .promotionalGranted(PromotionalGrant(grantID: "g-1", userID: user, entitlement: "vip", startsAt: Date(), expiresAt: nil, reason: "founder")),
+            .promotionalGranted(
+                PromotionalGrant(grantID: "g-1", userID: user, entitlement: "vip", startsAt: Date(), expiresAt: nil, reason: "founder")),
             .consumed(Consumption(userID: user, currency: "coins", amount: 5, idempotencyKey: "k-1")),
         ]
         for (index, fact) in facts.enumerated() {
-            let (stream, event) = try StoredFacts.newEvent(fact, bundleID: b, id: UUID(), occurredAt: Date(timeIntervalSinceNow: Double(index - 10)))
+            let (stream, event) = try StoredFacts.newEvent(
+                fact, bundleID: b, id: UUID(), occurredAt: Date(timeIntervalSinceNow: Double(index - 10)))
             _ = try await store.append([event], to: stream)
         }
         let claim = try StoredFacts.newEvent(
@@ -262,7 +287,8 @@ import Testing
     /// What the daily metrics (active subscriptions, revenue, …) are computed from, in the
     /// active version of the projection, one line a row.
     static func metricRows(_ server: TestServer) async throws -> [String] {
-        let version = try await server.pool.query("SELECT active_version FROM ledger.projections WHERE name = 'users'")[0]["active_version"].int()
+        let version = try await server.pool.query("SELECT active_version FROM ledger.projections WHERE name = 'users'")[0]["active_version"]
+            .int()
         return try await server.pool.query(
             """
             SELECT concat_ws('|', bundle_id, original_transaction_id, kind, environment, dimension, from_at, until_at, value) AS r
@@ -274,7 +300,8 @@ import Testing
     /// The whole database as `pg_dump` writes it.
     static func dump(_ server: TestServer) async throws -> String {
         let binaries = try PostgresBinaries.locate()
-        let dump = try await ChildProcess.run(binaries.directory.appendingPathComponent("pg_dump").path, ["--dbname", server.configuration.connectionString])
+        let dump = try await ChildProcess.run(
+            binaries.directory.appendingPathComponent("pg_dump").path, ["--dbname", server.configuration.connectionString])
         try #require(dump.status == 0 && dump.output.contains("ledger.events"), "\(dump.output.prefix(500))")
         return dump.output
     }
@@ -295,7 +322,9 @@ import Testing
         var hexLayer: [[UInt8]] = []
         for match in dump.matches(of: /\\x([0-9a-f]{40,})/) {
             let hex = Array(match.1.utf8)
-            hexLayer.append(stride(from: 0, to: hex.count - 1, by: 2).compactMap { UInt8(String(decoding: hex[$0...$0 + 1], as: UTF8.self), radix: 16) })
+            hexLayer.append(
+                stride(from: 0, to: hex.count - 1, by: 2).compactMap { UInt8(String(decoding: hex[$0...$0 + 1], as: UTF8.self), radix: 16) }
+            )
         }
         for depth in 0..<6 where !layers.isEmpty {
             var next: [[UInt8]] = depth == 0 ? hexLayer : []

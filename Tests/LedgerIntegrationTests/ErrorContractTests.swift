@@ -56,10 +56,12 @@ import Testing
         #expect(missing.status == 400 && missing.errorCode == "invalid_body" && missing.text.contains("signed_transaction"))
         let wrongType = try await server.send("POST", transactions, key: key, json: ["user_id": 5, "signed_transaction": "x"])
         #expect(wrongType.status == 400 && wrongType.errorCode == "invalid_body")
-        let receipt = try await server.send("POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "u1", "receipt_data": "%%%"])
+        let receipt = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "u1", "receipt_data": "%%%"])
         #expect(receipt.status == 400 && receipt.errorCode == "malformed_evidence")
         // A user id carrying the separators the ledger joins ids with is refused, not split.
-        let forged = try await server.send("POST", transactions, key: key, json: ["user_id": "alice\u{1E}\(Self.bundle)\u{1F}bob", "signed_transaction": "x"])
+        let forged = try await server.send(
+            "POST", transactions, key: key, json: ["user_id": "alice\u{1E}\(Self.bundle)\u{1F}bob", "signed_transaction": "x"])
         #expect(forged.status == 400 && forged.errorCode == "invalid_user_id", "\(forged.text)")
         let badTime = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/u1?at=yesterday", key: key)
         #expect(badTime.status == 400 && badTime.errorCode == "invalid_time")
@@ -71,7 +73,8 @@ import Testing
         let finance = try await server.key([.finance])
         let month = try await server.send("GET", "/v1/apps/\(Self.bundle)/exports/transactions?from=2026-10-01&to=2026-11-01", key: finance)
         #expect(month.status == 200, "\(month.text)")
-        let backwards = try await server.send("GET", "/v1/apps/\(Self.bundle)/exports/transactions?from=2026-11-01&to=2026-10-01", key: finance)
+        let backwards = try await server.send(
+            "GET", "/v1/apps/\(Self.bundle)/exports/transactions?from=2026-11-01&to=2026-10-01", key: finance)
         #expect(backwards.status == 400 && backwards.errorCode == "invalid_time")
         let badLimit = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/u1/events?limit=0", key: key)
         #expect(badLimit.status == 400 && badLimit.errorCode == "invalid_limit")
@@ -81,7 +84,8 @@ import Testing
         #expect(negative.status == 400 && negative.errorCode == "invalid_amount")
         let badProduct = try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey, json: ["type": "gizmo"])
         #expect(badProduct.status == 400 && badProduct.errorCode == "invalid_product_type")
-        let noDuration = try await server.send("PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey, json: ["type": "non_renewing"])
+        let noDuration = try await server.send(
+            "PUT", "/v1/apps/\(Self.bundle)/products/p", key: server.adminKey, json: ["type": "non_renewing"])
         #expect(noDuration.errorCode == "invalid_duration")
         // Control characters in the catalogue's names (a NUL cannot even be stored): refused, not a 500.
         for name in ["pro\u{0}", "pro\u{1}x", "a\u{7F}"] {
@@ -94,7 +98,8 @@ import Testing
                 json: ["type": "consumable", "grants": [name: 5]])
             #expect(currency.status == 400 && currency.errorCode == "invalid_grants", "\(currency.text)")
         }
-        let badEnvironment = try await server.send("PUT", "/v1/apps/com.x", key: server.adminKey, json: ["environments": ["Production", "Xcode"]])
+        let badEnvironment = try await server.send(
+            "PUT", "/v1/apps/com.x", key: server.adminKey, json: ["environments": ["Production", "Xcode"]])
         #expect(badEnvironment.errorCode == "invalid_environment")
         #expect(try await server.send("GET", "/v1/nothing/here", key: key).status == 404)
         #expect(try await events(server) == before, "no refusal recorded anything")
@@ -104,7 +109,8 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let key = try await server.key([.ingest])
-        let huge = Data(#"{"user_id": "u", "signed_transaction": ""#.utf8) + Data(repeating: UInt8(ascii: "a"), count: 1 << 20) + Data(#""}"#.utf8)
+        let huge =
+            Data(#"{"user_id": "u", "signed_transaction": ""#.utf8) + Data(repeating: UInt8(ascii: "a"), count: 1 << 20) + Data(#""}"#.utf8)
         let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, body: huge)
         #expect(answer.status == 413 && answer.errorCode == "body_too_large")
         let webhook = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: huge)
@@ -118,12 +124,14 @@ import Testing
         let before = try await events(server)
         let path = "/v1/apps/\(Self.bundle)/transactions"
         let stranger = SimulatedApp(authority: try TestCertificateAuthority(), bundleID: Self.bundle)
-        let forged = try await server.send("POST", path, key: key, json: ["user_id": "u", "signed_transaction": try stranger.signedTransaction(Self.purchase)])
+        let forged = try await server.send(
+            "POST", path, key: key, json: ["user_id": "u", "signed_transaction": try stranger.signedTransaction(Self.purchase)])
         #expect(forged.status == 422 && forged.errorCode == "untrusted_chain")
         let jws = try server.app.signedTransaction(Self.purchase)
         var parts = jws.split(separator: ".").map(String.init)
         parts[2] = String(parts[2].reversed())
-        let tampered = try await server.send("POST", path, key: key, json: ["user_id": "u", "signed_transaction": parts.joined(separator: ".")])
+        let tampered = try await server.send(
+            "POST", path, key: key, json: ["user_id": "u", "signed_transaction": parts.joined(separator: ".")])
         #expect(tampered.status == 422 || tampered.status == 400, "\(tampered.text)")
         let otherApp = SimulatedApp(authority: TestServer.authority, bundleID: "com.example.other")
         let wrongBundle = try await server.send(
@@ -138,15 +146,20 @@ import Testing
         let wrongPassword = try await server.send(
             "POST", webhook, body: try server.app.notificationV1("DID_RENEW", password: "guess", transactions: [Self.purchase]))
         #expect(wrongPassword.status == 422 && wrongPassword.errorCode == "shared_secret_mismatch")
-        let unknownApp = try await server.send("POST", "/v1/apps/com.nobody/notifications/apple", body: try server.app.notificationV2("TEST"))
+        let unknownApp = try await server.send(
+            "POST", "/v1/apps/com.nobody/notifications/apple", body: try server.app.notificationV2("TEST"))
         #expect(unknownApp.status == 404)
         #expect(try await events(server) == before)
         let test = try server.app.notificationV2("TEST")
         #expect(try await server.send("POST", webhook, body: test).json["status"] as? String == "recorded")
-        #expect(try await server.send("POST", webhook, body: test).json["status"] as? String == "already_recorded", "deduplicated by notificationUUID")
-        let v1 = try await server.send("POST", webhook, body: try server.app.notificationV1("DID_RENEW", password: "s3cret", transactions: [Self.purchase]))
+        #expect(
+            try await server.send("POST", webhook, body: test).json["status"] as? String == "already_recorded",
+            "deduplicated by notificationUUID")
+        let v1 = try await server.send(
+            "POST", webhook, body: try server.app.notificationV1("DID_RENEW", password: "s3cret", transactions: [Self.purchase]))
         #expect(v1.status == 200 && v1.json["status"] as? String == "recorded", "\(v1.text)")
-        let stored = try await server.pool.query("SELECT convert_from(body, 'UTF8') AS b FROM ledger.evidence WHERE kind = 'notification_v1'")
+        let stored = try await server.pool.query(
+            "SELECT convert_from(body, 'UTF8') AS b FROM ledger.evidence WHERE kind = 'notification_v1'")
         #expect(stored.count == 1 && !(stored.first?["b"].text ?? "s3cret").contains("s3cret"), "the V1 password is never stored")
     }
 
@@ -156,11 +169,13 @@ import Testing
         let key = try await server.key([.ingest])
         server.apple.script(.production, Array(repeating: .status(21009), count: 5))
         let receipt = try server.apple.register(server.app.receiptAnswer([Self.purchase]), environment: .sandbox, sharedSecret: "s3cret")
-        let answer = try await server.send("POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "u", "receipt_data": receipt])
+        let answer = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "u", "receipt_data": receipt])
         #expect(answer.status == 503 && answer.errorCode == "apple_unavailable")
         #expect(answer.headers.first(name: "Retry-After") == "5")
         let invalid = try server.apple.register(server.app.receiptAnswer([Self.purchase]), environment: .production, sharedSecret: "other")
-        let refused = try await server.send("POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "u", "receipt_data": invalid])
+        let refused = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "u", "receipt_data": invalid])
         #expect(refused.status == 422 && refused.errorCode == "shared_secret_mismatch")
     }
 
@@ -193,7 +208,9 @@ import Testing
         for (method, path) in routes {
             for body in bodies {
                 let answer = try await server.send(method, path, key: key, body: body)
-                #expect(answer.status < 500, "\(method) \(path) with \(String(decoding: body, as: UTF8.self)) → \(answer.status) \(answer.text)")
+                #expect(
+                    answer.status < 500, "\(method) \(path) with \(String(decoding: body, as: UTF8.self)) → \(answer.status) \(answer.text)"
+                )
                 if answer.status >= 400 { #expect(answer.errorCode != nil, "every error has the error shape: \(answer.text)") }
             }
         }

@@ -132,7 +132,8 @@ import Testing
             "POST", "/v1/apps/\(Self.bundle)/products/pro.monthly/extend", key: server.adminKey,
             json: ["days": 7, "reason_code": 3, "request_id": request, "storefronts": ["USA"], "environment": "Sandbox"])
         #expect(accepted.status == 202 && accepted.json["request_id"] as? String == request, "\(accepted.text)")
-        let status = try await server.send("GET", "/v1/apps/\(Self.bundle)/products/pro.monthly/extend/\(request)?environment=Sandbox", key: server.adminKey)
+        let status = try await server.send(
+            "GET", "/v1/apps/\(Self.bundle)/products/pro.monthly/extend/\(request)?environment=Sandbox", key: server.adminKey)
         #expect(status.status == 200, "\(status.text)")
         #expect(status.json["complete"] as? Bool == true && status.json["succeeded"] as? Int == 2 && status.json["failed"] as? Int == 0)
         #expect(status.json["completed_at"] is String)
@@ -140,7 +141,9 @@ import Testing
             (["days": 7, "reason_code": 3, "request_id": "r", "storefronts": ["usa"]] as [String: Any], "invalid_storefront"),
             (["days": 0, "reason_code": 3, "request_id": "r"], "invalid_days"),
         ] {
-            #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/products/pro.monthly/extend", key: server.adminKey, json: body).errorCode == code)
+            #expect(
+                try await server.send("POST", "/v1/apps/\(Self.bundle)/products/pro.monthly/extend", key: server.adminKey, json: body)
+                    .errorCode == code)
         }
         #expect(
             try await server.send(
@@ -156,7 +159,8 @@ import Testing
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(page.contains("extension \(request)") && page.contains("2 extended, 0 failed"), "\(page.prefix(2000))")
-        #expect(page.contains("every active subscriber of pro.monthly extended by 7 days (request \(request)), by admin"), "who asked is shown")
+        #expect(
+            page.contains("every active subscriber of pro.monthly extended by 7 days (request \(request)), by admin"), "who asked is shown")
     }
 
     @Test func aLinkedTokenIsSetAtAppleOnThePurchasesAppleKnowsWithoutIt() async throws {

@@ -68,14 +68,16 @@ import WebhookReceiver
         try await receiver.start()
         defer { Task { await receiver.stop() } }
         let hook = try await server.send(
-            "PUT", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey, json: ["url": receiver.url, "secret": WebhookTests.secret])
+            "PUT", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey,
+            json: ["url": receiver.url, "secret": WebhookTests.secret])
         #expect(hook.status == 201, "\(hook.text)")
         let before = try await Self.purchase(server, "f-0", key: key)
         #expect(before.status == 200, "\(before.text)")
 
         try await offThePool { try primary.kill() }
         let orphaned = try await Self.purchase(server, "f-1", key: key)
-        #expect(orphaned.status == 503 && orphaned.headers.first(name: "Retry-After") != nil, "no primary: \(orphaned.status) \(orphaned.text)")
+        #expect(
+            orphaned.status == 503 && orphaned.headers.first(name: "Retry-After") != nil, "no primary: \(orphaned.status) \(orphaned.text)")
         // What an operator sees meanwhile: not ready, the database named; the time without a
         // primary counting up (the background parts wait for it, they are not stuck).
         let away = try await server.send("GET", "/readyz")
@@ -102,7 +104,9 @@ import WebhookReceiver
         // Background work followed the primary: the purchase made after the failover is announced.
         let announced = try await server.waitForChange(key: key) { $0["user_id"] as? String == "user-f-2" }.found
         #expect(announced, "the change projection came back after the failover")
-        for _ in 0..<300 where !receiver.accepted.contains(where: { $0.userID == "user-f-2" }) { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<300 where !receiver.accepted.contains(where: { $0.userID == "user-f-2" }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         #expect(receiver.accepted.contains { $0.userID == "user-f-2" && $0.signatureValid }, "webhooks are delivered after the failover")
 
         // The pool counted its reconnections and the time it spent without a primary; with it
@@ -162,10 +166,14 @@ import WebhookReceiver
         // Asked of the new primary itself: the old one, read-only but up, still answers reads.
         let database = PostgresConfiguration.parse(server.configuration.connectionString)["dbname"] ?? ""
         let onNew = try PostgresConnection.connect(
-            .unixSocket(directory: standby.socketDirectory.path, port: standby.options.port, database: database, user: EmbeddedPostgres.superuser))
+            .unixSocket(
+                directory: standby.socketDirectory.path, port: standby.options.port, database: database, user: EmbeddedPostgres.superuser))
         let recorded = try onNew.query(
-            "SELECT count(*) AS n, bool_and(NOT pg_is_in_recovery()) AS primary FROM ledger.events WHERE data->>'originalTransactionID' = 'w-1'")
-        #expect(try recorded[0]["n"].int() == 2 && recorded[0]["primary"].optionalString() == "t", "the purchase and its claim, on the new primary")
+            "SELECT count(*) AS n, bool_and(NOT pg_is_in_recovery()) AS primary FROM ledger.events WHERE data->>'originalTransactionID' = 'w-1'"
+        )
+        #expect(
+            try recorded[0]["n"].int() == 2 && recorded[0]["primary"].optionalString() == "t",
+            "the purchase and its claim, on the new primary")
     }
 
     /// A COMMIT waiting for a synchronous standby that is gone never ends by itself: the request

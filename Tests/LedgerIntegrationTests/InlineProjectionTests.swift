@@ -33,8 +33,10 @@ import Testing
 
     /// The live timeline as stored, against one computed now from every fact in the log.
     static func storedAndFromLog(_ user: String, pool: PostgresPool) async throws -> (stored: UserTimeline?, fromLog: UserTimeline) {
-        let text = try await pool.query("SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundle, user]).first?["t"]
-            .text
+        let text = try await pool.query(
+            "SELECT timeline AS t FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundle, user]
+        ).first?["t"]
+        .text
         let stored = try text.map { try StorageDecoder.decode(UserTimeline.self, from: $0) }
         let fromLog = try await UserStateReader(pool: pool).ledger(bundleID: bundle, userID: user).timeline(of: user)
         return (stored, fromLog)
@@ -88,7 +90,9 @@ import Testing
         func buy(_ user: String, _ transactionID: String) async throws -> TestServer.Answer {
             try await server.send(
                 "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
-                json: ["user_id": user, "signed_transaction": try server.app.signedTransaction(IngestionFlowTests.subscription(transactionID))])
+                json: [
+                    "user_id": user, "signed_transaction": try server.app.signedTransaction(IngestionFlowTests.subscription(transactionID)),
+                ])
         }
         let first = try await buy("before-switch", "sw-1")
         #expect(first.status == 200 && Self.entitlement(first, "pro"), "\(first.text)")
@@ -120,7 +124,9 @@ import Testing
             for transaction in [first] + coins {
                 let jws = try server.app.signedTransaction(transaction)
                 group.addTask {
-                    try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "fina", "signed_transaction": jws]).status
+                    try await server.send(
+                        "POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "fina", "signed_transaction": jws]
+                    ).status
                 }
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -128,7 +134,8 @@ import Testing
         #expect(statuses == [200, 200, 200, 200])
         // The renewal: a stream with rows already, whose rows are replaced.
         let renewal = try server.app.signedTransaction(first.renewed(transactionID: "fin-2", period: 30 * 86_400))
-        let renewed = try await server.send("POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "fina", "signed_transaction": renewal])
+        let renewed = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "fina", "signed_transaction": renewal])
         #expect(renewed.status == 200, "\(renewed.text)")
 
         let ledger = try await UserStateReader(pool: server.pool).ledger(bundleID: Self.bundle, userID: "fina")
@@ -137,12 +144,17 @@ import Testing
                 """
                 SELECT seq, kind, transaction_id, user_id FROM ledger.finance_rows WHERE bundle_id = $1 AND original_transaction_id = $2 ORDER BY seq
                 """, [Self.bundle, original]
-            ).map { "\(try $0["seq"].int()) \(try $0["kind"].string()) \(try $0["transaction_id"].string()) \($0["user_id"].optionalString() ?? "-")" }
-            let fromLog = ledger.financeRows(ofTransaction: original).enumerated().map { "\($0) \($1.kind.rawValue) \($1.transactionID) \($1.userID ?? "-")" }
+            ).map {
+                "\(try $0["seq"].int()) \(try $0["kind"].string()) \(try $0["transaction_id"].string()) \($0["user_id"].optionalString() ?? "-")"
+            }
+            let fromLog = ledger.financeRows(ofTransaction: original).enumerated().map {
+                "\($0) \($1.kind.rawValue) \($1.transactionID) \($1.userID ?? "-")"
+            }
             #expect(stored == fromLog, "\(original): stored \(stored), the log \(fromLog)")
         }
         #expect(ledger.financeRows(ofTransaction: "fin-1").map(\.transactionID) == ["fin-1", "fin-2"])
-        let stream = try await server.pool.query(EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", ["purchase:\(Self.bundle):fin-1"])
+        let stream = try await server.pool.query(
+            EventStore.selectEventsSQL + " WHERE e.stream = $1 ORDER BY e.version", ["purchase:\(Self.bundle):fin-1"])
         let facts = try stream.compactMap { try StoredFacts.fact(from: RecordedEvent(row: $0))?.fact }
         let expected = SubscriptionMetrics.stored(of: facts, originalTransactionID: "fin-1")
         let metrics = try await server.pool.query(
@@ -255,7 +267,9 @@ import Testing
         let (report, answeredAtSwitch) = try await rebuild.value
         #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses.filter { $0 != 200 })")
         #expect(report.version == 2)
-        #expect(answeredAtSwitch < bodies.count, "the switch came while groups were still writing (\(answeredAtSwitch) of \(bodies.count) answered)")
+        #expect(
+            answeredAtSwitch < bodies.count,
+            "the switch came while groups were still writing (\(answeredAtSwitch) of \(bodies.count) answered)")
         // The live worker, now on the new version, takes in whatever the switch left.
         for _ in 0..<500 where try await server.pool.withConnection({ try ProjectionRunner.lag(on: $0) }) > 0 {
             try await Task.sleep(for: .milliseconds(20))

@@ -26,9 +26,11 @@ import Testing
         let token = UUID()
         #expect(try await server.send("PUT", "/v1/apps/\(b)/users/anon-7/app-account-tokens/\(token)", key: key).status == 200)
         var subscription = SimulatedTransaction(
-            transactionID: "m-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 86_400))
+            transactionID: "m-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
+            expiresDate: Date(timeIntervalSinceNow: 86_400))
         subscription.appAccountToken = token
-        let coins = SimulatedTransaction(transactionID: "m-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        let coins = SimulatedTransaction(
+            transactionID: "m-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         for transaction in [subscription, coins] {
             let bought = try await server.send(
                 "POST", "/v1/apps/\(b)/transactions", key: key,
@@ -36,15 +38,19 @@ import Testing
             #expect(bought.status == 200, "\(bought.text)")
         }
         let spent = try await server.send(
-            "POST", "/v1/apps/\(b)/users/anon-7/consumptions", key: key, json: ["currency": "coins", "amount": 30, "idempotency_key": "spend-1"])
+            "POST", "/v1/apps/\(b)/users/anon-7/consumptions", key: key,
+            json: ["currency": "coins", "amount": 30, "idempotency_key": "spend-1"])
         #expect(spent.status == 200, "\(spent.text)")
         let granted = try await server.send(
-            "POST", "/v1/apps/\(b)/users/anon-7/grants", key: server.adminKey, json: ["entitlement": "vip", "duration": "P7D", "reason": "welcome"])
+            "POST", "/v1/apps/\(b)/users/anon-7/grants", key: server.adminKey,
+            json: ["entitlement": "vip", "duration": "P7D", "reason": "welcome"])
         #expect(granted.status == 201, "\(granted.text)")
         // The signed-in account has a balance of its own already.
-        let own = SimulatedTransaction(transactionID: "m-3", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        let own = SimulatedTransaction(
+            transactionID: "m-3", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         _ = try await server.send(
-            "POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": "sam", "signed_transaction": try server.app.signedTransaction(own)])
+            "POST", "/v1/apps/\(b)/transactions", key: key,
+            json: ["user_id": "sam", "signed_transaction": try server.app.signedTransaction(own)])
         // An instant between everything above and the merge, in whole seconds as `at` is given.
         try await Task.sleep(for: .seconds(1.1))
         let beforeMerge = Date()
@@ -54,7 +60,9 @@ import Testing
         #expect(merged.json["user_id"] as? String == "sam")
         #expect(Self.entitlement(merged.json, "pro") == true, "the subscription moved: \(merged.text)")
         #expect(Self.entitlement(merged.json, "vip") == true, "the grant moved: \(merged.text)")
-        #expect(Self.balance(merged.json, "coins") == 170, "100 of sam's own, and what was left of anon-7's 100 after spending 30: \(merged.text)")
+        #expect(
+            Self.balance(merged.json, "coins") == 170,
+            "100 of sam's own, and what was left of anon-7's 100 after spending 30: \(merged.text)")
 
         let anon = try await server.send("GET", "/v1/apps/\(b)/users/anon-7", key: key)
         #expect(Self.entitlement(anon.json, "pro") != true && Self.entitlement(anon.json, "vip") != true, "\(anon.text)")
@@ -81,7 +89,9 @@ import Testing
         let events = try await server.pool.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
         let again = try await server.send("POST", "/v1/apps/\(b)/users/sam/merge", key: key, json: ["from": "anon-7"])
         #expect(again.status == 200 && Self.balance(again.json, "coins") == 170, "\(again.text)")
-        #expect(try await server.pool.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int() == events, "a second merge records nothing")
+        #expect(
+            try await server.pool.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int() == events, "a second merge records nothing"
+        )
 
         let itself = try await server.send("POST", "/v1/apps/\(b)/users/sam/merge", key: key, json: ["from": "sam"])
         #expect(itself.status == 400 && itself.errorCode == "invalid_merge", "\(itself.text)")
@@ -96,9 +106,11 @@ import Testing
         defer { Task { await server.stop() } }
         let b = Self.bundle
         let key = try await server.key([.ingest, .read])
-        let coins = SimulatedTransaction(transactionID: "d-9", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
+        let coins = SimulatedTransaction(
+            transactionID: "d-9", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
         _ = try await server.send(
-            "POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": "guest", "signed_transaction": try server.app.signedTransaction(coins)])
+            "POST", "/v1/apps/\(b)/transactions", key: key,
+            json: ["user_id": "guest", "signed_transaction": try server.app.signedTransaction(coins)])
         _ = try await server.send(
             "POST", "/v1/apps/\(b)/users/guest/consumptions", key: key, json: ["currency": "coins", "amount": 80, "idempotency_key": "k"])
         let refund = try server.app.notificationV2("REFUND", transaction: coins.revoked(at: Date(timeIntervalSinceNow: -60)))

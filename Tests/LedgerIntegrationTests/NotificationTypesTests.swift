@@ -18,7 +18,8 @@ import Testing
         ("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE"), ("DID_CHANGE_RENEWAL_PREF", nil), ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED"),
         ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED"), ("OFFER_REDEEMED", "INITIAL_BUY"), ("OFFER_REDEEMED", "UPGRADE"),
         ("DID_RENEW", nil), ("DID_RENEW", "BILLING_RECOVERY"), ("EXPIRED", "VOLUNTARY"), ("EXPIRED", "BILLING_RETRY"),
-        ("EXPIRED", "PRICE_INCREASE"), ("EXPIRED", "PRODUCT_NOT_FOR_SALE"), ("DID_FAIL_TO_RENEW", "GRACE_PERIOD"), ("DID_FAIL_TO_RENEW", nil),
+        ("EXPIRED", "PRICE_INCREASE"), ("EXPIRED", "PRODUCT_NOT_FOR_SALE"), ("DID_FAIL_TO_RENEW", "GRACE_PERIOD"),
+        ("DID_FAIL_TO_RENEW", nil),
         ("GRACE_PERIOD_EXPIRED", nil), ("PRICE_INCREASE", "PENDING"), ("PRICE_INCREASE", "ACCEPTED"), ("REFUND", nil),
         ("REFUND_DECLINED", nil), ("REFUND_REVERSED", nil), ("CONSUMPTION_REQUEST", nil), ("RENEWAL_EXTENDED", nil),
         ("RENEWAL_EXTENSION", "SUMMARY"), ("RENEWAL_EXTENSION", "FAILURE"), ("REVOKE", nil), ("TEST", nil),
@@ -67,20 +68,25 @@ import Testing
         let linked = try await server.send("PUT", "/v1/apps/\(Self.bundle)/users/erin/app-account-tokens/\(token)", key: key)
         #expect(linked.status == 200)
         func state() async throws -> [String: any Sendable] {
-            (try await server.send("GET", "/v1/apps/\(Self.bundle)/users/erin", key: key).json["entitlements"] as? [String: any Sendable]) ?? [:]
+            (try await server.send("GET", "/v1/apps/\(Self.bundle)/users/erin", key: key).json["entitlements"] as? [String: any Sendable])
+                ?? [:]
         }
 
-        var ads = SimulatedTransaction(transactionID: "otc-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        var ads = SimulatedTransaction(
+            transactionID: "otc-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         ads.appAccountToken = token
         _ = try await server.send(
             "POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try server.app.notificationV2("ONE_TIME_CHARGE", transaction: ads))
-        #expect((try await state()["no_ads"] as? [String: any Sendable])?["active"] as? Bool == true, "a one-time charge grants what it bought")
+        #expect(
+            (try await state()["no_ads"] as? [String: any Sendable])?["active"] as? Bool == true, "a one-time charge grants what it bought")
 
         let begun = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 86_400).rounded(.down))
-        var pro = SimulatedTransaction(transactionID: "ext-1", productID: "pro.monthly", purchaseDate: begun, expiresDate: begun.addingTimeInterval(Self.month))
+        var pro = SimulatedTransaction(
+            transactionID: "ext-1", productID: "pro.monthly", purchaseDate: begun, expiresDate: begun.addingTimeInterval(Self.month))
         pro.appAccountToken = token
         _ = try await server.send(
-            "POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: try server.app.notificationV2("SUBSCRIBED", subtype: "INITIAL_BUY", transaction: pro))
+            "POST", "/v1/apps/\(Self.bundle)/notifications/apple",
+            body: try server.app.notificationV2("SUBSCRIBED", subtype: "INITIAL_BUY", transaction: pro))
         pro.expiresDate = begun.addingTimeInterval(Self.month + 7 * 86_400)
         _ = try await server.send(
             "POST", "/v1/apps/\(Self.bundle)/notifications/apple",

@@ -104,7 +104,8 @@ import Testing
         func ask(_ user: String, transaction: String? = nil) async throws -> TestServer.Answer {
             var body: [String: Any] = ["product_id": "pro.monthly"]
             body["transaction_id"] = transaction
-            return try await server.send("POST", "/v1/apps/\(Self.bundle)/users/\(user)/offers/introductory-eligibility", key: key, json: body)
+            return try await server.send(
+                "POST", "/v1/apps/\(Self.bundle)/users/\(user)/offers/introductory-eligibility", key: key, json: body)
         }
         try await buy(server, "veteran", "ie-1", days: (-400, -370), key: key) // held pro, long ago
         try await buy(server, "coin-buyer", "ie-2", product: "coins.100", days: (-1, 0), key: key)
@@ -115,7 +116,8 @@ import Testing
         let fresh = try await ask("coin-buyer")
         #expect(fresh.json["eligible"] as? Bool == true)
         #expect(
-            try Self.check.claims(of: try #require(fresh.json["signature"] as? String), audience: "introductory-offer-eligibility")["transactionId"] as? String
+            try Self.check.claims(of: try #require(fresh.json["signature"] as? String), audience: "introductory-offer-eligibility")[
+                "transactionId"] as? String
                 == "ie-2")
         let stranger = try await ask("stranger")
         #expect(stranger.status == 400 && stranger.errorCode == "missing_transaction_id", "\(stranger.text)")

@@ -19,8 +19,11 @@ import Testing
         let metrics = try await server.send("GET", "/metrics")
         #expect(metrics.status == 200)
         #expect(
-            metrics.text.contains(#"ledger_http_requests_total{route="/v1/apps/{bundle_id}/users/{user_id}",method="GET",status="200"} 1"#), "\(metrics.text)")
-        #expect(metrics.text.contains(#"ledger_http_request_duration_seconds_bucket{route="/v1/apps/{bundle_id}/users/{user_id}",method="GET",le="+Inf"} 1"#))
+            metrics.text.contains(#"ledger_http_requests_total{route="/v1/apps/{bundle_id}/users/{user_id}",method="GET",status="200"} 1"#),
+            "\(metrics.text)")
+        #expect(
+            metrics.text.contains(
+                #"ledger_http_request_duration_seconds_bucket{route="/v1/apps/{bundle_id}/users/{user_id}",method="GET",le="+Inf"} 1"#))
         #expect(metrics.text.contains("ledger_projection_lag_events "))
         #expect(metrics.text.contains("ledger_events_appended "))
         #expect(!metrics.text.contains("someone"), "no user ids in labels")
@@ -40,14 +43,19 @@ import Testing
         let paths = try #require(document["paths"] as? [String: Any])
         let routes: [(String, String)] = [
             ("PUT", "/v1/apps/{bundle_id}"), ("GET", "/v1/apps/{bundle_id}"), ("PUT", "/v1/apps/{bundle_id}/products/{product_id}"),
-            ("GET", "/v1/apps/{bundle_id}/products"), ("POST", "/v1/apps/{bundle_id}/transactions"), ("POST", "/v1/apps/{bundle_id}/receipts"),
+            ("GET", "/v1/apps/{bundle_id}/products"), ("POST", "/v1/apps/{bundle_id}/transactions"),
+            ("POST", "/v1/apps/{bundle_id}/receipts"),
             ("POST", "/v1/apps/{bundle_id}/notifications/apple"), ("GET", "/v1/apps/{bundle_id}/users/{user_id}"),
             ("GET", "/v1/apps/{bundle_id}/users/{user_id}/events"), ("POST", "/v1/apps/{bundle_id}/users/{user_id}/consumptions"),
-            ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants"), ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants/{grant_id}/revoke"),
+            ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants"),
+            ("POST", "/v1/apps/{bundle_id}/users/{user_id}/grants/{grant_id}/revoke"),
             ("GET", "/v1/apps/{bundle_id}/exports/transactions"),
-            ("PUT", "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}"), ("GET", "/v1/apps/{bundle_id}/app-account-tokens/{token}"),
-            ("GET", "/v1/apps/{bundle_id}/users/{user_id}/export"), ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.json"),
-            ("GET", "/v1/apps/{bundle_id}/changes"), ("GET", "/v1/apps/{bundle_id}/webhooks"), ("PUT", "/v1/apps/{bundle_id}/webhooks/{name}"),
+            ("PUT", "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}"),
+            ("GET", "/v1/apps/{bundle_id}/app-account-tokens/{token}"),
+            ("GET", "/v1/apps/{bundle_id}/users/{user_id}/export"), ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"),
+            ("GET", "/openapi.json"),
+            ("GET", "/v1/apps/{bundle_id}/changes"), ("GET", "/v1/apps/{bundle_id}/webhooks"),
+            ("PUT", "/v1/apps/{bundle_id}/webhooks/{name}"),
             ("GET", "/v1/apps/{bundle_id}/webhooks/{name}"), ("DELETE", "/v1/apps/{bundle_id}/webhooks/{name}"),
             ("GET", "/v1/apps/{bundle_id}/webhooks/{name}/failures"), ("POST", "/v1/apps/{bundle_id}/webhooks/{name}/replay"),
         ]
@@ -59,25 +67,35 @@ import Testing
         let subscription = SimulatedTransaction(
             transactionID: "d-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
             expiresDate: Date(timeIntervalSinceNow: 86_400))
-        let coins = SimulatedTransaction(transactionID: "d-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        let coins = SimulatedTransaction(
+            transactionID: "d-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         let receipt = try server.apple.register(server.app.receiptAnswer([coins]), environment: .sandbox, sharedSecret: "s3cret")
         let b = Self.bundle
         let token = UUID()
         server.serverAPI.add(
-            [SimulatedTransaction(transactionID: "d-3", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))],
+            [
+                SimulatedTransaction(
+                    transactionID: "d-3", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+            ],
             to: server.app)
         server.serverAPI.addOrder("MQ1", transactionIDs: ["d-3"], to: server.app)
         let checks: [(String, String, String, [String: Any]?, Data?)] = [
             ("GET", "/v1/apps/\(b)", "/v1/apps/{bundle_id}", nil, nil),
             ("PUT", "/v1/apps/\(b)", "/v1/apps/{bundle_id}", ["environments": ["Production", "Sandbox"], "apple_app_id": 4242], nil),
-            ("PUT", "/v1/apps/\(b)/products/gems", "/v1/apps/{bundle_id}/products/{product_id}", ["type": "consumable", "grants": ["gems": 5]], nil),
+            (
+                "PUT", "/v1/apps/\(b)/products/gems", "/v1/apps/{bundle_id}/products/{product_id}",
+                ["type": "consumable", "grants": ["gems": 5]], nil
+            ),
             ("GET", "/v1/apps/\(b)/products", "/v1/apps/{bundle_id}/products", nil, nil),
             (
                 "POST", "/v1/apps/\(b)/transactions", "/v1/apps/{bundle_id}/transactions",
                 ["user_id": "v", "signed_transaction": try server.app.signedTransaction(subscription)], nil
             ),
             ("POST", "/v1/apps/\(b)/receipts", "/v1/apps/{bundle_id}/receipts", ["user_id": "v", "receipt_data": receipt], nil),
-            ("POST", "/v1/apps/\(b)/notifications/apple", "/v1/apps/{bundle_id}/notifications/apple", nil, try server.app.notificationV2("TEST")),
+            (
+                "POST", "/v1/apps/\(b)/notifications/apple", "/v1/apps/{bundle_id}/notifications/apple", nil,
+                try server.app.notificationV2("TEST")
+            ),
             ("GET", "/v1/apps/\(b)/users/v", "/v1/apps/{bundle_id}/users/{user_id}", nil, nil),
             ("GET", "/v1/apps/\(b)/users/v?at=2020-01-01T00:00:00Z", "/v1/apps/{bundle_id}/users/{user_id}", nil, nil),
             ("GET", "/v1/apps/\(b)/users/v/events?limit=3", "/v1/apps/{bundle_id}/users/{user_id}/events", nil, nil),
@@ -90,12 +108,19 @@ import Testing
                 ["currency": "coins", "amount": 500, "idempotency_key": "o2"], nil
             ),
             (
-                "POST", "/v1/apps/\(b)/users/v/grants", "/v1/apps/{bundle_id}/users/{user_id}/grants", ["entitlement": "vip", "reason": "r", "grant_id": "g1"],
+                "POST", "/v1/apps/\(b)/users/v/grants", "/v1/apps/{bundle_id}/users/{user_id}/grants",
+                ["entitlement": "vip", "reason": "r", "grant_id": "g1"],
                 nil
             ),
             ("POST", "/v1/apps/\(b)/users/v/grants/g1/revoke", "/v1/apps/{bundle_id}/users/{user_id}/grants/{grant_id}/revoke", [:], nil),
-            ("PUT", "/v1/apps/\(b)/users/v/app-account-tokens/\(token)", "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}", nil, nil),
-            ("PUT", "/v1/apps/\(b)/users/w/app-account-tokens/\(token)", "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}", nil, nil),
+            (
+                "PUT", "/v1/apps/\(b)/users/v/app-account-tokens/\(token)",
+                "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}", nil, nil
+            ),
+            (
+                "PUT", "/v1/apps/\(b)/users/w/app-account-tokens/\(token)",
+                "/v1/apps/{bundle_id}/users/{user_id}/app-account-tokens/{token}", nil, nil
+            ),
             ("GET", "/v1/apps/\(b)/app-account-tokens/\(token)", "/v1/apps/{bundle_id}/app-account-tokens/{token}", nil, nil),
             ("GET", "/v1/apps/\(b)/app-account-tokens/\(UUID())", "/v1/apps/{bundle_id}/app-account-tokens/{token}", nil, nil),
             ("GET", "/v1/apps/\(b)/users/v/export", "/v1/apps/{bundle_id}/users/{user_id}/export", nil, nil),
@@ -104,8 +129,14 @@ import Testing
             ("GET", "/v1/apps/\(b)/orders/MQ1", "/v1/apps/{bundle_id}/orders/{order_id}", nil, nil),
             ("GET", "/v1/apps/\(b)/orders/MQ2", "/v1/apps/{bundle_id}/orders/{order_id}", nil, nil),
             ("GET", "/v1/apps/com.none/users/v", "/v1/apps/{bundle_id}/users/{user_id}", nil, nil),
-            ("PUT", "/v1/apps/\(b)/webhooks/h", "/v1/apps/{bundle_id}/webhooks/{name}", ["url": "http://127.0.0.1:9/h", "secret": "0123456789abcdef0"], nil),
-            ("PUT", "/v1/apps/\(b)/webhooks/h", "/v1/apps/{bundle_id}/webhooks/{name}", ["url": "http://127.0.0.1:9/h", "secret": "short"], nil),
+            (
+                "PUT", "/v1/apps/\(b)/webhooks/h", "/v1/apps/{bundle_id}/webhooks/{name}",
+                ["url": "http://127.0.0.1:9/h", "secret": "0123456789abcdef0"], nil
+            ),
+            (
+                "PUT", "/v1/apps/\(b)/webhooks/h", "/v1/apps/{bundle_id}/webhooks/{name}",
+                ["url": "http://127.0.0.1:9/h", "secret": "short"], nil
+            ),
             ("GET", "/v1/apps/\(b)/webhooks", "/v1/apps/{bundle_id}/webhooks", nil, nil),
             ("GET", "/v1/apps/\(b)/webhooks/h", "/v1/apps/{bundle_id}/webhooks/{name}", nil, nil),
             ("GET", "/v1/apps/\(b)/webhooks/h/failures", "/v1/apps/{bundle_id}/webhooks/{name}/failures", nil, nil),

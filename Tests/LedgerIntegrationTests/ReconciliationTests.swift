@@ -72,7 +72,8 @@ import Testing
             "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
             json: ["user_id": "alice", "signed_transaction": try server.app.signedTransaction(purchases[0])])
         #expect(restated.status == 200)
-        #expect(try await eventCount(server) == afterSync, "a transaction learnt from StoreKit, the history and the statuses is recorded once")
+        #expect(
+            try await eventCount(server) == afterSync, "a transaction learnt from StoreKit, the history and the statuses is recorded once")
     }
 
     @Test func syncWaitsOutApplesRateLimitAndOrderLookupNamesEachOwner() async throws {
@@ -80,8 +81,10 @@ import Testing
         defer { Task { await server.stop() } }
         let ingest = try await server.key([.ingest])
         let support = try await server.key([.read])
-        let ads = SimulatedTransaction(transactionID: "o-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
-        let coins = SimulatedTransaction(transactionID: "o-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        let ads = SimulatedTransaction(
+            transactionID: "o-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        let coins = SimulatedTransaction(
+            transactionID: "o-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         server.serverAPI.add([ads], customer: "c-o1", to: server.app)
         server.serverAPI.add([coins], customer: "c-o2", to: server.app)
         server.serverAPI.addOrder("MQ8HB7T2Z1", transactionIDs: ["o-1", "o-2"], to: server.app)
@@ -95,7 +98,10 @@ import Testing
         // Each exchange is counted under Apple's endpoint and status, the 429 among them; no id is a label.
         let calls = try await server.send("GET", "/metrics", key: server.adminKey).text.split(separator: "\n")
             .filter { $0.hasPrefix("ledger_apple_calls_total{") && $0.contains("api=\"app_store_server_api\"") }
-        #expect(calls.contains { $0.contains("outcome=\"rate_limited\"") && $0.contains("status=\"429\"") && $0.contains("endpoint=\"GET /inApps/") })
+        #expect(
+            calls.contains {
+                $0.contains("outcome=\"rate_limited\"") && $0.contains("status=\"429\"") && $0.contains("endpoint=\"GET /inApps/")
+            })
         #expect(calls.contains { $0.contains("outcome=\"ok\"") && $0.contains("status=\"200\"") && $0.contains("{id}") }, "\(calls)")
         #expect(!calls.contains { $0.contains("o-1") || $0.contains("dana") }, "\(calls)")
 
@@ -104,11 +110,13 @@ import Testing
         #expect(order.json["environment"] as? String == "Sandbox", "production knew no such order; sandbox did")
         let lines = try #require(order.json["transactions"] as? [[String: any Sendable]])
         #expect(lines.count == 2)
-        let owners = Dictionary(uniqueKeysWithValues: lines.map { ($0["transaction_id"] as? String ?? "", $0["owner_user_id"] as? String ?? "nobody") })
+        let owners = Dictionary(
+            uniqueKeysWithValues: lines.map { ($0["transaction_id"] as? String ?? "", $0["owner_user_id"] as? String ?? "nobody") })
         #expect(owners == ["o-1": "dana", "o-2": "nobody"], "o-2 was never claimed: its owner is null")
         let missing = try await server.send("GET", "/v1/apps/\(Self.bundle)/orders/NOSUCHORDER", key: support)
         #expect(missing.status == 404 && missing.errorCode == "apple_order_not_found")
-        let unknownTransaction = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/dana/sync", key: ingest, json: ["transaction_id": "999"])
+        let unknownTransaction = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/users/dana/sync", key: ingest, json: ["transaction_id": "999"])
         #expect(unknownTransaction.status == 404 && unknownTransaction.errorCode == "apple_transaction_not_found")
     }
 
@@ -122,7 +130,8 @@ import Testing
             var subscriptions: [SimulatedTransaction] = []
             for n in 0..<10 {
                 let purchase = SimulatedTransaction(
-                    transactionID: "d\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(Self.month))
+                    transactionID: "d\(n)", productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(Self.month)
+                )
                 subscriptions.append(purchase)
                 let posted = try await first.send(
                     "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
@@ -150,7 +159,8 @@ import Testing
                 sent += 1
             }
             // And one forged in Apple's name, which must be refused without stopping the rest.
-            let rogue = SimulatedApp(authority: try TestCertificateAuthority(), bundleID: Self.bundle, appAppleID: 4242, environment: "Sandbox")
+            let rogue = SimulatedApp(
+                authority: try TestCertificateAuthority(), bundleID: Self.bundle, appAppleID: 4242, environment: "Sandbox")
             await first.serverAPI.send(try rogue.notificationV2("REFUND", transaction: subscriptions[0].revoked(at: Date())), of: first.app)
             let history = first.serverAPI.history(of: first.app)
             #expect(sent == 50 && history.count == 51 && history.allSatisfy { !$0.succeeded }, "every delivery failed")
@@ -199,9 +209,12 @@ import Testing
         server.serverAPI.add(Self.customer("w1"), customer: "customer-w1", to: server.app)
         let before = try await eventCount(server)
         // A tampered item: Apple's answer for production signed by a chain the ledger does not trust.
-        let forged = SimulatedApp(authority: try TestCertificateAuthority(), bundleID: Self.bundle, appAppleID: 4242, environment: "Production")
-        server.serverAPI.register(forged, key: .init(issuerID: TestServer.issuerID, keyID: TestServer.keyID, publicKey: TestServer.apiKey.publicKey))
-        server.serverAPI.add([SimulatedTransaction(transactionID: "f-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date())], to: forged)
+        let forged = SimulatedApp(
+            authority: try TestCertificateAuthority(), bundleID: Self.bundle, appAppleID: 4242, environment: "Production")
+        server.serverAPI.register(
+            forged, key: .init(issuerID: TestServer.issuerID, keyID: TestServer.keyID, publicKey: TestServer.apiKey.publicKey))
+        server.serverAPI.add(
+            [SimulatedTransaction(transactionID: "f-1", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date())], to: forged)
         let tampered = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/eve/sync", key: admin, json: ["transaction_id": "f-1"])
         #expect(tampered.status == 422 && tampered.errorCode == "untrusted_chain", "\(tampered.text)")
 
@@ -209,7 +222,9 @@ import Testing
             "PUT", "/v1/apps/\(Self.bundle)", key: admin,
             json: [
                 "environments": ["Production", "Sandbox"], "apple_app_id": 4242,
-                "app_store_server_api": ["issuer_id": TestServer.issuerID, "key_id": "WRONGKEY9", "private_key": P256.Signing.PrivateKey().pemRepresentation],
+                "app_store_server_api": [
+                    "issuer_id": TestServer.issuerID, "key_id": "WRONGKEY9", "private_key": P256.Signing.PrivateKey().pemRepresentation,
+                ],
             ])
         #expect(wrong.status == 200)
         let refused = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/eve/sync", key: admin, json: ["transaction_id": "w1-a"])
@@ -237,7 +252,8 @@ import Testing
         try await configure(server, policy: ["customer_consented": true, "refund_preference": "DECLINE", "sample_content_provided": true])
         let key = try await server.key([.ingest, .read])
         // 100 coins bought, 70 spent: 70 % consumed.
-        let coins = SimulatedTransaction(transactionID: "cr-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
+        let coins = SimulatedTransaction(
+            transactionID: "cr-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
         server.serverAPI.add([coins], to: server.app)
         let bought = try await server.send(
             "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
@@ -272,7 +288,8 @@ import Testing
     @Test func withoutConsentNothingIsSentAndAnUnownedPurchaseIsUndelivered() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let unowned = SimulatedTransaction(transactionID: "cr-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
+        let unowned = SimulatedTransaction(
+            transactionID: "cr-2", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -600))
         server.serverAPI.add([unowned], to: server.app)
         let request = try server.app.notificationV2("CONSUMPTION_REQUEST", transaction: unowned)
 
@@ -286,12 +303,15 @@ import Testing
         _ = try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: again)
         #expect(Array(try await server.services.consumption.answerPending().values) == ["sent"])
         let told = server.serverAPI.consumptionAnswers(of: server.app)
-        #expect(told.count == 1 && told.first?.body["deliveryStatus"] == "UNDELIVERED_OTHER" && told.first?.body["consumptionPercentage"] == nil)
+        #expect(
+            told.count == 1 && told.first?.body["deliveryStatus"] == "UNDELIVERED_OTHER" && told.first?.body["consumptionPercentage"] == nil
+        )
 
         let invalid = try await server.send(
             "PUT", "/v1/apps/\(Self.bundle)", key: server.adminKey,
             json: [
-                "environments": ["Production", "Sandbox"], "consumption_policy": ["customer_consented": true, "refund_preference": "MAYBE"],
+                "environments": ["Production", "Sandbox"],
+                "consumption_policy": ["customer_consented": true, "refund_preference": "MAYBE"],
             ])
         #expect(invalid.status == 400 && invalid.errorCode == "invalid_consumption_policy")
     }

@@ -20,7 +20,8 @@ import Testing
 
     static func purchase(_ server: TestServer, user: String, key: String) async throws -> TestServer.Answer {
         let jws = try server.app.signedTransaction(IngestionFlowTests.subscription("rep-\(user)", days: 30, startedAgo: 60))
-        return try await server.send("POST", "/v1/apps/\(bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
+        return try await server.send(
+            "POST", "/v1/apps/\(bundle)/transactions", key: key, json: ["user_id": user, "signed_transaction": jws])
     }
 
     static func isPro(_ answer: TestServer.Answer) -> Bool {
@@ -65,12 +66,14 @@ import Testing
         let paused = try await Self.purchase(writer, user: "while-paused", key: key)
         let position = try #require(paused.headers.first(name: "Ledger-Position"))
         let fromPrimaryBefore = reader.services.reads.sources.primary
-        let read = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/while-paused", key: key, headers: [("Ledger-Read-After", position)])
+        let read = try await reader.send(
+            "GET", "/v1/apps/\(Self.bundle)/users/while-paused", key: key, headers: [("Ledger-Read-After", position)])
         #expect(Self.isPro(read), "\(read.text)")
         #expect(reader.services.reads.sources.primary == fromPrimaryBefore + 1, "the primary answered what the paused replica lacked")
         try standbyAdmin.query("SELECT pg_wal_replay_resume()")
 
-        let garbage = try await reader.send("GET", "/v1/apps/\(Self.bundle)/users/x", key: key, headers: [("Ledger-Read-After", "yesterday")])
+        let garbage = try await reader.send(
+            "GET", "/v1/apps/\(Self.bundle)/users/x", key: key, headers: [("Ledger-Read-After", "yesterday")])
         #expect(garbage.status == 400 && garbage.errorCode == "invalid_position")
     }
 
@@ -92,7 +95,9 @@ import Testing
         var replayed = LogPosition.start
         for _ in 0..<500 where replayed < target {
             // (Until the standby has replayed the database and its schema, there is nothing to read.)
-            replayed = (try? ProjectionRunner.activeCheckpoint(on: PostgresConnection.connect(standby.configuration(database: database)))) ?? .start
+            replayed =
+                (try? ProjectionRunner.activeCheckpoint(on: PostgresConnection.connect(standby.configuration(database: database))))
+                ?? .start
             try await Task.sleep(for: .milliseconds(20))
         }
         try #require(replayed >= target, "the standby replayed the write")

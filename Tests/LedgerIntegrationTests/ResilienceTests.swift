@@ -36,7 +36,8 @@ import Testing
             """, [Self.bundle])
         let key = try await server.key([.finance])
         var request = HTTPClientRequest(
-            url: server.baseURL + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv&from=2026-10-01T00:00:00Z&to=2026-11-01T00:00:00Z")
+            url: server.baseURL
+                + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv&from=2026-10-01T00:00:00Z&to=2026-11-01T00:00:00Z")
         request.headers.add(name: "Authorization", value: "Bearer \(key)")
         let before = Self.residentBytes()
         var peak = before
@@ -116,10 +117,13 @@ import Testing
     @Test func gracefulShutdownFinishesRequestsInFlight() async throws {
         let server = try await TestServer.start()
         let key = try await server.key([.ingest])
-        let coins = SimulatedTransaction(transactionID: "g-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        let coins = SimulatedTransaction(
+            transactionID: "g-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
         let receipt = try server.apple.register(server.app.receiptAnswer([coins]), environment: .production, sharedSecret: "s3cret")
         server.apple.script(.production, [.delay(.milliseconds(1500))]) // Apple is slow: the request stays in flight
-        let inFlight = Task { try await server.send("POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "jo", "receipt_data": receipt]) }
+        let inFlight = Task {
+            try await server.send("POST", "/v1/apps/\(Self.bundle)/receipts", key: key, json: ["user_id": "jo", "receipt_data": receipt])
+        }
         // In flight once Apple has it (not after a guessed half second: a busy machine took longer
         // to get it there, and the stop then came first).
         try await waitUntil { server.apple.calls(.production) >= 1 }

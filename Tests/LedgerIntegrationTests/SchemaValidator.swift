@@ -28,7 +28,8 @@ struct SchemaValidator {
             problems.append("\(path): \(text) is not one of \(allowed)")
         }
         if schema["format"] as? String == "date-time", let text = value as? String,
-            (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)) == nil, (try? Date.ISO8601FormatStyle().parse(text)) == nil
+            (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)) == nil,
+            (try? Date.ISO8601FormatStyle().parse(text)) == nil
         {
             problems.append("\(path): \(text) is not RFC 3339")
         }

@@ -19,7 +19,9 @@ import Testing
 
     /// 64 requests in flight at once (not the shared client's 8 connections per host).
     /// Each answer's status, body and `Ledger-Position`.
-    static func all(_ requests: [(server: TestServer, path: String, json: [String: any Sendable])], key: String) async throws -> [(Int, String, String?)] {
+    static func all(
+        _ requests: [(server: TestServer, path: String, json: [String: any Sendable])], key: String
+    ) async throws -> [(Int, String, String?)] {
         let client = HTTPClient(
             eventLoopGroupProvider: .singleton,
             configuration: .init(
@@ -58,7 +60,8 @@ import Testing
                 }
             }
             let key = try await first.key([.ingest, .read])
-            let coins = SimulatedTransaction(transactionID: "w-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -10))
+            let coins = SimulatedTransaction(
+                transactionID: "w-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -10))
             let bought = try await first.send(
                 "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
                 json: ["user_id": "wallet", "signed_transaction": try first.app.signedTransaction(coins)])
@@ -116,7 +119,8 @@ import Testing
             }
             let claimed = try await Self.all(claims, key: admin)
             #expect(claimed.allSatisfy { $0.0 == 200 }, "\(claimed.filter { $0.0 != 200 })")
-            let count = try await first.pool.query("SELECT count(*) FROM ledger.events WHERE event_type = 'Purchased' AND stream LIKE '%shared-1'")
+            let count = try await first.pool.query(
+                "SELECT count(*) FROM ledger.events WHERE event_type = 'Purchased' AND stream LIKE '%shared-1'")
             #expect(try count[0][0].int() == 1, "the purchase recorded once")
             let report = try await ChainVerifier(pool: first.pool).verify()
             #expect(report.isIntact)

@@ -18,16 +18,20 @@ import Testing
         let linked = try await server.send("PUT", "/v1/apps/\(b)/users/kim/app-account-tokens/\(token)", key: key)
         #expect(linked.status == 200, "\(linked.text)")
         var subscription = SimulatedTransaction(
-            transactionID: "x-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: Date(timeIntervalSinceNow: 86_400))
+            transactionID: "x-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60),
+            expiresDate: Date(timeIntervalSinceNow: 86_400))
         subscription.appAccountToken = token
         let jws = try server.app.signedTransaction(subscription)
-        let bought = try await server.send("POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": "kim", "signed_transaction": jws])
+        let bought = try await server.send(
+            "POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": "kim", "signed_transaction": jws])
         #expect(bought.status == 200, "\(bought.text)")
         let other = try server.app.signedTransaction(
-            SimulatedTransaction(transactionID: "x-2", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60)))
+            SimulatedTransaction(
+                transactionID: "x-2", productID: "remove.ads", type: "Non-Consumable", purchaseDate: Date(timeIntervalSinceNow: -60)))
         _ = try await server.send("POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": "lou", "signed_transaction": other])
         let granted = try await server.send(
-            "POST", "/v1/apps/\(b)/users/kim/grants", key: server.adminKey, json: ["entitlement": "vip", "duration": "P7D", "reason": "goodwill"])
+            "POST", "/v1/apps/\(b)/users/kim/grants", key: server.adminKey,
+            json: ["entitlement": "vip", "duration": "P7D", "reason": "goodwill"])
         #expect(granted.status == 201, "\(granted.text)")
         // The change projection runs behind the users projection: wait until it announced kim.
         let (announced, after) = try await server.waitForChange(key: key, within: .seconds(50)) { $0["user_id"] as? String == "kim" }
@@ -54,10 +58,13 @@ import Testing
         #expect(!export.text.contains("lou") && !export.text.contains("x-2"), "nothing of another user")
 
         // lou takes kim's purchase (restore policy transfer): each export names only its own user.
-        let taken = try await server.send("POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": "lou", "signed_transaction": jws])
+        let taken = try await server.send(
+            "POST", "/v1/apps/\(b)/transactions", key: key, json: ["user_id": "lou", "signed_transaction": jws])
         #expect(taken.status == 200, "\(taken.text)")
         let afterTransfer = try await server.send("GET", "/v1/apps/\(b)/users/kim/export", key: server.adminKey)
-        let transfer = (afterTransfer.json["events"] as? [[String: any Sendable]] ?? []).first { $0["type"] as? String == "OwnershipTransferred" }
+        let transfer = (afterTransfer.json["events"] as? [[String: any Sendable]] ?? []).first {
+            $0["type"] as? String == "OwnershipTransferred"
+        }
         #expect((transfer?["data"] as? [String: any Sendable])?["toUserID"] as? String == "(another user)", "\(afterTransfer.text)")
         // The change that announced the transfer is in kim's export too, once announced.
         let announcedTransfer = try await server.waitForChange(key: key, after: after, within: .seconds(50)) {
@@ -65,7 +72,9 @@ import Testing
         }.found
         #expect(announcedTransfer)
         let withChange = try await server.send("GET", "/v1/apps/\(b)/users/kim/export", key: server.adminKey)
-        let transferChange = (withChange.json["changes"] as? [[String: any Sendable]] ?? []).first { $0["type"] as? String == "ownership.transferred" }
+        let transferChange = (withChange.json["changes"] as? [[String: any Sendable]] ?? []).first {
+            $0["type"] as? String == "ownership.transferred"
+        }
         #expect((transferChange?["change"] as? [String: any Sendable])?["to"] as? String == "(another user)", "\(withChange.text)")
         #expect(!withChange.text.contains("lou"))
 

@@ -94,7 +94,8 @@ final class TestServer: Sendable {
         let database = PostgresConfiguration.parse(owner.connectionString)["dbname"] ?? ""
         let readers = replicas.map { TestCluster.applicationRole($0.configuration(database: database)) } + reading
         let server = try await TestServer(
-            owner: owner, application: connecting?.application ?? TestCluster.applicationRole(owner), migrator: migrator, poolSize: poolSize,
+            owner: owner, application: connecting?.application ?? TestCluster.applicationRole(owner), migrator: migrator,
+            poolSize: poolSize,
             projecting: projecting, replicas: readers, replicaWait: replicaWait, appleOf: appleOf, webhooks: webhooks)
         if configure { try await server.configureDefaultApp() }
         return server
@@ -130,7 +131,8 @@ final class TestServer: Sendable {
             backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20), requestTimeout: .seconds(5))
         readPools = replicas.map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
         services = LedgerServices(
-            pool: pool, store: store, migrator: migrator, verifier: SignedDataVerifier(roots: [Self.authority.root, ReceiptAuthority.shared.root]),
+            pool: pool, store: store, migrator: migrator,
+            verifier: SignedDataVerifier(roots: [Self.authority.root, ReceiptAuthority.shared.root]),
             keyring: Self.keyring, receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero,
             webhookPolicy: webhooks, logger: logger)
         keys = services.keys
@@ -141,7 +143,9 @@ final class TestServer: Sendable {
         // As `ledger serve` runs it: a service group, stopped by a graceful shutdown (last listed first).
         let group = ServiceGroup(
             configuration: .init(
-                services: services.backgroundServices(pollInterval: .milliseconds(50), projecting: projecting, logger: logger) + [application],
+                services: services.backgroundServices(pollInterval: .milliseconds(50), projecting: projecting, logger: logger) + [
+                    application
+                ],
                 logger: serverLogger))
         self.group = group
         task = Task { try await group.run() }
@@ -210,7 +214,8 @@ final class TestServer: Sendable {
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let json { request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await (followingRedirects ? HTTPClient.shared : Self.withoutRedirects).execute(request, timeout: .seconds(timeout))
+        let response = try await (followingRedirects ? HTTPClient.shared : Self.withoutRedirects).execute(
+            request, timeout: .seconds(timeout))
         let data = try await response.body.collect(upTo: 512 * 1024 * 1024)
         return Answer(status: Int(response.status.code), headers: response.headers, body: Data(data.readableBytesView))
     }

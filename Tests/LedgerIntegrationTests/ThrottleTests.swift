@@ -19,7 +19,8 @@ import Testing
         #expect(statuses.allSatisfy { $0 == 401 }, "\(statuses)")
         let lookups = server.keys.lookups
         for attempt in 20..<30 {
-            let refused = try await server.send("GET", path, key: "lk_guess\(attempt)", headers: [("X-Forwarded-For", "198.51.100.\(attempt)")])
+            let refused = try await server.send(
+                "GET", path, key: "lk_guess\(attempt)", headers: [("X-Forwarded-For", "198.51.100.\(attempt)")])
             #expect(refused.status == 429 && refused.errorCode == "too_many_attempts", "\(refused.text)")
             let wait = Int(refused.headers.first(name: "Retry-After") ?? "") ?? 0
             #expect((1...60).contains(wait), "Retry-After says when: \(wait)")

@@ -24,7 +24,9 @@ import Testing
         try #require(bound == 0)
         if listening { try #require(listen(descriptor, 8) == 0) }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        bound = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+        bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
         return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
     }
 

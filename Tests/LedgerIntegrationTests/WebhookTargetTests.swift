@@ -57,7 +57,8 @@ import WebhookReceiver
             json: [
                 "user_id": "mallory",
                 "signed_transaction": try closed.app.signedTransaction(
-                    SimulatedTransaction(transactionID: "t-ssrf", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))),
+                    SimulatedTransaction(
+                        transactionID: "t-ssrf", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))),
             ])
         #expect(answer.status == 200, "\(answer.text)")
         var parked: [[String: any Sendable]] = []

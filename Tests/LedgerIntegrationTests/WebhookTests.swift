@@ -26,7 +26,9 @@ import WebhookReceiver
         return (server, receiver)
     }
 
-    func subscribe(_ server: TestServer, _ receiver: WebhookReceiver, name: String = "game", types: [String]? = nil) async throws -> TestServer.Answer {
+    func subscribe(
+        _ server: TestServer, _ receiver: WebhookReceiver, name: String = "game", types: [String]? = nil
+    ) async throws -> TestServer.Answer {
         var body: [String: Any] = ["url": receiver.url, "secret": Self.secret]
         if let types { body["types"] = types }
         return try await server.send("PUT", "/v1/apps/\(Self.bundle)/webhooks/\(name)", key: server.adminKey, json: body)
@@ -74,7 +76,8 @@ import WebhookReceiver
                 json: ["url": receiver.url, "secret": Self.secret]
             ).status == 404)
         #expect(try await server.send("DELETE", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey).status == 204)
-        #expect(try await server.send("DELETE", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey).errorCode == "unknown_webhook")
+        #expect(
+            try await server.send("DELETE", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey).errorCode == "unknown_webhook")
         #expect(try await server.send("GET", "/v1/apps/\(Self.bundle)/changes?wait=31", key: reader).errorCode == "invalid_wait")
         #expect(try await server.send("GET", "/v1/apps/\(Self.bundle)/changes?after=x", key: reader).errorCode == "invalid_cursor")
     }
@@ -166,10 +169,13 @@ import WebhookReceiver
             "POST", "/v1/apps/\(Self.bundle)/webhooks/game/replay", key: server.adminKey,
             json: ["from_position": 100_007_148_459.0])
         #expect(far.status == 202 && far.json["users"] as? Int == 0, "\(far.text)")
-        let replay = try await server.send("POST", "/v1/apps/\(Self.bundle)/webhooks/game/replay", key: server.adminKey, json: ["from_position": position])
+        let replay = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/webhooks/game/replay", key: server.adminKey, json: ["from_position": position])
         #expect(replay.status == 202 && replay.json["users"] as? Int == 1, "\(replay.text)")
         try await waitUntil { receiver.accepted.count == 3 }
-        #expect(receiver.accepted.map(\.type) == ["balance.credited", "entitlement.granted", "balance.credited"], "replayed from the parked one, in order")
+        #expect(
+            receiver.accepted.map(\.type) == ["balance.credited", "entitlement.granted", "balance.credited"],
+            "replayed from the parked one, in order")
         let after = try await server.send("GET", failures, key: server.adminKey)
         #expect((after.json["failures"] as? [Any])?.isEmpty == true, "a replayed change is no longer parked")
     }
@@ -185,7 +191,8 @@ import WebhookReceiver
         #expect(try await subscribe(server, receiver).status == 201)
         let key = try await server.key([.ingest, .read])
         let ends = Date(timeIntervalSinceNow: 1.5)
-        let short = SimulatedTransaction(transactionID: "e-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: ends)
+        let short = SimulatedTransaction(
+            transactionID: "e-1", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -60), expiresDate: ends)
         let posted = try await server.send(
             "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
             json: ["user_id": "dave", "signed_transaction": try server.app.signedTransaction(short)])

@@ -25,7 +25,8 @@ import Testing
             "", "plain", "NULL", "a\"b", "back\\slash", "\\\"", "\"", "{x,y}", " spaced ", "é 😀", "line\nbreak",
             String(repeating: "eyJhbGciOiJFUzI1NiJ9.", count: 200) + "\"end\\",
         ]
-        let rows = try connection.query("SELECT e FROM unnest($1::text[]) WITH ORDINALITY AS u(e, n) ORDER BY n", [PostgresTextArray(elements)])
+        let rows = try connection.query(
+            "SELECT e FROM unnest($1::text[]) WITH ORDINALITY AS u(e, n) ORDER BY n", [PostgresTextArray(elements)])
         #expect(try rows.map { try $0["e"].string() } == elements)
         let nullable = try connection.query(
             "SELECT e FROM unnest($1::text[]) WITH ORDINALITY AS u(e, n) ORDER BY n",

@@ -23,7 +23,9 @@ import Testing
         #expect(!error.debugDescription.contains("hunter2"), "\(error.debugDescription)")
         // In a pipeline too.
         let piped = try #require(throws: PostgresError.self) {
-            try connection.pipelinedTransaction { try $0.commit(with: RoundTrip([PipelinedStatement("INSERT INTO public.k VALUES ($1)", ["hunter2-token"])])) }
+            try connection.pipelinedTransaction {
+                try $0.commit(with: RoundTrip([PipelinedStatement("INSERT INTO public.k VALUES ($1)", ["hunter2-token"])]))
+            }
         }
         #expect(!piped.debugDescription.contains("hunter2"), "\(piped.debugDescription)")
     }
@@ -33,7 +35,9 @@ import Testing
         let error = try #require(throws: PostgresError.self) {
             try whilePostgres("counting the widgets") { try connection.query("SELECT no_such_function(1)") }
         }
-        #expect(error.description.hasPrefix("counting the widgets: function no_such_function(integer) does not exist (SQLSTATE 42883)"), "\(error)")
+        #expect(
+            error.description.hasPrefix("counting the widgets: function no_such_function(integer) does not exist (SQLSTATE 42883)"),
+            "\(error)")
         #expect(error.description.contains("hint: No function matches the given name and argument types."), "\(error)")
     }
 

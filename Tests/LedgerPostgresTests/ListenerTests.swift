@@ -32,7 +32,8 @@ import Testing
         var adminConfiguration = configuration
         adminConfiguration.applicationName = "ledger-test-admin"
         let admin = try PostgresConnection.connect(adminConfiguration)
-        try admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [configuration.applicationName])
+        try admin.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [configuration.applicationName])
         try await waitUntil { connects.load(ordering: .relaxed) == 2 }
         await listener.stop()
     }
@@ -48,7 +49,9 @@ import Testing
 
         let connects = Atomic<Int>(0)
         let heartbeat = Heartbeat("listener")
-        let listener = PostgresListener(configuration: configuration, channels: ["ledger_frozen"], heartbeat: heartbeat, logger: TestCluster.quietLogger) {
+        let listener = PostgresListener(
+            configuration: configuration, channels: ["ledger_frozen"], heartbeat: heartbeat, logger: TestCluster.quietLogger
+        ) {
             note in
             if note == .connected { connects.add(1, ordering: .relaxed) }
         }

@@ -56,7 +56,8 @@ import Testing
 
     @Test func aFailingMigrationLeavesNothingBehind() async throws {
         let connection = try await PostgresConnection.connect(TestCluster.database())
-        let broken = try LedgerSchema.migrations() + [Migration(version: 9000, name: "broken", sql: "CREATE TABLE ledger.half (n int); SELECT 1/0;")]
+        let broken =
+            try LedgerSchema.migrations() + [Migration(version: 9000, name: "broken", sql: "CREATE TABLE ledger.half (n int); SELECT 1/0;")]
         #expect(throws: PostgresError.self) { try Migrator(migrations: broken, logger: TestCluster.quietLogger).migrate(connection) }
         #expect(try connection.query("SELECT to_regclass('ledger.half') IS NULL AS absent")[0]["absent"].bool())
         #expect(try connection.query("SELECT count(*) AS n FROM ledger.schema_migrations WHERE version = 9000")[0]["n"].int() == 0)
@@ -71,7 +72,9 @@ import Testing
         let report = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection)
         #expect(report.applied.isEmpty)
         try connection.query("UPDATE ledger.schema_migrations SET checksum = 'another' WHERE version = 1")
-        #expect(throws: MigrationError.self) { try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection) }
+        #expect(throws: MigrationError.self) {
+            try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection)
+        }
     }
 
     @Test func databasesThatAppliedTheAppendFunctionsIn0001And0006StillMigrate() async throws {
@@ -93,8 +96,11 @@ import Testing
 
     @Test func aFailingMigrationIsNamedWithTheServersMessage() async throws {
         let connection = try await PostgresConnection.connect(TestCluster.database())
-        let broken = try LedgerSchema.migrations() + [Migration(version: 9001, name: "typo", sql: "CREATE TABLE ledger.t (n nonsense_type);")]
-        let error = try #require(throws: PostgresError.self) { try Migrator(migrations: broken, logger: TestCluster.quietLogger).migrate(connection) }
+        let broken =
+            try LedgerSchema.migrations() + [Migration(version: 9001, name: "typo", sql: "CREATE TABLE ledger.t (n nonsense_type);")]
+        let error = try #require(throws: PostgresError.self) {
+            try Migrator(migrations: broken, logger: TestCluster.quietLogger).migrate(connection)
+        }
         #expect(error.description == #"applying migration 9001_typo: type "nonsense_type" does not exist (SQLSTATE 42704)"#)
     }
 

@@ -103,7 +103,8 @@ import Testing
         try owner.execute(script: "SET synchronous_commit = on")
         _ = try owner.pipelinedTransaction { try $0.commit(with: insert(1), waitingForDisk: false) }
         #expect(try count(on: other) == 1)
-        #expect(try owner.query("SELECT current_setting('synchronous_commit') AS s")[0]["s"].string() == "on", "set for that transaction only")
+        #expect(
+            try owner.query("SELECT current_setting('synchronous_commit') AS s")[0]["s"].string() == "on", "set for that transaction only")
     }
 
     @Test func participantsReadTheirOwnResultsWhateverOthersSent() async throws {

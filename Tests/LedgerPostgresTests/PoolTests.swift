@@ -36,13 +36,15 @@ import Testing
     @Test func callersBeyondThePoolSizeWaitTheirTurn() async throws {
         // A turn, not a deadline, is what this asks: the suite's start keeps the shared cluster
         // busy enough that twenty turns of a 10 ms statement have outlasted the 10 s default wait.
-        let pool = PostgresPool(configuration: try await TestCluster.database(), size: 2, waitLimit: .seconds(120), logger: TestCluster.quietLogger)
+        let pool = PostgresPool(
+            configuration: try await TestCluster.database(), size: 2, waitLimit: .seconds(120), logger: TestCluster.quietLogger)
         let results = try await withThrowingTaskGroup(of: Int.self) { group in
             for n in 0..<20 { group.addTask { try await pool.query("SELECT $1::int AS n, pg_sleep(0.01)", [n])[0]["n"].int() } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.sorted() == Array(0..<20))
-        let backends = try await pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'ledger' AND datname = current_database()")
+        let backends = try await pool.query(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'ledger' AND datname = current_database()")
         #expect(try backends[0]["n"].int() <= 2)
         await pool.close()
     }
@@ -103,7 +105,8 @@ import Testing
     }
 
     @Test func theApplicationRoleIsSetOnEveryConnection() async throws {
-        let pool = PostgresPool(configuration: TestCluster.applicationRole(try await TestCluster.database()), size: 1, logger: TestCluster.quietLogger)
+        let pool = PostgresPool(
+            configuration: TestCluster.applicationRole(try await TestCluster.database()), size: 1, logger: TestCluster.quietLogger)
         #expect(try await pool.query("SELECT current_user AS who")[0]["who"].string() == "ledger_app")
         await pool.close()
     }

@@ -40,7 +40,8 @@ import Testing
 
         let rows = try owner.query("SELECT transaction_id, offer_type, offer_id FROM ledger.finance_rows ORDER BY transaction_id")
         #expect(rows.count == 2)
-        #expect(try rows[0]["transaction_id"].string() == "o-1" && rows[0]["offer_type"].int() == 3 && rows[0]["offer_id"].text == "SPRING25")
+        #expect(
+            try rows[0]["transaction_id"].string() == "o-1" && rows[0]["offer_type"].int() == 3 && rows[0]["offer_id"].text == "SPRING25")
         #expect(try rows[1]["transaction_id"].string() == "p-1" && rows[1]["offer_type"].isNull && rows[1]["offer_id"].isNull)
         // What the projection computes from the same facts says the same.
         let computed = AppLedger(bundleID: bundleID, facts: facts).financeRows(ofTransaction: "o-1")

@@ -19,7 +19,9 @@ import Testing
         let arrivals = LateArrivals(RandomHistory(seed: seed, steps: 80), seed: seed)
         // The direct recomputation: every original transaction's facts, from the facts themselves.
         func recomputed(_ facts: ArraySlice<RecordedFact>, from first: Date, through last: Date) -> [MetricPoint] {
-            let byTransaction = Dictionary(grouping: facts.filter { $0.event.originalTransactionID != nil }) { $0.event.originalTransactionID! }
+            let byTransaction = Dictionary(grouping: facts.filter { $0.event.originalTransactionID != nil }) {
+                $0.event.originalTransactionID!
+            }
             let contributions = byTransaction.flatMap { SubscriptionMetrics.contributions(of: $0.value, originalTransactionID: $0.key) }
             return SubscriptionMetrics.daily(contributions, from: first, through: last).filter { $0.environment == .production }
         }
@@ -33,17 +35,23 @@ import Testing
             try await drainLive(pool)
             let live = try await reader.daily(bundleID: bundleID, environment: .production, from: first, through: last)
             let expected = recomputed(arrivals.facts[..<upTo], from: first, through: last)
-            #expect(live == expected, "seed \(seed), after \(upTo) facts: the series differ on \(Set(live).symmetricDifference(expected).prefix(4))")
+            #expect(
+                live == expected,
+                "seed \(seed), after \(upTo) facts: the series differ on \(Set(live).symmetricDifference(expected).prefix(4))")
         }
         let expected = recomputed(arrivals.facts[...], from: first, through: last)
-        #expect(Set(expected.map(\.kind)).isSuperset(of: [.active, .mrr, .new, .renewed, .churned, .revenue, .refunds]), "seed \(seed) exercises the metrics")
+        #expect(
+            Set(expected.map(\.kind)).isSuperset(of: [.active, .mrr, .new, .renewed, .churned, .revenue, .refunds]),
+            "seed \(seed) exercises the metrics")
         // A window in the middle: running sums must start from everything before it.
         let middle = first.addingTimeInterval(40 * 86_400), end = middle.addingTimeInterval(30 * 86_400)
         #expect(
             try await reader.daily(bundleID: bundleID, environment: .production, from: middle, through: end)
                 == expected.filter { $0.day >= middle && $0.day <= end })
 
-        _ = try await offThePool { try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild() }
+        _ = try await offThePool {
+            try ProjectionRebuilder(logger: TestCluster.quietLogger) { try PostgresConnection.connect(configuration) }.rebuild()
+        }
         #expect(
             try await reader.daily(bundleID: bundleID, environment: .production, from: first, through: last) == expected,
             "seed \(seed): a rebuild from zero computes the same series")
@@ -66,8 +74,10 @@ import Testing
         try await drainLive(pool)
         let reader = MetricsReader(reads: .primaryOnly(pool, logger: TestCluster.quietLogger))
         let start = SubscriptionMetrics.dayStart(day(0.5))
-        let active = try await reader.daily(bundleID: bundleID, environment: .production, from: start, through: start.addingTimeInterval(20 * 86_400))
-            .filter { $0.kind == .active }
+        let active = try await reader.daily(
+            bundleID: bundleID, environment: .production, from: start, through: start.addingTimeInterval(20 * 86_400)
+        )
+        .filter { $0.kind == .active }
         #expect(
             active.map(\.day) == (0..<10).map { start.addingTimeInterval(Double($0) * 86_400) },
             "active on the ten days whose end comes before the revocation: \(active.count) days")

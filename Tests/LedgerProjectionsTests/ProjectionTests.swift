@@ -13,7 +13,8 @@ let bundleID = "com.example.app"
 /// Appends domain facts through the event store, as the ingestion layer will.
 func append(_ facts: some Sequence<RecordedFact>, to store: EventStore) async throws {
     for fact in facts {
-        let (stream, event) = try StoredFacts.newEvent(fact.event, bundleID: bundleID, id: UUID(), occurredAt: fact.occurredAt, evidence: fact.evidence)
+        let (stream, event) = try StoredFacts.newEvent(
+            fact.event, bundleID: bundleID, id: UUID(), occurredAt: fact.occurredAt, evidence: fact.evidence)
         try await store.append([event], to: stream)
     }
 }
@@ -102,7 +103,9 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         let reader = UserStateReader(pool: pool)
         for instant in history.instants.striding(5) {
             for user in RandomHistory.users {
-                #expect(try await reader.state(bundleID: bundleID, userID: user, at: instant, knownAt: nil) == expected.userState(user, at: instant))
+                #expect(
+                    try await reader.state(bundleID: bundleID, userID: user, at: instant, knownAt: nil)
+                        == expected.userState(user, at: instant))
             }
         }
         await pool.close()
@@ -117,7 +120,9 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         try await append(history.facts[..<half], to: store)
 
         let worker = Task {
-            await ProjectionWorker(pool: pool, store: store, batchSize: 20, pollInterval: .milliseconds(20), logger: TestCluster.quietLogger).run()
+            await ProjectionWorker(
+                pool: pool, store: store, batchSize: 20, pollInterval: .milliseconds(20), logger: TestCluster.quietLogger
+            ).run()
         }
         let rest = Array(history.facts[half...])
         let appender = Task { try await append(rest, to: store) }
@@ -147,7 +152,9 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
                     }
                 }
         }.value
-        #expect(recorded.value.contains { $0.hasPrefix("replaying ") } && recorded.value.contains { $0.hasPrefix("switching ") }, "\(recorded.value)")
+        #expect(
+            recorded.value.contains { $0.hasPrefix("replaying ") } && recorded.value.contains { $0.hasPrefix("switching ") },
+            "\(recorded.value)")
         try await appender.value
         // Let the worker (now on v2) take in whatever the switch left for it.
         for _ in 0..<500 where try await pool.withConnection({ try ProjectionRunner.lag(on: $0) }) > 0 {
@@ -176,7 +183,9 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         for user in RandomHistory.users {
             #expect(try await reader2.timeline(bundleID: bundleID, userID: user) == expected.timeline(of: user))
         }
-        let versions = try await pool.query("SELECT version FROM ledger.projection_checkpoints WHERE name = 'users' ORDER BY version").map { try $0[0].int() }
+        let versions = try await pool.query("SELECT version FROM ledger.projection_checkpoints WHERE name = 'users' ORDER BY version").map {
+            try $0[0].int()
+        }
         #expect(versions == [2, 3], "the version before the active one is kept, older ones dropped")
         let tables = try await pool.query(
             """

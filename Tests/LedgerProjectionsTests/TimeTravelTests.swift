@@ -39,7 +39,9 @@ import Testing
             var all: [UserState] = []
             for user in RandomHistory.users {
                 for instant in instants {
-                    for known in [nil] + knowledge { all.append(try await reader.state(bundleID: bundleID, userID: user, at: instant, knownAt: known)) }
+                    for known in [nil] + knowledge {
+                        all.append(try await reader.state(bundleID: bundleID, userID: user, at: instant, knownAt: known))
+                    }
                 }
             }
             return all

@@ -14,7 +14,8 @@ import Testing
     /// A database holding one secret of each kind in clear, as an older ledger wrote them.
     static func databaseWithClearSecrets() async throws -> PostgresConnection {
         let connection = try PostgresConnection.connect(TestCluster.applicationRole(try await TestCluster.database()))
-        try connection.query("INSERT INTO ledger.app_secrets (bundle_id, shared_secret) VALUES ('com.example.game', 'clear-shared-secret-0001')")
+        try connection.query(
+            "INSERT INTO ledger.app_secrets (bundle_id, shared_secret) VALUES ('com.example.game', 'clear-shared-secret-0001')")
         try connection.query(
             "INSERT INTO ledger.app_server_api_keys (bundle_id, issuer_id, key_id, private_key) VALUES ('com.example.game', 'issuer', 'KEY1', 'clear-pem-0002')"
         )

@@ -45,7 +45,8 @@ import Tracing
 }
 
 private func start(_ tracer: any LegacyTracer, _ name: String, _ context: ServiceContext) -> any Span {
-    tracer.startAnySpan(name, context: context, ofKind: .internal, at: DefaultTracerClock.now, function: #function, file: #fileID, line: #line)
+    tracer.startAnySpan(
+        name, context: context, ofKind: .internal, at: DefaultTracerClock.now, function: #function, file: #fileID, line: #line)
 }
 
 private enum Note: ServiceContextKey { typealias Value = String }

@@ -43,7 +43,8 @@ import Testing
         #expect(
             await Self.closed.check(url: "http://169.254.169.254/latest/meta-data/")
                 == .refused(
-                    "169.254.169.254 is a link-local address (169.254.0.0/16, where cloud metadata services answer); webhooks are never sent there"))
+                    "169.254.169.254 is a link-local address (169.254.0.0/16, where cloud metadata services answer); webhooks are never sent there"
+                ))
         guard case .refused(let bracketed) = await Self.open.check(url: "http://[fd00:ec2::254]/") else {
             Issue.record("the IPv6 metadata address was not refused")
             return
@@ -62,6 +63,7 @@ import Testing
         #expect(host == "localhost" && !addresses.isEmpty)
         #expect(await Self.closed.check(url: "http://no-such-host.invalid/") == .unresolved("no-such-host.invalid does not resolve"))
         #expect(
-            await Self.closed.check(url: "http:///nohost?token=s3cret") == .refused("the URL names no host"), "a URL, which may carry a token, is never echoed")
+            await Self.closed.check(url: "http:///nohost?token=s3cret") == .refused("the URL names no host"),
+            "a URL, which may carry a token, is never echoed")
     }
 }

@@ -31,7 +31,8 @@ import Testing
 
     /// A name as the ownership rules count it: a versioned table by its family's stem.
     static func stem(_ name: String, in tables: Set<String>) -> String {
-        if let range = name.range(of: #"_v[0-9]*$"#, options: .regularExpression), tables.contains(String(name[..<range.lowerBound]) + "_v") {
+        if let range = name.range(of: #"_v[0-9]*$"#, options: .regularExpression), tables.contains(String(name[..<range.lowerBound]) + "_v")
+        {
             return String(name[..<range.lowerBound]) + "_v"
         }
         return name

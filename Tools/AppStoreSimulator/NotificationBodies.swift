@@ -38,7 +38,8 @@ package struct SimulatedAppTransaction: Sendable {
         var fields: [String: Any] = [
             "receiptType": environment, "appAppleId": appAppleID, "bundleId": bundleID, "applicationVersion": applicationVersion,
             "versionExternalIdentifier": 0, "receiptCreationDate": ms(signedDate), "originalPurchaseDate": ms(originalPurchaseDate),
-            "originalApplicationVersion": originalApplicationVersion, "appTransactionId": appTransactionID, "originalPlatform": originalPlatform,
+            "originalApplicationVersion": originalApplicationVersion, "appTransactionId": appTransactionID,
+            "originalPlatform": originalPlatform,
             "deviceVerification": Data("device".utf8).base64EncodedString(), "deviceVerificationNonce": UUID().uuidString.lowercased(),
         ]
         fields["preorderDate"] = preorderDate.map(ms)
@@ -48,7 +49,8 @@ package struct SimulatedAppTransaction: Sendable {
 
 extension SimulatedApp {
     package func signedAppTransaction(_ appTransaction: SimulatedAppTransaction, signedDate: Date = Date()) throws -> String {
-        try authority.sign(appTransaction.payload(bundleID: bundleID, appAppleID: appAppleID, environment: environment, signedDate: signedDate))
+        try authority.sign(
+            appTransaction.payload(bundleID: bundleID, appAppleID: appAppleID, environment: environment, signedDate: signedDate))
     }
 
     /// A V2 notification body, `{"signedPayload": …}`, carrying `body` under Apple's key for it.

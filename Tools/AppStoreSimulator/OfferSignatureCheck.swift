@@ -56,9 +56,13 @@ package struct OfferSignatureCheck: Sendable {
         signature: String, keyIdentifier: String, now: Date = Date()
     ) throws {
         guard keyIdentifier == keyID else { throw Refused(description: "keyIdentifier names another key") }
-        guard abs(now.timeIntervalSince1970 - Double(timestamp) / 1000) <= maximumAge else { throw Refused(description: "timestamp not recent") }
-        let message = [bundleID, keyIdentifier, productID, offerID, applicationUsername.lowercased(), nonce.lowercased(), String(timestamp)]
-            .joined(separator: "\u{2063}")
+        guard abs(now.timeIntervalSince1970 - Double(timestamp) / 1000) <= maximumAge else {
+            throw Refused(description: "timestamp not recent")
+        }
+        let message = [
+            bundleID, keyIdentifier, productID, offerID, applicationUsername.lowercased(), nonce.lowercased(), String(timestamp),
+        ]
+        .joined(separator: "\u{2063}")
         guard let der = Data(base64Encoded: signature), let ecdsa = try? P256.Signing.ECDSASignature(derRepresentation: der),
             publicKey.isValidSignature(ecdsa, for: Data(message.utf8))
         else {

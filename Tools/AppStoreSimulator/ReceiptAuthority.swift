@@ -27,7 +27,10 @@ package struct ReceiptAuthority: Sendable {
         leafKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         (root, intermediate, leaf) = try TestCertificateAuthority.chain(
             names: ("Ledger Simulator Receipt Root", "Ledger Simulator Receipt WWDR", "Ledger Simulator Receipt Signing"),
-            keys: (.init(try _RSA.Signing.PrivateKey(keySize: .bits2048)), .init(try _RSA.Signing.PrivateKey(keySize: .bits2048)), .init(leafKey)),
+            keys: (
+                .init(try _RSA.Signing.PrivateKey(keySize: .bits2048)), .init(try _RSA.Signing.PrivateKey(keySize: .bits2048)),
+                .init(leafKey)
+            ),
             algorithm: .sha256WithRSAEncryption, validity: notBefore...notAfter, leafValidity: leafValidity)
     }
 
@@ -69,7 +72,9 @@ package struct ReceiptAuthority: Sendable {
             let set = BER.tlv(
                 0x31,
                 BER.sequence([BER.oid([1, 2, 840, 113549, 1, 9, 3]), BER.tlv(0x31, data)])
-                    + BER.sequence([BER.oid([1, 2, 840, 113549, 1, 9, 4]), BER.tlv(0x31, BER.tlv(0x04, Array(SHA256.hash(data: payload))))]))
+                    + BER.sequence([
+                        BER.oid([1, 2, 840, 113549, 1, 9, 4]), BER.tlv(0x31, BER.tlv(0x04, Array(SHA256.hash(data: payload)))),
+                    ]))
             signed = set
             attributes = [0xA0] + set.dropFirst() // the same SET, tagged [0] IMPLICIT
         }

@@ -4,7 +4,8 @@ import Hummingbird
 /// The App Store Server API's endpoints about a customer's account rather than one purchase
 /// history, by Apple's paths and with Apple's shapes and errors.
 extension ServerAPISimulator {
-    static let noAppTransaction = ScriptedError(status: 404, body: ["errorCode": 4_040_019, "errorMessage": "No AppTransaction exists for the customer."])
+    static let noAppTransaction = ScriptedError(
+        status: 404, body: ["errorCode": 4_040_019, "errorMessage": "No AppTransaction exists for the customer."])
 
     func registerAccountRoutes(on router: Router<BasicRequestContext>) {
         // Get App Transaction Info: the app bought on the account of any of the customer's transactions.
@@ -75,9 +76,15 @@ extension ServerAPISimulator {
     }
 
     static func checkExtension(_ body: [String: Any]) throws -> (days: Int, reason: Int, request: String) {
-        guard let days = body["extendByDays"] as? Int, (1...90).contains(days) else { throw refusal(400, 4_000_009, "Invalid extend by days value.") }
-        guard let reason = body["extendReasonCode"] as? Int, (0...3).contains(reason) else { throw refusal(400, 4_000_010, "Invalid extend reason code.") }
-        guard let request = body["requestIdentifier"] as? String, !request.isEmpty else { throw refusal(400, 4_000_011, "Invalid request identifier.") }
+        guard let days = body["extendByDays"] as? Int, (1...90).contains(days) else {
+            throw refusal(400, 4_000_009, "Invalid extend by days value.")
+        }
+        guard let reason = body["extendReasonCode"] as? Int, (0...3).contains(reason) else {
+            throw refusal(400, 4_000_010, "Invalid extend reason code.")
+        }
+        guard let request = body["requestIdentifier"] as? String, !request.isEmpty else {
+            throw refusal(400, 4_000_011, "Invalid request identifier.")
+        }
         return (days, reason, request)
     }
 
@@ -95,7 +102,10 @@ extension ServerAPISimulator {
         if !retry, earlier.filter({ Date().timeIntervalSince($0.at) < 365 * 86_400 }).count >= 2 {
             throw Self.refusal(403, 4_030_005, "The subscription has already received the maximum number of renewal date extensions.")
         }
-        guard var latest = store.transactions.values.filter({ $0.originalTransactionID == original }).max(by: { $0.purchaseDate < $1.purchaseDate }),
+        guard
+            var latest = store.transactions.values.filter({ $0.originalTransactionID == original }).max(by: {
+                $0.purchaseDate < $1.purchaseDate
+            }),
             let expires = latest.expiresDate, latest.revocationDate == nil
         else {
             throw Self.refusal(403, 4_030_004, "The subscription is not eligible for a renewal date extension.")

@@ -39,7 +39,9 @@ extension ServerAPISimulator {
         }
         router.post("/:endpoint/inApps/v1/notifications/history") { request, context in
             let body = try await request.body.collect(upTo: 1 << 20)
-            return try self.answer(request, context) { store, _ in try self.historyPage(Data(body.readableBytesView), request: request, store: store) }
+            return try self.answer(request, context) { store, _ in
+                try self.historyPage(Data(body.readableBytesView), request: request, store: store)
+            }
         }
         router.put("/:endpoint/inApps/v2/transactions/consumption/:id") { request, context in
             let body = try await request.body.collect(upTo: 1 << 20)
@@ -95,7 +97,8 @@ extension ServerAPISimulator {
                 "errorMessage": code == 429 ? "Rate limit exceeded." : "An unknown error occurred.",
             ]
             return Response(
-                status: .init(code: code), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: message))))
+                status: .init(code: code), headers: headers,
+                body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: message))))
         }
         guard let store = authorized(request.headers[.authorization], environment: environment) else {
             remember(401)
@@ -161,7 +164,8 @@ extension ServerAPISimulator {
     func statuses(of id: String, in store: Store) throws -> [String: Any] {
         let subscriptions = try customerTransactions(of: id, in: store).filter { $0.type == "Auto-Renewable Subscription" }
         var latest: [String: SimulatedTransaction] = [:]
-        for transaction in subscriptions where latest[transaction.originalTransactionID].map({ $0.purchaseDate <= transaction.purchaseDate }) ?? true {
+        for transaction in subscriptions
+        where latest[transaction.originalTransactionID].map({ $0.purchaseDate <= transaction.purchaseDate }) ?? true {
             latest[transaction.originalTransactionID] = transaction
         }
         let last = try latest.values.sorted { $0.originalTransactionID < $1.originalTransactionID }.map { transaction -> [String: Any] in
@@ -171,7 +175,9 @@ extension ServerAPISimulator {
             let status =
                 if transaction.revocationDate != nil { 5 } else if renewal.gracePeriodExpiresDate.map({ $0 > Date() }) == true {
                     4
-                } else if renewal.isInBillingRetryPeriod { 3 } else if (transaction.expiresDate ?? .distantFuture) <= Date() { 2 } else { 1 }
+                } else if renewal.isInBillingRetryPeriod { 3 } else if (transaction.expiresDate ?? .distantFuture) <= Date() { 2 } else {
+                    1
+                }
             return [
                 "status": status, "originalTransactionId": transaction.originalTransactionID,
                 "signedTransactionInfo": try store.app.signedTransaction(transaction),
@@ -188,7 +194,8 @@ extension ServerAPISimulator {
     /// those never delivered or of one transaction, paged by `paginationToken`.
     func historyPage(_ body: Data, request: Request, store: Store) throws -> [String: Any] {
         guard let filter = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-            let start = (filter["startDate"] as? NSNumber)?.doubleValue, let end = (filter["endDate"] as? NSNumber)?.doubleValue, start <= end
+            let start = (filter["startDate"] as? NSNumber)?.doubleValue, let end = (filter["endDate"] as? NSNumber)?.doubleValue,
+            start <= end
         else {
             throw ScriptedError(status: 400, body: ["errorCode": 4_000_015, "errorMessage": "Invalid start date."])
         }

@@ -153,7 +153,9 @@ package final class ServerAPISimulator: Sendable {
     @discardableResult
     package func send(_ body: Data, of app: SimulatedApp, transactionID: String? = nil) async -> Int? {
         let sender = NotificationSender(http: Self.deliveries)
-        guard let signed = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["signedPayload"] as? String else { return nil }
+        guard let signed = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["signedPayload"] as? String else {
+            return nil
+        }
         let url = state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.notificationURL }
         let status: Int? = if let url { try? await sender.send(body, to: url) } else { nil }
         let result =
@@ -163,7 +165,10 @@ package final class ServerAPISimulator: Sendable {
             case nil: "NO_RESPONSE"
             }
         let now = Date()
-        mutate(app) { $0.history.append(HistoryEntry(signedPayload: signed, firstAttempt: now, attempts: [(now, result)], transactionID: transactionID)) }
+        mutate(app) {
+            $0.history.append(
+                HistoryEntry(signedPayload: signed, firstAttempt: now, attempts: [(now, result)], transactionID: transactionID))
+        }
         return status
     }
 
@@ -179,7 +184,9 @@ package final class ServerAPISimulator: Sendable {
     func mutate(_ app: SimulatedApp, _ change: (inout Store) -> Void) {
         state.withLock { state in
             let key = Self.storeKey(app.environment, app.bundleID)
-            guard var store = state.stores[key] else { preconditionFailure("register \(app.bundleID) (\(app.environment)) with the simulator first") }
+            guard var store = state.stores[key] else {
+                preconditionFailure("register \(app.bundleID) (\(app.environment)) with the simulator first")
+            }
             change(&store)
             state.stores[key] = store
         }

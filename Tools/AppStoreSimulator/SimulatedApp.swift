@@ -8,7 +8,8 @@ package struct SimulatedApp: Sendable {
     /// "Production" or "Sandbox".
     package var environment: String
 
-    package init(authority: TestCertificateAuthority, bundleID: String, appAppleID: Int64 = 1_234_567_890, environment: String = "Sandbox") {
+    package init(authority: TestCertificateAuthority, bundleID: String, appAppleID: Int64 = 1_234_567_890, environment: String = "Sandbox")
+    {
         self.authority = authority
         self.bundleID = bundleID
         self.appAppleID = appAppleID
@@ -28,7 +29,8 @@ package struct SimulatedApp: Sendable {
         _ type: String, subtype: String? = nil, transaction: SimulatedTransaction? = nil,
         renewal: SimulatedRenewal? = nil, uuid: UUID = UUID(), signedDate: Date = Date()
     ) throws -> Data {
-        try notificationV2(type, subtype: subtype, body: .data(transaction: transaction, renewal: renewal), uuid: uuid, signedDate: signedDate)
+        try notificationV2(
+            type, subtype: subtype, body: .data(transaction: transaction, renewal: renewal), uuid: uuid, signedDate: signedDate)
     }
 
     /// A verifyReceipt answer for these transactions (what `VerifyReceiptServer` returns).
@@ -40,7 +42,8 @@ package struct SimulatedApp: Sendable {
             "status": status,
             "environment": environment,
             "receipt": [
-                "bundle_id": bundleID, "application_version": "1", "receipt_type": environment == "Production" ? "Production" : "ProductionSandbox",
+                "bundle_id": bundleID, "application_version": "1",
+                "receipt_type": environment == "Production" ? "Production" : "ProductionSandbox",
                 "request_date_ms": String(ms(requestDate)), "request_date": SimulatedTransaction.legacyDate(requestDate),
                 "in_app": transactions.map { $0.legacyLine() },
             ] as [String: Any],

@@ -57,7 +57,9 @@ package final class VerifyReceiptServer: Sendable {
         let router = Router()
         routes(router)
         router.post("/:endpoint/verifyReceipt") { [self] request, context in
-            guard let endpoint = context.parameters.get("endpoint").flatMap(Endpoint.init(rawValue:)) else { return Response(status: .notFound) }
+            guard let endpoint = context.parameters.get("endpoint").flatMap(Endpoint.init(rawValue:)) else {
+                return Response(status: .notFound)
+            }
             let body = try await request.body.collect(upTo: 16 * 1024 * 1024)
             return try await answer(Data(body.readableBytesView), at: endpoint)
         }
@@ -100,7 +102,8 @@ package final class VerifyReceiptServer: Sendable {
         if registered.environment == .sandbox, endpoint == .production { return json(["status": 21007]) }
         if registered.environment == .production, endpoint == .sandbox { return json(["status": 21008]) }
         if let secret = registered.sharedSecret, request["password"] as? String != secret { return json(["status": 21004]) }
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: registered.answer)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: registered.answer)))
     }
 
     private func json(_ object: [String: Any]) -> Response {

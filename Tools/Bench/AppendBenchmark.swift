@@ -58,7 +58,9 @@ struct AppendBenchmark: AsyncParsableCommand {
         print("")
         print(
             "all rounds: "
-                + results.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.map { String(format: "%.0f", $0) }.joined(separator: ","))" }.joined(
+                + results.sorted { $0.key < $1.key }.map {
+                    "\($0.key)=\($0.value.map { String(format: "%.0f", $0) }.joined(separator: ","))"
+                }.joined(
                     separator: " "))
     }
 
@@ -161,7 +163,8 @@ struct AppendBenchmark: AsyncParsableCommand {
             if oneStream {
                 try await store.append(events, to: "import-\(batch % 50)") // streams grow across rounds, like real ones
             } else {
-                try await store.append(batch: events.enumerated().map { StreamAppend(stream: "user-\(batch)-\($0.offset)", events: [$0.element]) })
+                try await store.append(
+                    batch: events.enumerated().map { StreamAppend(stream: "user-\(batch)-\($0.offset)", events: [$0.element]) })
             }
         }
         return Double(batches * batchSize) / Date().timeIntervalSince(started)

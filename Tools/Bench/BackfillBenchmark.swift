@@ -45,7 +45,9 @@ struct BackfillBenchmark: AsyncParsableCommand {
         let production = SimulatedApp(authority: authority, bundleID: bundle, appAppleID: 1_234_567_890, environment: "Production")
         var sandbox = production
         sandbox.environment = "Sandbox"
-        for app in [production, sandbox] { simulator.register(app, key: .init(issuerID: issuer, keyID: "BENCHKEY1", publicKey: signingKey.publicKey)) }
+        for app in [production, sandbox] {
+            simulator.register(app, key: .init(issuerID: issuer, keyID: "BENCHKEY1", publicKey: signingKey.publicKey))
+        }
 
         // The ledger's parts as `ledger backfill` builds them, its projection following along.
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
@@ -61,10 +63,13 @@ struct BackfillBenchmark: AsyncParsableCommand {
             logger: logger)
         let group = ServiceGroup(configuration: .init(services: services.backgroundServices(logger: logger), logger: logger))
         let background = Task { try await group.run() }
-        let credentials = try ServerAPICredentials(issuerID: issuer, keyID: "BENCHKEY1", privateKeyPEM: signingKey.pemRepresentation, bundleID: bundle)
-        _ = try await services.directory.configure(bundle, settings: AppSettings(appleAppID: 1_234_567_890), sharedSecret: nil, serverAPI: credentials)
+        let credentials = try ServerAPICredentials(
+            issuerID: issuer, keyID: "BENCHKEY1", privateKeyPEM: signingKey.pemRepresentation, bundleID: bundle)
+        _ = try await services.directory.configure(
+            bundle, settings: AppSettings(appleAppID: 1_234_567_890), sharedSecret: nil, serverAPI: credentials)
         _ = try await services.directory.define(.init(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: bundle)
-        let backfill = Backfill(lookups: services.lookups, ingestor: services.ingestor, pool: pool, concurrency: concurrency, logger: logger)
+        let backfill = Backfill(
+            lookups: services.lookups, ingestor: services.ingestor, pool: pool, concurrency: concurrency, logger: logger)
 
         var backfillRates: [Double] = [], batchRates: [Double] = []
         for round in 1...rounds {
@@ -96,7 +101,9 @@ struct BackfillBenchmark: AsyncParsableCommand {
 
         let backfillMedian = median(backfillRates), batchMedian = median(batchRates)
         print("")
-        print("backfill, \(customers) customers × \(perCustomer) transactions a round, \(concurrency) lines at a time, \(rounds) rounds, medians")
+        print(
+            "backfill, \(customers) customers × \(perCustomer) transactions a round, \(concurrency) lines at a time, \(rounds) rounds, medians"
+        )
         print("  append(batch:) of the same events  \(format(batchMedian)) transactions' worth (the baseline)")
         print(
             "  backfill end to end                \(format(backfillMedian))   \(String(format: "%.1f %%", backfillMedian / batchMedian * 100)) of append(batch:) (goal ≥ 2,000/s)"
@@ -113,7 +120,8 @@ struct BackfillBenchmark: AsyncParsableCommand {
         return (0..<customers).map { n in
             let original = "r\(round)c\(n)-0"
             var periods = [
-                SimulatedTransaction(transactionID: original, productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(month))
+                SimulatedTransaction(
+                    transactionID: original, productID: "pro.monthly", purchaseDate: start, expiresDate: start.addingTimeInterval(month))
             ]
             for k in 1..<perCustomer { periods.append(periods.last!.renewed(transactionID: "r\(round)c\(n)-\(k)", period: month)) }
             simulator.add(periods, customer: "r\(round)-customer-\(n)", to: app)

@@ -15,7 +15,8 @@ struct Bench: AsyncParsableCommand {
         commandName: "ledger-bench",
         abstract: "Benchmarks that print ratios against a baseline measured in the same run.",
         subcommands: [
-            AppendBenchmark.self, RebuildBenchmark.self, JWSBenchmark.self, HTTPBenchmark.self, ReplicaBenchmark.self, BackfillBenchmark.self,
+            AppendBenchmark.self, RebuildBenchmark.self, JWSBenchmark.self, HTTPBenchmark.self, ReplicaBenchmark.self,
+            BackfillBenchmark.self,
             TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self, OfferBenchmark.self, FailoverBenchmark.self,
             TracingBenchmark.self,
         ]

@@ -31,7 +31,9 @@ struct BenchServer {
 
     /// The server on a database already migrated, connected as `application` says (a host
     /// list, a deadline).
-    static func start(application: PostgresConfiguration, authority: TestCertificateAuthority? = nil, logger: Logger) async throws -> BenchServer {
+    static func start(
+        application: PostgresConfiguration, authority: TestCertificateAuthority? = nil, logger: Logger
+    ) async throws -> BenchServer {
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
         let pool = PostgresPool(configuration: application, size: 8, logger: logger)
         let authority = try authority ?? TestCertificateAuthority()
@@ -40,7 +42,8 @@ struct BenchServer {
         webhooks.targets.allowPrivateNetworks = true
         let services = LedgerServices(
             pool: pool, store: EventStore(pool: pool, logger: logger), migrator: migrator,
-            verifier: SignedDataVerifier(roots: [authority.root]), keyring: .ephemeral(), receipts: VerifyReceiptConfiguration(), webhookPolicy: webhooks,
+            verifier: SignedDataVerifier(roots: [authority.root]), keyring: .ephemeral(), receipts: VerifyReceiptConfiguration(),
+            webhookPolicy: webhooks,
             logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = services.application(host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }

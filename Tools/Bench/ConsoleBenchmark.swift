@@ -30,7 +30,8 @@ struct ConsoleBenchmark: AsyncParsableCommand {
         let server = try await BenchServer.start(on: database, logger: logger)
         let bundle = "com.example.console-\(UInt32.random(in: 0...UInt32.max))"
         _ = try await server.services.directory.configure(bundle, settings: .init(), sharedSecret: nil)
-        _ = try await server.services.directory.define(.init(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: bundle)
+        _ = try await server.services.directory.define(
+            .init(productID: "pro.monthly", type: .autoRenewable, entitlements: ["pro"]), in: bundle)
         _ = try await server.services.directory.define(.init(productID: "coins.100", type: .consumable, grants: ["coins": 100]), in: bundle)
         // The user: a subscription renewed every few days, coins bought and spent — `events` facts.
         let start = Date(timeIntervalSinceNow: -Double(events) * 86_400)
@@ -63,7 +64,9 @@ struct ConsoleBenchmark: AsyncParsableCommand {
         signIn.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         signIn.body = .bytes(ByteBuffer(string: "key=\(secret)"))
         let signedIn = try await client.execute(signIn, timeout: .seconds(10))
-        guard let cookie = signedIn.headers["Set-Cookie"].first?.split(separator: ";").first.map(String.init) else { throw ValidationError("no session") }
+        guard let cookie = signedIn.headers["Set-Cookie"].first?.split(separator: ";").first.map(String.init) else {
+            throw ValidationError("no session")
+        }
         func load(_ path: String) async throws -> (ms: Double, bytes: Int, status: UInt) {
             var request = HTTPClientRequest(url: server.base + path)
             request.headers.add(name: "Cookie", value: cookie)
@@ -71,7 +74,10 @@ struct ConsoleBenchmark: AsyncParsableCommand {
             let response = try await client.execute(request, timeout: .seconds(30))
             let body = try await response.body.collect(upTo: 64 << 20)
             let elapsed = ContinuousClock.now - began
-            return (Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15, body.readableBytes, response.status.code)
+            return (
+                Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15, body.readableBytes,
+                response.status.code
+            )
         }
         let page = "/console/apps/\(bundle)/users/u0"
         let first = try await load(page)
@@ -94,7 +100,10 @@ struct ConsoleBenchmark: AsyncParsableCommand {
             String(
                 format: "  user page  p50 %.2f ms   p99 %.2f ms   (goal p99 < 50 ms)   rounds p99: %@", median(pageP50), median(pageP99),
                 pageP99.map { String(format: "%.1f", $0) }.joined(separator: " / ")))
-        print(String(format: "  /healthz   p50 %.2f ms   p99 %.2f ms   (baseline, the same client and server)", median(healthP50), median(healthP99)))
+        print(
+            String(
+                format: "  /healthz   p50 %.2f ms   p99 %.2f ms   (baseline, the same client and server)", median(healthP50),
+                median(healthP99)))
         try await client.shutdown()
         await server.stop()
     }

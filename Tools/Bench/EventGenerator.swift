@@ -14,7 +14,9 @@ struct EventGenerator {
     var rng = SystemRandomNumberGenerator()
 
     /// Appends about `target` events with `writers` concurrent pipelined writers; returns how many.
-    mutating func write(events target: Int, to store: EventStore, writers: Int = 2, progress: @escaping @Sendable (Int) -> Void) async throws -> Int {
+    mutating func write(
+        events target: Int, to store: EventStore, writers: Int = 2, progress: @escaping @Sendable (Int) -> Void
+    ) async throws -> Int {
         let bundleID = self.bundleID
         var pending: [[StreamAppend]] = []
         var written = 0
@@ -109,11 +111,14 @@ struct EventGenerator {
                     .purchased(
                         TransactionFacts(
                             environment: .production, transactionID: pack, originalTransactionID: pack, productID: "coins.500",
-                            purchaseDate: clock + 3_600, price: 990, currency: "EUR", storefront: "FRA", signedDate: clock + 3_600)), clock + 3_600)
+                            purchaseDate: clock + 3_600, price: 990, currency: "EUR", storefront: "FRA", signedDate: clock + 3_600)),
+                    clock + 3_600)
                 try emit(.transactionClaimed(Claim(originalTransactionID: pack, userID: userID)), clock + 3_602)
                 try emit(
                     .consumed(
-                        Consumption(userID: userID, currency: "coins", amount: Int64.random(in: 1...400, using: &rng), idempotencyKey: UUID().uuidString)),
+                        Consumption(
+                            userID: userID, currency: "coins", amount: Int64.random(in: 1...400, using: &rng),
+                            idempotencyKey: UUID().uuidString)),
                     clock + 7_200)
             }
             clock = expires

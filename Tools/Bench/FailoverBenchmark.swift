@@ -34,7 +34,9 @@ struct FailoverBenchmark: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard AutoFailover.isAvailable else { throw ValidationError("pg_auto_failover is not installed (apt-get install postgresql-15-auto-failover)") }
+        guard AutoFailover.isAvailable else {
+            throw ValidationError("pg_auto_failover is not installed (apt-get install postgresql-15-auto-failover)")
+        }
         var logger = Logger(label: "bench")
         logger.logLevel = .critical
         var promotions: [Double] = [], gaps: [Double] = [], refusals: [Double] = []
@@ -47,19 +49,23 @@ struct FailoverBenchmark: AsyncParsableCommand {
             refusals.append(Double(outcome.refused))
             print(
                 String(
-                    format: "  %3d   %24.2f s   %22.3f s   %14.2f s   %12d   %5d", run, outcome.promotion, outcome.gap, outcome.promotion + outcome.gap,
+                    format: "  %3d   %24.2f s   %22.3f s   %14.2f s   %12d   %5d", run, outcome.promotion, outcome.gap,
+                    outcome.promotion + outcome.gap,
                     outcome.refused, outcome.other))
         }
         print(
             String(
-                format: "  median %22.2f s   %22.3f s   %14.2f s   %12.0f        (goal: the ledger adds < 1 s)", median(promotions), median(gaps),
+                format: "  median %22.2f s   %22.3f s   %14.2f s   %12.0f        (goal: the ledger adds < 1 s)", median(promotions),
+                median(gaps),
                 median(zip(promotions, gaps).map { $0 + $1 }), median(refusals)))
     }
 
     /// One failover: the seconds from the kill to the promotion, from the promotion to the first
     /// acknowledged purchase sent after the kill (negative: the ledger wrote before the poll of
     /// the promotion noticed it), and the answers other than 200 meanwhile.
-    static func once(writers: Int, pause: Duration, logger: Logger) async throws -> (promotion: Double, gap: Double, refused: Int, other: Int) {
+    static func once(
+        writers: Int, pause: Duration, logger: Logger
+    ) async throws -> (promotion: Double, gap: Double, refused: Int, other: Int) {
         let formation = try await AutoFailover.start(logger: logger)
         defer { formation.stop() }
         let (_, database) = try await formation.database()

@@ -27,7 +27,8 @@ struct HTTPBenchmark: AsyncParsableCommand {
     @Option(help: "Seconds per wrk run.") var seconds = 8
     @Option(help: "Rounds of the healthz / user-state pair.") var rounds = 3
     @Option(help: "Connections for the peak runs.") var connections = 32
-    @Option(help: "Connections for the ingestion runs, one run each (comma-separated); pgbench runs with as many clients.") var ingestConnections = "4,16,32"
+    @Option(help: "Connections for the ingestion runs, one run each (comma-separated); pgbench runs with as many clients.")
+    var ingestConnections = "4,16,32"
     @Flag(help: "Measure ingestion only (e.g. under perf record).") var ingestionOnly = false
     @Option(help: "Transactions ingested before the measured run (then ANALYZE), so the database is not empty.") var warmup = 3000
 
@@ -81,7 +82,11 @@ struct HTTPBenchmark: AsyncParsableCommand {
         guard let firstLevel = levels.first else { throw ValidationError("--ingest-connections needs at least one number") }
         if warmup > 0 {
             _ = try await Self.wrk(
-                wrk, ["-t1", "-c\(firstLevel)", "-d\(max(1, warmup / 500))s", "-s", try script(prefix: "w", users: "wu", count: warmup, once: true).path, base])
+                wrk,
+                [
+                    "-t1", "-c\(firstLevel)", "-d\(max(1, warmup / 500))s", "-s",
+                    try script(prefix: "w", users: "wu", count: warmup, once: true).path, base,
+                ])
             try owner.execute(script: "ANALYZE")
         }
         // One run per concurrency, each with its own transactions, bought by the same users.
@@ -116,11 +121,15 @@ struct HTTPBenchmark: AsyncParsableCommand {
             ingestions.append((level, run, count, group, cpu))
             if let pgbench, let pgbenchScript {
                 // The projections' catching up is the ingestion's work, not pgbench's: wait it out.
-                for _ in 0..<100 where try await pool.query(Self.projectionsBehind)[0]["behind"].bool() { try await Task.sleep(for: .milliseconds(100)) }
+                for _ in 0..<100 where try await pool.query(Self.projectionsBehind)[0]["behind"].bool() {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
                 inserts[level] = try pgbench.run(script: pgbenchScript, clients: level, seconds: ingestSeconds)
                 // The same purchases in flight, grouped as the ingestion grouped them.
                 let size = max(1, Int(group.rounded())), clients = max(1, level / size)
-                if let floor = try PurchaseRowsFloor(baseline: pgbench).run(group: size, clients: clients, seconds: ingestSeconds, owner: owner) {
+                if let floor = try PurchaseRowsFloor(baseline: pgbench).run(
+                    group: size, clients: clients, seconds: ingestSeconds, owner: owner)
+                {
                     floors[level] = (size, clients, floor.rate, floor.cpu)
                 }
                 // The same requests, answered by a server that only verifies them and writes their rows.
@@ -137,14 +146,17 @@ struct HTTPBenchmark: AsyncParsableCommand {
             ingestions.map { level, run, recorded, group, cpu in
                 String(
                     format: "    %2d connections: %@   p50 %.2f ms, p99 %.2f ms, %d purchases recorded (%.1f a group), %d non-2xx%@",
-                    level, format(run.rate), run.p50, run.p99, recorded, group, run.errors, recorded >= share ? " (RAN OUT: use --transactions)" : "")
+                    level, format(run.rate), run.p50, run.p99, recorded, group, run.errors,
+                    recorded >= share ? " (RAN OUT: use --transactions)" : "")
                     + (inserts[level].map { String(format: "   pgbench one-row INSERT %.0f/s: %.1f %%", $0.rate, run.rate / $0.rate * 100) }
                         ?? "   (no pgbench)")
-                    + (cpu.map { String(format: "\n        the machine's CPU a purchase %.2f ms", $0.busy / Double(max(recorded, 1))) } ?? "")
+                    + (cpu.map { String(format: "\n        the machine's CPU a purchase %.2f ms", $0.busy / Double(max(recorded, 1))) }
+                        ?? "")
                     + (inserts[level]?.cpu.map { String(format: ", an INSERT %.3f ms", $0) } ?? "")
                     + (floors[level].map { floor in
                         String(
-                            format: "\n        a purchase's rows alone (pgbench, %d a transaction, %d client%@): %.0f/s", floor.group, floor.clients,
+                            format: "\n        a purchase's rows alone (pgbench, %d a transaction, %d client%@): %.0f/s", floor.group,
+                            floor.clients,
                             floor.clients == 1 ? "" : "s", floor.rate)
                             + (inserts[level].map { String(format: " (%.1f %% of the INSERT)", floor.rate / $0.rate * 100) } ?? "")
                             + (floor.cpu.map { String(format: ", the machine's CPU %.2f ms a purchase", $0) } ?? "")
@@ -157,7 +169,9 @@ struct HTTPBenchmark: AsyncParsableCommand {
             }
         }
         if ingestionOnly {
-            print("ingestion of signed transactions beside pgbench's one-row INSERT with as many clients (issue 16: ≥ 25 % at 4, ≥ 3,000/s at 32)")
+            print(
+                "ingestion of signed transactions beside pgbench's one-row INSERT with as many clients (issue 16: ≥ 25 % at 4, ≥ 3,000/s at 32)"
+            )
             for line in ingestionLines() { print(line) }
             await server.stop()
             return
@@ -181,9 +195,12 @@ struct HTTPBenchmark: AsyncParsableCommand {
         var half: [(connections: Int, run: WrkRun)] = []
         for count in [1, 2, 3, 4, 6, 8] {
             var runs: [WrkRun] = []
-            for _ in 1...rounds { runs.append(try await Self.wrk(wrk, ["-t1", "-c\(count)", "-d\(seconds)s", "--latency", "-s", queryScript.path, base])) }
+            for _ in 1...rounds {
+                runs.append(try await Self.wrk(wrk, ["-t1", "-c\(count)", "-d\(seconds)s", "--latency", "-s", queryScript.path, base]))
+            }
             let medianRun = WrkRun(
-                rate: median(runs.map(\.rate)), p50: median(runs.map(\.p50)), p99: median(runs.map(\.p99)), errors: runs.map(\.errors).max() ?? 0)
+                rate: median(runs.map(\.rate)), p50: median(runs.map(\.p50)), p99: median(runs.map(\.p99)),
+                errors: runs.map(\.errors).max() ?? 0)
             half.append((count, medianRun))
             if medianRun.rate >= peak / 2 { break }
         }
@@ -200,7 +217,9 @@ struct HTTPBenchmark: AsyncParsableCommand {
                     run.rate, run.rate / peak * 100, run.p50, run.p99))
         }
         if let chosen = half.last { print(String(format: "  p99 at ~half of peak load: %.2f ms (goal < 10 ms)", chosen.run.p99)) }
-        print("  ingestion of signed transactions, one run per concurrency, beside pgbench's one-row INSERT (issue 16: ≥ 25 % at 4, ≥ 3,000/s at 32):")
+        print(
+            "  ingestion of signed transactions, one run per concurrency, beside pgbench's one-row INSERT (issue 16: ≥ 25 % at 4, ≥ 3,000/s at 32):"
+        )
         for line in ingestionLines() { print(line) }
         await server.stop()
     }
@@ -220,7 +239,8 @@ struct HTTPBenchmark: AsyncParsableCommand {
 
     /// A wrk script that posts `bodies` (one JSON body a line) to the app's transactions, each in
     /// turn; with `once`, each body once and then `/healthz` for the rest of the run.
-    static func ingestionScript(_ bodies: String, bundle: String, key: String, once: Bool, in folder: URL, named name: String) throws -> URL {
+    static func ingestionScript(_ bodies: String, bundle: String, key: String, once: Bool, in folder: URL, named name: String) throws -> URL
+    {
         let bodiesFile = folder.appendingPathComponent("\(name)-bodies.txt")
         try bodies.write(to: bodiesFile, atomically: true, encoding: .utf8)
         let file = folder.appendingPathComponent("\(name).lua")

@@ -18,7 +18,9 @@ struct JWSBenchmark: AsyncParsableCommand {
 
     func run() async throws {
         let folder = URL(fileURLWithPath: fixtures)
-        func text(_ name: String) throws -> String { try String(contentsOf: folder.appendingPathComponent("certs-with-keys/\(name)"), encoding: .utf8) }
+        func text(_ name: String) throws -> String {
+            try String(contentsOf: folder.appendingPathComponent("certs-with-keys/\(name)"), encoding: .utf8)
+        }
         func der(_ name: String) throws -> [UInt8] {
             var serializer = DER.Serializer()
             try serializer.serialize(try Certificate(pemEncoded: text(name)))
@@ -28,7 +30,8 @@ struct JWSBenchmark: AsyncParsableCommand {
         let key = try P256.Signing.PrivateKey(pemRepresentation: text("testLeaf.key"))
         let chain = try ["testLeaf.pem", "testIntermediate.pem", "testCA.pem"].map { Data(try der($0)).base64EncodedString() }
         func b64url(_ data: Data) -> String {
-            data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
         }
         let header = b64url(try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": chain]))
         let payload = b64url(
@@ -48,7 +51,8 @@ struct JWSBenchmark: AsyncParsableCommand {
         for _ in 1...rounds {
             raw.append(try await rate { _ = publicKey.isValidSignature(signature, for: Data(input.utf8)) })
             warm.append(try await rate { _ = try await warmVerifier.verify(jws, as: .transaction, expecting: expectation) })
-            cold.append(try await rate { _ = try await SignedDataVerifier(roots: [root]).verify(jws, as: .transaction, expecting: expectation) })
+            cold.append(
+                try await rate { _ = try await SignedDataVerifier(roots: [root]).verify(jws, as: .transaction, expecting: expectation) })
         }
         print("JWS verification on one core, \(rounds) rounds, medians")
         print("  bare ES256 check (baseline)          \(format(median(raw)))")

@@ -45,7 +45,9 @@ struct OfferBenchmark: AsyncParsableCommand {
         func share(_ values: [Double]) -> String { String(format: "%5.1f %%", median(values) / median(bare) * 100) }
         print("Offer signing on one core, \(rounds) rounds of \(seconds) s, medians")
         print("  bare ES256 of the same claims (baseline)  \(format(median(bare)))")
-        print("  promotional offer JWS                     \(format(median(promotional)))   \(share(promotional)) of bare ES256 (goal ≥ 5,000/s)")
+        print(
+            "  promotional offer JWS                     \(format(median(promotional)))   \(share(promotional)) of bare ES256 (goal ≥ 5,000/s)"
+        )
         print("  introductory eligibility JWS              \(format(median(introductory)))   \(share(introductory))")
         print("  legacy SKPaymentDiscount signature        \(format(median(legacy)))   \(share(legacy))")
     }

@@ -17,9 +17,12 @@ struct PgbenchBaseline {
     /// The table and the script, once.
     func prepare(owner: PostgresConnection) throws -> URL {
         try owner.execute(
-            script: "CREATE TABLE IF NOT EXISTS public.pgbench_one_row (id bigserial PRIMARY KEY, v integer NOT NULL, at timestamptz NOT NULL DEFAULT now())")
+            script:
+                "CREATE TABLE IF NOT EXISTS public.pgbench_one_row (id bigserial PRIMARY KEY, v integer NOT NULL, at timestamptz NOT NULL DEFAULT now())"
+        )
         let script = folder.appendingPathComponent("one-row-insert.sql")
-        try "\\set v random(1, 1000000)\nINSERT INTO public.pgbench_one_row (v) VALUES (:v);\n".write(to: script, atomically: true, encoding: .utf8)
+        try "\\set v random(1, 1000000)\nINSERT INTO public.pgbench_one_row (v) VALUES (:v);\n".write(
+            to: script, atomically: true, encoding: .utf8)
         return script
     }
 
@@ -30,13 +33,16 @@ struct PgbenchBaseline {
     /// `perSecond`: about how many transactions a second the script runs here, to size the run.
     /// `prepared`: statements prepared once per connection, as the server's are (and as a script
     /// in pipeline mode needs).
-    func run(script: URL, clients: Int, seconds: Int, perSecond: Int = 6_000, prepared: Bool = false) throws -> (rate: Double, cpu: Double?)? {
+    func run(
+        script: URL, clients: Int, seconds: Int, perSecond: Int = 6_000, prepared: Bool = false
+    ) throws -> (rate: Double, cpu: Double?)? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: pgbench)
         let perClient = max(200, perSecond * seconds / clients) // ~6,000 one-row commits/s on this machine's durable cluster
         process.arguments =
             (prepared ? ["-M", "prepared"] : []) + [
-                "-n", "-c", "\(clients)", "-j", "\(min(clients, 2))", "-t", "\(perClient)", "-f", script.path, configuration.connectionString,
+                "-n", "-c", "\(clients)", "-j", "\(min(clients, 2))", "-t", "\(perClient)", "-f", script.path,
+                configuration.connectionString,
             ]
         let (pipe, errors) = (Pipe(), Pipe())
         process.standardOutput = pipe

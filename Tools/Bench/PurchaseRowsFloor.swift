@@ -25,19 +25,26 @@ struct PurchaseRowsFloor {
         let copy = { (column: String) in [column: "\(column) || '-' || $k"] }
         return [
             Table(
-                name: "evidence", rows: "CROSS JOIN LATERAL (SELECT * FROM ledger.evidence WHERE kind = 'signed_transaction' OFFSET c.k LIMIT 1) x",
+                name: "evidence",
+                rows: "CROSS JOIN LATERAL (SELECT * FROM ledger.evidence WHERE kind = 'signed_transaction' OFFSET c.k LIMIT 1) x",
                 keyed: ["digest": "'sha256:' || encode(sha256($k::bytea), 'hex')"]),
-            Table(name: "events", rows: "JOIN ledger.events x ON x.stream = c.stream", keyed: copy("stream").merging(["event_id": "gen_random_uuid()"]) { $1 }),
+            Table(
+                name: "events", rows: "JOIN ledger.events x ON x.stream = c.stream",
+                keyed: copy("stream").merging(["event_id": "gen_random_uuid()"]) { $1 }),
             Table(name: "streams", rows: "JOIN ledger.streams x ON x.stream = c.stream", keyed: copy("stream")),
             Table(
-                name: "transaction_owners_v\(version)", rows: "JOIN ledger.transaction_owners_v\(version) x ON x.original_transaction_id = c.original",
+                name: "transaction_owners_v\(version)",
+                rows: "JOIN ledger.transaction_owners_v\(version) x ON x.original_transaction_id = c.original",
                 keyed: copy("original_transaction_id")),
-            Table(name: "user_timelines_v\(version)", rows: "JOIN ledger.user_timelines_v\(version) x ON x.user_id = c.user_id", keyed: copy("user_id")),
+            Table(
+                name: "user_timelines_v\(version)", rows: "JOIN ledger.user_timelines_v\(version) x ON x.user_id = c.user_id",
+                keyed: copy("user_id")),
             Table(
                 name: "finance_rows_v\(version)", rows: "JOIN ledger.finance_rows_v\(version) x ON x.original_transaction_id = c.original",
                 keyed: copy("original_transaction_id")),
             Table(
-                name: "metric_contributions_v\(version)", rows: "JOIN ledger.metric_contributions_v\(version) x ON x.original_transaction_id = c.original",
+                name: "metric_contributions_v\(version)",
+                rows: "JOIN ledger.metric_contributions_v\(version) x ON x.original_transaction_id = c.original",
                 keyed: copy("original_transaction_id")),
         ]
     }
@@ -111,7 +118,8 @@ struct PurchaseRowsFloor {
     func run(group: Int, clients: Int, seconds: Int, owner: PostgresConnection) throws -> (rate: Double, cpu: Double?)? {
         let script = try script(try prepare(owner: owner), group: group)
         defer { _ = try? owner.execute(script: "DROP SCHEMA IF EXISTS bench_floor CASCADE") }
-        guard let result = try baseline.run(script: script, clients: clients, seconds: seconds, perSecond: 6_000 / group, prepared: true) else { return nil }
+        guard let result = try baseline.run(script: script, clients: clients, seconds: seconds, perSecond: 6_000 / group, prepared: true)
+        else { return nil }
         return (result.rate * Double(group), result.cpu.map { $0 / Double(group) })
     }
 }

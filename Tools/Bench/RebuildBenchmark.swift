@@ -32,14 +32,18 @@ struct RebuildBenchmark: AsyncParsableCommand {
             written = existing
             print("reusing the \(existing) events already in the database")
         } else {
-            guard existing == 0 else { throw ValidationError("the database holds \(existing) events, fewer than --events; use an empty one") }
+            guard existing == 0 else {
+                throw ValidationError("the database holds \(existing) events, fewer than --events; use an empty one")
+            }
             let started = Date()
             var generator = EventGenerator()
             written = try await generator.write(events: events, to: store) { done in
                 if done % 100_000 < 2_000 { FileHandle.standardError.write(Data("generated \(done) events\n".utf8)) }
             }
             try owner.execute(script: "VACUUM ANALYZE ledger.events")
-            print(String(format: "generated %d events in %.0f s through EventStore.append(batch:)", written, Date().timeIntervalSince(started)))
+            print(
+                String(
+                    format: "generated %d events in %.0f s through EventStore.append(batch:)", written, Date().timeIntervalSince(started)))
         }
 
         var scans: [Double] = []
@@ -48,11 +52,13 @@ struct RebuildBenchmark: AsyncParsableCommand {
         var withoutMetrics: [Double] = []
         for round in 1...rounds {
             // The same rebuild without the finance metrics, alternated with it: what they add.
-            let bare = try ProjectionRebuilder(computingMetrics: false, logger: logger) { try PostgresConnection.connect(configuration) }.rebuild()
+            let bare = try ProjectionRebuilder(computingMetrics: false, logger: logger) { try PostgresConnection.connect(configuration) }
+                .rebuild()
             withoutMetrics.append(bare.totalSeconds)
             scans.append(try keysetScan(owner))
             let phases = PhaseClock()
-            let report = try ProjectionRebuilder(logger: logger) { try PostgresConnection.connect(configuration) }.rebuild(progress: phases.record)
+            let report = try ProjectionRebuilder(logger: logger) { try PostgresConnection.connect(configuration) }.rebuild(
+                progress: phases.record)
             FileHandle.standardError.write(Data("  phases: \(phases.summary(total: report.totalSeconds))\n".utf8))
             rebuilds.append(Double(report.events) / report.replaySeconds)
             totals.append(Double(report.events) / report.totalSeconds)
@@ -123,7 +129,9 @@ struct RebuildBenchmark: AsyncParsableCommand {
 final class PhaseClock: @unchecked Sendable {
     private var starts: [(name: String, wall: Double, cpu: Double)] = []
     func record(_ progress: RebuildProgress) {
-        if starts.last?.name != progress.phase.rawValue { starts.append((progress.phase.rawValue, progress.elapsed.seconds, Self.cpuSeconds())) }
+        if starts.last?.name != progress.phase.rawValue {
+            starts.append((progress.phase.rawValue, progress.elapsed.seconds, Self.cpuSeconds()))
+        }
     }
     func summary(total: Double) -> String {
         let ends = starts.dropFirst().map { ($0.wall, $0.cpu) } + [(total, Self.cpuSeconds())]

@@ -39,7 +39,8 @@ struct ReplicaBenchmark: AsyncParsableCommand {
             dataDirectory: base.appendingPathComponent("primary"),
             options: .init(durable: true, port: port, loopback: true), logger: logger)
         try primary.start()
-        let standby = try primary.createStandby(dataDirectory: base.appendingPathComponent("standby"), options: .init(durable: true, port: port))
+        let standby = try primary.createStandby(
+            dataDirectory: base.appendingPathComponent("standby"), options: .init(durable: true, port: port))
         try standby.start()
         defer {
             try? standby.stop()
@@ -86,7 +87,8 @@ struct ReplicaBenchmark: AsyncParsableCommand {
         // Reads: no timeline cache, so every read is a query; one reader of each kind.
         let onPrimary = UserStateReader(pool: pool, replicas: .primaryOnly(pool, logger: logger))
         let onReplica = UserStateReader(
-            pool: pool, replicas: ReadReplicas(primary: pool, replicas: [replica], checkpoint: ProjectionRunner.activeCheckpoint(on:), logger: logger))
+            pool: pool,
+            replicas: ReadReplicas(primary: pool, replicas: [replica], checkpoint: ProjectionRunner.activeCheckpoint(on:), logger: logger))
         var primaryRates: [Double] = [], replicaRates: [Double] = []
         for _ in 0..<rounds {
             primaryRates.append(try await readRate(onPrimary, bundle: bundle))

@@ -84,16 +84,19 @@ struct TimeTravelBenchmark: AsyncParsableCommand {
             rows[names[0], default: []].append(try await latencies { _ = try await pool.query("SELECT 1") })
             rows[names[1], default: []].append(
                 try await latencies {
-                    _ = try await pool.query("SELECT timeline FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundle, "u0"])
+                    _ = try await pool.query(
+                        "SELECT timeline FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id = $2", [bundle, "u0"])
                 })
             rows[names[2], default: []].append(
                 try await latencies {
-                    _ = try await reader.state(bundleID: bundle, userID: "u0", at: start + Double.random(in: 0...400) * 86_400, knownAt: nil)
+                    _ = try await reader.state(
+                        bundleID: bundle, userID: "u0", at: start + Double.random(in: 0...400) * 86_400, knownAt: nil)
                 })
             rows[names[3], default: []].append(
                 try await latencies {
                     let known = firstRecorded + Double.random(in: 0...1) * lastRecorded.timeIntervalSince(firstRecorded)
-                    _ = try await reader.state(bundleID: bundle, userID: "u0", at: start + Double.random(in: 0...400) * 86_400, knownAt: known)
+                    _ = try await reader.state(
+                        bundleID: bundle, userID: "u0", at: start + Double.random(in: 0...400) * 86_400, knownAt: known)
                 })
             rows[names[4], default: []].append(
                 try await latencies {
@@ -102,7 +105,9 @@ struct TimeTravelBenchmark: AsyncParsableCommand {
                 })
         }
         await pool.close()
-        print("reads of one user with 200 facts (\(others) other users of 20), \(reads) sequential reads × \(rounds) rounds, medians of rounds")
+        print(
+            "reads of one user with 200 facts (\(others) other users of 20), \(reads) sequential reads × \(rounds) rounds, medians of rounds"
+        )
         let baseline = median(rows[names[0]]!.map(\.0))
         for name in names {
             let p50 = median(rows[name]!.map(\.0)), p99 = median(rows[name]!.map(\.1))

@@ -101,7 +101,11 @@ struct TracingBenchmark: AsyncParsableCommand {
         // cache warmed by a read run of its own.
         switching.select("no-op tracer")
         _ = try await HTTPBenchmark.wrk(
-            wrk, ["-t1", "-c\(ingestConnections)", "-d\(max(2, users / 400))s", "-s", try ingestion("warm", count: users, users: "reader-", once: true), base])
+            wrk,
+            [
+                "-t1", "-c\(ingestConnections)", "-d\(max(2, users / 400))s", "-s",
+                try ingestion("warm", count: users, users: "reader-", once: true), base,
+            ])
         try owner.execute(script: "ANALYZE")
         let query = try HTTPBenchmark.userStateScript(users: users, named: "reader-", bundle: bundle, key: key, in: folder).path
         for server in [plain, traced] {
@@ -118,11 +122,14 @@ struct TracingBenchmark: AsyncParsableCommand {
             for offset in 0..<picked.count {
                 let mode = picked[(round + offset) % picked.count]
                 let target = Self.untraced.contains(mode) ? plain : traced
-                let script = readsOnly ? nil : try ingestion("r\(round)m\(offset)-", count: seconds * 3000, users: "r\(round)m\(offset)-buyer-", once: false)
+                let script =
+                    readsOnly
+                    ? nil : try ingestion("r\(round)m\(offset)-", count: seconds * 3000, users: "r\(round)m\(offset)-buyer-", once: false)
                 switching.select(Self.untraced.contains(mode) ? "no-op tracer" : mode)
                 var ingest = HTTPBenchmark.WrkRun(rate: .nan, p50: .nan, p99: .nan, errors: 0)
                 if let script {
-                    ingest = try await HTTPBenchmark.wrk(wrk, ["-t1", "-c\(ingestConnections)", "-d\(seconds)s", "-s", script, target.base])
+                    ingest = try await HTTPBenchmark.wrk(
+                        wrk, ["-t1", "-c\(ingestConnections)", "-d\(seconds)s", "-s", script, target.base])
                     // The reads start on a quiet server: projections caught up, the spans exported.
                     for _ in 0..<200 where try await target.pool.query(HTTPBenchmark.projectionsBehind)[0]["behind"].bool() {
                         try await Task.sleep(for: .milliseconds(50))
@@ -130,14 +137,17 @@ struct TracingBenchmark: AsyncParsableCommand {
                     try await Task.sleep(for: .seconds(1))
                 }
                 let cpu = Self.processCPU()
-                let reads = try await HTTPBenchmark.wrk(wrk, ["-t2", "-c\(queryConnections)", "-d\(seconds)s", "--latency", "-s", query, target.base])
+                let reads = try await HTTPBenchmark.wrk(
+                    wrk, ["-t2", "-c\(queryConnections)", "-d\(seconds)s", "--latency", "-s", query, target.base])
                 let perRead = (Self.processCPU() - cpu) / (reads.rate * Double(seconds)) * 1e6
                 switching.select("no-op tracer")
                 ingested[mode, default: []].append(ingest.rate)
                 read[mode, default: []].append(reads.rate)
                 readP99[mode, default: []].append(reads.p99)
                 readCPU[mode, default: []].append(perRead)
-                if ingest.errors > 0 || reads.errors > 0 { print("  (\(mode), round \(round + 1): \(ingest.errors) + \(reads.errors) non-2xx)") }
+                if ingest.errors > 0 || reads.errors > 0 {
+                    print("  (\(mode), round \(round + 1): \(ingest.errors) + \(reads.errors) non-2xx)")
+                }
             }
         }
         await traced.stop()
@@ -160,7 +170,8 @@ struct TracingBenchmark: AsyncParsableCommand {
         for mode in picked {
             print(
                 String(
-                    format: "  %@ %@   %6.1f %%   %@   %6.1f %%   %.2f ms   %5.1f µs   %6.1f %%", mode.padding(toLength: 18, withPad: " ", startingAt: 0),
+                    format: "  %@ %@   %6.1f %%   %@   %6.1f %%   %.2f ms   %5.1f µs   %6.1f %%",
+                    mode.padding(toLength: 18, withPad: " ", startingAt: 0),
                     format(median(ingested[mode] ?? [])), paired(ingested, mode), format(median(read[mode] ?? [])), paired(read, mode),
                     median(readP99[mode] ?? []), median(readCPU[mode] ?? []), paired(readCPU, mode)))
         }

@@ -57,7 +57,10 @@ struct WebhookBenchmark: AsyncParsableCommand {
         func body(_ user: String) throws -> [UInt8] {
             let purchase = SimulatedTransaction(
                 transactionID: "t-\(user)", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
-            return Array(try JSONSerialization.data(withJSONObject: ["user_id": user, "signed_transaction": try simulated.signedTransaction(purchase)]))
+            return Array(
+                try JSONSerialization.data(withJSONObject: [
+                    "user_id": user, "signed_transaction": try simulated.signedTransaction(purchase),
+                ]))
         }
         func send(_ method: HTTPMethod, _ path: String, _ bytes: [UInt8]) async throws -> Int {
             var request = HTTPClientRequest(url: base + path)
@@ -69,7 +72,9 @@ struct WebhookBenchmark: AsyncParsableCommand {
             return Int(response.status.code)
         }
         let hook = Array(try JSONSerialization.data(withJSONObject: ["url": receiver.url, "secret": Self.secret]))
-        guard try await send(.PUT, "/v1/apps/\(bundle)/webhooks/bench", hook) == 201 else { throw ValidationError("the webhook was refused") }
+        guard try await send(.PUT, "/v1/apps/\(bundle)/webhooks/bench", hook) == 201 else {
+            throw ValidationError("the webhook was refused")
+        }
 
         // 1. Latency at a steady rate, open loop: a purchase every 1/rate s, whatever the answers do.
         let count = rate * seconds
@@ -93,7 +98,9 @@ struct WebhookBenchmark: AsyncParsableCommand {
         while receiver.accepted.count < count, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let arrivals = Dictionary(receiver.accepted.map { ($0.userID, $0.arrivedAt) }, uniquingKeysWith: min)
         let latencies = answered.all.compactMap { user, at in arrivals[user].map { max(0, $0.timeIntervalSince(at)) * 1000 } }.sorted()
-        func percentile(_ p: Double) -> Double { latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        func percentile(_ p: Double) -> Double {
+            latencies.isEmpty ? .nan : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+        }
         print("webhooks on this machine (server, PostgreSQL, receiver and load share 2 cores)")
         print(
             String(

@@ -43,7 +43,8 @@ enum OTLPTraces {
 
     private static func decodeSpan(_ reader: ProtobufReader, service: String) throws -> ReceivedSpan {
         var reader = reader
-        var span = ReceivedSpan(traceID: "", spanID: "", parentSpanID: "", name: "", kind: 0, attributes: [:], statusCode: 0, service: service)
+        var span = ReceivedSpan(
+            traceID: "", spanID: "", parentSpanID: "", name: "", kind: 0, attributes: [:], statusCode: 0, service: service)
         while let (field, value) = try reader.next() {
             switch (field, value) {
             case (1, _): span.traceID = value.hex ?? ""

@@ -57,7 +57,8 @@ struct SimulatorCommand: AsyncParsableCommand {
         var twin = app
         twin.environment = environment == "Production" ? "Sandbox" : "Production"
         for known in [app, twin] {
-            serverAPI.register(known, key: .init(issuerID: Self.issuerID, keyID: Self.keyID, publicKey: apiKey.publicKey), notificationURL: webhook)
+            serverAPI.register(
+                known, key: .init(issuerID: Self.issuerID, keyID: Self.keyID, publicKey: apiKey.publicKey), notificationURL: webhook)
         }
         let urls = try await server.start(port: port) { router in
             ControlAPI(app: app, server: server, serverAPI: serverAPI, webhook: webhook).register(on: router)
@@ -112,7 +113,8 @@ struct ControlAPI: Sendable {
             let transaction = try (fields["transaction"] as? [String: Any]).map(Self.transaction)
             let body: Data
             if (fields["version"] as? Int) == 1 {
-                body = try app.notificationV1(type, password: fields["password"] as? String ?? "", transactions: transaction.map { [$0] } ?? [])
+                body = try app.notificationV1(
+                    type, password: fields["password"] as? String ?? "", transactions: transaction.map { [$0] } ?? [])
             } else {
                 let renewal = transaction.map {
                     SimulatedRenewal(

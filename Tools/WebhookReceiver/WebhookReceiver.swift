@@ -92,7 +92,9 @@ package final class WebhookReceiver: Sendable {
         let parts = Dictionary(
             header.split(separator: ",").map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
                 .filter { $0.count == 2 }.map { ($0[0], $0[1]) }, uniquingKeysWith: { a, _ in a })
-        guard let t = parts["t"], let v1 = parts["v1"], let time = Double(t), abs(Date().timeIntervalSince1970 - time) < 300 else { return false }
+        guard let t = parts["t"], let v1 = parts["v1"], let time = Double(t), abs(Date().timeIntervalSince1970 - time) < 300 else {
+            return false
+        }
         let mac = HMAC<SHA256>.authenticationCode(for: Array("\(t).".utf8) + body, using: SymmetricKey(data: Data(secret.utf8)))
         return mac.map { String(format: "%02x", $0) }.joined() == v1
     }

@@ -49,7 +49,8 @@ extension SignedDataVerifier {
             signedDate: verified.signedDate, appTransactionID: appTransaction?.appTransactionID,
             summary: fields.members["summary"].flatMap(SignedFields.init).flatMap(Self.summary),
             externalPurchaseToken: fields.members["externalPurchaseToken"].flatMap(SignedFields.init).flatMap(Self.externalPurchaseToken))
-        return VerifiedNotificationV2(notification: notification, transaction: transaction, renewal: renewal, appTransaction: appTransaction)
+        return VerifiedNotificationV2(
+            notification: notification, transaction: transaction, renewal: renewal, appTransaction: appTransaction)
     }
 
     /// A RENEWAL_EXTENSION summary: what a mass extension achieved. Nil without its request id.

@@ -131,7 +131,8 @@ package struct PendingRenewal: Sendable, Equatable {
 
     init?(_ fields: LegacyFields) {
         guard let original = fields.string("original_transaction_id") else { return nil }
-        self.init(fields, originalTransactionID: original, productID: fields.string("product_id") ?? fields.string("auto_renew_product_id") ?? "")
+        self.init(
+            fields, originalTransactionID: original, productID: fields.string("product_id") ?? fields.string("auto_renew_product_id") ?? "")
     }
 
     /// Also reads iOS 6-style answers, whose renewal fields sit at the top level.

@@ -74,7 +74,9 @@ package struct VerifyReceiptClient: Sendable {
         }
     }
 
-    private func verifyUntraced(receiptData: String, sharedSecret: String?, expecting expectation: Expectation) async throws -> VerifiedReceipt {
+    private func verifyUntraced(
+        receiptData: String, sharedSecret: String?, expecting expectation: Expectation
+    ) async throws -> VerifiedReceipt {
         guard !receiptData.isEmpty, Data(base64Encoded: receiptData, options: .ignoreUnknownCharacters) != nil else {
             throw LedgerError(.malformed, "receipt_data is not base64")
         }
@@ -157,7 +159,9 @@ package struct VerifyReceiptClient: Sendable {
         }
     }
 
-    private func accept(_ response: ReceiptResponse, from asked: AppleEnvironment, expecting expectation: Expectation) throws -> VerifiedReceipt {
+    private func accept(
+        _ response: ReceiptResponse, from asked: AppleEnvironment, expecting expectation: Expectation
+    ) throws -> VerifiedReceipt {
         guard response.bundleID == expectation.bundleID else {
             throw LedgerError(.bundleMismatch, "the receipt is for \(response.bundleID ?? "no app"), not \(expectation.bundleID)")
         }

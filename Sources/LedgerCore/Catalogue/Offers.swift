@@ -48,7 +48,9 @@ package enum OfferEligibility {
             return periods.isEmpty
                 ? OfferDecision(eligible: true, reason: "never held \(names)")
                 : OfferDecision(
-                    eligible: false, reason: "the offer is for new customers; the user has held \(names) since \(Explanation.day(periods.map(\.start).min()!))")
+                    eligible: false,
+                    reason:
+                        "the offer is for new customers; the user has held \(names) since \(Explanation.day(periods.map(\.start).min()!))")
         case .active:
             return holding
                 ? OfferDecision(eligible: true, reason: "holds \(names) now")

@@ -54,11 +54,14 @@ struct ChangeDiff {
     }
 
     private func ownership() -> [Change] {
-        guard case .ownershipTransferred(let transfer) = fact.event, transfer.fromUserID == userID || transfer.toUserID == userID else { return [] }
+        guard case .ownershipTransferred(let transfer) = fact.event, transfer.fromUserID == userID || transfer.toUserID == userID else {
+            return []
+        }
         return [
             change(
                 .ownershipTransferred, transfer.originalTransactionID,
-                .init(originalTransactionID: transfer.originalTransactionID, from: .text(transfer.fromUserID), to: .text(transfer.toUserID)))
+                .init(originalTransactionID: transfer.originalTransactionID, from: .text(transfer.fromUserID), to: .text(transfer.toUserID))
+            )
         ]
     }
 

@@ -68,7 +68,8 @@ package struct ChangeLog: Sendable {
         switch fact.event {
         case .refunded(let r): (transactionID, original) = (r.transactionID, r.originalTransactionID)
         case .refundReversed(let r): (transactionID, original) = (r.transactionID, r.originalTransactionID)
-        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): (transactionID, original) = (t.transactionID, t.originalTransactionID)
+        case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t):
+            (transactionID, original) = (t.transactionID, t.originalTransactionID)
         default: return nil
         }
         let history = ledger.history(of: original)

@@ -246,8 +246,10 @@ extension TransactionFacts {
             appAccountToken: try object.value(UUID.self, ifPresent: "appAccountToken"), offerType: try object.int(ifPresent: "offerType"),
             offerIdentifier: try object.string(ifPresent: "offerIdentifier"),
             offerDiscountType: try object.string(ifPresent: "offerDiscountType"), offerPeriod: try object.string(ifPresent: "offerPeriod"),
-            appTransactionID: try object.string(ifPresent: "appTransactionID"), billingPlanType: try object.string(ifPresent: "billingPlanType"),
-            commitment: try object.value(Commitment.self, ifPresent: "commitment"), revocationDate: try object.date(ifPresent: "revocationDate"),
+            appTransactionID: try object.string(ifPresent: "appTransactionID"),
+            billingPlanType: try object.string(ifPresent: "billingPlanType"),
+            commitment: try object.value(Commitment.self, ifPresent: "commitment"),
+            revocationDate: try object.date(ifPresent: "revocationDate"),
             revocationReason: try object.int(ifPresent: "revocationReason"), signedDate: try object.date("signedDate"))
     }
 }

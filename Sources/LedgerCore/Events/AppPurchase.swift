@@ -57,7 +57,8 @@ package struct AppPurchaseRule: Codable, Sendable, Equatable {
     /// Versions compared part by part, numbers as numbers ("1.10" after "1.9", "1.4" before "2.0",
     /// "2" equal to "2.0"); a part that is not a number compares as text.
     package static func compare(_ a: String, _ b: String) -> ComparisonResult {
-        let left = a.split(separator: ".", omittingEmptySubsequences: false), right = b.split(separator: ".", omittingEmptySubsequences: false)
+        let left = a.split(separator: ".", omittingEmptySubsequences: false),
+            right = b.split(separator: ".", omittingEmptySubsequences: false)
         for index in 0..<max(left.count, right.count) {
             let x = index < left.count ? left[index] : "0", y = index < right.count ? right[index] : "0"
             if let m = Int(x), let n = Int(y) {

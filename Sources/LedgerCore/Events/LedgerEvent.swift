@@ -256,7 +256,9 @@ package struct PromotionalGrant: Codable, Sendable, Equatable {
     package var reason: String
     /// Who granted it: the API key's name (console or API). Absent in grants recorded before it was kept.
     package var actor: String?
-    package init(grantID: String, userID: String, entitlement: String, startsAt: Date, expiresAt: Date?, reason: String, actor: String? = nil) {
+    package init(
+        grantID: String, userID: String, entitlement: String, startsAt: Date, expiresAt: Date?, reason: String, actor: String? = nil
+    ) {
         self.grantID = grantID
         self.userID = userID
         self.entitlement = entitlement
@@ -374,7 +376,9 @@ package struct ExtensionSummary: Codable, Sendable, Equatable {
     package var succeededCount: Int64?
     package var failedCount: Int64?
 
-    package init(requestIdentifier: String, productID: String?, storefrontCountryCodes: [String] = [], succeededCount: Int64?, failedCount: Int64?) {
+    package init(
+        requestIdentifier: String, productID: String?, storefrontCountryCodes: [String] = [], succeededCount: Int64?, failedCount: Int64?
+    ) {
         self.requestIdentifier = requestIdentifier
         self.productID = productID
         self.storefrontCountryCodes = storefrontCountryCodes

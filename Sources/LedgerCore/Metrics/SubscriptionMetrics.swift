@@ -83,8 +83,14 @@ package enum SubscriptionMetrics {
                         out.append(.init(kind: .revenue, environment: environment, dimension: currency, from: row.occurredAt, value: price))
                     }
                 case .refund, .refundReversed:
-                    out.append(.init(kind: .refunds, environment: environment, dimension: currency, from: row.occurredAt, value: row.kind == .refund ? 1 : -1))
-                    out.append(.init(kind: .refundedAmount, environment: environment, dimension: currency, from: row.occurredAt, value: -(row.price ?? 0)))
+                    out.append(
+                        .init(
+                            kind: .refunds, environment: environment, dimension: currency, from: row.occurredAt,
+                            value: row.kind == .refund ? 1 : -1))
+                    out.append(
+                        .init(
+                            kind: .refundedAmount, environment: environment, dimension: currency, from: row.occurredAt,
+                            value: -(row.price ?? 0)))
                 }
             }
         }
@@ -110,7 +116,8 @@ package enum SubscriptionMetrics {
                 out.append(.init(kind: .new, environment: t.environment, dimension: t.productID, from: t.purchaseDate, value: 1))
             }
             if index > 0, isTrial(periods[index - 1]), (t.price ?? 0) > 0 {
-                out.append(.init(kind: .trialsConverted, environment: t.environment, dimension: t.productID, from: t.purchaseDate, value: 1))
+                out.append(
+                    .init(kind: .trialsConverted, environment: t.environment, dimension: t.productID, from: t.purchaseDate, value: 1))
             }
             guard end > t.purchaseDate else { continue }
             out.append(.init(kind: .active, environment: t.environment, dimension: t.productID, from: t.purchaseDate, until: end, value: 1))
@@ -168,7 +175,8 @@ extension SubscriptionMetrics {
         var day = first
         while day <= last {
             for c in contributions where c.counts(onDayStarting: day) {
-                sums[MetricPoint(day: day, kind: c.kind, environment: c.environment, dimension: c.dimension, value: 0), default: 0] += c.value
+                sums[MetricPoint(day: day, kind: c.kind, environment: c.environment, dimension: c.dimension, value: 0), default: 0] +=
+                    c.value
             }
             day = day.addingTimeInterval(86_400)
         }
@@ -179,7 +187,11 @@ extension SubscriptionMetrics {
                     day: $0.key.day, kind: $0.key.kind, environment: $0.key.environment,
                     dimension: $0.key.dimension, value: $0.value)
         }
-        .sorted { ($0.day, $0.kind.rawValue, $0.environment.rawValue, $0.dimension) < ($1.day, $1.kind.rawValue, $1.environment.rawValue, $1.dimension) }
+        .sorted {
+            ($0.day, $0.kind.rawValue, $0.environment.rawValue, $0.dimension) < (
+                $1.day, $1.kind.rawValue, $1.environment.rawValue, $1.dimension
+            )
+        }
     }
 
     /// UTC midnight of `date`'s day.

@@ -103,7 +103,8 @@ package struct AppLedger: Sendable {
     }
 
     func history(of originalTransactionID: String) -> TransactionHistory {
-        TransactionHistory(originalTransactionID: originalTransactionID, facts: businessOrdered(transactionFacts[originalTransactionID] ?? []))
+        TransactionHistory(
+            originalTransactionID: originalTransactionID, facts: businessOrdered(transactionFacts[originalTransactionID] ?? []))
     }
 
     /// Who owns an original transaction at `instant` in valid time (nil: nobody yet); by default,

@@ -20,7 +20,8 @@ package enum Explanation {
             case .familyShared: source = ", shared by a family member"
             case .purchased: source = ""
             case .appPurchase:
-                return "active, lifetime: bought the app, version \(entitlement.productID.dropFirst("app:".count)), on \(day(entitlement.since))"
+                return
+                    "active, lifetime: bought the app, version \(entitlement.productID.dropFirst("app:".count)), on \(day(entitlement.since))"
             }
             guard let end else { return "active, lifetime\(source)" }
             switch entitlement.willRenew {
@@ -56,7 +57,8 @@ package enum Explanation {
     /// A subscription's billing plan: "monthly, committed until 3 Mar 2027", or "—".
     package static func plan(_ billingPlanType: String?, committedUntil: Date?) -> String {
         guard let billingPlanType else { return committedUntil.map { "committed until \(day($0))" } ?? "—" }
-        return billingPlanType.lowercased().replacingOccurrences(of: "_", with: " ") + (committedUntil.map { ", committed until \(day($0))" } ?? "")
+        return billingPlanType.lowercased().replacingOccurrences(of: "_", with: " ")
+            + (committedUntil.map { ", committed until \(day($0))" } ?? "")
     }
 
     /// Apple's offer kinds by their number (1 introductory, 2 promotional, 3 offer code, 4 win-back).
@@ -69,7 +71,8 @@ package enum Explanation {
     /// What a notification about the app (not one purchase) says, in a line.
     package static func notice(_ notification: AppleNotification) -> String {
         if let summary = notification.summary {
-            let storefronts = summary.storefrontCountryCodes.isEmpty ? "every storefront" : summary.storefrontCountryCodes.joined(separator: ", ")
+            let storefronts =
+                summary.storefrontCountryCodes.isEmpty ? "every storefront" : summary.storefrontCountryCodes.joined(separator: ", ")
             return "extension \(summary.requestIdentifier) of \(summary.productID ?? "a product") in \(storefronts): "
                 + "\(summary.succeededCount.map(String.init) ?? "?") extended, \(summary.failedCount.map(String.init) ?? "?") failed"
         }
@@ -85,7 +88,9 @@ package enum Explanation {
     /// "3 Dec 2026" in UTC.
     package static func day(_ date: Date) -> String {
         let parts = RFC3339.string(date).prefix(10).split(separator: "-")
-        guard parts.count == 3, let month = Int(parts[1]), let dayOfMonth = Int(parts[2]) else { return String(RFC3339.string(date).prefix(10)) }
+        guard parts.count == 3, let month = Int(parts[1]), let dayOfMonth = Int(parts[2]) else {
+            return String(RFC3339.string(date).prefix(10))
+        }
         let names = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         return "\(dayOfMonth) \(names[month - 1]) \(parts[0])"
     }

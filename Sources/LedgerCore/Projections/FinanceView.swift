@@ -83,17 +83,22 @@ enum FinanceView {
                 let share = Int64(r.percentage ?? 100_000)
                 refundedShare[r.transactionID] = share
                 rows.append(
-                    row(t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, recorded: fact.recordedAt, owner: owner))
+                    row(
+                        t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, recorded: fact.recordedAt,
+                        owner: owner))
             case .revoked(let r):
                 refundedShare[r.transactionID] = nil // the latest revocation moved no money: nor will its reversal
             case .refundReversed(let reversal):
                 // Only a refund that moved money can be reversed in the books (not a family revocation).
-                guard let t = transactions[reversal.transactionID], t.environment == environment, refundedShare[reversal.transactionID] != nil else { continue }
+                guard let t = transactions[reversal.transactionID], t.environment == environment,
+                    refundedShare[reversal.transactionID] != nil
+                else { continue }
                 // What the refund returned comes back: all of it, or the prorated share.
                 let share = refundedShare[reversal.transactionID] ?? 100_000
                 rows.append(
                     row(
-                        t, kind: .refundReversed, price: t.price.map { $0 * share / 100_000 }, at: reversal.signedDate, recorded: fact.recordedAt,
+                        t, kind: .refundReversed, price: t.price.map { $0 * share / 100_000 }, at: reversal.signedDate,
+                        recorded: fact.recordedAt,
                         owner: owner))
             default: continue
             }

@@ -60,7 +60,8 @@ struct TransactionHistory: Sendable {
             list.append(Revocation(facts: r, reinstatedAt: nil))
             revocations[r.transactionID] = list
         case .refundReversed(let reversal):
-            if let last = revocations[reversal.transactionID]?.indices.last, revocations[reversal.transactionID]![last].reinstatedAt == nil {
+            if let last = revocations[reversal.transactionID]?.indices.last, revocations[reversal.transactionID]![last].reinstatedAt == nil
+            {
                 revocations[reversal.transactionID]![last].reinstatedAt = reversal.signedDate
             }
         default:

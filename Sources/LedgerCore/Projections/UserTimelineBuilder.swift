@@ -72,7 +72,8 @@ struct UserTimelineBuilder {
         if piece.start < gap.from || gap.until == nil {
             var before = piece
             before.end = min(piece.end ?? gap.from, gap.from)
-            before.gracePeriodEnd = piece.gracePeriodEnd.flatMap { grace in min(grace, gap.from) > before.end! ? min(grace, gap.from) : nil }
+            before.gracePeriodEnd = piece.gracePeriodEnd.flatMap { grace in min(grace, gap.from) > before.end! ? min(grace, gap.from) : nil
+            }
             result.append(before)
         }
         if let until = gap.until, piece.effectiveEnd.map({ until < $0 }) ?? true {
@@ -89,7 +90,8 @@ struct UserTimelineBuilder {
         for fact in userFacts {
             switch fact.event {
             case .consumed(let c):
-                entries.append(BalanceEntry(kind: .debit, currency: c.currency, amount: c.amount, at: fact.occurredAt, reference: c.idempotencyKey))
+                entries.append(
+                    BalanceEntry(kind: .debit, currency: c.currency, amount: c.amount, at: fact.occurredAt, reference: c.idempotencyKey))
             case .balanceMoved(let move) where move.amount != 0:
                 entries.append(
                     BalanceEntry(
@@ -149,7 +151,9 @@ struct UserTimelineBuilder {
     /// Auto-renewable: access while `now < expiresDate`; a refund or revocation ends it at its date
     /// (earlier periods stay in history); an upgrade ends the old period when the new one starts;
     /// the latest period may run on inside a grace period. Billing retry without grace grants nothing.
-    private mutating func addSubscriptionPeriod(_ transaction: TransactionFacts, definition: ProductDefinition?, history: TransactionHistory) {
+    private mutating func addSubscriptionPeriod(
+        _ transaction: TransactionFacts, definition: ProductDefinition?, history: TransactionHistory
+    ) {
         var end = transaction.expiresDate ?? transaction.purchaseDate
         if let upgraded = history.upgradeEnd(of: transaction) { end = min(end, upgraded) }
         var access = period(transaction, definition?.entitlements ?? [], start: transaction.purchaseDate, end: end)
@@ -181,14 +185,19 @@ struct UserTimelineBuilder {
     /// Consumables: credit quantity × amount per unit (catalogue as at the purchase); a refund
     /// reverses the whole credit, even if it was spent — the debt is recorded, never hidden — and
     /// Apple's reversal of the refund credits it again.
-    private mutating func addCredits(_ transaction: TransactionFacts, _ definition: ProductDefinition, _ gaps: [(from: Date, until: Date?)]) {
+    private mutating func addCredits(_ transaction: TransactionFacts, _ definition: ProductDefinition, _ gaps: [(from: Date, until: Date?)])
+    {
         for (currency, perUnit) in definition.grants.sorted(by: { $0.key < $1.key }) {
             let amount = perUnit * Int64(transaction.quantity)
-            entries.append(BalanceEntry(kind: .credit, currency: currency, amount: amount, at: transaction.purchaseDate, reference: transaction.transactionID))
+            entries.append(
+                BalanceEntry(
+                    kind: .credit, currency: currency, amount: amount, at: transaction.purchaseDate, reference: transaction.transactionID))
             for gap in gaps {
-                entries.append(BalanceEntry(kind: .reversal, currency: currency, amount: amount, at: gap.from, reference: transaction.transactionID))
+                entries.append(
+                    BalanceEntry(kind: .reversal, currency: currency, amount: amount, at: gap.from, reference: transaction.transactionID))
                 if let until = gap.until {
-                    entries.append(BalanceEntry(kind: .credit, currency: currency, amount: amount, at: until, reference: transaction.transactionID))
+                    entries.append(
+                        BalanceEntry(kind: .credit, currency: currency, amount: amount, at: until, reference: transaction.transactionID))
                 }
             }
         }

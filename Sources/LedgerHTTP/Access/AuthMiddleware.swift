@@ -26,7 +26,8 @@ struct AuthMiddleware: RouterMiddleware {
         case .key(let key): return try await next(request, try authenticated(context, key))
         case .wait(let seconds):
             metrics.increment("ledger_auth_throttled_total", ["surface": "api"])
-            throw LedgerError(.tooManyAttempts, "too many failed authentications from this address; try again in \(seconds) s", retryAfter: seconds)
+            throw LedgerError(
+                .tooManyAttempts, "too many failed authentications from this address; try again in \(seconds) s", retryAfter: seconds)
         }
         guard let secret else {
             failed(context.clientAddress(request, throttle))
@@ -51,7 +52,8 @@ struct AuthMiddleware: RouterMiddleware {
             metrics.increment("ledger_rate_limited_total", [:])
             let seconds = FailureThrottle.seconds(wait)
             throw LedgerError(
-                .rateLimited, "this key may make \(key.rateLimit.map { String(format: "%g", $0) } ?? "?") requests a second; try again in \(seconds) s",
+                .rateLimited,
+                "this key may make \(key.rateLimit.map { String(format: "%g", $0) } ?? "?") requests a second; try again in \(seconds) s",
                 retryAfter: seconds)
         }
         var context = context

@@ -30,7 +30,8 @@ extension AppsController {
         guard let type = ProductType(rawValue: body.type) else {
             throw LedgerError(.invalidProductType, "type is one of \(ProductType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard !productID.isEmpty, productID.unicodeScalars.count <= 255, !productID.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        guard !productID.isEmpty, productID.unicodeScalars.count <= 255,
+            !productID.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
         else {
             throw LedgerError(.invalidProductID, "product ids are 1–255 characters without control characters")
         }
@@ -59,7 +60,8 @@ extension AppsController {
     static func offers(_ given: [String: Wire.OfferBody]) throws -> [String: OfferRule] {
         try given.reduce(into: [:]) { rules, entry in
             let (id, body) = entry
-            guard !id.isEmpty, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+            guard !id.isEmpty, id.utf8.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
+            else {
                 throw LedgerError(.invalidOffer, "offer ids are 1–64 letters, digits, '.', '_' or '-', as set up in App Store Connect")
             }
             guard let eligible = OfferRule.Eligible(rawValue: body.eligible) else {

@@ -57,6 +57,7 @@ extension AppsController {
         guard body.originally_before_version != nil || before != nil else {
             throw LedgerError(.invalidAppPurchase, "app_purchase needs originally_before_version, originally_purchased_before, or both")
         }
-        return AppPurchaseRule(entitlements: body.entitlements, originallyBeforeVersion: body.originally_before_version, originallyPurchasedBefore: before)
+        return AppPurchaseRule(
+            entitlements: body.entitlements, originallyBeforeVersion: body.originally_before_version, originallyPurchasedBefore: before)
     }
 }

@@ -42,7 +42,8 @@ struct AppsController {
     static func serverAPIKey(_ body: Wire.AppBody, bundleID: String) throws -> ServerAPICredentials? {
         try body.app_store_server_api.map { key in
             do {
-                return try ServerAPICredentials(issuerID: key.issuer_id, keyID: key.key_id, privateKeyPEM: key.private_key, bundleID: bundleID)
+                return try ServerAPICredentials(
+                    issuerID: key.issuer_id, keyID: key.key_id, privateKeyPEM: key.private_key, bundleID: bundleID)
             } catch let invalid as ServerAPICredentials.Invalid {
                 throw LedgerError(.invalidAppStoreServerAPI, invalid.description)
             }

@@ -21,7 +21,8 @@ struct ChangesController {
         let bundleID = try context.app(.read)
         _ = try await directory.app(bundleID)
         let wait = try Self.wait(request)
-        let page = try await feed.page(bundleID: bundleID, after: try request.cursor(), limit: try request.pageLimit(), wait: .seconds(wait))
+        let page = try await feed.page(
+            bundleID: bundleID, after: try request.cursor(), limit: try request.pageLimit(), wait: .seconds(wait))
         // The bodies are already JSON, exactly as webhooks deliver them: spliced, not re-encoded.
         var bytes = Array(#"{"changes":["#.utf8)
         for (index, body) in page.bodies.enumerated() {

@@ -51,7 +51,8 @@ struct IngestionController {
         let bundleID = try context.app(.ingest)
         let body = try await JSONBody.decode(Wire.AppTransactionRequest.self, from: request, context: context)
         let state = try await counted("app_transaction") {
-            try await ingestor.ingestAppTransaction(bundleID: bundleID, userID: body.user_id, signedAppTransaction: body.signed_app_transaction)
+            try await ingestor.ingestAppTransaction(
+                bundleID: bundleID, userID: body.user_id, signedAppTransaction: body.signed_app_transaction)
         }
         return JSONBody.response(bytes: Wire.userState(state))
     }

@@ -42,7 +42,8 @@ struct OffersController {
         let answer = try await offers.introductoryEligibility(
             bundleID: bundleID, userID: userID, productID: body.product_id,
             transactionID: body.transaction_id)
-        return try JSONBody.response(Wire.IntroductoryEligibility(eligible: answer.eligible, signature: answer.signature, reason: answer.reason))
+        return try JSONBody.response(
+            Wire.IntroductoryEligibility(eligible: answer.eligible, signature: answer.signature, reason: answer.reason))
     }
 }
 

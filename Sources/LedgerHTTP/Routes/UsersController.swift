@@ -35,7 +35,8 @@ struct UsersController {
         let written = try PositionMiddleware<LedgerRequestContext>.readAfter(request)
         let (at, knownAt) = try UsersController.instants(request)
         if at == nil && knownAt == nil {
-            return JSONBody.response(bytes: Wire.userState(try await reader.currentState(bundleID: bundleID, userID: userID, atLeast: written)))
+            return JSONBody.response(
+                bytes: Wire.userState(try await reader.currentState(bundleID: bundleID, userID: userID, atLeast: written)))
         }
         // A past knowledge time alone asks what the live answer was then: `at` defaults to it.
         let now = Date()

@@ -69,7 +69,8 @@ struct WebhooksController {
         let before = try await registry.list(bundleID: bundleID).first { $0.name == name }.map(Listed.init)
         let created = try await registry.put(bundleID: bundleID, name: name, url: body.url, secret: body.secret, types: body.types)
         let listed = try await registry.list(bundleID: bundleID).first { $0.name == name }.map(Listed.init)
-        try await context.audit(audit, "webhook.defined", target: "\(bundleID)/webhooks/\(name)", bundleID: bundleID, before: before, after: listed)
+        try await context.audit(
+            audit, "webhook.defined", target: "\(bundleID)/webhooks/\(name)", bundleID: bundleID, before: before, after: listed)
         return try JSONBody.response(listed, status: created ? .created : .ok)
     }
 
@@ -100,9 +101,12 @@ struct WebhooksController {
     @Sendable func failures(_ request: Request, context: LedgerRequestContext) async throws -> Response {
         let bundleID = try context.app(.admin)
         let name = try context.parameters.require("name")
-        guard let parked = try await registry.failures(bundleID: bundleID, name: name, limit: try request.pageLimit()) else { throw Self.unknown(name) }
+        guard let parked = try await registry.failures(bundleID: bundleID, name: name, limit: try request.pageLimit()) else {
+            throw Self.unknown(name)
+        }
         struct Failure: Encodable {
-            var position: Int64; var change_id: String; var user_id: String; var attempts: Int; var last_error: String?; var parked_at: String
+            var position: Int64; var change_id: String; var user_id: String; var attempts: Int; var last_error: String?;
+            var parked_at: String
         }
         struct Failures: Encodable { var failures: [Failure] }
         return try JSONBody.response(
@@ -121,7 +125,9 @@ struct WebhooksController {
         struct Replay: Decodable { var from_position: Int64 }
         let body = try await JSONBody.decode(Replay.self, from: request, context: context)
         guard body.from_position >= 1 else { throw LedgerError(.invalidPosition, "from_position is a change position, 1 or more") }
-        guard let users = try await registry.replay(bundleID: bundleID, name: name, from: body.from_position) else { throw Self.unknown(name) }
+        guard let users = try await registry.replay(bundleID: bundleID, name: name, from: body.from_position) else {
+            throw Self.unknown(name)
+        }
         struct Replayed: Encodable { var from_position: Int64; var users: Int }
         let answer = Replayed(from_position: body.from_position, users: users)
         try await context.audit(audit, "webhook.replayed", target: "\(bundleID)/webhooks/\(name)", bundleID: bundleID, after: answer)

@@ -77,7 +77,8 @@ enum Wire {
             /// Absent values are written as null: clients read a fixed shape.
             func encode(to encoder: any Encoder) throws {
                 enum Key: String, CodingKey {
-                    case transaction_id, original_transaction_id, product_id, purchase_date, quantity, price, currency, revoked_at, owner_user_id
+                    case transaction_id, original_transaction_id, product_id, purchase_date, quantity, price, currency, revoked_at,
+                        owner_user_id
                 }
                 var c = encoder.container(keyedBy: Key.self)
                 try c.encode(transaction_id, forKey: .transaction_id)
@@ -117,7 +118,10 @@ enum Wire {
         /// Offer id (App Store Connect's) → who may receive it.
         var offers: [String: OfferBody]?
 
-        init(type: String, productID: String?, entitlements: [String], grants: [String: Int64], duration: String?, offers: [String: OfferBody]? = nil) {
+        init(
+            type: String, productID: String?, entitlements: [String], grants: [String: Int64], duration: String?,
+            offers: [String: OfferBody]? = nil
+        ) {
             self.type = type
             self.product_id = productID
             self.entitlements = entitlements
@@ -128,7 +132,8 @@ enum Wire {
 
         init(_ d: ProductDefinition) {
             self.init(
-                type: d.type.rawValue, productID: d.productID, entitlements: d.entitlements, grants: d.grants, duration: d.duration?.description,
+                type: d.type.rawValue, productID: d.productID, entitlements: d.entitlements, grants: d.grants,
+                duration: d.duration?.description,
                 offers: d.offers?.mapValues { OfferBody(eligible: $0.eligible.rawValue, lapsed_for: $0.lapsedFor?.description) })
         }
     }

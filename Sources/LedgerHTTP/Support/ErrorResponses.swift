@@ -59,7 +59,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch {
             let refusal = Self.refusal(error)
             // Logged once, here where the request ends; the caller gets only the code and sentence.
-            let metadata: Logger.Metadata = ["code": "\(refusal.code)", "path": "\(request.uri.path)", "cause": "\(refusal.underlying.map { "\($0)" } ?? "-")"]
+            let metadata: Logger.Metadata = [
+                "code": "\(refusal.code)", "path": "\(request.uri.path)", "cause": "\(refusal.underlying.map { "\($0)" } ?? "-")",
+            ]
             switch refusal.kind {
             case .fault: context.logger.error("request failed", metadata: metadata)
             case .unavailable: context.logger.warning("dependency unavailable", metadata: metadata)

@@ -118,7 +118,8 @@ struct RequestIDMiddleware: RouterMiddleware {
     static func isPlain(_ text: String) -> Bool {
         (1...128).contains(text.utf8.count)
             && text.utf8.allSatisfy {
-                $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+                $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0)
+                    || (0x61...0x7A).contains($0)
             }
     }
 }

@@ -40,20 +40,23 @@ package final class Metrics: Sendable {
 
     /// A webhook delivery attempt, from sending to the receiver's answer (or the failure).
     @Sendable package func observeDelivery(outcome: String, took: Duration) {
-        CoreMetrics.Timer(label: Self.deliveryDuration, dimensions: [("outcome", outcome)], factory: factory).recordNanoseconds(took.nanoseconds)
+        CoreMetrics.Timer(label: Self.deliveryDuration, dimensions: [("outcome", outcome)], factory: factory).recordNanoseconds(
+            took.nanoseconds)
     }
 
     /// One exchange with Apple (each attempt of a retried call counts): by endpoint and status,
     /// so a rate limit shows as 429s on the endpoint that hit it. `status` is "none" when
     /// nothing came back.
     package func observeApple(api: String, endpoint: String, status: Int?, outcome: String) {
-        increment("ledger_apple_calls_total", ["api": api, "endpoint": endpoint, "status": status.map(String.init) ?? "none", "outcome": outcome])
+        increment(
+            "ledger_apple_calls_total", ["api": api, "endpoint": endpoint, "status": status.map(String.init) ?? "none", "outcome": outcome])
     }
 
     /// The labelled counters the ledger increments, with what they count.
     static let counters: [String: String] = [
         "ledger_evidence_total": "Apple's evidence received, by kind and result (accepted, or the refusal's code).",
-        "ledger_apple_calls_total": "Exchanges with Apple, each attempt: by API (verifyReceipt, app_store_server_api), endpoint, HTTP status and outcome.",
+        "ledger_apple_calls_total":
+            "Exchanges with Apple, each attempt: by API (verifyReceipt, app_store_server_api), endpoint, HTTP status and outcome.",
         "ledger_auth_failures_total": "Requests refused for a missing or unknown API key.",
         "ledger_auth_throttled_total": "Requests refused because their address failed authentication too often.",
         "ledger_rate_limited_total": "Requests refused because their key was over its rate limit.",
@@ -72,7 +75,8 @@ package final class Metrics: Sendable {
 
     func observeRequest(route: String, method: String, status: Int, seconds: Double) {
         CoreMetrics.Counter(
-            label: "ledger_http_requests_total", dimensions: [("route", route), ("method", method), ("status", String(status))], factory: factory
+            label: "ledger_http_requests_total", dimensions: [("route", route), ("method", method), ("status", String(status))],
+            factory: factory
         )
         .increment()
         CoreMetrics.Timer(label: Self.requestDuration, dimensions: [("route", route), ("method", method)], factory: factory)
@@ -92,7 +96,8 @@ package final class Metrics: Sendable {
         let series = tallies.withLock { $0[name] ?? [:] }
         var totals: [String: Int] = [:]
         for (flat, value) in series {
-            let labels = Dictionary(stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0], flat[$0 + 1]) }, uniquingKeysWith: { a, _ in a })
+            let labels = Dictionary(
+                stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0], flat[$0 + 1]) }, uniquingKeysWith: { a, _ in a })
             guard let key = labels[label], labels.allSatisfy({ filter($0.key, $0.value) }) else { continue }
             totals[key, default: 0] += value
         }

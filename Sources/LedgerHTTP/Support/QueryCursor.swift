@@ -5,7 +5,9 @@ extension Request {
     /// `after`: a cursor from a previous page (a position), 0 when absent.
     func cursor() throws -> Int64 {
         try uri.queryParameters["after"].map { text -> Int64 in
-            guard let value = Int64(String(text)), value >= 0 else { throw LedgerError(.invalidCursor, "after is a cursor from a previous page") }
+            guard let value = Int64(String(text)), value >= 0 else {
+                throw LedgerError(.invalidCursor, "after is a cursor from a previous page")
+            }
             return value
         } ?? 0
     }

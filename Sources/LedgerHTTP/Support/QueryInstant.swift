@@ -9,7 +9,8 @@ extension Request {
     func instant(_ name: String) throws -> Date? {
         guard let text = uri.queryParameters[Substring(name)] else { return nil }
         guard let date = RFC3339.parseInstant(String(text)) else {
-            throw LedgerError(.invalidTime, "\(name) must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31 (midnight UTC)")
+            throw LedgerError(
+                .invalidTime, "\(name) must be an RFC 3339 time or a date, e.g. 2026-01-31T23:59:59Z or 2026-01-31 (midnight UTC)")
         }
         return date
     }

@@ -42,7 +42,9 @@ struct RequestTracingMiddleware: RouterMiddleware {
             describe(span, method: method, route: context.endpointPath, status: Int(response.status.code))
             return response
         } catch {
-            describe(span, method: method, route: context.endpointPath, status: (error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500)
+            describe(
+                span, method: method, route: context.endpointPath,
+                status: (error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500)
             span.recordError(error)
             throw error
         }

@@ -29,7 +29,9 @@ struct FuzzDriver {
             }
         default:
             #if LEDGER_FUZZING
-                guard let name = ProcessInfo.processInfo.environment["LEDGER_FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else { usage() }
+                guard let name = ProcessInfo.processInfo.environment["LEDGER_FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else {
+                    usage()
+                }
                 exit(LibFuzzer.run(target, context: context))
             #else
                 usage()

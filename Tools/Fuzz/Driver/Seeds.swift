@@ -11,14 +11,18 @@ enum Seeds {
         let now = Date()
         let transactions = [
             SimulatedTransaction(
-                transactionID: "1000", productID: "pro.monthly", purchaseDate: now.addingTimeInterval(-86_400), expiresDate: now.addingTimeInterval(86_400)),
-            SimulatedTransaction(transactionID: "1001", productID: "coins.100", purchaseDate: now.addingTimeInterval(-3_600), expiresDate: nil),
+                transactionID: "1000", productID: "pro.monthly", purchaseDate: now.addingTimeInterval(-86_400),
+                expiresDate: now.addingTimeInterval(86_400)),
+            SimulatedTransaction(
+                transactionID: "1001", productID: "coins.100", purchaseDate: now.addingTimeInterval(-3_600), expiresDate: nil),
         ]
         for transaction in transactions { seeds[.jws, default: []].append(Data(try app.signedTransaction(transaction).utf8)) }
-        seeds[.jws, default: []].append(Data(try app.signedRenewal(SimulatedRenewal(originalTransactionID: "1000", productID: "pro.monthly")).utf8))
+        seeds[.jws, default: []].append(
+            Data(try app.signedRenewal(SimulatedRenewal(originalTransactionID: "1000", productID: "pro.monthly")).utf8))
         for type in ["DID_RENEW", "REFUND", "TEST"] {
             let body = try app.notificationV2(type, transaction: type == "TEST" ? nil : transactions[0])
-            if let object = try JSONSerialization.jsonObject(with: body) as? [String: Any], let payload = object["signedPayload"] as? String {
+            if let object = try JSONSerialization.jsonObject(with: body) as? [String: Any], let payload = object["signedPayload"] as? String
+            {
                 seeds[.jws, default: []].append(Data(payload.utf8))
             }
             seeds[.jsonBody, default: []].append(body)
@@ -62,6 +66,8 @@ enum Seeds {
     }
 
     static func files(in folder: URL) throws -> [URL] {
-        try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil).filter { !$0.hasDirectoryPath }.sorted { $0.path < $1.path }
+        try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil).filter { !$0.hasDirectoryPath }.sorted {
+            $0.path < $1.path
+        }
     }
 }

@@ -63,11 +63,14 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         // shared-secret check (as Apple's own would) and reach the rest of the reader.
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         let password = object?["password"] as? String
-        let bundleID = (object?["bid"] as? String) ?? (object?["unified_receipt"] as? [String: Any]).flatMap { _ in "com.example" } ?? "com.example"
+        let bundleID =
+            (object?["bid"] as? String) ?? (object?["unified_receipt"] as? [String: Any]).flatMap { _ in "com.example" } ?? "com.example"
         var verified = false
         for environments: Set<AppleEnvironment> in [[.production, .sandbox], [.sandbox]] {
             let expectation = Expectation(bundleID: bundleID, environments: environments)
-            verified = (try? VerifiedNotificationV1(body: data, sharedSecret: password, expecting: expectation, receivedAt: Date())) != nil || verified
+            verified =
+                (try? VerifiedNotificationV1(body: data, sharedSecret: password, expecting: expectation, receivedAt: Date())) != nil
+                || verified
         }
         return verified ? .accepted : object != nil ? .parsed : .refused
     }

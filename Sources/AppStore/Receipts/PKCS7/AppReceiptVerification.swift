@@ -42,10 +42,13 @@ extension SignedDataVerifier {
         do { receipt = try AppReceipt(payload: container.content) } catch let error as BERReading.Malformed {
             throw LedgerError(.malformed, "the receipt's payload cannot be read: \(error)")
         }
-        var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(fixedExpiryValidationTime: receipt.creationDate) }
+        var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
+            RFC5280Policy(fixedExpiryValidationTime: receipt.creationDate)
+        }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore(container.certificates.filter { $0 != leaf }))
         guard case .validCertificate(let chain) = result, chain.count == 3 else {
-            throw LedgerError(.untrustedChain, "the receipt's chain does not lead to a configured root, or was not valid when the receipt was made")
+            throw LedgerError(
+                .untrustedChain, "the receipt's chain does not lead to a configured root, or was not valid when the receipt was made")
         }
         guard leaf.extensions[oid: Self.leafMarker] != nil, chain[1].extensions[oid: Self.intermediateMarker] != nil else {
             throw LedgerError(.untrustedChain, "the receipt's certificates lack Apple's receipt-signing marker extensions")

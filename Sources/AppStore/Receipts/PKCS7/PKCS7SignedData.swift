@@ -52,7 +52,9 @@ struct PKCS7SignedData {
         certificates = try signedData.dropFirst(3).filter { $0.identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific) }
             .flatMap { try BERReading.children($0, "certificates") }
             .map { node in
-                do { return try Certificate(derEncoded: Array(node.encodedBytes)) } catch { throw Malformed("a certificate is not valid DER") }
+                do { return try Certificate(derEncoded: Array(node.encodedBytes)) } catch {
+                    throw Malformed("a certificate is not valid DER")
+                }
             }
         guard let signerInfos = signedData.last, signerInfos.identifier == .set else { throw Malformed("no signerInfos") }
         let signers = try BERReading.children(signerInfos, "signerInfos")
@@ -95,7 +97,9 @@ extension PKCS7SignedData.Signer {
     private static func messageDigest(in attributes: ASN1Node) throws -> [UInt8] {
         for attribute in try BERReading.children(attributes, "signedAttrs") {
             let parts = try BERReading.children(attribute, "attribute")
-            guard parts.count == 2, try BERReading.objectIdentifier(parts[0], "attrType") == PKCS7SignedData.messageDigestAttribute else { continue }
+            guard parts.count == 2, try BERReading.objectIdentifier(parts[0], "attrType") == PKCS7SignedData.messageDigestAttribute else {
+                continue
+            }
             return try BERReading.octets(try BERReading.explicit(parts[1], "messageDigest"), "messageDigest")
         }
         throw Malformed("signed attributes without a message digest")
@@ -132,7 +136,9 @@ extension PKCS7SignedData.Signer {
             case .sha512WithRSAEncryption: Array(SHA512.hash(data: content))
             default: Array(SHA256.hash(data: content))
             }
-        guard digest == messageDigest else { throw LedgerError(.invalidSignature, "the receipt's content does not match its signed digest") }
+        guard digest == messageDigest else {
+            throw LedgerError(.invalidSignature, "the receipt's content does not match its signed digest")
+        }
         return signedAttributes
     }
 }
