@@ -2,32 +2,19 @@
 /// request gets a decision under contention (their servers' 10 s pool waits are part of what they
 /// check), run one at a time: side by side, CPU starvation from one made the other's requests wait
 /// out the pool (seen in CI dry runs). Everything else still runs in parallel.
-package actor HeavyTests {
-    static let gate = HeavyTests()
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    func acquire() async {
-        guard busy else {
-            busy = true
-            return
-        }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    func release() {
-        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
-    }
+package enum HeavyTests {
+    /// One turn: the same semaphore server tests take turns by, with room for one.
+    static let gate = Turns(count: 1)
 
     /// Runs `body` when no other heavy test runs.
     package static func oneAtATime<T>(_ body: () async throws -> T) async rethrows -> T {
-        await gate.acquire()
+        await gate.take()
         do {
             let result = try await body()
-            await gate.release()
+            await gate.give()
             return result
         } catch {
-            await gate.release()
+            await gate.give()
             throw error
         }
     }

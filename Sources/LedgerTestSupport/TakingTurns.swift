@@ -30,7 +30,7 @@ extension Trait where Self == TakingTurns {
     package static var takingTurns: Self { TakingTurns() }
 }
 
-/// The turns: a counting semaphore whose waiters are continuations, not threads.
+/// Turns: a counting semaphore whose waiters are continuations, not threads (also `HeavyTests`' gate of one).
 actor Turns {
     static let shared = Turns(count: max(2, 2 * ProcessInfo.processInfo.activeProcessorCount))
     private var free: Int
