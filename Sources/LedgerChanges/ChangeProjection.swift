@@ -7,7 +7,8 @@ import LedgerPostgres
 import LedgerProjections
 
 /// Derives changes from the log a batch at a time and announces them: rows in `ledger.changes`,
-/// each user's webhook queue told there is more, a NOTIFY for every server's feed and dispatcher.
+/// the followers told (each webhook's queue: the user has more), a NOTIFY for every server's feed
+/// and dispatcher.
 ///
 /// A projection of its own, with its own checkpoint (the `changes` row of the checkpoints), that
 /// follows the `users` projection: it reads the log only up to where `users` has applied it, so
@@ -25,8 +26,13 @@ package struct ChangeProjection: Sendable {
     /// The advisory lock (transaction-scoped) a batch or sweep holds: hashtext('ledger.changes').
     static let lockKey = "hashtext('ledger.changes')"
     package let batchSize: Int
+    /// Whoever else learns of new changes in the statement that writes them.
+    let followers: [ChangeFollower]
 
-    package init(batchSize: Int = 500) { self.batchSize = batchSize }
+    package init(batchSize: Int = 500, followers: [ChangeFollower] = []) {
+        self.batchSize = batchSize
+        self.followers = followers
+    }
 
     package struct Outcome: Sendable {
         /// Events of the log this batch covered (0: nothing new, or another server is at it).
@@ -225,8 +231,8 @@ package struct ChangeProjection: Sendable {
         }
     }
 
-    /// The changes, numbered after `position` in derivation order, and each webhook of their app
-    /// told that the user has more (a new webhook starts after the position it was created at).
+    /// The changes, numbered after `position` in derivation order, and the followers told of them
+    /// in the same statement.
     private func writes(_ derived: [Derived], after position: Int64) -> Writes {
         guard !derived.isEmpty else { return Writes(PipelinedStatement("SELECT 0 AS inserted")) }
         var columns = (
@@ -254,13 +260,7 @@ package struct ChangeProjection: Sendable {
                     INSERT INTO ledger.changes (position, id, bundle_id, user_id, type, occurred_at, recorded_at, body, traceparent)
                     SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[])
                     ON CONFLICT (id) DO NOTHING
-                    RETURNING bundle_id, user_id, position),
-                queued AS (
-                    INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
-                    SELECT w.bundle_id, w.name, i.user_id, w.starts_after, max(i.position)
-                      FROM inserted i JOIN ledger.webhooks w ON w.bundle_id = i.bundle_id
-                     GROUP BY w.bundle_id, w.name, i.user_id, w.starts_after
-                    ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE SET wanted = greatest(q.wanted, EXCLUDED.wanted))
+                    RETURNING bundle_id, user_id, position)\(followers.indices.map { ",\n    follower\($0) AS (\(followers[$0].statement("inserted")))" }.joined())
                 SELECT count(*) AS inserted FROM inserted
                 """,
                 [

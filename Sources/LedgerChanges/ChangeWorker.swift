@@ -33,11 +33,11 @@ package final class ChangeWorker: Sendable {
     package init(
         pool: PostgresPool, progress: ProjectionProgress?, notifications: ChangeNotifications, batchSize: Int = 500,
         pollInterval: Duration = .milliseconds(250), sweepInterval: Duration = .seconds(1), batchWindow: Duration = .milliseconds(20),
-        logger: Logger
+        followers: [ChangeFollower] = [], logger: Logger
     ) {
         self.batchWindow = batchWindow
         self.pool = pool
-        self.projection = ChangeProjection(batchSize: batchSize)
+        self.projection = ChangeProjection(batchSize: batchSize, followers: followers)
         self.progress = progress
         self.notifications = notifications
         self.pollInterval = pollInterval

@@ -17,6 +17,24 @@ extension EventStore {
         """
     }
 
+    /// The events of `types` whose data's `field` equals `value` (an expression of the caller's
+    /// statement, such as a column of its `unnest`), columns `stream` and `data`: a relation to
+    /// join laterally. Field and types are written into the statement, not bound: a partial
+    /// index on them (schema 0017 for `appTransactionID`) serves only a predicate the planner
+    /// can see.
+    package static func eventsSQL(whose field: String, equals value: String, ofTypes types: [String]) -> String {
+        """
+        SELECT e.stream, e.data FROM ledger.events e
+         WHERE (e.data ->> \(literal(field))) = \(value) AND e.event_type IN (\(types.map(literal).joined(separator: ", ")))
+           AND e.data ? \(literal(field))
+        """
+    }
+
+    /// How many events the log holds.
+    package static func count(on connection: PostgresConnection) throws -> Int {
+        try connection.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
+    }
+
     /// `field` of every event of `type` whose data's `userID` is `userID`, in streams starting
     /// with `prefix`, in log order: columns `value` and `recorded_at`. A whole-log read, fast
     /// for the types indexed by user (schema 0023: appAccountToken links).

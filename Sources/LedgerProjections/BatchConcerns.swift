@@ -1,4 +1,5 @@
 import LedgerCore
+import LedgerEventStore
 import LedgerPostgres
 
 /// Whom a batch of facts concerns, as far as the facts themselves say: claimants, both sides of a
@@ -50,6 +51,10 @@ package struct BatchConcerns {
         fileprivate mutating func append(_ statement: PipelinedStatement) { slots.append(trip.add(statement)) }
     }
 
+    /// The facts that carry the app transaction a purchase was made in (schema 0017's partial
+    /// index is on these types).
+    static let appTransactionCarriers = ["Purchased", "Restored", "Renewed", "Recovered"]
+
     /// The statements that find the rest of the users: the owners of the transactions, every user
     /// of the changed apps.
     package func lookups(in projection: UsersProjection) -> Lookups {
@@ -70,17 +75,16 @@ package struct BatchConcerns {
                     """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.originalTransactionID))]))
         }
         if !appTransactions.isEmpty {
-            // The purchases made in each app transaction (found by 0017's partial index, whose
-            // predicate this repeats), then their owners.
+            // The purchases made in each app transaction (found by 0017's partial index), then
+            // their owners.
             let keys = Array(appTransactions)
             statements.append(
                 PipelinedStatement(
                     """
                     SELECT DISTINCT o.bundle_id, o.user_id FROM unnest($1::text[], $2::text[]) AS k(b, a)
-                      JOIN ledger.events e ON (e.data ->> 'appTransactionID') = k.a
-                       AND e.event_type IN ('Purchased', 'Restored', 'Renewed', 'Recovered') AND e.data ? 'appTransactionID'
-                       AND e.stream = \(LedgerStream.purchaseSQL(bundle: "k.b", originalTransactionID: "(e.data ->> 'originalTransactionID')"))
+                     CROSS JOIN LATERAL (\(EventStore.eventsSQL(whose: "appTransactionID", equals: "k.a", ofTypes: Self.appTransactionCarriers))) e
                       JOIN \(projection.owners) o ON o.bundle_id = k.b AND o.original_transaction_id = (e.data ->> 'originalTransactionID')
+                     WHERE e.stream = \(LedgerStream.purchaseSQL(bundle: "k.b", originalTransactionID: "(e.data ->> 'originalTransactionID')"))
                     """, [PostgresTextArray(keys.map(\.bundleID)), PostgresTextArray(keys.map(\.appTransactionID))]))
         }
         for bundleID in apps {

@@ -67,7 +67,7 @@ package struct ProjectionRebuilder: Sendable {
             "SELECT COALESCE(max(version), 0) + 1 AS v FROM ledger.projection_checkpoints WHERE name = $1",
             [UsersProjection.name])[0]["v"].int()
         try db.query("SELECT ledger.create_users_projection_tables($1)", [version])
-        let total = try db.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()
+        let total = try EventStore.count(on: db)
         logger.info("rebuilding projection", metadata: ["projection": "\(UsersProjection.name)", "projection.version": "\(version)"])
         let recorder = RebuildProgressRecorder(version: version, connection: try connection(), logger: logger)
         func progress(_ update: RebuildProgress) {

@@ -178,9 +178,10 @@ package enum ProjectionRunner {
     package static func lag(on connection: PostgresConnection) throws -> Int {
         try connection.query(
             """
-            SELECT count(*) AS n FROM ledger.events e, ledger.projections p
-              JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version
-             WHERE p.name = $1 AND (e.tx_id, e.position) > (c.tx_id, c.position)
+            SELECT l.events AS n FROM ledger.projections p
+              JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version,
+                   LATERAL (\(EventStore.backlogSQL(after: "(c.tx_id, c.position)"))) l
+             WHERE p.name = $1
             """, [UsersProjection.name])[0]["n"].int()
     }
 }

@@ -116,7 +116,8 @@ extension LedgerServices {
                 pool: pool, store: store, pollInterval: pollInterval, progress: progress, cache: timelines,
                 durable: !reads.replicas.isEmpty, passingWindow: reads.replicas.isEmpty ? .milliseconds(10) : .zero, logger: logger)
             let changeWorker = ChangeWorker(
-                pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval, logger: logger)
+                pool: pool, progress: progress, notifications: changes, pollInterval: pollInterval,
+                followers: [WebhookQueue.follower], logger: logger)
             loops.append(heartbeats.register(worker.loop))
             loops.append(heartbeats.register(changeWorker.loop))
         }

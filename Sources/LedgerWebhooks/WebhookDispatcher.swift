@@ -111,13 +111,10 @@ package final class WebhookDispatcher: Sendable {
                 UPDATE ledger.webhook_queue q SET leased_by = $2, leased_until = now() + $3 * interval '1 millisecond'
                   FROM due WHERE q.bundle_id = due.bundle_id AND q.webhook = due.webhook AND q.user_id = due.user_id
                 RETURNING q.bundle_id, q.webhook, q.user_id, q.delivered, q.wanted, q.attempts, q.first_failed_at)
-            SELECT l.*, w.url, w.secret, c.position, c.id::text AS id, c.body, c.traceparent
+            SELECT l.*, w.url, w.secret, c.position, c.id, c.body, c.traceparent
               FROM leased l JOIN ledger.webhooks w ON w.bundle_id = l.bundle_id AND w.name = l.webhook
-              LEFT JOIN LATERAL (
-                  SELECT position, id, body, traceparent FROM ledger.changes c
-                   WHERE c.bundle_id = l.bundle_id AND c.user_id = l.user_id AND c.position > l.delivered
-                     AND (w.types IS NULL OR c.type = ANY(w.types))
-                   ORDER BY c.position LIMIT 1) c ON true
+              LEFT JOIN LATERAL (\(ChangeRelations.nextSQL(bundle: "l.bundle_id", user: "l.user_id", after: "l.delivered", types: "w.types"))) c
+                ON true
             """, [limit, server, policy.lease.milliseconds])
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerChanges
 import LedgerCore
 import LedgerPostgres
 import LedgerSecrets
@@ -71,12 +72,12 @@ package struct WebhookRegistry: Sendable {
         var trip = RoundTrip()
         // Under the change projection's lock: a batch committing meanwhile has either queued its
         // users for this webhook or numbered its changes after `starts_after`.
-        trip.add([PipelinedStatement("SELECT pg_advisory_xact_lock(hashtext('ledger.changes'))")])
+        trip.add([ChangeRelations.lock])
         let created = trip.add(
             PipelinedStatement(
                 """
                 INSERT INTO ledger.webhooks (bundle_id, name, url, secret, types, starts_after)
-                VALUES ($1, $2, $3, $4, $5::text[], (SELECT coalesce(max(position), 0) FROM ledger.changes))
+                VALUES ($1, $2, $3, $4, $5::text[], \(ChangeRelations.lastPositionSQL))
                 ON CONFLICT (bundle_id, name) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, types = EXCLUDED.types, updated_at = now()
                 RETURNING (xmax = 0) AS created
                 """, [bundleID, name, url, sealed, types.map(PostgresTextArray.init)]))
@@ -146,9 +147,9 @@ package struct WebhookRegistry: Sendable {
             PipelinedStatement(
                 """
                 INSERT INTO ledger.webhook_queue AS q (bundle_id, webhook, user_id, delivered, wanted)
-                SELECT c.bundle_id, w.name, c.user_id, $3::bigint - 1, max(c.position)
-                  FROM ledger.changes c JOIN ledger.webhooks w ON w.bundle_id = c.bundle_id AND w.name = $2
-                 WHERE c.bundle_id = $1 AND c.position >= $3::bigint GROUP BY c.bundle_id, w.name, c.user_id
+                SELECT w.bundle_id, w.name, c.user_id, $3::bigint - 1, c.last
+                  FROM ledger.webhooks w, LATERAL (\(ChangeRelations.usersSQL(bundle: "w.bundle_id", from: "$3::bigint"))) c
+                 WHERE w.bundle_id = $1 AND w.name = $2
                 ON CONFLICT (bundle_id, webhook, user_id) DO UPDATE
                    SET delivered = least(q.delivered, EXCLUDED.delivered), wanted = greatest(q.wanted, EXCLUDED.wanted),
                        attempts = 0, first_failed_at = NULL, next_attempt_at = now()
