@@ -38,9 +38,10 @@ extension AppStoreServerAPIClient {
     package func transactionInfo(
         _ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
     ) async throws -> String {
-        let data = try await send(
-            .GET, "/inApps/v1/transactions/" + Self.segment(transactionID, "a transaction id"), in: environment, as: credentials)
-        guard let signed = try decode(TransactionInfoResponse.self, data).signedTransactionInfo else {
+        let answer = try await decoded(
+            TransactionInfoResponse.self, .GET, "/inApps/v1/transactions/" + Self.segment(transactionID, "a transaction id"),
+            in: environment, as: credentials)
+        guard let signed = answer.signedTransactionInfo else {
             throw LedgerError(.appleUnavailable, "Apple's transaction info answer had no signedTransactionInfo")
         }
         return signed
@@ -54,10 +55,11 @@ extension AppStoreServerAPIClient {
         async throws -> String?
     {
         do {
-            let data = try await send(
-                .GET, "/inApps/v1/transactions/appTransactions/" + Self.segment(transactionID, "a transaction id"),
-                in: environment, as: credentials)
-            return try decode(AppTransactionInfoResponse.self, data).signedAppTransactionInfo
+            return try await decoded(
+                AppTransactionInfoResponse.self, .GET,
+                "/inApps/v1/transactions/appTransactions/" + Self.segment(transactionID, "a transaction id"),
+                in: environment, as: credentials
+            ).signedAppTransactionInfo
         } catch let error as LedgerError where error.code == .appleAppTransactionNotFound {
             return nil
         }
@@ -69,22 +71,17 @@ extension AppStoreServerAPIClient {
     )
         async throws -> StatusResponse
     {
-        try decode(
-            StatusResponse.self,
-            try await send(
-                .GET, "/inApps/v1/subscriptions/" + Self.segment(transactionID, "a transaction id"),
-                in: environment, as: credentials))
+        try await decoded(
+            StatusResponse.self, .GET, "/inApps/v1/subscriptions/" + Self.segment(transactionID, "a transaction id"),
+            in: environment, as: credentials)
     }
 
     /// Look Up Order ID: the transactions of the order on the customer's emailed receipt.
     package func lookUpOrder(
         _ orderID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
     ) async throws -> OrderLookupResponse {
-        try decode(
-            OrderLookupResponse.self,
-            try await send(
-                .GET, "/inApps/v1/lookup/" + Self.segment(orderID, "an order id"),
-                in: environment, as: credentials))
+        try await decoded(
+            OrderLookupResponse.self, .GET, "/inApps/v1/lookup/" + Self.segment(orderID, "an order id"), in: environment, as: credentials)
     }
 
     /// Get Notification History for `[start, end]` (Apple keeps 180 days), one page at a time
@@ -100,10 +97,9 @@ extension AppStoreServerAPIClient {
         let body = try JSONSerialization.data(withJSONObject: request, options: .sortedKeys)
         var token: String?
         for _ in 0..<Self.maximumPages {
-            let data = try await send(
-                .POST, "/inApps/v1/notifications/history", query: token.map { [("paginationToken", $0)] } ?? [],
-                body: body, in: environment, as: credentials)
-            let current = try decode(NotificationHistoryPage.self, data)
+            let current = try await decoded(
+                NotificationHistoryPage.self, .POST, "/inApps/v1/notifications/history",
+                query: token.map { [("paginationToken", $0)] } ?? [], body: body, in: environment, as: credentials)
             try await page(current)
             guard current.hasMore == true, let next = current.paginationToken, next != token else { return }
             token = next
@@ -125,7 +121,7 @@ extension AppStoreServerAPIClient {
 
     /// Request a Test Notification: Apple sends a TEST notification to the app's URL.
     package func requestTestNotification(in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> String {
-        try decode(TestNotificationToken.self, try await send(.POST, "/inApps/v1/notifications/test", in: environment, as: credentials))
+        try await decoded(TestNotificationToken.self, .POST, "/inApps/v1/notifications/test", in: environment, as: credentials)
             .testNotificationToken
     }
 
@@ -135,11 +131,9 @@ extension AppStoreServerAPIClient {
     )
         async throws -> TestNotificationStatus
     {
-        try decode(
-            TestNotificationStatus.self,
-            try await send(
-                .GET, "/inApps/v1/notifications/test/" + Self.segment(token, "a test notification token"),
-                in: environment, as: credentials))
+        try await decoded(
+            TestNotificationStatus.self, .GET, "/inApps/v1/notifications/test/" + Self.segment(token, "a test notification token"),
+            in: environment, as: credentials)
     }
 
     /// The pages of an endpoint that continues by `revision` until `hasMore` is false.
@@ -152,13 +146,21 @@ extension AppStoreServerAPIClient {
         var revision: String?
         for _ in 0..<Self.maximumPages {
             let query = extra + (revision.map { [("revision", $0)] } ?? [])
-            let page = try decode(SignedTransactionPage.self, try await send(.GET, path, query: query, in: environment, as: credentials))
+            let page = try await decoded(SignedTransactionPage.self, .GET, path, query: query, in: environment, as: credentials)
             signed += page.signedTransactions ?? []
             let next = page.revision
             guard page.hasMore == true, let next, next != revision else { return (signed, next ?? revision) }
             revision = next
         }
         throw LedgerError(.appleUnavailable, "Apple's history did not end after \(Self.maximumPages) pages")
+    }
+
+    /// One request to Apple (`send`), its answer decoded as `type`.
+    func decoded<T: Decodable>(
+        _ type: T.Type, _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: Data? = nil,
+        in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    ) async throws -> T {
+        try decode(type, try await send(method, path, query: query, body: body, in: environment, as: credentials))
     }
 
     /// An answer that is not the JSON Apple documents is treated as Apple not answering usefully.

@@ -18,11 +18,10 @@ extension AppStoreServerAPIClient {
         let body = try JSONSerialization.data(
             withJSONObject: ["extendByDays": days, "extendReasonCode": reasonCode, "requestIdentifier": requestID],
             options: .sortedKeys)
-        return try decode(
-            RenewalExtensionResult.self,
-            try await send(
-                .PUT, "/inApps/v1/subscriptions/extend/" + Self.segment(originalTransactionID, "an original transaction id"),
-                body: body, in: environment, as: credentials))
+        return try await decoded(
+            RenewalExtensionResult.self, .PUT,
+            "/inApps/v1/subscriptions/extend/" + Self.segment(originalTransactionID, "an original transaction id"),
+            body: body, in: environment, as: credentials)
     }
 
     /// Extend Subscription Renewal Dates for All Active Subscribers of `productID` (in
@@ -36,10 +35,10 @@ extension AppStoreServerAPIClient {
             "productId": productID, "extendByDays": days, "extendReasonCode": reasonCode, "requestIdentifier": requestID,
         ]
         if !storefronts.isEmpty { request["storefrontCountryCodes"] = storefronts }
-        let data = try await send(
-            .POST, "/inApps/v1/subscriptions/extend/mass", body: try JSONSerialization.data(withJSONObject: request, options: .sortedKeys),
-            in: environment, as: credentials)
-        return try decode(MassExtensionAccepted.self, data).requestIdentifier
+        return try await decoded(
+            MassExtensionAccepted.self, .POST, "/inApps/v1/subscriptions/extend/mass",
+            body: try JSONSerialization.data(withJSONObject: request, options: .sortedKeys), in: environment, as: credentials
+        ).requestIdentifier
     }
 
     /// Get Status of Subscription Renewal Date Extensions: how far a mass extension got.
@@ -47,12 +46,10 @@ extension AppStoreServerAPIClient {
         productID: String, requestID: String, in environment: AppleEnvironment,
         as credentials: ServerAPICredentials
     ) async throws -> MassExtensionStatus {
-        try decode(
-            MassExtensionStatus.self,
-            try await send(
-                .GET,
-                "/inApps/v1/subscriptions/extend/mass/" + Self.segment(productID, "a product id")
-                    + "/" + Self.segment(requestID, "a request id"), in: environment, as: credentials))
+        try await decoded(
+            MassExtensionStatus.self, .GET,
+            "/inApps/v1/subscriptions/extend/mass/" + Self.segment(productID, "a product id") + "/"
+                + Self.segment(requestID, "a request id"), in: environment, as: credentials)
     }
 
     /// Set App Account Token: Apple keeps `token` on the purchase, so its later notifications and

@@ -27,21 +27,23 @@ package struct JSONWriter {
 
     @inlinable
     package mutating func object(_ body: (inout JSONWriter) -> Void) {
-        separate()
-        bytes.append(UInt8(ascii: "{"))
-        needsComma = false
-        body(&self)
-        bytes.append(UInt8(ascii: "}"))
-        needsComma = true
+        enclosed(by: "{", "}", body)
     }
 
     @inlinable
     package mutating func array(_ body: (inout JSONWriter) -> Void) {
+        enclosed(by: "[", "]", body)
+    }
+
+    /// An object or an array: what `body` writes inside the brackets is separated afresh, and the
+    /// whole is one value to whatever follows it.
+    @inlinable
+    mutating func enclosed(by open: Unicode.Scalar, _ close: Unicode.Scalar, _ body: (inout JSONWriter) -> Void) {
         separate()
-        bytes.append(UInt8(ascii: "["))
+        bytes.append(UInt8(ascii: open))
         needsComma = false
         body(&self)
-        bytes.append(UInt8(ascii: "]"))
+        bytes.append(UInt8(ascii: close))
         needsComma = true
     }
 

@@ -205,46 +205,48 @@ package struct ProjectionRebuilder: Sendable {
     /// COPY text for the finance rows, per original transaction as the live worker writes them,
     /// in one part per core (loaded on as many connections).
     static func financeCopyRows(_ ledgers: [String: AppLedger]) throws -> [[UInt8]] {
-        let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in
-            ledger.originalTransactions.map { (bundleID, ledger, $0) }
-        }
-        return try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
-            var out = CopyTextWriter()
-            for (bundleID, ledger, original) in work[range] {
-                for (seq, row) in ledger.financeRows(ofTransaction: original).enumerated() {
-                    out.row {
-                        $0.field(bundleID); $0.field(original); $0.field(Int64(seq)); $0.field(row.kind.rawValue);
-                        $0.field(row.transactionID)
-                        $0.field(row.userID); $0.field(row.productID); $0.field(Int64(row.quantity)); $0.field(row.price);
-                        $0.field(row.currency)
-                        $0.field(row.storefront); $0.field(row.environment.rawValue); $0.field(PostgresTimestamp.format(row.occurredAt))
-                        $0.field(PostgresTimestamp.format(row.recordedAt)); $0.field(row.offerType.map(Int64.init));
-                        $0.field(row.offerIdentifier)
-                        $0.field(row.offerDiscountType)
-                    }
+        try perTransactionCopyRows(ledgers) { out, bundleID, ledger, original in
+            for (seq, row) in ledger.financeRows(ofTransaction: original).enumerated() {
+                out.row {
+                    $0.field(bundleID); $0.field(original); $0.field(Int64(seq)); $0.field(row.kind.rawValue);
+                    $0.field(row.transactionID)
+                    $0.field(row.userID); $0.field(row.productID); $0.field(Int64(row.quantity)); $0.field(row.price);
+                    $0.field(row.currency)
+                    $0.field(row.storefront); $0.field(row.environment.rawValue); $0.field(PostgresTimestamp.format(row.occurredAt))
+                    $0.field(PostgresTimestamp.format(row.recordedAt)); $0.field(row.offerType.map(Int64.init));
+                    $0.field(row.offerIdentifier)
+                    $0.field(row.offerDiscountType)
                 }
             }
-            return out.bytes
         }
     }
 
     /// COPY text for the metric contributions, per original transaction as the live worker writes
     /// them, one part per core.
     static func metricCopyRows(_ ledgers: [String: AppLedger]) throws -> [[UInt8]] {
+        try perTransactionCopyRows(ledgers) { out, bundleID, ledger, original in
+            for c in SubscriptionMetrics.stored(of: ledger.facts(ofTransaction: original), originalTransactionID: original) {
+                out.row {
+                    $0.field(bundleID); $0.field(original); $0.field(c.kind.rawValue); $0.field(c.environment.rawValue);
+                    $0.field(c.dimension)
+                    $0.field(PostgresTimestamp.format(c.from)); $0.field(c.until.map(PostgresTimestamp.format)); $0.field(c.value)
+                }
+            }
+        }
+    }
+
+    /// COPY text written by `rows` for each original transaction of every app (apps in name
+    /// order), the transactions shared out in one part per core.
+    static func perTransactionCopyRows(
+        _ ledgers: [String: AppLedger],
+        _ rows: (_ out: inout CopyTextWriter, _ bundleID: String, _ ledger: AppLedger, _ original: String) -> Void
+    ) throws -> [[UInt8]] {
         let work = ledgers.sorted { $0.key < $1.key }.flatMap { bundleID, ledger in
             ledger.originalTransactions.map { (bundleID, ledger, $0) }
         }
         return try Parallel.chunks(of: work.count, into: decodingThreads) { _, range in
             var out = CopyTextWriter()
-            for (bundleID, ledger, original) in work[range] {
-                for c in SubscriptionMetrics.stored(of: ledger.facts(ofTransaction: original), originalTransactionID: original) {
-                    out.row {
-                        $0.field(bundleID); $0.field(original); $0.field(c.kind.rawValue); $0.field(c.environment.rawValue);
-                        $0.field(c.dimension)
-                        $0.field(PostgresTimestamp.format(c.from)); $0.field(c.until.map(PostgresTimestamp.format)); $0.field(c.value)
-                    }
-                }
-            }
+            for (bundleID, ledger, original) in work[range] { rows(&out, bundleID, ledger, original) }
             return out.bytes
         }
     }

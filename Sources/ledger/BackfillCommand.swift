@@ -5,7 +5,6 @@ import LedgerPostgres
 import LedgerReconciliation
 import LedgerServer
 import Logging
-import ServiceLifecycle
 
 /// `ledger backfill`: an adopting app's purchases imported from Apple, user by user.
 struct BackfillCommand: AsyncParsableCommand {
@@ -44,19 +43,11 @@ struct BackfillCommand: AsyncParsableCommand {
         }
         let settings = try database.settings.applying { $0.poolSize = max($0.poolSize, min(concurrency, 32)) }
         let display = LineProgress(terminal: isatty(STDERR_FILENO) == 1)
-        let summary = try await database.withDatabase(logger: logger) { opened, migrator in
-            let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
-            // The projection follows along, as under a server.
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
-            let background = Task { try await group.run() }
+        // The projection follows along, as under a server.
+        let summary = try await ServeCommand.withServices(database, settings: settings, logger: logger) { services in
             let backfill = Backfill(
                 lookups: services.lookups, ingestor: services.ingestor, pool: services.pool, concurrency: concurrency, logger: logger)
-            let result = await Result(catching: { try await backfill.run(bundleID: app, lines: lines, progress: display.show) })
-            await group.triggerGracefulShutdown()
-            _ = await background.result
-            return try result.get()
+            return try await backfill.run(bundleID: app, lines: lines, progress: display.show)
         }
         display.finish()
         print(summary)

@@ -6,7 +6,6 @@ import LedgerPostgres
 import LedgerReconciliation
 import LedgerServer
 import Logging
-import ServiceLifecycle
 
 /// `ledger reconcile`: one run of what `serve` does every LEDGER_APPLE_RECONCILE_INTERVAL.
 struct ReconcileCommand: AsyncParsableCommand {
@@ -35,20 +34,9 @@ struct ReconcileCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = LoggingSetup.logger("ledger.reconcile")
         let settings = try database.settings
-        let reports = try await database.withDatabase(logger: logger) { opened, migrator in
-            let services = try ServeCommand.makeServices(opened, migrator: migrator, settings: settings, logger: logger)
-            // What is recorded is projected here too, so each notification is answered as the server would.
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
-            let background = Task { try await group.run() }
-            defer { background.cancel() }
-            let result = await Result(catching: {
-                try await services.recovery.reconcile(bundleID: app, since: since.flatMap(RFC3339.parseInstant))
-            })
-            await group.triggerGracefulShutdown()
-            _ = await background.result
-            return try result.get()
+        // What is recorded is projected here too, so each notification is answered as the server would.
+        let reports = try await ServeCommand.withServices(database, settings: settings, logger: logger) { services in
+            try await services.recovery.reconcile(bundleID: app, since: since.flatMap(RFC3339.parseInstant))
         }
         for report in reports { print(report) }
     }

@@ -7,6 +7,7 @@ import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
+import LedgerReconciliation
 import LedgerSchema
 import LedgerServer
 import Logging
@@ -121,6 +122,25 @@ struct ServeCommand: AsyncParsableCommand {
             throttle: FailureThrottle(limit: settings.authenticationFailureLimit, trustedProxies: Set(settings.trustedProxies)),
             stuckAfter: settings.stuckAfter ?? .seconds(60), logger: logger)
         return services
+    }
+
+    /// `body` with the server's parts, for a command that records what it learns from Apple
+    /// (`reconcile`, `backfill`): the background services run beside it as under a server — the
+    /// projection follows what is recorded — and stop gracefully once it is done, thrown or not.
+    static func withServices<T>(
+        _ database: DatabaseOptions, settings: Configuration, logger: Logger, _ body: (LedgerServices) async throws -> T
+    ) async throws -> T {
+        try await database.withDatabase(logger: logger) { opened, migrator in
+            let services = try makeServices(opened, migrator: migrator, settings: settings, logger: logger)
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [services.pools] + services.backgroundServices(delivering: false, logger: logger), logger: logger))
+            let background = Task { try await group.run() }
+            let result = await Result(catching: { try await body(services) })
+            await group.triggerGracefulShutdown()
+            _ = await background.result
+            return try result.get()
+        }
     }
 }
 

@@ -10,37 +10,45 @@ import LedgerIngestion
 extension AppleController {
     /// One subscription's renewal date moved by Apple; the audit keeps what was asked and answered.
     @Sendable func extend(_ request: Request, context: LedgerRequestContext) async throws -> Response {
-        let bundleID = try context.app(.admin)
-        let original = try context.parameters.require("original_transaction_id")
-        let body = try await JSONBody.decode(Wire.ExtendRequest.self, from: request, context: context)
-        let extended = try await lookups.extend(
-            bundleID: bundleID, originalTransactionID: original, days: body.days, reasonCode: body.reason_code,
-            requestID: body.request_id, actor: context.key?.name ?? "unknown")
-        let answer = Wire.Extended(
-            original_transaction_id: extended.originalTransactionID,
-            web_order_line_item_id: extended.webOrderLineItemID,
-            effective_date: extended.effectiveDate.map(RFC3339.string))
-        try await context.audit(
-            audit, "subscription.extended", target: "\(bundleID)/subscriptions/\(original)", bundleID: bundleID,
-            after: Wire.Asked(request: body, answer: answer))
-        return try JSONBody.response(answer)
+        try await askExtension(request, context, of: "original_transaction_id", "subscription.extended", on: "subscriptions") {
+            bundleID, original, body in
+            let extended = try await lookups.extend(
+                bundleID: bundleID, originalTransactionID: original, days: body.days, reasonCode: body.reason_code,
+                requestID: body.request_id, actor: context.key?.name ?? "unknown")
+            return Wire.Extended(
+                original_transaction_id: extended.originalTransactionID,
+                web_order_line_item_id: extended.webOrderLineItemID,
+                effective_date: extended.effectiveDate.map(RFC3339.string))
+        }
     }
 
     /// Every active subscriber of a product extended: Apple accepts the request and works through
     /// it later, so the answer is 202 and the progress is read with `extensionStatus`.
     @Sendable func extendAll(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        try await askExtension(
+            request, context, of: "product_id", "product.extension_requested", on: "products", status: .accepted
+        ) { bundleID, product, body in
+            let requestID = try await lookups.extendAll(
+                bundleID: bundleID, productID: product, days: body.days, reasonCode: body.reason_code,
+                requestID: body.request_id, storefronts: body.storefronts ?? [],
+                environment: try Self.environment(body.environment), actor: context.key?.name ?? "unknown")
+            return Wire.MassExtension(request_id: requestID, complete: false, completed_at: nil, succeeded: nil, failed: nil)
+        }
+    }
+
+    /// An extension asked of Apple for what the path's `parameter` names (under `collection`): the
+    /// request decoded, asked by `ask`, and its answer returned — the audit keeps both as `action`.
+    private func askExtension<Answer: Encodable>(
+        _ request: Request, _ context: LedgerRequestContext, of parameter: String, _ action: String, on collection: String,
+        status: HTTPResponse.Status = .ok, ask: (_ bundleID: String, _ id: String, Wire.ExtendRequest) async throws -> Answer
+    ) async throws -> Response {
         let bundleID = try context.app(.admin)
-        let product = try context.parameters.require("product_id")
+        let id = try context.parameters.require(parameter)
         let body = try await JSONBody.decode(Wire.ExtendRequest.self, from: request, context: context)
-        let requestID = try await lookups.extendAll(
-            bundleID: bundleID, productID: product, days: body.days, reasonCode: body.reason_code,
-            requestID: body.request_id, storefronts: body.storefronts ?? [],
-            environment: try Self.environment(body.environment), actor: context.key?.name ?? "unknown")
-        let answer = Wire.MassExtension(request_id: requestID, complete: false, completed_at: nil, succeeded: nil, failed: nil)
+        let answer = try await ask(bundleID, id, body)
         try await context.audit(
-            audit, "product.extension_requested", target: "\(bundleID)/products/\(product)", bundleID: bundleID,
-            after: Wire.Asked(request: body, answer: answer))
-        return try JSONBody.response(answer, status: .accepted)
+            audit, action, target: "\(bundleID)/\(collection)/\(id)", bundleID: bundleID, after: Wire.Asked(request: body, answer: answer))
+        return try JSONBody.response(answer, status: status)
     }
 
     @Sendable func extensionStatus(_ request: Request, context: LedgerRequestContext) async throws -> Response {
@@ -95,18 +103,8 @@ extension Wire {
     struct MassExtension: Encodable {
         var request_id: String
         var complete: Bool
-        var completed_at: String?
-        var succeeded: Int64?
-        var failed: Int64?
-
-        func encode(to encoder: any Encoder) throws {
-            enum Key: String, CodingKey { case request_id, complete, completed_at, succeeded, failed }
-            var c = encoder.container(keyedBy: Key.self)
-            try c.encode(request_id, forKey: .request_id)
-            try c.encode(complete, forKey: .complete)
-            try c.encode(completed_at, forKey: .completed_at)
-            try c.encode(succeeded, forKey: .succeeded)
-            try c.encode(failed, forKey: .failed)
-        }
+        @ExplicitNull var completed_at: String?
+        @ExplicitNull var succeeded: Int64?
+        @ExplicitNull var failed: Int64?
     }
 }

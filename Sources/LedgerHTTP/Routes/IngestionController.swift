@@ -28,32 +28,35 @@ struct IngestionController {
 
     /// A StoreKit 2 signed transaction the app received.
     @Sendable func transaction(_ request: Request, context: LedgerRequestContext) async throws -> Response {
-        let bundleID = try context.app(.ingest)
-        let body = try await JSONBody.decode(Wire.TransactionRequest.self, from: request, context: context)
-        let state = try await counted("transaction") {
+        try await evidence(Wire.TransactionRequest.self, "transaction", request, context) { bundleID, body in
             try await ingestor.ingestTransaction(bundleID: bundleID, userID: body.user_id, signedTransaction: body.signed_transaction)
         }
-        return JSONBody.response(bytes: Wire.userState(state))
     }
 
     /// An app receipt (StoreKit 1), verified with Apple.
     @Sendable func receipt(_ request: Request, context: LedgerRequestContext) async throws -> Response {
-        let bundleID = try context.app(.ingest)
-        let body = try await JSONBody.decode(Wire.ReceiptRequest.self, from: request, context: context)
-        let state = try await counted("receipt") {
+        try await evidence(Wire.ReceiptRequest.self, "receipt", request, context) { bundleID, body in
             try await ingestor.ingestReceipt(bundleID: bundleID, userID: body.user_id, receiptData: body.receipt_data)
         }
-        return JSONBody.response(bytes: Wire.userState(state))
     }
 
     /// The app's signed AppTransaction: the purchase of the app itself.
     @Sendable func appTransaction(_ request: Request, context: LedgerRequestContext) async throws -> Response {
-        let bundleID = try context.app(.ingest)
-        let body = try await JSONBody.decode(Wire.AppTransactionRequest.self, from: request, context: context)
-        let state = try await counted("app_transaction") {
+        try await evidence(Wire.AppTransactionRequest.self, "app_transaction", request, context) { bundleID, body in
             try await ingestor.ingestAppTransaction(
                 bundleID: bundleID, userID: body.user_id, signedAppTransaction: body.signed_app_transaction)
         }
+    }
+
+    /// Evidence the app sends (scope `ingest`): its body decoded, recorded by `ingest`, counted as
+    /// `kind`, answered with the user's state.
+    private func evidence<Body: Decodable>(
+        _ type: Body.Type, _ kind: String, _ request: Request, _ context: LedgerRequestContext,
+        ingest: (String, Body) async throws -> UserState
+    ) async throws -> Response {
+        let bundleID = try context.app(.ingest)
+        let body = try await JSONBody.decode(type, from: request, context: context)
+        let state = try await counted(kind) { try await ingest(bundleID, body) }
         return JSONBody.response(bytes: Wire.userState(state))
     }
 

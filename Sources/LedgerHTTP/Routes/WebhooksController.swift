@@ -21,7 +21,8 @@ struct WebhooksController {
     struct Listed: Encodable {
         var name: String
         var url: String
-        var types: [String]?
+        /// Null when absent: clients read a fixed shape.
+        @ExplicitNull var types: [String]?
         var starts_after: Int64
         var created_at: String
         var updated_at: String
@@ -29,24 +30,10 @@ struct WebhooksController {
         var users_failing: Int
 
         init(_ webhook: Webhook) {
-            (name, url, types, starts_after) = (webhook.name, webhook.url, webhook.types, webhook.startsAfter)
+            (name, url, starts_after) = (webhook.name, webhook.url, webhook.startsAfter)
+            types = webhook.types
             (created_at, updated_at) = (RFC3339.string(webhook.createdAt), RFC3339.string(webhook.updatedAt))
             (users_waiting, users_failing) = (webhook.backlog, webhook.failing)
-        }
-
-        enum CodingKeys: CodingKey { case name, url, types, starts_after, created_at, updated_at, users_waiting, users_failing }
-
-        /// `types` written as null when absent: clients read a fixed shape.
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(name, forKey: .name)
-            try container.encode(url, forKey: .url)
-            try container.encode(types, forKey: .types)
-            try container.encode(starts_after, forKey: .starts_after)
-            try container.encode(created_at, forKey: .created_at)
-            try container.encode(updated_at, forKey: .updated_at)
-            try container.encode(users_waiting, forKey: .users_waiting)
-            try container.encode(users_failing, forKey: .users_failing)
         }
     }
 

@@ -68,29 +68,11 @@ enum Wire {
             var product_id: String
             var purchase_date: String
             var quantity: Int
-            var price: Int64?
-            var currency: String?
-            var revoked_at: String?
+            @ExplicitNull var price: Int64?
+            @ExplicitNull var currency: String?
+            @ExplicitNull var revoked_at: String?
             /// null: no user of this app has claimed it yet.
-            var owner_user_id: String?
-
-            /// Absent values are written as null: clients read a fixed shape.
-            func encode(to encoder: any Encoder) throws {
-                enum Key: String, CodingKey {
-                    case transaction_id, original_transaction_id, product_id, purchase_date, quantity, price, currency, revoked_at,
-                        owner_user_id
-                }
-                var c = encoder.container(keyedBy: Key.self)
-                try c.encode(transaction_id, forKey: .transaction_id)
-                try c.encode(original_transaction_id, forKey: .original_transaction_id)
-                try c.encode(product_id, forKey: .product_id)
-                try c.encode(purchase_date, forKey: .purchase_date)
-                try c.encode(quantity, forKey: .quantity)
-                try c.encode(price, forKey: .price)
-                try c.encode(currency, forKey: .currency)
-                try c.encode(revoked_at, forKey: .revoked_at)
-                try c.encode(owner_user_id, forKey: .owner_user_id)
-            }
+            @ExplicitNull var owner_user_id: String?
         }
         var order_id: String
         var environment: String
@@ -213,29 +195,12 @@ enum Wire {
         var occurred_at: String
         var recorded_at: String
         var data: JSONFragment
-        var evidence: String?
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: Keys.self)
-            try c.encode(position, forKey: .position)
-            try c.encode(type, forKey: .type)
-            try c.encode(occurred_at, forKey: .occurred_at)
-            try c.encode(recorded_at, forKey: .recorded_at)
-            try c.encode(data, forKey: .data)
-            try c.encode(evidence, forKey: .evidence)
-        }
-        enum Keys: CodingKey { case position, type, occurred_at, recorded_at, data, evidence }
+        @ExplicitNull var evidence: String?
     }
 
     struct AuditPage: Encodable {
         var events: [AuditEvent]
-        var next: String?
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: Keys.self)
-            try c.encode(events, forKey: .events)
-            try c.encode(next, forKey: .next)
-        }
-        enum Keys: CodingKey { case events, next }
+        @ExplicitNull var next: String?
     }
 }
 
