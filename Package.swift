@@ -108,6 +108,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Google Play's evidence and pull side: RTDN pushes and their OIDC tokens, the service
+        // account's OAuth tokens, the Developer API client (androidpublisher v3). No database.
+        .target(
+            name: "GooglePlay",
+            dependencies: [
+                "LedgerCore",
+                "LedgerSettings",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                // RSA: Google signs and is signed for with RS256 only.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The loop every background part runs in (steps, heartbeat, backoff, one failure line), and
         // the heartbeat readiness reads.
         .target(
@@ -405,6 +423,22 @@ let package = Package(
             path: "Tools/AppStoreSimulator",
             swiftSettings: swiftSettings
         ),
+        // A local stand-in for Google Play: the OAuth token endpoint, androidpublisher v3 with
+        // purchases in state, Pub/Sub pushes signed like Google's and the keys to check them.
+        .target(
+            name: "GooglePlaySimulator",
+            dependencies: [
+                "LoopbackServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tools/GooglePlaySimulator",
+            swiftSettings: swiftSettings
+        ),
         // A router served on loopback for the tests' stand-ins, stopped gracefully.
         .target(
             name: "LoopbackServer",
@@ -531,6 +565,19 @@ let package = Package(
             dependencies: [
                 "AppStoreServerAPI", "AppStore", "AppStoreSimulator", "LedgerCore", "LedgerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Google's fixtures decoded; the client and the push verifier against the simulator over loopback.
+        .testTarget(
+            name: "GooglePlayTests",
+            dependencies: [
+                "GooglePlay", "GooglePlaySimulator", "LedgerCore", "LedgerSettings", "LedgerTestSupport", "LoopbackServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

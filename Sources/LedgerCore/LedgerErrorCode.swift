@@ -45,10 +45,13 @@ extension LedgerError {
         case malformed = "malformed_evidence"
         case invalidAppAccountToken = "invalid_app_account_token"
         case notOriginalTransactionID = "not_original_transaction_id"
+        case invalidGoogleServiceAccount = "invalid_google_service_account"
 
         // No key, or an unknown or revoked one.
         case missingAPIKey = "missing_api_key"
         case invalidAPIKey = "invalid_api_key"
+        // A Pub/Sub push whose OIDC token is missing or fails Google's checks.
+        case invalidPushToken = "invalid_push_token"
 
         // The key lacks the scope or the app.
         case insufficientScope = "insufficient_scope"
@@ -67,6 +70,7 @@ extension LedgerError {
         case appleTransactionNotFound = "apple_transaction_not_found"
         case appleAppTransactionNotFound = "apple_app_transaction_not_found"
         case appleOrderNotFound = "apple_order_not_found"
+        case googlePurchaseNotFound = "google_purchase_not_found"
 
         // A route without that method.
         case methodNotAllowed = "method_not_allowed"
@@ -83,6 +87,7 @@ extension LedgerError {
         case extensionIneligible = "subscription_extension_ineligible"
         case extensionLimitReached = "extension_limit_reached"
         case familySharedNotSupported = "family_shared_not_supported"
+        case invalidPurchaseState = "invalid_purchase_state"
 
         // Too many failed attempts from one address, or a key over its request limit: wait, as
         // `Retry-After` says.
@@ -106,9 +111,14 @@ extension LedgerError {
         case appleAPIUnauthorized = "apple_api_unauthorized"
         case appleAPINotConfigured = "app_store_server_api_not_configured"
         case appleAPIRefused = "apple_api_refused"
+        case packageMismatch = "package_mismatch"
+        case purchaseTokenExpired = "purchase_token_expired"
+        case googleAPIUnauthorized = "google_api_unauthorized"
+        case googleAPIRefused = "google_api_refused"
 
         // Apple or the database away: try again.
         case appleUnavailable = "apple_unavailable"
+        case googleUnavailable = "google_unavailable"
         case databaseUnavailable = "database_unavailable"
         case secretUnavailable = "secret_unavailable"
 
@@ -127,26 +137,27 @@ extension LedgerError {
                 .invalidSharedSecret, .invalidAppStoreServerAPI, .invalidConsumptionPolicy, .invalidAppleAppID,
                 .invalidAppPurchase, .invalidOffer, .invalidWebhook, .invalidTransactionID, .invalidDays,
                 .invalidReasonCode, .invalidRequestID, .invalidStorefront, .invalidMerge, .missingUserID, .missingTransactionID,
-                .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID:
+                .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID, .invalidGoogleServiceAccount:
                 .invalid
-            case .missingAPIKey, .invalidAPIKey: .unauthenticated
+            case .missingAPIKey, .invalidAPIKey, .invalidPushToken: .unauthenticated
             case .insufficientScope, .appNotAllowed: .forbidden
             case .notFound, .unknownApp, .unknownProduct, .unknownOffer, .unknownGrant, .unknownTransaction,
                 .unknownAppAccountToken, .unknownWebhook, .unknownUser, .appleTransactionNotFound, .appleAppTransactionNotFound,
-                .appleOrderNotFound:
+                .appleOrderNotFound, .googlePurchaseNotFound:
                 .notFound
             case .methodNotAllowed: .methodNotAllowed
             case .conflict, .concurrentChange, .insufficientBalance, .transactionOwnedByAnotherUser,
                 .idempotencyKeyReused, .appAccountTokenLinkedToAnotherUser, .notEligible, .reconciliationLeaseLost,
-                .extensionIneligible, .extensionLimitReached, .familySharedNotSupported:
+                .extensionIneligible, .extensionLimitReached, .familySharedNotSupported, .invalidPurchaseState:
                 .conflict
             case .tooManyAttempts, .rateLimited: .throttled
             case .bodyTooLarge: .tooLarge
             case .unsupportedAlgorithm, .missingCertificateChain, .untrustedChain, .invalidSignature, .bundleMismatch,
                 .appMismatch, .environmentNotAllowed, .receiptInvalid, .sharedSecretMismatch, .sharedSecretMissing,
-                .appleAPIUnauthorized, .appleAPINotConfigured, .appleAPIRefused:
+                .appleAPIUnauthorized, .appleAPINotConfigured, .appleAPIRefused, .packageMismatch, .purchaseTokenExpired,
+                .googleAPIUnauthorized, .googleAPIRefused:
                 .unverifiable
-            case .appleUnavailable, .databaseUnavailable, .secretUnavailable: .unavailable
+            case .appleUnavailable, .googleUnavailable, .databaseUnavailable, .secretUnavailable: .unavailable
             case .internalError: .fault
             }
         }

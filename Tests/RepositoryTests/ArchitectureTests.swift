@@ -13,6 +13,7 @@ import Testing
         let sources = (try? FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Sources").path)) ?? []
         for name in sources { folders[name] = "Sources/" + name }
         folders["AppStoreSimulator"] = "Tools/AppStoreSimulator"
+        folders["GooglePlaySimulator"] = "Tools/GooglePlaySimulator"
         folders["WebhookReceiver"] = "Tools/WebhookReceiver"
         folders["OTLPReceiver"] = "Tools/OTLPReceiver"
         folders["LoopbackServer"] = "Tools/LoopbackServer"
