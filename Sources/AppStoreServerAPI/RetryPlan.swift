@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import LedgerCore
 
 /// What to do after one attempt at a request to Apple: try again (after how long) or stop.
 /// Pure, so every rule is tested without a network: the client only carries it out.

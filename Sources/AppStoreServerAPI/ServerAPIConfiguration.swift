@@ -12,7 +12,7 @@ package struct ServerAPIConfiguration: Sendable {
     package var sandboxURL: String
     /// Attempts for what may pass (429, 5xx, Apple's retryable codes, timeouts); a `Retry-After`
     /// reaching past the budget ends the call at once, as unavailable.
-    package var patience: ApplePatience
+    package var patience: Patience
 
     package init(
         productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
@@ -21,7 +21,7 @@ package struct ServerAPIConfiguration: Sendable {
     ) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
-        self.patience = ApplePatience(
+        self.patience = Patience(
             maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
             totalBudget: totalBudget, requestTimeout: requestTimeout)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GooglePlay
 import GooglePlaySimulator
+import LedgerCore
 import LedgerTestSupport
 import Logging
 
@@ -26,10 +27,10 @@ struct GoogleTestbed {
         client = AndroidPublisherClient(
             configuration: GooglePlayConfiguration(
                 apiURL: simulator.baseURL, certsURL: simulator.certsURL,
-                patience: GooglePatience(
+                patience: Patience(
                     maxAttempts: maxAttempts, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: totalBudget,
                     requestTimeout: .seconds(10))),
-            tokens: tokens, logger: Logger(label: "google-test"), clock: GoogleClock(clock))
+            tokens: tokens, logger: Logger(label: "google-test"), clock: PatienceClock(clock))
     }
 
     /// The API requests the simulator saw (the token endpoint's and the key set's left out).

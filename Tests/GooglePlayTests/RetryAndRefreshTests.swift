@@ -105,7 +105,9 @@ import Testing
         #expect(GoogleRetryPlan.retryAfter("30", now: now) == .seconds(30))
         #expect(GoogleRetryPlan.retryAfter("Sun, 01 Mar 2026 13:01:00 GMT", now: now) == .seconds(60))
         #expect(GoogleRetryPlan.retryAfter("soon", now: now) == nil)
-        let plan = GoogleRetryPlan(patience: GooglePatience(maxAttempts: 3, totalBudget: .seconds(10)))
+        var patience = Patience.googleDeveloperAPI
+        (patience.maxAttempts, patience.totalBudget) = (3, .seconds(10))
+        let plan = GoogleRetryPlan(patience: patience)
         #expect(
             plan.decide(after: .answered(status: 503, retryAfter: "2"), attempts: 1, elapsed: .zero, now: now) == .retry(after: .seconds(2))
         )

@@ -61,12 +61,10 @@ import WebhookReceiver
             let created = try await ChildProcess.run(
                 LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "contract", "--scopes", "admin"], environment: environment)
             let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
-            let port = Int.random(in: 20_000..<60_000)
             let log = folder + "/serve.log"
-            let pid = try ChildProcess.spawn(
-                LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
-            defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
-            let server = "http://127.0.0.1:\(port)"
+            let served = try await ServeProcess.start(environment: environment, log: log)
+            defer { served.stop() }
+            let server = served.base
             let ready = try await poll(server + "/readyz", until: 200)
             try #require(ready?.0 == 200, "not ready: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
 
@@ -109,11 +107,14 @@ import WebhookReceiver
                 try #require((200..<300).contains(answer.0), "\(method) \(url): \(answer.1)")
             }
 
+            // One worker: with two threads, hypothesis's `ast.parse` of its filters hit CPython
+            // 3.11's spurious "AST constructor recursion depth mismatch" (fixed in 3.11.8) in one
+            // run of three on a slow machine, and the crash of the checker failed the test.
             let outcome = try await ChildProcess.run(
                 schemathesis,
                 [
                     "--config-file", Self.root.path + "/Tools/Schemathesis/schemathesis.toml", "run", server + "/openapi.json",
-                    "--checks", "all", "-H", "Authorization: Bearer \(key)", "--max-time", "120", "--workers", "2",
+                    "--checks", "all", "-H", "Authorization: Bearer \(key)", "--max-time", "180", "--workers", "1",
                     "--request-timeout", "40", "--max-response-time", "40", "--seed", "20261125",
                 ],
                 environment: ProcessInfo.processInfo.environment.merging(["NO_COLOR": "1", "SCHEMATHESIS_HOOKS": ""]) { $1 })

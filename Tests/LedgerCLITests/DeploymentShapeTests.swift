@@ -46,15 +46,14 @@ import Testing
 
         /// `ledger serve` as `login` until `body` returns; `body` gets the base URL.
         func serving(login: String = "ledger", extra: [String: String] = [:], _ body: (String) async throws -> Void) async throws {
-            let port = Int.random(in: 20_000..<60_000)
             let log = NSTemporaryDirectory() + "ledger-shape-\(UUID().uuidString.prefix(8)).log"
             var environment = ProcessInfo.processInfo.environment
             environment["LEDGER_DATABASE_URL"] = url(login)
             environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
             environment.merge(extra) { $1 }
-            let pid = try ChildProcess.spawn(
-                LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
-            defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
+            let served = try await ServeProcess.start(environment: environment, log: log)
+            defer { served.stop() }
+            let port = served.port
             let ready = try await poll("http://127.0.0.1:\(port)/readyz", until: 200)
             try #require(
                 ready?.0 == 200,

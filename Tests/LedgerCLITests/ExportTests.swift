@@ -59,17 +59,10 @@ import Testing
         #expect(created.status == 0, "\(created.output)")
         let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init))
 
-        let port = Int.random(in: 20_000..<60_000)
         let log = NSTemporaryDirectory() + "ledger-export-\(UUID().uuidString.prefix(8)).log"
-        let pid = try ChildProcess.spawn(
-            LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
-        defer { kill(pid, SIGKILL); _ = ChildProcess.wait(pid) }
-        let base = "http://127.0.0.1:\(port)"
-        var ready = false
-        for _ in 0..<300 where !ready {
-            ready = (try? await URLSession.shared.data(from: URL(string: base + "/healthz")!)) != nil
-            if !ready { try await Task.sleep(for: .milliseconds(100)) }
-        }
+        let served = try await ServeProcess.start(environment: environment, log: log)
+        defer { served.stop() }
+        let (base, pid) = (served.base, served.pid)
         var configure = URLRequest(url: URL(string: base + "/v1/apps/\(Self.bundle)")!)
         configure.httpMethod = "PUT"
         configure.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")

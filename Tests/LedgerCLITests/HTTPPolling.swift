@@ -4,10 +4,12 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// GETs `url` every 100 ms for up to 30 s until it answers `status`; the last answer otherwise.
-func poll(_ url: String, until status: Int) async throws -> (Int, String)? {
+/// GETs `url` every 100 ms until it answers `status`, for up to `seconds` (by default two minutes:
+/// a bound for a server that never will, wide enough for a slow machine's start); the last answer
+/// otherwise.
+func poll(_ url: String, until status: Int, seconds: Int = 120) async throws -> (Int, String)? {
     var last: (Int, String)?
-    for _ in 0..<300 {
+    for _ in 0..<(seconds * 10) {
         last = try? await get(url)
         if last?.0 == status { return last }
         try await Task.sleep(for: .milliseconds(100))

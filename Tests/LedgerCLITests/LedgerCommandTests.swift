@@ -26,18 +26,13 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let dataDir = folder.appendingPathComponent("postgres").path
-        let port = Int.random(in: 20_000..<40_000)
         let log = folder.appendingPathComponent("serve.log").path
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATA_DIR"] = dataDir
         environment.removeValue(forKey: "LEDGER_DATABASE_URL")
-        let pid = try ChildProcess.spawn(Self.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
-
-        var ready: (Int, String)?
-        for _ in 0..<300 where ready == nil {
-            try await Task.sleep(for: .milliseconds(100))
-            ready = try? await get("http://127.0.0.1:\(port)/readyz")
-        }
+        let served = try await ServeProcess.start(environment: environment, log: log)
+        let (pid, port) = (served.pid, served.port)
+        let ready = try await poll("http://127.0.0.1:\(port)/readyz", until: 200)
         let health = try await get("http://127.0.0.1:\(port)/healthz")
         #expect(health.0 == 200 && health.1.contains("\"ok\""))
         #expect(ready?.0 == 200, "readyz: \(String(describing: ready)); log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")

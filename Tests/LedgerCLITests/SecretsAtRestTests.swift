@@ -24,15 +24,15 @@ import WebhookReceiver
 
     /// One `ledger serve` process on a port of its own, stopped with the test.
     final class Server: Sendable {
-        let port = Int.random(in: 20_000..<60_000)
+        let port: Int
         let pid: pid_t
         let log: String
         var base: String { "http://127.0.0.1:\(port)" }
 
         init(environment: [String: String], folder: String) async throws {
             log = folder + "/serve-\(UUID().uuidString.prefix(6)).log"
-            pid = try ChildProcess.spawn(
-                LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+            let process = try await ServeProcess.start(environment: environment, log: log)
+            (pid, port) = (process.pid, process.port)
             let ready = try await poll(base + "/readyz", until: 200)
             try #require(ready?.0 == 200, "not ready: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         }

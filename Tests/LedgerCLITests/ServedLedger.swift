@@ -4,7 +4,8 @@ import LedgerPostgres
 import LedgerTestSupport
 
 /// `ledger serve` as an operator runs it on their own PostgreSQL: a cluster of its own, a
-/// database named `ledger`, the tests' secrets key, a port of its own and its output in a file.
+/// database named `ledger`, the tests' secrets key, a port of its own and its output in a file;
+/// listening when made.
 final class ServedLedger {
     let cluster: EmbeddedPostgres
     let database: PostgresConfiguration
@@ -16,14 +17,13 @@ final class ServedLedger {
     init(_ tag: String, environment extra: [String: String] = [:]) async throws {
         cluster = try await TestCluster.privateCluster()
         database = try await TestCluster.database(on: cluster, named: "ledger")
-        port = Int.random(in: 40_000..<60_000)
         log = NSTemporaryDirectory() + "ledger-\(tag)-\(UUID().uuidString.prefix(8)).log"
         var environment = ProcessInfo.processInfo.environment
         environment["LEDGER_DATABASE_URL"] = database.connectionString
         environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
         environment.merge(extra) { $1 }
-        pid = try ChildProcess.spawn(
-            LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)], environment: environment, outputPath: log)
+        let process = try await ServeProcess.start(environment: environment, log: log)
+        (pid, port) = (process.pid, process.port)
     }
 
     var base: String { "http://127.0.0.1:\(port)" }

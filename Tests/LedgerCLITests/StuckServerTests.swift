@@ -29,7 +29,7 @@ import Testing
         try superuser.execute(script: "ALTER TABLE ledger.change_clock RENAME TO change_clock_away")
         // What /readyz says, if this test's polls see it before the watchdog stops the server
         // (it asks every 5 s; a loaded machine may answer these polls later than that).
-        if let stuck = try await poll(url, until: 503), stuck.0 == 503 {
+        if let stuck = try await poll(url, until: 503, seconds: 30), stuck.0 == 503 {
             #expect(stuck.1.contains(#""change projection":"stuck: failing for"#) && stuck.1.contains("change_clock"), "\(stuck.1)")
         }
 

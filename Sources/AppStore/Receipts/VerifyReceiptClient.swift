@@ -17,7 +17,7 @@ package struct VerifyReceiptConfiguration: Sendable {
     /// Asks Apple to leave out old renewals of each subscription (smaller answers).
     package var excludeOldTransactions: Bool
     /// Attempts per URL for retryable failures, and how long to wait between them.
-    package var patience: ApplePatience
+    package var patience: Patience
 
     package init(
         productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
@@ -27,7 +27,7 @@ package struct VerifyReceiptConfiguration: Sendable {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.excludeOldTransactions = excludeOldTransactions
-        self.patience = ApplePatience(
+        self.patience = Patience(
             maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
             totalBudget: totalBudget, requestTimeout: requestTimeout)
     }

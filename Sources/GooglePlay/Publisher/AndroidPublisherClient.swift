@@ -17,14 +17,14 @@ package struct AndroidPublisherClient: Sendable {
     let http: HTTPClient
     let tokens: GoogleAccessTokens
     let logger: Logger
-    let clock: GoogleClock
+    let clock: PatienceClock
     let now: @Sendable () -> Date
     /// Google's answers are small; a voided-purchases page of 1000 rows is about 300 KB.
     static let maximumAnswer = 16 * 1024 * 1024
 
     package init(
         configuration: GooglePlayConfiguration, tokens: GoogleAccessTokens, http: HTTPClient = .google, logger: Logger,
-        clock: GoogleClock = .continuous, now: @escaping @Sendable () -> Date = { Date() }
+        clock: PatienceClock = .continuous, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.configuration = configuration
         self.tokens = tokens

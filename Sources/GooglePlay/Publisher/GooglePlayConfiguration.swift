@@ -1,3 +1,5 @@
+import LedgerCore
+
 /// Where Google's services are and how patiently the Developer API is asked. Google's hosts by
 /// default; the simulator's in tests and demos.
 package struct GooglePlayConfiguration: Sendable {
@@ -8,9 +10,9 @@ package struct GooglePlayConfiguration: Sendable {
     package var apiURL: String
     /// The JWK Set Pub/Sub's OIDC tokens are signed with.
     package var certsURL: String
-    package var patience: GooglePatience
+    package var patience: Patience
 
-    package init(apiURL: String = googleAPIURL, certsURL: String = googleCertsURL, patience: GooglePatience = GooglePatience()) {
+    package init(apiURL: String = googleAPIURL, certsURL: String = googleCertsURL, patience: Patience = .googleDeveloperAPI) {
         self.apiURL = apiURL
         self.certsURL = certsURL
         self.patience = patience

@@ -19,7 +19,7 @@ struct GoogleRetryPlan: Sendable {
         case stop(wait: Duration)
     }
 
-    let patience: GooglePatience
+    let patience: Patience
 
     static func mayPass(_ outcome: Outcome) -> Bool {
         switch outcome {
@@ -32,7 +32,7 @@ struct GoogleRetryPlan: Sendable {
     func decide(
         after outcome: Outcome, attempts: Int, elapsed: Duration, now: Date, random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }
     ) -> Decision {
-        var wait = FullJitter.delay(beforeRetry: attempts - 1, base: patience.backoffBase, cap: patience.backoffCap, random: random)
+        var wait = patience.delay(beforeRetry: attempts - 1, random: random)
         if case .answered(_, let header?) = outcome, let asked = Self.retryAfter(header, now: now) { wait = asked }
         guard Self.mayPass(outcome), attempts < patience.maxAttempts, elapsed + wait < patience.totalBudget else {
             return .stop(wait: wait)

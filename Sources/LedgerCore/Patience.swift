@@ -1,9 +1,8 @@
-import LedgerCore
-
-/// How patiently a client asks Apple: attempts, the full-jitter backoff between them
+/// How patiently a client asks a store: attempts, the full-jitter backoff between them
 /// (`FullJitter`), the whole call's budget and each request's timeout. One shape for every
-/// client of Apple's (verifyReceipt, the App Store Server API), each with its own defaults.
-package struct ApplePatience: Sendable {
+/// client of another party's (Apple's verifyReceipt and App Store Server API, Google's Developer
+/// API), each with its own defaults.
+package struct Patience: Sendable {
     /// Attempts per request for what may pass, the first included.
     package var maxAttempts: Int
     /// Backoff before retry n is a random duration in [0, min(cap, base · 2ⁿ)].
@@ -27,9 +26,9 @@ package struct ApplePatience: Sendable {
     }
 }
 
-/// The clock a client of Apple's measures its budget on and waits on, reduced to those two
+/// The clock a client of a store measures its budget on and waits on, reduced to those two
 /// uses: the continuous clock in service; a clock of the test's own in tests, so that a busy
-/// machine's slow exchanges spend none of a budget meant for Apple's answers.
+/// machine's slow exchanges spend none of a budget meant for the store's answers.
 package struct PatienceClock: Sendable {
     /// Starts a stopwatch: the function returned tells the time since.
     package let start: @Sendable () -> @Sendable () -> Duration
