@@ -29,7 +29,8 @@ struct GoogleTestbed {
                 apiURL: simulator.baseURL, certsURL: simulator.certsURL,
                 patience: Patience(
                     maxAttempts: maxAttempts, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: totalBudget,
-                    requestTimeout: .seconds(10))),
+                    // Wall time, a bound for a hang (the budget runs on the test's clock).
+                    requestTimeout: .seconds(60))),
             tokens: tokens, logger: Logger(label: "google-test"), clock: PatienceClock(clock))
     }
 

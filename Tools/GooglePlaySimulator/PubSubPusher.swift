@@ -133,7 +133,8 @@ package final class PubSubPusher: Sendable {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "Authorization", value: "Bearer " + (try token(audience: audience, email: email, forgery: forgery)))
         request.body = .bytes(ByteBuffer(bytes: body))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        // Pub/Sub waits up to its ack deadline; here a bound for a hang, long enough for a slow machine.
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
         return Int(response.status.code)
     }
 }
