@@ -114,6 +114,7 @@ let package = Package(
             name: "GooglePlay",
             dependencies: [
                 "LedgerCore",
+                "LedgerFormats",
                 "LedgerSettings",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerFormats
 import Synchronization
 
 /// The bearer JWTs the App Store Server API asks for: ES256 with the app's key,
@@ -45,42 +46,9 @@ package final class BearerTokens: Sendable {
             "aud": audience, "bid": credentials.bundleID,
         ]
         let input =
-            try Base64URLEncoding.encode(JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
-            + Base64URLEncoding.encode(JSONSerialization.data(withJSONObject: claims, options: .sortedKeys))
+            try Base64URL.encode(JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
+            + Base64URL.encode(JSONSerialization.data(withJSONObject: claims, options: .sortedKeys))
         let signature = try credentials.privateKey.signature(for: Data(input.utf8))
-        return input + "." + Base64URLEncoding.encode(signature.rawRepresentation)
-    }
-}
-
-/// Base64url without padding (RFC 7515), written byte by byte: going through Foundation's base64
-/// and two `replacingOccurrences` was over half the cost of an offer signature on Linux.
-package enum Base64URLEncoding {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    package static func encode(_ data: Data) -> String {
-        data.withUnsafeBytes { encode(UnsafeRawBufferPointer($0)) }
-    }
-
-    static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            out += [
-                alphabet[Int(chunk >> 18 & 63)], alphabet[Int(chunk >> 12 & 63)], alphabet[Int(chunk >> 6 & 63)], alphabet[Int(chunk & 63)],
-            ]
-            index += 3
-        }
-        switch bytes.count - index {
-        case 1:
-            let chunk = UInt32(bytes[index]) << 16
-            out += [alphabet[Int(chunk >> 18 & 63)], alphabet[Int(chunk >> 12 & 63)]]
-        case 2:
-            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            out += [alphabet[Int(chunk >> 18 & 63)], alphabet[Int(chunk >> 12 & 63)], alphabet[Int(chunk >> 6 & 63)]]
-        default: break
-        }
-        return String(decoding: out, as: UTF8.self)
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
 }

@@ -22,7 +22,7 @@ package struct OfferSigner: Sendable {
             json.key("kid"); json.value(credentials.keyID)
             json.key("typ"); json.value("JWT")
         }
-        headerSegment = Base64URLEncoding.encode(Data(header.bytes))
+        headerSegment = Base64URL.encode(Data(header.bytes))
     }
 
     package var keyID: String { credentials.keyID }
@@ -63,9 +63,9 @@ package struct OfferSigner: Sendable {
             json.key("bid"); json.value(credentials.bundleID)
             feature(&json)
         }
-        let input = headerSegment + "." + Base64URLEncoding.encode(Data(claims.bytes))
+        let input = headerSegment + "." + Base64URL.encode(Data(claims.bytes))
         let signature = try credentials.privateKey.signature(for: Data(input.utf8))
-        return input + "." + Base64URLEncoding.encode(signature.rawRepresentation)
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
 
     /// The legacy promotional offer signature (`SKPaymentDiscount`): ECDSA P-256 with SHA-256, DER,

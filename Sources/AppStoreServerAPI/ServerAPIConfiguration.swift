@@ -15,15 +15,11 @@ package struct ServerAPIConfiguration: Sendable {
     package var patience: Patience
 
     package init(
-        productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
-        maxAttempts: Int = 5, backoffBase: Duration = .milliseconds(500), backoffCap: Duration = .seconds(8),
-        totalBudget: Duration = .seconds(60), requestTimeout: Duration = .seconds(30)
+        productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL, patience: Patience = .appStoreServerAPI
     ) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
-        self.patience = Patience(
-            maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
-            totalBudget: totalBudget, requestTimeout: requestTimeout)
+        self.patience = patience
     }
 
     /// The API's base URL for an environment; Xcode and LocalTesting data never reach Apple.
@@ -34,4 +30,11 @@ package struct ServerAPIConfiguration: Sendable {
         case .xcode, .localTesting: nil
         }
     }
+}
+
+extension Patience {
+    /// How patiently the App Store Server API is asked: backfills and lookups run in the
+    /// background, so five attempts within a minute.
+    package static let appStoreServerAPI = Patience(
+        maxAttempts: 5, backoffBase: .milliseconds(500), backoffCap: .seconds(8), totalBudget: .seconds(60), requestTimeout: .seconds(30))
 }

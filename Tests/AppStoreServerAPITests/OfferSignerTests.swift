@@ -91,16 +91,3 @@ struct OfferSignerTests {
         }
     }
 }
-
-/// The byte-level base64url encoder against Foundation's base64 on every length's remainder.
-@Suite struct Base64URLEncodingTests {
-    @Test func itEncodesAsFoundationsBase64WithTheURLAlphabetAndNoPadding() {
-        var generator = SystemRandomNumberGenerator()
-        for length in 0..<70 {
-            let data = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
-            let expected = data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: "")
-            #expect(Base64URLEncoding.encode(data) == expected, "length \(length)")
-        }
-    }
-}

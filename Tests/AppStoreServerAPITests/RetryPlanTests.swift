@@ -1,4 +1,5 @@
 import Foundation
+import LedgerCore
 import Testing
 
 @testable import AppStoreServerAPI
@@ -7,8 +8,9 @@ import Testing
 @Suite struct RetryPlanTests {
     let plan = RetryPlan(
         configuration: ServerAPIConfiguration(
-            maxAttempts: 4, backoffBase: .milliseconds(100), backoffCap: .seconds(1),
-            totalBudget: .seconds(30)))
+            patience: Patience(
+                maxAttempts: 4, backoffBase: .milliseconds(100), backoffCap: .seconds(1), totalBudget: .seconds(30),
+                requestTimeout: .seconds(30))))
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     /// The largest wait backoff allows, so the bounds below are exact.
     let ceiling: (ClosedRange<Int>) -> Int = { $0.upperBound }

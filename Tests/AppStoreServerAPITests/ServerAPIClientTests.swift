@@ -39,10 +39,11 @@ import Testing
             client = AppStoreServerAPIClient(
                 configuration: .init(
                     productionURL: base + "/production", sandboxURL: base + "/sandbox",
-                    maxAttempts: maxAttempts, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20),
                     // The budget is on the test's clock; a request's timeout is wall time, a
                     // bound for a hang: 5 s was retried at 0.4 CPU, and calls were counted twice.
-                    totalBudget: .seconds(20), requestTimeout: .seconds(60)),
+                    patience: Patience(
+                        maxAttempts: maxAttempts, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20),
+                        totalBudget: .seconds(20), requestTimeout: .seconds(60))),
                 logger: Logger(label: "test"), clock: PatienceClock(clock))
         }
     }

@@ -24,8 +24,10 @@ import Testing
     ) async throws -> VerifyReceiptClient {
         let urls = try await server.start()
         let configuration = VerifyReceiptConfiguration(
-            productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: maxAttempts,
-            backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: timeout)
+            productionURL: urls.production, sandboxURL: urls.sandbox,
+            patience: Patience(
+                maxAttempts: maxAttempts, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(15),
+                requestTimeout: timeout))
         return VerifyReceiptClient(
             configuration: configuration, logger: Logger(label: "test"), observe: observe, clock: PatienceClock(clock))
     }
@@ -86,8 +88,10 @@ import Testing
         // Waits of up to a second each (full jitter) against a budget of two and a half: the
         // client gives up before a wait would take it past the budget, whatever the draws.
         let configuration = VerifyReceiptConfiguration(
-            productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: 10,
-            backoffBase: .seconds(1), backoffCap: .seconds(1), totalBudget: .milliseconds(2500), requestTimeout: .seconds(60))
+            productionURL: urls.production, sandboxURL: urls.sandbox,
+            patience: Patience(
+                maxAttempts: 10, backoffBase: .seconds(1), backoffCap: .seconds(1), totalBudget: .milliseconds(2500),
+                requestTimeout: .seconds(60)))
         let client = VerifyReceiptClient(configuration: configuration, logger: Logger(label: "test"), clock: PatienceClock(clock))
         server.script(.production, Array(repeating: .status(21005), count: 10))
         #expect(

@@ -41,3 +41,24 @@ import Testing
         #expect(throws: JSONTree.SyntaxError.self) { try JSONTree.parse(#"{"a": }"#) }
     }
 }
+
+/// The byte-level base64url codec against Foundation's base64 on every length's remainder.
+@Suite struct Base64URLTests {
+    @Test func itEncodesAsFoundationsBase64WithTheURLAlphabetAndNoPaddingAndDecodesBack() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<70 {
+            let data = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let plain = data.base64EncodedString()
+            let expected = plain.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(data) == expected, "length \(length)")
+            #expect(Base64URL.decode(expected) == data, "length \(length)")
+            #expect(Base64URL.decode(plain) == data, "padded base64, length \(length)")
+        }
+    }
+
+    @Test func aSingleLeftoverCharacterOrAForeignOneIsNotBase64() {
+        #expect(Base64URL.decode("QUJDR") == nil)
+        #expect(Base64URL.decode("QU*D") == nil)
+    }
+}

@@ -7,6 +7,7 @@ import EmbeddedPostgres
 import Foundation
 import Hummingbird
 import LedgerAccess
+import LedgerCore
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
@@ -124,11 +125,15 @@ final class TestServer: Sendable {
         let urls = (production: appleBase + "/production/verifyReceipt", sandbox: appleBase + "/sandbox/verifyReceipt")
         app = SimulatedApp(authority: Self.authority, bundleID: Self.bundleID, appAppleID: 4242, environment: "Sandbox")
         let receipts = VerifyReceiptConfiguration(
-            productionURL: urls.production, sandboxURL: urls.sandbox, maxAttempts: 3,
-            backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), requestTimeout: .seconds(5))
+            productionURL: urls.production, sandboxURL: urls.sandbox,
+            patience: Patience(
+                maxAttempts: 3, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(15),
+                requestTimeout: .seconds(5)))
         let api = ServerAPIConfiguration(
-            productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox", maxAttempts: 4,
-            backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20), requestTimeout: .seconds(5))
+            productionURL: appleBase + "/production", sandboxURL: appleBase + "/sandbox",
+            patience: Patience(
+                maxAttempts: 4, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20),
+                requestTimeout: .seconds(5)))
         readPools = replicas.map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
         services = LedgerServices(
             pool: pool, store: store, migrator: migrator,

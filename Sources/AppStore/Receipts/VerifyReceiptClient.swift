@@ -21,16 +21,19 @@ package struct VerifyReceiptConfiguration: Sendable {
 
     package init(
         productionURL: String = Self.appleProductionURL, sandboxURL: String = Self.appleSandboxURL,
-        excludeOldTransactions: Bool = false, maxAttempts: Int = 4, backoffBase: Duration = .milliseconds(200),
-        backoffCap: Duration = .seconds(2), totalBudget: Duration = .seconds(15), requestTimeout: Duration = .seconds(10)
+        excludeOldTransactions: Bool = false, patience: Patience = .verifyReceipt
     ) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.excludeOldTransactions = excludeOldTransactions
-        self.patience = Patience(
-            maxAttempts: maxAttempts, backoffBase: backoffBase, backoffCap: backoffCap,
-            totalBudget: totalBudget, requestTimeout: requestTimeout)
+        self.patience = patience
     }
+}
+
+extension Patience {
+    /// How patiently `verifyReceipt` is asked: a claim waits on it, so four attempts within 15 s.
+    package static let verifyReceipt = Patience(
+        maxAttempts: 4, backoffBase: .milliseconds(200), backoffCap: .seconds(2), totalBudget: .seconds(15), requestTimeout: .seconds(10))
 }
 
 /// A receipt Apple accepted for the expected app, and where it was valid.

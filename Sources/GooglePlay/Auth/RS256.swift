@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerFormats
 import _CryptoExtras
 
 /// Compact JWS with RS256 (RSASSA-PKCS1-v1_5 with SHA-256), the only algorithm Google's OAuth
@@ -9,10 +10,10 @@ package enum RS256 {
     /// `header.claims.signature`, each part base64url; keys sorted so a token is reproducible.
     package static func sign(header: [String: Any], claims: [String: Any], with key: _RSA.Signing.PrivateKey) throws -> String {
         let input =
-            Base64URLText.encode(try JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
-            + Base64URLText.encode(try JSONSerialization.data(withJSONObject: claims, options: .sortedKeys))
+            Base64URL.encode(try JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
+            + Base64URL.encode(try JSONSerialization.data(withJSONObject: claims, options: .sortedKeys))
         let signature = try key.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
-        return input + "." + Base64URLText.encode(signature.rawRepresentation)
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
 
     package static func isValid(signature: Data, of signingInput: Substring, by key: _RSA.Signing.PublicKey) -> Bool {
@@ -32,8 +33,8 @@ package struct CompactJWT {
     package init?(_ token: some StringProtocol) {
         let text = String(token)
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerData = Base64URLText.decode(parts[0]), let claimsData = Base64URLText.decode(parts[1]),
-            let signature = Base64URLText.decode(parts[2]),
+        guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let claimsData = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2]),
             let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
             let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
         else { return nil }

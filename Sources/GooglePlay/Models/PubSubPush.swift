@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerFormats
 
 /// The body Cloud Pub/Sub POSTs to a push endpoint. Pub/Sub writes the id and time twice, in
 /// camelCase and snake_case; either is read. Delivery is at least once and unordered, so the
@@ -25,7 +26,7 @@ package struct PubSubPush: Decodable, Sendable {
         package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: Keys.self)
             let text = try container.decode(String.self, forKey: .data)
-            guard let data = Data(base64Encoded: text) ?? Base64URLText.decode(text) else {
+            guard let data = Data(base64Encoded: text) ?? Base64URL.decode(text) else {
                 throw DecodingError.dataCorruptedError(forKey: .data, in: container, debugDescription: "data is not base64")
             }
             self.data = data

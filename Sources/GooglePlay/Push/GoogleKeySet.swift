@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import LedgerFormats
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -82,8 +83,8 @@ package actor GoogleKeySet {
         let set = try JSONDecoder().decode(JWKSet.self, from: Data(body.readableBytesView))
         var keys: [String: _RSA.Signing.PublicKey] = [:]
         for jwk in set.keys where jwk.kty == "RSA" && (jwk.use ?? "sig") == "sig" && (jwk.alg ?? "RS256") == "RS256" {
-            guard let kid = jwk.kid, let n = jwk.n.flatMap({ Base64URLText.decode($0) }),
-                let e = jwk.e.flatMap({ Base64URLText.decode($0) }),
+            guard let kid = jwk.kid, let n = jwk.n.flatMap({ Base64URL.decode($0) }),
+                let e = jwk.e.flatMap({ Base64URL.decode($0) }),
                 let key = try? _RSA.Signing.PublicKey(n: n, e: e)
             else { continue }
             keys[kid] = key
