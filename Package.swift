@@ -211,9 +211,8 @@ let package = Package(
             name: "LedgerIngestion",
             dependencies: [
                 "LedgerTracing",
-                "AppStore", "AppStoreServerAPI", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats", "LedgerProjections",
-                "LedgerPostgres",
-                "LedgerSecrets",
+                "AppStore", "AppStoreServerAPI", "GooglePlay", "LedgerCore", "LedgerFacts", "LedgerEventStore", "LedgerFormats",
+                "LedgerProjections", "LedgerPostgres", "LedgerSecrets",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -225,9 +224,8 @@ let package = Package(
         .target(
             name: "LedgerReconciliation",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerBackground", "LedgerCore", "LedgerEventStore", "LedgerFormats", "LedgerIngestion",
-                "LedgerPostgres",
-                "LedgerProjections",
+                "AppStore", "AppStoreServerAPI", "GooglePlay", "LedgerBackground", "LedgerCore", "LedgerEventStore", "LedgerFormats",
+                "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -292,6 +290,7 @@ let package = Package(
             dependencies: [
                 "LedgerTracing",
                 "AppStoreServerAPI",
+                "GooglePlay",
                 "LedgerAccess",
                 "LedgerChanges",
                 "LedgerConsole",
@@ -319,9 +318,8 @@ let package = Package(
         .target(
             name: "LedgerServer",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "LedgerAccess", "LedgerBackground", "LedgerChanges", "LedgerConsole", "LedgerCore",
-                "LedgerEventStore",
-                "LedgerHTTP",
+                "AppStore", "AppStoreServerAPI", "GooglePlay", "LedgerAccess", "LedgerBackground", "LedgerChanges", "LedgerConsole",
+                "LedgerCore", "LedgerEventStore", "LedgerHTTP",
                 "LedgerIngestion", "LedgerPostgres", "LedgerPrivacy", "LedgerProjections", "LedgerReconciliation", "LedgerSecrets",
                 "LedgerWebhooks", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -335,6 +333,7 @@ let package = Package(
             dependencies: [
                 "LedgerAccess",
                 "AppStoreServerAPI",
+                "GooglePlay",
                 "LedgerReconciliation",
                 "LedgerPostgres",
                 "LedgerSchema",
@@ -683,7 +682,7 @@ let package = Package(
                 "LedgerAccess", "LedgerReconciliation", "AppStoreServerAPI",
                 "LedgerHTTP", "LedgerServer", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
                 "LedgerTestSupport", "LedgerFacts", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
-                "LedgerChanges", "LedgerPrivacy", "LedgerSecrets", "LedgerWebhooks", "WebhookReceiver",
+                "LedgerChanges", "LedgerPrivacy", "LedgerSecrets", "LedgerWebhooks", "WebhookReceiver", "GooglePlay", "GooglePlaySimulator",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -46,6 +46,9 @@ extension LedgerError {
         case invalidAppAccountToken = "invalid_app_account_token"
         case notOriginalTransactionID = "not_original_transaction_id"
         case invalidGoogleServiceAccount = "invalid_google_service_account"
+        case invalidGooglePlay = "invalid_google_play"
+        case invalidStore = "invalid_store"
+        case invalidPurchaseToken = "invalid_purchase_token"
 
         // No key, or an unknown or revoked one.
         case missingAPIKey = "missing_api_key"
@@ -112,6 +115,8 @@ extension LedgerError {
         case appleAPINotConfigured = "app_store_server_api_not_configured"
         case appleAPIRefused = "apple_api_refused"
         case packageMismatch = "package_mismatch"
+        case productMismatch = "product_mismatch"
+        case googlePlayNotConfigured = "google_play_not_configured"
         case purchaseTokenExpired = "purchase_token_expired"
         case googleAPIUnauthorized = "google_api_unauthorized"
         case googleAPIRefused = "google_api_refused"
@@ -137,7 +142,8 @@ extension LedgerError {
                 .invalidSharedSecret, .invalidAppStoreServerAPI, .invalidConsumptionPolicy, .invalidAppleAppID,
                 .invalidAppPurchase, .invalidOffer, .invalidWebhook, .invalidTransactionID, .invalidDays,
                 .invalidReasonCode, .invalidRequestID, .invalidStorefront, .invalidMerge, .missingUserID, .missingTransactionID,
-                .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID, .invalidGoogleServiceAccount:
+                .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID, .invalidGoogleServiceAccount,
+                .invalidGooglePlay, .invalidStore, .invalidPurchaseToken:
                 .invalid
             case .missingAPIKey, .invalidAPIKey, .invalidPushToken: .unauthenticated
             case .insufficientScope, .appNotAllowed: .forbidden
@@ -155,7 +161,7 @@ extension LedgerError {
             case .unsupportedAlgorithm, .missingCertificateChain, .untrustedChain, .invalidSignature, .bundleMismatch,
                 .appMismatch, .environmentNotAllowed, .receiptInvalid, .sharedSecretMismatch, .sharedSecretMissing,
                 .appleAPIUnauthorized, .appleAPINotConfigured, .appleAPIRefused, .packageMismatch, .purchaseTokenExpired,
-                .googleAPIUnauthorized, .googleAPIRefused:
+                .googleAPIUnauthorized, .googleAPIRefused, .productMismatch, .googlePlayNotConfigured:
                 .unverifiable
             case .appleUnavailable, .googleUnavailable, .databaseUnavailable, .secretUnavailable: .unavailable
             case .internalError: .fault

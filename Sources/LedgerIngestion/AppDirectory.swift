@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreServerAPI
 import Foundation
+import GooglePlay
 import LedgerCore
 import LedgerEventStore
 import LedgerFacts
@@ -12,8 +13,9 @@ import Logging
 import Synchronization
 
 /// One app as configured: settings and catalogue from its `app:` stream (events), the shared
-/// secret from `ledger.app_secrets` and the App Store Server API key from
-/// `ledger.app_server_api_keys` (never events: the log is forever), both stored sealed.
+/// secret from `ledger.app_secrets`, the App Store Server API key from
+/// `ledger.app_server_api_keys` and the Google service account from
+/// `ledger.app_google_service_accounts` (never events: the log is forever), all stored sealed.
 package struct AppConfiguration: Sendable {
     package var bundleID: String
     package var settings: AppSettings
@@ -24,6 +26,9 @@ package struct AppConfiguration: Sendable {
     var storedServerAPI: Result<ServerAPICredentials, LedgerError>?
     /// The In-App Purchase key's id (not a secret), when one is stored.
     package var serverAPIKeyID: String?
+    var storedGoogleAccount: Result<GoogleServiceAccount, LedgerError>?
+    /// The Google service account's email (not a secret), when one is stored.
+    package var googleAccountEmail: String?
     /// The app stream's version, for optimistic concurrency on configuration changes.
     package var version: Int64
 
@@ -31,6 +36,8 @@ package struct AppConfiguration: Sendable {
     package var sharedSecret: String? { get throws { try storedSharedSecret?.get() } }
     /// The In-App Purchase key for asking Apple, if configured.
     package var serverAPI: ServerAPICredentials? { get throws { try storedServerAPI?.get() } }
+    /// The Google service account the ledger asks Google Play as, if configured.
+    package var googleAccount: GoogleServiceAccount? { get throws { try storedGoogleAccount?.get() } }
     package var hasSharedSecret: Bool { storedSharedSecret != nil }
     package var hasServerAPI: Bool { storedServerAPI != nil }
 
@@ -105,11 +112,11 @@ package final class AppDirectory: Sendable {
         .map(RecordedEvent.init(row:))
         guard !recorded.isEmpty else { return nil }
         var ledger = AppLedger(bundleID: bundleID)
-        var products: [String: ProductDefinition] = [:]
+        var products: [Catalogue.Key: ProductDefinition] = [:]
         for event in recorded {
             guard let (_, fact) = try StoredFacts.fact(from: event) else { continue }
             ledger.apply(fact)
-            if case .productConfigured(let definition) = fact.event { products[definition.productID] = definition }
+            if case .productConfigured(let definition) = fact.event { products[definition.key] = definition }
         }
         let secret = try connection.query("SELECT shared_secret FROM ledger.app_secrets WHERE bundle_id = $1", [bundleID]).first.map {
             row in
@@ -134,10 +141,21 @@ package final class AppDirectory: Sendable {
                 return credentials
             }
         }
+        let googleRow = try connection.query(
+            "SELECT client_email, private_key_file FROM ledger.app_google_service_accounts WHERE bundle_id = $1", [bundleID]
+        ).first
+        let google = try googleRow.map { row in
+            let sealed = try row["private_key_file"].string()
+            return Result { () throws(LedgerError) in
+                let file = try keyring.open(sealed, for: StoredSecrets.googleServiceAccount(of: bundleID))
+                return try GoogleServiceAccount(keyFile: Data(file.utf8))
+            }
+        }
         return AppConfiguration(
             bundleID: bundleID, settings: ledger.settings(at: .distantFuture), catalogue: ledger.catalogue(),
-            products: products.values.sorted { $0.productID < $1.productID },
+            products: products.sorted { $0.key < $1.key }.map(\.value),
             storedSharedSecret: secret, storedServerAPI: key, serverAPIKeyID: try keyRow?["key_id"].string(),
+            storedGoogleAccount: google, googleAccountEmail: try googleRow?["client_email"].string(),
             version: recorded.last?.version ?? 0)
     }
 
@@ -151,13 +169,25 @@ package final class AppDirectory: Sendable {
         try await pool.query("SELECT bundle_id FROM ledger.app_server_api_keys ORDER BY bundle_id").map { try $0["bundle_id"].string() }
     }
 
-    /// Creates or changes an app. The secret and the App Store Server API key, when given,
-    /// replace the stored ones.
+    /// Creates or changes an app. The secret, the App Store Server API key and the Google service
+    /// account's key file, when given, replace the stored ones.
     package func configure(
         _ bundleID: String, settings: AppSettings, sharedSecret: String?,
-        serverAPI: ServerAPICredentials? = nil
+        serverAPI: ServerAPICredentials? = nil, googleAccount: (email: String, keyFile: String)? = nil
     ) async throws -> AppConfiguration {
         try Self.validate(bundleID: bundleID)
+        if let googleAccount {
+            try await pool.query(
+                """
+                INSERT INTO ledger.app_google_service_accounts (bundle_id, client_email, private_key_file) VALUES ($1, $2, $3)
+                ON CONFLICT (bundle_id) DO UPDATE SET client_email = EXCLUDED.client_email,
+                    private_key_file = EXCLUDED.private_key_file, updated_at = now()
+                """,
+                [
+                    bundleID, googleAccount.email,
+                    keyring.seal(googleAccount.keyFile, for: StoredSecrets.googleServiceAccount(of: bundleID)),
+                ])
+        }
         if let serverAPI {
             try await pool.query(
                 """

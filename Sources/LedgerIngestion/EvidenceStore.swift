@@ -8,7 +8,8 @@ package struct EvidenceStore: Sendable {
         case signedTransaction = "signed_transaction", signedRenewalInfo = "signed_renewal_info",
             receipt, receiptAnswer = "receipt_answer",
             notificationV1 = "notification_v1", notificationV2 = "notification_v2",
-            appTransaction = "app_transaction"
+            appTransaction = "app_transaction",
+            googleSubscription = "google_subscription", googleProduct = "google_product", googleNotification = "google_notification"
     }
 
     /// One piece of evidence as text (a JWS, base64, JSON: all of it UTF-8), named by its digest.

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import GooglePlay
 import LedgerCore
 import LedgerEventStore
 import LedgerFormats
@@ -7,9 +8,10 @@ import LedgerPostgres
 import LedgerProjections
 import Logging
 
-/// Apple's evidence in, events out: verify against the app's configuration, keep the raw
-/// evidence, record what it says and (for evidence a user presented) who owns it, then answer
-/// the user's state including what was just recorded.
+/// A store's evidence in, events out: verify against the app's configuration (Apple's signatures;
+/// Google's answer to the ledger's own question), keep the raw evidence, record what it says and
+/// (for evidence a user presented) who owns it, then answer the user's state including what was
+/// just recorded.
 package struct Ingestor: Sendable {
     package let directory: AppDirectory
     let store: EventStore
@@ -23,13 +25,17 @@ package struct Ingestor: Sendable {
     /// Apple's CONSUMPTION_REQUESTs waiting for the responder.
     package let consumptionRequests: ConsumptionRequests
     let freshness: ProjectionFreshness
+    /// Google Play's Developer API, one client per service account.
+    package let google: GooglePublishers
+    /// Google purchases' tokens, and the acknowledgements still owed to Google.
+    package let googlePurchases: GooglePurchases
     let logger: Logger
 
     /// `reader` answers the user's state once `freshness` says the projection holds what was recorded.
     package init(
         store: EventStore, evidence: EvidenceStore, directory: AppDirectory, verifier: SignedDataVerifier,
-        receipts: VerifyReceiptClient, freshness: ProjectionFreshness, reader: UserStateReader, logger: Logger,
-        groupWritten: @escaping @Sendable (_ size: Int, _ took: Duration) -> Void = { _, _ in }
+        receipts: VerifyReceiptClient, freshness: ProjectionFreshness, reader: UserStateReader, google: GooglePublishers? = nil,
+        logger: Logger, groupWritten: @escaping @Sendable (_ size: Int, _ took: Duration) -> Void = { _, _ in }
     ) {
         self.store = store
         self.directory = directory
@@ -40,6 +46,8 @@ package struct Ingestor: Sendable {
             store: store, evidence: evidence, recorder: recorder, projection: InlineProjection(cache: reader.cache), written: groupWritten)
         self.tokens = AppAccountTokens(store: store)
         self.consumptionRequests = ConsumptionRequests(pool: evidence.pool, store: store)
+        self.google = google ?? GooglePublishers(configuration: GooglePlayConfiguration(), logger: logger)
+        self.googlePurchases = GooglePurchases(pool: evidence.pool)
         self.verifier = verifier
         self.receipts = receipts
         self.users = reader

@@ -31,6 +31,26 @@ struct PurchaseStream {
 
     var owner: String? { ledger.owner(of: originalTransactionID) }
 
+    /// The latest snapshot of each transaction of the stream.
+    var transactions: [TransactionFacts] {
+        Dictionary(facts.compactMap(\.event.transactionFacts).map { ($0.transactionID, $0) }) { a, b in a.signedDate >= b.signedDate ? a : b
+        }
+        .values.sorted { $0.purchaseDate < $1.purchaseDate }
+    }
+
+    /// The share of a transaction refunds took (100000: all of it), reversals not counted.
+    func refundedShare(of transactionID: String) -> Int {
+        var share = 0
+        for fact in facts {
+            switch fact.event {
+            case .refunded(let r) where r.transactionID == transactionID: share += r.percentage ?? 100_000
+            case .refundReversed(let r) where r.transactionID == transactionID: share = 0
+            default: continue
+            }
+        }
+        return min(share, 100_000)
+    }
+
     /// The latest snapshot Apple signed of one transaction of the stream.
     func transaction(_ transactionID: String) -> TransactionFacts? {
         facts.compactMap(\.event.transactionFacts).filter { $0.transactionID == transactionID }.max { $0.signedDate < $1.signedDate }

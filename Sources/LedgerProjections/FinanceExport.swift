@@ -33,7 +33,7 @@ package struct FinanceExport: Sendable {
     package static let columns = [
         "transaction_id", "original_transaction_id", "user_id", "product_id", "kind", "quantity",
         "price", "price_milliunits", "currency", "occurred_at", "environment", "storefront", "recorded_at",
-        "offer_type", "offer_id", "offer_discount_type",
+        "offer_type", "offer_id", "offer_discount_type", "store",
     ]
 
     /// Calls `body` with each page of rows, in (occurred_at, original transaction, seq) order.
@@ -169,7 +169,7 @@ package struct FinanceExport: Sendable {
             row.transactionID, row.originalTransactionID, row.userID, row.productID, row.kind.rawValue, String(row.quantity),
             row.price.map(units), row.price.map { String($0) }, row.currency,
             RFC3339.string(row.occurredAt), row.environment.rawValue, row.storefront, RFC3339.string(row.recordedAt),
-            row.offerTypeName, row.offerIdentifier, row.offerDiscountType,
+            row.offerTypeName, row.offerIdentifier, row.offerDiscountType, Store(purchaseKey: row.originalTransactionID).rawValue,
         ]
     }
 }

@@ -14,6 +14,11 @@ package enum StoredSecrets {
         SecretBinding(table: "ledger.app_server_api_keys", bundleID: bundleID, kind: "private_key")
     }
 
+    /// An app's Google service account key file (Google Play's Developer API).
+    package static func googleServiceAccount(of bundleID: String) -> SecretBinding {
+        SecretBinding(table: "ledger.app_google_service_accounts", bundleID: bundleID, kind: "private_key_file")
+    }
+
     /// The secret that signs a webhook's deliveries.
     package static func webhookSecret(of bundleID: String, webhook name: String) -> SecretBinding {
         SecretBinding(table: "ledger.webhooks", bundleID: bundleID, kind: "secret of webhook \(name)")
@@ -42,6 +47,13 @@ package enum StoredSecrets {
             rowsSQL: "SELECT bundle_id, '' AS part, private_key AS value FROM ledger.app_server_api_keys ORDER BY bundle_id",
             updateSQL: "UPDATE ledger.app_server_api_keys SET private_key = $4 WHERE bundle_id = $1 AND $2 = '' AND private_key = $3",
             binding: { bundleID, _ in serverAPIKey(of: bundleID) }),
+        Column(
+            table: "ledger.app_google_service_accounts", column: "private_key_file",
+            rowsSQL:
+                "SELECT bundle_id, '' AS part, private_key_file AS value FROM ledger.app_google_service_accounts ORDER BY bundle_id",
+            updateSQL:
+                "UPDATE ledger.app_google_service_accounts SET private_key_file = $4 WHERE bundle_id = $1 AND $2 = '' AND private_key_file = $3",
+            binding: { bundleID, _ in googleServiceAccount(of: bundleID) }),
         Column(
             table: "ledger.webhooks", column: "secret",
             rowsSQL: "SELECT bundle_id, name AS part, secret AS value FROM ledger.webhooks ORDER BY bundle_id, name",

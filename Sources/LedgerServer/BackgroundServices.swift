@@ -92,10 +92,12 @@ extension LedgerServices {
     /// - webhook deliveries (unless `delivering` is false);
     /// - with `reconcileInterval`: Apple's notification history read on start-up and every interval
     ///   (`LEDGER_APPLE_RECONCILE_INTERVAL`), and CONSUMPTION_REQUESTs answered every 15 s (nil:
-    ///   neither, as in tests that run them themselves).
+    ///   neither, as in tests that run them themselves);
+    /// - Google told of every paid purchase (acknowledged or consumed), looked for every second:
+    ///   Google refunds what is not acknowledged within three days (unless `acknowledging` is false).
     package func backgroundServices(
         pollInterval: Duration = .milliseconds(250), projecting: Bool = true, delivering: Bool = true,
-        reconcileInterval: Duration? = nil, logger: Logger
+        reconcileInterval: Duration? = nil, acknowledging: Bool = true, logger: Logger
     ) -> [any Service] {
         let (store, timelines, pool, recovery, directory, consumption, changes) = (
             store, timelines, pool, recovery, directory, consumption, changes
@@ -127,6 +129,9 @@ extension LedgerServices {
                 attempted: metrics.observeDelivery)
             heartbeats.register(dispatcher.heartbeat)
             loops.append(UntilShutdown(dispatcher.heartbeat.part) { await dispatcher.run() })
+        }
+        if acknowledging {
+            loops.append(heartbeats.register(acknowledger.loop(every: .seconds(1))))
         }
         if let reconcileInterval {
             let reconciler = Reconciler(recovery: recovery, directory: directory, interval: reconcileInterval, logger: logger)

@@ -2,6 +2,7 @@ import LedgerBackground
 import LedgerCore
 import LedgerEventStore
 import LedgerHTTP
+import LedgerIngestion
 import LedgerPostgres
 import LedgerProjections
 import LedgerWebhooks
@@ -128,6 +129,18 @@ struct Health: Sendable {
             gauges.append(
                 Metrics.Gauge(
                     "ledger_webhook_parked", "Changes parked after their retry window, waiting for a replay.", Double(webhooks.parked)))
+        }
+        if let owed = try? await GooglePurchases(pool: pool).overdue(olderThan: .seconds(24 * 3600)) {
+            gauges.append(
+                Metrics.Gauge(
+                    "ledger_google_unacknowledged_overdue",
+                    "Paid Google Play purchases not acknowledged (or consumed) with Google 24 hours after payment; Google refunds them at 72.",
+                    Double(owed.count)))
+            gauges.append(
+                Metrics.Gauge(
+                    "ledger_google_unacknowledged_oldest_seconds",
+                    "How long ago the oldest paid Google Play purchase Google has not confirmed was paid; 0 when none waits.",
+                    Double(owed.oldestSeconds)))
         }
         gauges.append(Metrics.Gauge("ledger_database_up", "1 when the last scrape reached the database.", gauges.isEmpty ? 0 : 1))
         let health = pool.health

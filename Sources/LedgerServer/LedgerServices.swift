@@ -1,5 +1,7 @@
 import AppStore
 import AppStoreServerAPI
+import Foundation
+import GooglePlay
 import LedgerAccess
 import LedgerChanges
 import LedgerConsole
@@ -49,6 +51,8 @@ package struct LedgerServices: Sendable {
     package let recovery: NotificationRecovery
     /// Apple's CONSUMPTION_REQUESTs answered.
     package let consumption: ConsumptionResponder
+    /// Google told of every paid purchase: acknowledged or consumed.
+    package let acknowledger: GoogleAcknowledger
     /// Changes announced, by this server's change projection or any other's (LISTEN).
     package let changes: ChangeNotifications
     /// Each app's webhooks, and how their deliveries are paced.
@@ -65,7 +69,7 @@ package struct LedgerServices: Sendable {
     package init(
         pool: PostgresPool, store: EventStore, migrator: Migrator, verifier: SignedDataVerifier,
         keyring: Keyring, receipts: VerifyReceiptConfiguration, serverAPI: ServerAPIConfiguration = ServerAPIConfiguration(),
-        replicas: [PostgresPool] = [],
+        google: GooglePlayConfiguration = GooglePlayConfiguration(), replicas: [PostgresPool] = [],
         replicaWait: Duration = .milliseconds(250),
         keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), throttle: FailureThrottle = FailureThrottle(),
         stuckAfter: Duration = .seconds(60), logger: Logger
@@ -96,9 +100,16 @@ package struct LedgerServices: Sendable {
         self.directory = directory
         let evidence = EvidenceStore(pool: pool)
         self.evidence = evidence
+        let publishers = GooglePublishers(configuration: google, logger: logger)
         self.ingestor = Ingestor(
             store: store, evidence: evidence, directory: directory, verifier: verifier, receipts: client,
-            freshness: freshness, reader: users, logger: logger, groupWritten: metrics.observeGroup)
+            freshness: freshness, reader: users, google: publishers, logger: logger, groupWritten: metrics.observeGroup)
+        self.acknowledger = GoogleAcknowledger(
+            purchases: ingestor.googlePurchases, directory: directory, publishers: publishers, logger: logger
+        ) { outcome in
+            let name = outcome.hasPrefix("nothing") ? "nothing_to_tell" : outcome.replacingOccurrences(of: " ", with: "_")
+            metrics.increment("ledger_google_acknowledgements_total", ["outcome": name])
+        }
         let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) {
             metrics.observeApple(api: "app_store_server_api", endpoint: $0.endpoint, status: $0.status, outcome: $0.outcome)
         }

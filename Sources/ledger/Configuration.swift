@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import Configuration
 import Foundation
+import GooglePlay
 import LedgerHTTP
 import LedgerPostgres
 import LedgerSecrets
@@ -37,6 +38,8 @@ struct Configuration: Sendable {
     var appleRootCertificates: String?
     var verifyReceipt = VerifyReceiptConfiguration()
     var serverAPI = ServerAPIConfiguration()
+    // Google Play.
+    var google = GooglePlayConfiguration()
     /// How often the server reads Apple's notification history; nil: never (`off`).
     var reconcileInterval: Duration? = .seconds(3600)
     var logLevel = Logger.Level.info
@@ -64,7 +67,8 @@ struct Configuration: Sendable {
     /// The settings under `ledger` in `reader`, and OpenTelemetry's under `otel`. A part with
     /// settings of its own reads them from the reader scoped to it and lists its keys there:
     /// `RequestLimits` (here), `VerifyReceiptConfiguration` (`apple`), `ServerAPIConfiguration`
-    /// (`apple.serverAPI`), `WebhookPolicy` (`webhook`), `TracingSettings` (`otel`); the rest are
+    /// (`apple.serverAPI`), `GooglePlayConfiguration` (`google`), `WebhookPolicy` (`webhook`),
+    /// `TracingSettings` (`otel`); the rest are
     /// read in this body. `ledger.port` is `LEDGER_PORT` in the environment, and the table in
     /// docs/configuration.md lists every variable. A value that does not parse is a problem naming
     /// its key; every problem, the parts' included, is thrown at the end, so the operator fixes them
@@ -87,6 +91,7 @@ struct Configuration: Sendable {
         verifyReceipt = read.part("apple", VerifyReceiptConfiguration.init(reader:)) ?? verifyReceipt
         serverAPI = read.part("apple.serverAPI", ServerAPIConfiguration.init(reader:)) ?? serverAPI
         if let interval = read.intervalOrOff("apple.reconcileInterval") { reconcileInterval = interval }
+        google = read.part("google", GooglePlayConfiguration.init(reader:)) ?? google
         logLevel = read.choice("log.level", of: Logger.Level.self) ?? logLevel
         logFormat = read.choice("log.format", of: LogFormat.self) ?? logFormat
         accessLog = read.flag("accessLog") ?? accessLog

@@ -117,7 +117,7 @@ struct ServeCommand: AsyncParsableCommand {
         let store = EventStore(pool: pool, logger: logger)
         let services = LedgerServices(
             pool: pool, store: store, migrator: migrator, verifier: trust.verifier(), keyring: keyring,
-            receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, replicas: replicas,
+            receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, google: settings.google, replicas: replicas,
             replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks,
             throttle: FailureThrottle(limit: settings.authenticationFailureLimit, trustedProxies: Set(settings.trustedProxies)),
             stuckAfter: settings.stuckAfter ?? .seconds(60), logger: logger)

@@ -56,10 +56,10 @@ import Testing
         let subscription = SubscriptionTimeline(
             originalTransactionID: "o", productID: "p", accessEnd: at, revokedAt: at, gracePeriodEnd: at,
             billingRetry: true, willRenew: false, pendingProductID: "q", expirationIntent: 2,
-            billingPlanType: "MONTHLY", commitmentExpiresAt: at + 3, offerType: 4, offerIdentifier: "win-back")
+            billingPlanType: "MONTHLY", commitmentExpiresAt: at + 3, offerType: 4, offerIdentifier: "win-back", store: .googlePlay)
         let purchase = PurchaseSummary(
             transactionID: "t", originalTransactionID: "o", productID: "p", type: .nonRenewing, purchaseDate: at,
-            quantity: 3, revokedAt: at)
+            quantity: 3, revokedAt: at, store: .googlePlay)
         let entry = BalanceEntry(kind: .reversal, currency: "coins", amount: 100, at: at, reference: "r")
         let timeline = UserTimeline(
             userID: "u\n1", periods: [period], subscriptions: [subscription], purchases: [purchase], balanceEntries: [entry],
@@ -97,7 +97,7 @@ import Testing
             offerType: 2, offerIdentifier: "intro", offerDiscountType: "PAY_AS_YOU_GO", offerPeriod: "P1M",
             appTransactionID: "704", billingPlanType: "MONTHLY",
             commitment: Commitment(billingPeriodNumber: 3, totalBillingPeriods: 12, expiresDate: at + 4, price: 119_880),
-            revocationDate: at + 2, revocationReason: 1, signedDate: at + 3)
+            revocationDate: at + 2, revocationReason: 1, signedDate: at + 3, store: .googlePlay)
         let unset = Mirror(reflecting: full).children.filter { child in
             let value = Mirror(reflecting: child.value)
             return value.displayStyle == .optional && value.children.isEmpty
@@ -165,7 +165,7 @@ import Testing
             quantity: 3, ownership: .familyShared, isUpgraded: true, price: 9_990, currency: "EUR", storefront: "FRA",
             webOrderLineItemID: "2000000000000002", appAccountToken: UUID(), offerType: 2, offerIdentifier: "launch-50",
             offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P3M", appTransactionID: "704116235", billingPlanType: "MONTHLY",
-            revocationDate: at + 60, revocationReason: 1, signedDate: at + 1)
+            revocationDate: at + 60, revocationReason: 1, signedDate: at + 1, store: .googlePlay)
         var odd: [TransactionFacts] = [
             full,
             TransactionFacts(
@@ -197,5 +197,26 @@ import Testing
         }
         #expect(
             StoredEventJSON.bytes(full) != nil && StoredEventJSON.bytes(odd[1]) != nil, "the fast path is taken for Apple's usual values")
+    }
+
+    /// An Apple fact recorded today is written as before a second store existed: no `store` key,
+    /// so its id and its chain are the same; a Google fact names its store, and both read back.
+    @Test func onlyAFactOfAnotherStoreThanApplesNamesItsStore() throws {
+        let at = Date(timeIntervalSince1970: 1_718_000_000)
+        let apple = TransactionFacts(
+            environment: .production, transactionID: "1", originalTransactionID: "1", productID: "p", purchaseDate: at, signedDate: at)
+        var google = apple
+        google.store = .googlePlay
+        let appleText = String(decoding: try LedgerEvent.purchased(apple).encodedData(), as: UTF8.self)
+        let googleText = String(decoding: try LedgerEvent.purchased(google).encodedData(), as: UTF8.self)
+        #expect(!appleText.contains(#""store""#))
+        #expect(googleText.contains(#""store":"google_play""#))
+        #expect(try LedgerEvent(typeName: "Purchased", data: Data(googleText.utf8)) == .purchased(google))
+        let renewal = RenewalFacts(
+            environment: .production, originalTransactionID: "1", productID: "p", willAutoRenew: true, signedDate: at)
+        #expect(!String(decoding: try LedgerEvent.encoder.encode(renewal), as: UTF8.self).contains("store"))
+        let revocation = RevocationFacts(
+            environment: .production, transactionID: "1", originalTransactionID: "1", revocationDate: at, signedDate: at)
+        #expect(!String(decoding: try LedgerEvent.encoder.encode(revocation), as: UTF8.self).contains("store"))
     }
 }

@@ -186,3 +186,30 @@ import Testing
         #expect(s.state(at: day(21)).entitlements["vip"]?.active == false)
     }
 }
+
+/// A purchase another took the place of (Google Play's `linkedPurchaseToken`): its access ends
+/// when the new one starts and never returns, whatever arrives after.
+@Suite struct ReplacedPurchaseTests {
+    static func replaced(_ original: String, by newKey: String, at date: Date, signed: Date) -> LedgerEvent {
+        .revoked(
+            RevocationFacts(
+                environment: .production, transactionID: original, originalTransactionID: original, revocationDate: date,
+                kind: .replaced, signedDate: signed, store: .googlePlay, replacedBy: newKey))
+    }
+
+    @Test func aReplacedPurchaseEndsWhenItsSuccessorStartsAndNothingReopensIt() {
+        var s = Scenario()
+        s.buy("gp:old", "pro.monthly", at: day(0), expires: day(30))
+        s.buy("gp:new", "pro.yearly", at: day(10), expires: day(375))
+        s.record(Self.replaced("gp:old", by: "gp:new", at: day(10), signed: day(10)), at: day(10))
+        #expect(s.state(at: day(5)).subscriptions.first { $0.originalTransactionID == "gp:old" }?.status == .active, "valid time")
+        let old = { (s: Scenario, at: Double) in s.state(at: day(at)).subscriptions.first { $0.originalTransactionID == "gp:old" } }
+        #expect(old(s, 12)?.status == .revoked)
+        // The old token's own answer, fetched later, restates a renewal and auto-renew: still over.
+        s.renew("gp:old..0", original: "gp:old", "pro.monthly", at: day(30), expires: day(60), signed: day(20))
+        s.record(
+            .refundReversed(RefundReversal(transactionID: "gp:old", originalTransactionID: "gp:old", signedDate: day(21))), at: day(21))
+        #expect(old(s, 40)?.status == .revoked)
+        #expect(s.state(at: day(40)).entitlements["pro"]?.originalTransactionID == "gp:new", "one entitlement, the new purchase's")
+    }
+}

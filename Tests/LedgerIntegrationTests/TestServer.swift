@@ -5,6 +5,8 @@ import AsyncHTTPClient
 import Crypto
 import EmbeddedPostgres
 import Foundation
+import GooglePlay
+import GooglePlaySimulator
 import Hummingbird
 import LedgerAccess
 import LedgerCore
@@ -23,8 +25,8 @@ import NIOHTTP1
 import ServiceLifecycle
 import Synchronization
 
-/// The real server on a real PostgreSQL, with the App Store simulator standing in for Apple:
-/// what every end-to-end test drives over HTTP.
+/// The real server on a real PostgreSQL, with the App Store simulator standing in for Apple and
+/// the Google Play simulator for Google: what every end-to-end test drives over HTTP.
 final class TestServer: Sendable {
     /// Its own cluster: the projection's snapshot fence is cluster-wide, and the event-store tests
     /// hold transactions open on purpose.
@@ -48,6 +50,8 @@ final class TestServer: Sendable {
     let services: LedgerServices
     /// Pools on the replicas reads are served from.
     let readPools: [PostgresPool]
+    /// Google Play: its OAuth endpoint, androidpublisher v3 and Pub/Sub's signing keys.
+    let google: SimulatedGooglePlay
 
     static let authority = try! TestCertificateAuthority()
     /// The key every test server seals secrets under (servers sharing a database share it).
@@ -57,6 +61,11 @@ final class TestServer: Sendable {
     static let apiKey = P256.Signing.PrivateKey()
     static let issuerID = "6a1e9c6e-0f3b-4a57-9b55-2f4f0a7c1d11"
     static let keyID = "SIMKEY01"
+    /// The app's package on Google Play, and the service account the ledger asks Google as (RSA
+    /// keys take a while to make: one for every test server).
+    static let packageName = "com.example.game.android"
+    static let googleAccount = try! SimulatedServiceAccount()
+    static let googlePusher = try! PubSubPusher()
     /// Webhook deliveries paced for tests: retries within half a second, a 2 s timeout; the
     /// receivers listen on loopback, so private networks are allowed.
     static let quickWebhooks: WebhookPolicy = {
@@ -135,11 +144,19 @@ final class TestServer: Sendable {
                 maxAttempts: 4, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20),
                 requestTimeout: .seconds(5)))
         readPools = replicas.map { PostgresPool(configuration: $0, size: poolSize, logger: logger) }
+        google = try SimulatedGooglePlay(pusher: Self.googlePusher)
+        try await google.start()
+        google.register(Self.googleAccount)
+        let googleConfiguration = GooglePlayConfiguration(
+            apiURL: google.baseURL, certsURL: google.certsURL,
+            patience: Patience(
+                maxAttempts: 4, backoffBase: .milliseconds(5), backoffCap: .milliseconds(20), totalBudget: .seconds(20),
+                requestTimeout: .seconds(60)))
         services = LedgerServices(
             pool: pool, store: store, migrator: migrator,
             verifier: SignedDataVerifier(roots: [Self.authority.root, ReceiptAuthority.shared.root]),
-            keyring: Self.keyring, receipts: receipts, serverAPI: api, replicas: readPools, replicaWait: replicaWait, keyCacheTTL: .zero,
-            webhookPolicy: webhooks, logger: logger)
+            keyring: Self.keyring, receipts: receipts, serverAPI: api, google: googleConfiguration, replicas: readPools,
+            replicaWait: replicaWait, keyCacheTTL: .zero, webhookPolicy: webhooks, logger: logger)
         keys = services.keys
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var serverLogger = logger
@@ -173,6 +190,7 @@ final class TestServer: Sendable {
         await group.triggerGracefulShutdown()
         _ = await task.result
         if !keepingApple { apple.stop() }
+        await google.stop()
         await pool.close()
         for replica in readPools { await replica.close() }
     }
@@ -194,6 +212,37 @@ final class TestServer: Sendable {
         ] {
             let answer = try await send("PUT", "/v1/apps/\(Self.bundleID)/products/\(product)", key: adminKey, json: body)
             precondition(answer.status == 200, "configuring \(product) failed: \(answer.text)")
+        }
+    }
+
+    /// The default app on Google Play too: its package, the service account (the key file as an
+    /// object, as an operator pastes it) and Google's products beside Apple's.
+    func configureGoogle(testPurchases: Bool = false) async throws {
+        let keyFile = try JSONSerialization.jsonObject(with: try Self.googleAccount.keyFile(tokenURI: google.tokenURL))
+        let current = try await send("GET", "/v1/apps/\(Self.bundleID)", key: adminKey).json
+        var body: [String: Any] = [
+            "environments": ["Production", "Sandbox"], "apple_app_id": 4242,
+            "google_play": [
+                "package_name": Self.packageName, "service_account": keyFile, "test_purchases": testPurchases,
+                "pubsub": [
+                    "audience": baseURL + "/v1/apps/\(Self.bundleID)/notifications/google",
+                    "service_account_email": "pubsub@example.iam.gserviceaccount.com",
+                ],
+            ] as [String: Any],
+        ]
+        if let policy = current["restore_policy"] as? String { body["restore_policy"] = policy }
+        let app = try await send("PUT", "/v1/apps/\(Self.bundleID)", key: adminKey, json: body)
+        precondition(app.status == 200, "configuring Google Play failed: \(app.text)")
+        for (product, definition) in [
+            ("pro", ["type": "auto_renewable", "entitlements": ["pro"]] as [String: Any]),
+            ("pro_yearly", ["type": "auto_renewable", "entitlements": ["pro"]]),
+            ("coins_500", ["type": "consumable", "grants": ["coins": 500]]),
+            ("remove_ads", ["type": "non_consumable", "entitlements": ["no_ads"]]),
+        ] {
+            var definition = definition
+            definition["store"] = "google_play"
+            let answer = try await send("PUT", "/v1/apps/\(Self.bundleID)/products/\(product)", key: adminKey, json: definition)
+            precondition(answer.status == 200, "configuring Google's \(product) failed: \(answer.text)")
         }
     }
 

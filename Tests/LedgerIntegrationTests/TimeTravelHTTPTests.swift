@@ -80,7 +80,8 @@ import Testing
             "GET", "/v1/apps/\(Self.bundle)/exports/transactions?environment=Sandbox&known_at=\(close)", key: key)
         let rows = export.text.split(separator: "\r\n").map(String.init),
             rowsClosed = exportClosed.text.split(separator: "\r\n").map(String.init)
-        #expect(rows.first?.hasSuffix(",storefront,recorded_at,offer_type,offer_id,offer_discount_type") == true, "\(rows.first ?? "")")
+        #expect(
+            rows.first?.hasSuffix(",storefront,recorded_at,offer_type,offer_id,offer_discount_type,store") == true, "\(rows.first ?? "")")
         #expect(rows.count == 3 && rows[1].contains(",purchase,") && rows[2].contains(",refund,"), "\(export.text)")
         #expect(rowsClosed.count == 2 && rowsClosed[1] == rows[1], "the closed books: the purchase alone, as it was\n\(exportClosed.text)")
         let refundRecorded = try #require(rows[2].split(separator: ",").last.map(String.init))

@@ -21,9 +21,13 @@ package enum ProductType: String, Codable, Sendable, CaseIterable {
     }
 }
 
-/// What one product id means to the app: what it unlocks and what it grants.
+/// What one product id of one store means to the app: what it unlocks and what it grants. The
+/// same id in two stores is two products (a Play subscription's id covers all its base plans).
 package struct ProductDefinition: Codable, Sendable, Equatable {
     package var productID: String
+    /// The store, when not the App Store (see `Store`): definitions stored before a second store
+    /// existed name none and stay as they were.
+    package var store: Store?
     package var type: ProductType
     /// Entitlement names it unlocks; several products may unlock the same one ("pro").
     package var entitlements: [String]
@@ -36,9 +40,10 @@ package struct ProductDefinition: Codable, Sendable, Equatable {
 
     package init(
         productID: String, type: ProductType, entitlements: [String] = [], grants: [String: Int64] = [:], duration: ISODuration? = nil,
-        offers: [String: OfferRule]? = nil
+        offers: [String: OfferRule]? = nil, store: Store = .appStore
     ) {
         self.productID = productID
+        self.store = store.stored
         self.type = type
         self.entitlements = entitlements
         self.grants = grants
@@ -47,34 +52,50 @@ package struct ProductDefinition: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case productID = "product_id", type, entitlements, grants, duration, offers
+        case productID = "product_id", type, entitlements, grants, duration, offers, store
     }
+
+    /// What the catalogue knows it by.
+    package var key: Catalogue.Key { Catalogue.Key(store: store ?? .appStore, productID: productID) }
 }
 
 /// An app's catalogue *as it was* at any instant. Definitions are effective-dated because they
 /// arrive as events: changing "coins per pack" tomorrow must not change yesterday's balances.
 package struct Catalogue: Sendable, Equatable {
-    private var history: [String: [(from: Date, definition: ProductDefinition)]] = [:]
+    /// A product is its store's id in its store.
+    package struct Key: Hashable, Sendable, Comparable {
+        package var store: Store
+        package var productID: String
+
+        package init(store: Store, productID: String) {
+            self.store = store
+            self.productID = productID
+        }
+
+        package static func < (a: Key, b: Key) -> Bool { (a.productID, a.store) < (b.productID, b.store) }
+    }
+
+    private var history: [Key: [(from: Date, definition: ProductDefinition)]] = [:]
 
     package init() {}
 
     package mutating func define(_ definition: ProductDefinition, from date: Date) {
-        var entries = history[definition.productID] ?? []
+        var entries = history[definition.key] ?? []
         entries.append((date, definition))
         entries.sort { $0.from < $1.from }
-        history[definition.productID] = entries
+        history[definition.key] = entries
     }
 
     /// The definition in force at `date`. A purchase made before the product was first configured
     /// uses the first definition: apps often configure products after their first sale.
-    package func definition(of productID: String, at date: Date) -> ProductDefinition? {
-        guard let entries = history[productID], let first = entries.first else { return nil }
+    package func definition(of productID: String, in store: Store = .appStore, at date: Date) -> ProductDefinition? {
+        guard let entries = history[Key(store: store, productID: productID)], let first = entries.first else { return nil }
         return entries.last { $0.from <= date }?.definition ?? first.definition
     }
 
     /// The latest definition of every product, for `GET …/products`.
     package var current: [ProductDefinition] {
-        history.values.compactMap { $0.last?.definition }.sorted { $0.productID < $1.productID }
+        history.sorted { $0.key < $1.key }.compactMap { $0.value.last?.definition }
     }
 
     package static func == (a: Catalogue, b: Catalogue) -> Bool {

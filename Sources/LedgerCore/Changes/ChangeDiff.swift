@@ -142,7 +142,7 @@ struct ChangeDiff {
         switch fact.event {
         case .refunded: "refund"
         case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t): t.revocationDate == nil ? nil : "refund"
-        case .revoked: "family_revocation"
+        case .revoked(let r): r.kind == .replaced ? nil : "family_revocation"
         case .promotionalRevoked(let r): r.reason == "merged" ? "merged" : "support"
         case .ownershipTransferred(let t): t.reason == "merged" ? "merged" : "transferred"
         case .transactionClaimed: "transferred"

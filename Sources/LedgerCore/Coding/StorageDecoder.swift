@@ -250,6 +250,7 @@ extension TransactionFacts {
             billingPlanType: try object.string(ifPresent: "billingPlanType"),
             commitment: try object.value(Commitment.self, ifPresent: "commitment"),
             revocationDate: try object.date(ifPresent: "revocationDate"),
-            revocationReason: try object.int(ifPresent: "revocationReason"), signedDate: try object.date("signedDate"))
+            revocationReason: try object.int(ifPresent: "revocationReason"), signedDate: try object.date("signedDate"),
+            store: try object.value(Store.self, ifPresent: "store") ?? .appStore)
     }
 }

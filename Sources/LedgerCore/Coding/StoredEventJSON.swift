@@ -39,6 +39,7 @@ enum StoredEventJSON {
         json.date("revocationDate", facts.revocationDate)
         json.integer("revocationReason", facts.revocationReason.map(Int64.init))
         json.date("signedDate", facts.signedDate)
+        json.string("store", facts.store?.rawValue)
         json.string("storefront", facts.storefront)
         json.string("transactionID", facts.transactionID)
         json.string("webOrderLineItemID", facts.webOrderLineItemID)

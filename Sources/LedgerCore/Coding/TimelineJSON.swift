@@ -64,6 +64,7 @@ package enum TimelineJSON {
         json.field("commitmentExpiresAt", subscription.commitmentExpiresAt)
         json.field("offerType", subscription.offerType.map(Int64.init))
         json.field("offerIdentifier", subscription.offerIdentifier)
+        json.field("store", subscription.store?.rawValue)
     }
 
     static func write(_ purchase: PurchaseSummary, _ json: inout JSONWriter) {
@@ -74,6 +75,7 @@ package enum TimelineJSON {
         json.field("purchaseDate", purchase.purchaseDate)
         json.field("quantity", Int64(purchase.quantity))
         json.field("revokedAt", purchase.revokedAt)
+        json.field("store", purchase.store?.rawValue)
     }
 
     static func write(_ entry: BalanceEntry, _ json: inout JSONWriter) {

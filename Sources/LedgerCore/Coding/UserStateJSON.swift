@@ -63,6 +63,7 @@ package enum UserStateJSON {
                         json.key("commitment_expires_at"); json.value(s.commitmentExpiresAt.map(RFC3339.string))
                         json.key("offer_type"); json.value(s.offerType.map(Int64.init))
                         json.key("offer_id"); json.value(s.offerIdentifier)
+                        json.key("store"); json.value(s.store.rawValue)
                     }
                 }
             }
@@ -77,6 +78,7 @@ package enum UserStateJSON {
                         json.key("purchase_date"); json.value(RFC3339.string(p.purchaseDate))
                         json.key("quantity"); json.value(Int64(p.quantity))
                         json.key("revoked_at"); json.value(p.revokedAt.map(RFC3339.string))
+                        json.key("store"); json.value((p.store ?? .appStore).rawValue)
                     }
                 }
             }

@@ -51,6 +51,8 @@ package struct TransactionFacts: Codable, Sendable, Equatable {
     package var revocationDate: Date?
     package var revocationReason: Int?
     package var signedDate: Date
+    /// The store, when not the App Store (see `Store`).
+    package var store: Store?
 
     package init(
         environment: AppleEnvironment, transactionID: String, originalTransactionID: String, productID: String,
@@ -59,7 +61,7 @@ package struct TransactionFacts: Codable, Sendable, Equatable {
         storefront: String? = nil, webOrderLineItemID: String? = nil, appAccountToken: UUID? = nil,
         offerType: Int? = nil, offerIdentifier: String? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil,
         appTransactionID: String? = nil, billingPlanType: String? = nil, commitment: Commitment? = nil,
-        revocationDate: Date? = nil, revocationReason: Int? = nil, signedDate: Date
+        revocationDate: Date? = nil, revocationReason: Int? = nil, signedDate: Date, store: Store = .appStore
     ) {
         self.environment = environment
         self.transactionID = transactionID
@@ -86,6 +88,7 @@ package struct TransactionFacts: Codable, Sendable, Equatable {
         self.revocationDate = revocationDate
         self.revocationReason = revocationReason
         self.signedDate = signedDate
+        self.store = store.stored
     }
 }
 
@@ -123,12 +126,16 @@ package struct RenewalFacts: Codable, Sendable, Equatable {
     package var offerType: Int?
     package var offerIdentifier: String?
     package var signedDate: Date
+    /// The store, when not the App Store (see `Store`).
+    package var store: Store?
+    /// Until when the subscriber paused it (Google Play's pause): no access before then.
+    package var pausedUntil: Date?
 
     package init(
         environment: AppleEnvironment, originalTransactionID: String, productID: String, autoRenewProductID: String? = nil,
         willAutoRenew: Bool, expirationIntent: Int? = nil, isInBillingRetry: Bool = false,
         gracePeriodExpiresDate: Date? = nil, renewalBillingPlanType: String? = nil, offerType: Int? = nil,
-        offerIdentifier: String? = nil, signedDate: Date
+        offerIdentifier: String? = nil, signedDate: Date, store: Store = .appStore, pausedUntil: Date? = nil
     ) {
         self.environment = environment
         self.originalTransactionID = originalTransactionID
@@ -142,6 +149,8 @@ package struct RenewalFacts: Codable, Sendable, Equatable {
         self.offerType = offerType
         self.offerIdentifier = offerIdentifier
         self.signedDate = signedDate
+        self.store = store.stored
+        self.pausedUntil = pausedUntil
     }
 }
 
@@ -151,6 +160,9 @@ package struct RevocationFacts: Codable, Sendable, Equatable {
         case refundFull = "REFUND_FULL"
         case refundProrated = "REFUND_PRORATED"
         case familyRevoke = "FAMILY_REVOKE"
+        /// A newer purchase took this one's place (Google Play's `linkedPurchaseToken`: an upgrade,
+        /// a downgrade, a resubscription): access ends for good, and no later fact re-opens it.
+        case replaced = "REPLACED"
     }
     package var environment: AppleEnvironment
     package var transactionID: String
@@ -162,10 +174,15 @@ package struct RevocationFacts: Codable, Sendable, Equatable {
     /// Prorated share refunded, in thousandths (Apple's revocationPercentage); nil means all.
     package var percentage: Int?
     package var signedDate: Date
+    /// The store, when not the App Store (see `Store`).
+    package var store: Store?
+    /// The purchase that replaced this one (`replaced` only).
+    package var replacedBy: String?
 
     package init(
         environment: AppleEnvironment, transactionID: String, originalTransactionID: String, revocationDate: Date,
-        reason: Int? = nil, kind: Kind = .refundFull, percentage: Int? = nil, signedDate: Date
+        reason: Int? = nil, kind: Kind = .refundFull, percentage: Int? = nil, signedDate: Date, store: Store = .appStore,
+        replacedBy: String? = nil
     ) {
         self.environment = environment
         self.transactionID = transactionID
@@ -175,5 +192,7 @@ package struct RevocationFacts: Codable, Sendable, Equatable {
         self.kind = kind
         self.percentage = percentage
         self.signedDate = signedDate
+        self.store = store.stored
+        self.replacedBy = replacedBy
     }
 }

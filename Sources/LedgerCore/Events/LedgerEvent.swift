@@ -149,16 +149,19 @@ package struct AppSettings: Codable, Sendable, Equatable {
     package var consumptionPolicy: ConsumptionPolicy?
     /// What buying the app itself grants (an app that went from paid to free); none: nothing.
     package var appPurchase: AppPurchaseRule?
+    /// The app on Google Play; none: Google's purchases are refused.
+    package var googlePlay: GooglePlaySettings?
 
     package init(
         environments: [AppleEnvironment] = [.production, .sandbox], appleAppID: Int64? = nil, restorePolicy: RestorePolicy = .transfer,
-        consumptionPolicy: ConsumptionPolicy? = nil, appPurchase: AppPurchaseRule? = nil
+        consumptionPolicy: ConsumptionPolicy? = nil, appPurchase: AppPurchaseRule? = nil, googlePlay: GooglePlaySettings? = nil
     ) {
         self.environments = environments
         self.appleAppID = appleAppID
         self.restorePolicy = restorePolicy
         self.consumptionPolicy = consumptionPolicy
         self.appPurchase = appPurchase
+        self.googlePlay = googlePlay
     }
 }
 

@@ -10,6 +10,10 @@ struct TransactionHistory: Sendable {
     /// reversal if there was one: in valid time, access stops at a refund and resumes at its reversal.
     private(set) var revocations: [String: [Revocation]] = [:]
     private(set) var renewal: RenewalFacts?
+    /// When a newer purchase took this one's place (the earliest such fact): from then on nothing
+    /// of it gives access again — no reversal, no restated transaction, in whatever order the
+    /// facts arrived.
+    private(set) var replacedAt: Date?
     /// (since, user) in valid time: who owned it from when (see `ownersInValidTime`).
     private(set) var owners: [(since: Date, user: String)] = []
 
@@ -53,6 +57,8 @@ struct TransactionHistory: Sendable {
         case .autoRenewChanged(let r), .renewalPreferenceChanged(let r), .renewalFailed(let r), .expired(let r):
             if let current = renewal, current.signedDate > r.signedDate { return }
             renewal = r
+        case .revoked(let r) where r.kind == .replaced:
+            replacedAt = min(replacedAt ?? r.revocationDate, r.revocationDate)
         case .refunded(let r), .revoked(let r):
             var list = revocations[r.transactionID] ?? []
             // The same refund said again (a redelivery, a restore) is one refund.
@@ -81,17 +87,24 @@ struct TransactionHistory: Sendable {
     /// When access to `transaction` ended for good, as things stand: its refund or revocation
     /// unless Apple reversed it (or the revocation date Apple signed into the transaction itself).
     func revocationDate(of transaction: TransactionFacts) -> Date? {
-        guard let list = revocations[transaction.transactionID], !list.isEmpty else { return transaction.revocationDate }
-        return list.last!.reinstatedAt == nil ? list.last!.facts.revocationDate : nil
+        let revoked: Date?
+        if let list = revocations[transaction.transactionID], !list.isEmpty {
+            revoked = list.last!.reinstatedAt == nil ? list.last!.facts.revocationDate : nil
+        } else {
+            revoked = transaction.revocationDate
+        }
+        guard let replacedAt else { return revoked }
+        return min(revoked ?? replacedAt, replacedAt)
     }
 
     /// Every stretch without access: [refund, reversal) for each refund, the last open-ended when
     /// it stands.
     func gaps(of transaction: TransactionFacts) -> [(from: Date, until: Date?)] {
+        let replaced = replacedAt.map { [(from: $0, until: Date?.none)] } ?? []
         guard let list = revocations[transaction.transactionID], !list.isEmpty else {
-            return transaction.revocationDate.map { [($0, nil)] } ?? []
+            return (transaction.revocationDate.map { [($0, nil)] } ?? []) + replaced
         }
-        return list.map { ($0.facts.revocationDate, $0.reinstatedAt) }
+        return list.map { ($0.facts.revocationDate, $0.reinstatedAt) } + replaced
     }
 
     func upgradeEnd(of transaction: TransactionFacts) -> Date? {

@@ -46,6 +46,7 @@ package struct SubscriptionSummary: Sendable, Equatable {
     package var commitmentExpiresAt: Date? = nil
     package var offerType: Int? = nil
     package var offerIdentifier: String? = nil
+    package var store: Store = .appStore
 }
 
 package struct PurchaseSummary: Codable, Sendable, Equatable {
@@ -56,6 +57,8 @@ package struct PurchaseSummary: Codable, Sendable, Equatable {
     package var purchaseDate: Date
     package var quantity: Int
     package var revokedAt: Date?
+    /// The store, when not the App Store (see `Store`).
+    package var store: Store? = nil
 }
 
 package struct BalanceEntry: Codable, Sendable, Equatable {

@@ -64,6 +64,8 @@ package struct SubscriptionTimeline: Codable, Sendable, Equatable {
     /// The offer the latest period was bought with (Apple's offerType and offerIdentifier).
     package var offerType: Int? = nil
     package var offerIdentifier: String? = nil
+    /// The store, when not the App Store (see `Store`).
+    package var store: Store? = nil
 
     func summary(at instant: Date) -> SubscriptionSummary {
         let status: SubscriptionSummary.Status
@@ -82,6 +84,6 @@ package struct SubscriptionTimeline: Codable, Sendable, Equatable {
             originalTransactionID: originalTransactionID, productID: productID, status: status,
             expiresAt: accessEnd, willRenew: willRenew, pendingProductID: pendingProductID,
             expirationIntent: expirationIntent, billingPlanType: billingPlanType,
-            commitmentExpiresAt: commitmentExpiresAt, offerType: offerType, offerIdentifier: offerIdentifier)
+            commitmentExpiresAt: commitmentExpiresAt, offerType: offerType, offerIdentifier: offerIdentifier, store: store ?? .appStore)
     }
 }

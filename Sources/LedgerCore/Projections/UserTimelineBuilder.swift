@@ -25,7 +25,8 @@ struct UserTimelineBuilder {
     mutating func add(_ history: TransactionHistory) {
         for transaction in history.ordered {
             let first = periods.count
-            let definition = catalogue.definition(of: transaction.productID, at: transaction.purchaseDate)
+            let definition = catalogue.definition(
+                of: transaction.productID, in: transaction.store ?? .appStore, at: transaction.purchaseDate)
             let revokedAt = history.revocationDate(of: transaction)
             switch definition?.type {
             case .autoRenewable?,
@@ -179,7 +180,8 @@ struct UserTimelineBuilder {
                 billingRetry: renewal?.isInBillingRetry ?? false, willRenew: renewal?.willAutoRenew,
                 pendingProductID: renewal.flatMap { $0.autoRenewProductID != latest.productID ? $0.autoRenewProductID : nil },
                 expirationIntent: renewal?.expirationIntent, billingPlanType: latest.billingPlanType,
-                commitmentExpiresAt: latest.commitment?.expiresDate, offerType: latest.offerType, offerIdentifier: latest.offerIdentifier))
+                commitmentExpiresAt: latest.commitment?.expiresDate, offerType: latest.offerType, offerIdentifier: latest.offerIdentifier,
+                store: latest.store))
     }
 
     /// Consumables: credit quantity × amount per unit (catalogue as at the purchase); a refund
@@ -234,6 +236,6 @@ struct UserTimelineBuilder {
             PurchaseSummary(
                 transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
                 productID: transaction.productID, type: definition?.type, purchaseDate: transaction.purchaseDate,
-                quantity: transaction.quantity, revokedAt: revokedAt))
+                quantity: transaction.quantity, revokedAt: revokedAt, store: transaction.store))
     }
 }

@@ -12,7 +12,7 @@ extension AppsController {
         let productID = try context.parameters.require("product_id")
         let body = try await JSONBody.decode(Wire.ProductBody.self, from: request, context: context)
         let definition = try Self.definition(productID, body)
-        let before = try await directory.find(bundleID)?.products.first { $0.productID == productID }.map(Wire.ProductBody.init)
+        let before = try await directory.find(bundleID)?.products.first { $0.key == definition.key }.map(Wire.ProductBody.init)
         _ = try await directory.define(definition, in: bundleID)
         try await context.audit(
             audit, "product.defined", target: "\(bundleID)/products/\(productID)", bundleID: bundleID, before: before,
@@ -27,6 +27,9 @@ extension AppsController {
     }
 
     static func definition(_ productID: String, _ body: Wire.ProductBody) throws -> ProductDefinition {
+        guard let store = Store(rawValue: body.store ?? Store.appStore.rawValue) else {
+            throw LedgerError(.invalidStore, "store is app_store or google_play")
+        }
         guard let type = ProductType(rawValue: body.type) else {
             throw LedgerError(.invalidProductType, "type is one of \(ProductType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -53,7 +56,7 @@ extension AppsController {
         }
         return ProductDefinition(
             productID: productID, type: type, entitlements: body.entitlements ?? [], grants: grants, duration: duration,
-            offers: try body.offers.map(Self.offers))
+            offers: try body.offers.map(Self.offers), store: store)
     }
 
     /// Offer ids as App Store Connect allows them (letters, digits, `.`, `_`, `-`), each with a rule.

@@ -34,7 +34,33 @@ extension AppsController {
         }
         return AppSettings(
             environments: environments, appleAppID: body.apple_app_id, restorePolicy: policy, consumptionPolicy: consumption,
-            appPurchase: try body.app_purchase.map(Self.appPurchase))
+            appPurchase: try body.app_purchase.map(Self.appPurchase), googlePlay: try body.google_play.map(Self.googlePlay))
+    }
+
+    /// The app on Google Play. A package name is an Android application id: dot-separated parts,
+    /// each a letter followed by letters, digits or underscores.
+    static func googlePlay(_ body: Wire.GooglePlayBody) throws -> GooglePlaySettings {
+        let parts = body.package_name.split(separator: ".", omittingEmptySubsequences: false)
+        let valid =
+            body.package_name.utf8.count <= 255 && parts.count >= 2
+            && parts.allSatisfy { part in
+                part.first.map { $0.isASCII && $0.isLetter } == true
+                    && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+            }
+        guard valid else {
+            throw LedgerError(.invalidGooglePlay, "google_play.package_name is an Android application id such as com.example.game")
+        }
+        if let pubsub = body.pubsub {
+            guard !pubsub.audience.isEmpty, pubsub.audience.utf8.count <= 2048, pubsub.service_account_email.contains("@") else {
+                throw LedgerError(
+                    .invalidGooglePlay, "google_play.pubsub names the push subscription's audience and the service account Pub/Sub signs as"
+                )
+            }
+        }
+        return GooglePlaySettings(
+            packageName: body.package_name, pushAudience: body.pubsub?.audience,
+            pushServiceAccountEmail: body.pubsub?.service_account_email,
+            testPurchases: body.test_purchases ?? false)
     }
 
     static func appPurchase(_ body: Wire.AppPurchaseBody) throws -> AppPurchaseRule {

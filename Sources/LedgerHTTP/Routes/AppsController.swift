@@ -1,5 +1,6 @@
 import AppStoreServerAPI
 import Foundation
+import GooglePlay
 import Hummingbird
 import LedgerAccess
 import LedgerCore
@@ -27,8 +28,11 @@ struct AppsController {
             throw LedgerError(.invalidSharedSecret, "shared_secret must be 1–512 bytes")
         }
         let key = try Self.serverAPIKey(body, bundleID: bundleID)
+        let googleAccount = try Self.googleAccount(body)
         let before = try await directory.find(bundleID).map(Self.body)
-        let after = Self.body(try await directory.configure(bundleID, settings: settings, sharedSecret: body.shared_secret, serverAPI: key))
+        let after = Self.body(
+            try await directory.configure(
+                bundleID, settings: settings, sharedSecret: body.shared_secret, serverAPI: key, googleAccount: googleAccount))
         try await context.audit(audit, "app.configured", target: bundleID, bundleID: bundleID, before: before, after: after)
         return try JSONBody.response(after)
     }
@@ -50,6 +54,15 @@ struct AppsController {
         }
     }
 
+    /// The Google service account's key file, checked to be a usable key before it is stored: its
+    /// email and the file as text (the object as sent, written again with its keys sorted).
+    static func googleAccount(_ body: Wire.AppBody) throws -> (email: String, keyFile: String)? {
+        guard let object = body.google_play?.service_account else { return nil }
+        let file = try JSONSerialization.data(withJSONObject: object, options: .sortedKeys)
+        let account = try GoogleServiceAccount(keyFile: file)
+        return (account.clientEmail, String(decoding: file, as: UTF8.self))
+    }
+
     static func body(_ app: AppConfiguration) -> Wire.AppBody {
         Wire.AppBody(
             bundle_id: app.bundleID, environments: app.settings.environments.map(\.rawValue), apple_app_id: app.settings.appleAppID,
@@ -64,6 +77,14 @@ struct AppsController {
                 Wire.AppPurchaseBody(
                     entitlements: $0.entitlements, originally_before_version: $0.originallyBeforeVersion,
                     originally_purchased_before: $0.originallyPurchasedBefore.map(RFC3339.string))
+            },
+            google_play: app.settings.googlePlay.map { google in
+                Wire.GooglePlayBody(
+                    package_name: google.packageName, service_account: nil, service_account_email: app.googleAccountEmail,
+                    pubsub: google.pushAudience.map {
+                        Wire.PubSubBody(audience: $0, service_account_email: google.pushServiceAccountEmail ?? "")
+                    },
+                    test_purchases: google.testPurchases)
             })
     }
 }

@@ -15,6 +15,7 @@ struct IngestionController {
         group.post("/apps/:bundle_id/transactions", use: transaction)
         group.post("/apps/:bundle_id/receipts", use: receipt)
         group.post("/apps/:bundle_id/app-transactions", use: appTransaction)
+        group.post("/apps/:bundle_id/google/purchases", use: googlePurchase)
         group.put("/apps/:bundle_id/users/:user_id/app-account-tokens/:token", use: linkToken)
         group.get("/apps/:bundle_id/app-account-tokens/:token", use: tokenHolder)
     }
@@ -45,6 +46,14 @@ struct IngestionController {
         try await evidence(Wire.AppTransactionRequest.self, "app_transaction", request, context) { bundleID, body in
             try await ingestor.ingestAppTransaction(
                 bundleID: bundleID, userID: body.user_id, signedAppTransaction: body.signed_app_transaction)
+        }
+    }
+
+    /// A Google Play purchase token the app received: the ledger asks Google about it.
+    @Sendable func googlePurchase(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        try await evidence(Wire.GooglePurchaseRequest.self, "google_purchase", request, context) { bundleID, body in
+            try await ingestor.claimGooglePurchase(
+                bundleID: bundleID, userID: body.user_id, productID: body.product_id, token: body.purchase_token)
         }
     }
 

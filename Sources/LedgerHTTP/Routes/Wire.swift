@@ -31,6 +31,27 @@ enum Wire {
         var app_store_server_api_configured: Bool?
         /// What buying the app itself grants (an app that went from paid to free).
         var app_purchase: AppPurchaseBody?
+        /// The app on Google Play: its package, the service account the ledger asks Google as
+        /// (accepted on PUT, never returned) and the Pub/Sub push it receives notifications by.
+        var google_play: GooglePlayBody?
+    }
+
+    struct GooglePlayBody: Codable {
+        var package_name: String
+        /// The JSON key file Google issues for the service account, as an object; never returned.
+        var service_account: [String: String]?
+        /// Returned instead of the key: the account's email.
+        var service_account_email: String?
+        var pubsub: PubSubBody?
+        /// Whether license testers' purchases (Google's test purchases) are accepted; default false.
+        var test_purchases: Bool?
+    }
+
+    /// The push subscription's authentication: the OIDC token's audience and the service account
+    /// Pub/Sub signs as.
+    struct PubSubBody: Codable {
+        var audience: String
+        var service_account_email: String
     }
 
     /// Users whose original purchase of the app came before a version or a date hold `entitlements`.
@@ -99,10 +120,12 @@ enum Wire {
         var duration: String?
         /// Offer id (App Store Connect's) → who may receive it.
         var offers: [String: OfferBody]?
+        /// `app_store` (the default) or `google_play`: the same id in two stores is two products.
+        var store: String?
 
         init(
             type: String, productID: String?, entitlements: [String], grants: [String: Int64], duration: String?,
-            offers: [String: OfferBody]? = nil
+            offers: [String: OfferBody]? = nil, store: String? = nil
         ) {
             self.type = type
             self.product_id = productID
@@ -110,13 +133,15 @@ enum Wire {
             self.grants = grants
             self.duration = duration
             self.offers = offers
+            self.store = store
         }
 
         init(_ d: ProductDefinition) {
             self.init(
                 type: d.type.rawValue, productID: d.productID, entitlements: d.entitlements, grants: d.grants,
                 duration: d.duration?.description,
-                offers: d.offers?.mapValues { OfferBody(eligible: $0.eligible.rawValue, lapsed_for: $0.lapsedFor?.description) })
+                offers: d.offers?.mapValues { OfferBody(eligible: $0.eligible.rawValue, lapsed_for: $0.lapsedFor?.description) },
+                store: (d.store ?? .appStore).rawValue)
         }
     }
 
@@ -128,6 +153,7 @@ enum Wire {
     }
 
     struct TransactionRequest: Decodable { var user_id: String?; var signed_transaction: String }
+    struct GooglePurchaseRequest: Decodable { var user_id: String; var product_id: String; var purchase_token: String }
     struct ReceiptRequest: Decodable { var user_id: String; var receipt_data: String }
     struct AppTransactionRequest: Decodable { var user_id: String; var signed_app_transaction: String }
     struct TokenLink: Encodable {

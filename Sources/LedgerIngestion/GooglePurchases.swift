@@ -1,0 +1,106 @@
+import Foundation
+import LedgerCore
+import LedgerPostgres
+
+/// The Google purchases the ledger knows (`ledger.google_purchases`): each key's token, to ask
+/// Google again, and what Google is still owed — the acknowledgement or consumption without which
+/// Google refunds and revokes the purchase after three days. An outbox: filled once the purchase
+/// is recorded, emptied by the acknowledger when Google confirms; several servers share the work,
+/// each row claimed for a minute at a time.
+package struct GooglePurchases: Sendable {
+    package enum Kind: String, Sendable { case subscription, product }
+    package enum Settlement: String, Sendable { case acknowledge, consume }
+
+    /// A purchase Google is still to be told about.
+    package struct Unsettled: Sendable {
+        package var bundleID: String
+        package var key: String
+        package var token: String
+        package var productID: String
+        package var kind: Kind
+        package var settlement: Settlement
+        package var attempts: Int
+    }
+
+    let pool: PostgresPool
+
+    package init(pool: PostgresPool) { self.pool = pool }
+
+    /// Remembers the purchase and, when `settle` is given and it is paid, that Google is to be told.
+    /// Saying it again changes nothing but a settlement not yet due (a pending purchase now paid);
+    /// one already settled stays settled.
+    func remember(
+        bundleID: String, key: String, token: String, productID: String, kind: Kind, settle: Settlement?, paidAt: Date?
+    ) async throws {
+        try await pool.query(
+            """
+            INSERT INTO ledger.google_purchases (bundle_id, purchase_key, purchase_token, product_id, product_kind, settle, paid_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (bundle_id, purchase_key) DO UPDATE
+               SET settle = COALESCE(ledger.google_purchases.settle, EXCLUDED.settle),
+                   paid_at = COALESCE(ledger.google_purchases.paid_at, EXCLUDED.paid_at),
+                   next_attempt_at = CASE WHEN ledger.google_purchases.settle IS NULL THEN now()
+                                          ELSE ledger.google_purchases.next_attempt_at END
+            """, [bundleID, key, token, productID, kind.rawValue, settle?.rawValue, paidAt])
+    }
+
+    /// The token of a purchase, if the ledger has seen it.
+    package func token(bundleID: String, key: String) async throws -> String? {
+        try await pool.query(
+            "SELECT purchase_token FROM ledger.google_purchases WHERE bundle_id = $1 AND purchase_key = $2", [bundleID, key]
+        ).first.map { try $0["purchase_token"].string() }
+    }
+
+    /// Up to `limit` purchases due to be told to Google, claimed by `holder` for a minute.
+    package func claim(limit: Int, holder: UUID) async throws -> [Unsettled] {
+        try await pool.query(
+            """
+            UPDATE ledger.google_purchases p
+               SET claimed_by = $1, claimed_until = now() + interval '60 seconds', attempts = p.attempts + 1
+             WHERE (p.bundle_id, p.purchase_key) IN (
+                   SELECT w.bundle_id, w.purchase_key FROM ledger.google_purchases w
+                    WHERE w.settle IS NOT NULL AND w.settled_at IS NULL AND w.next_attempt_at <= now()
+                      AND (w.claimed_until IS NULL OR w.claimed_until < now())
+                    ORDER BY w.next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+            RETURNING p.bundle_id, p.purchase_key, p.purchase_token, p.product_id, p.product_kind, p.settle, p.attempts
+            """, [holder, limit]
+        ).map { row in
+            Unsettled(
+                bundleID: try row["bundle_id"].string(), key: try row["purchase_key"].string(), token: try row["purchase_token"].string(),
+                productID: try row["product_id"].string(), kind: Kind(rawValue: try row["product_kind"].string()) ?? .product,
+                settlement: Settlement(rawValue: try row["settle"].string()) ?? .acknowledge, attempts: try row["attempts"].int())
+        }
+    }
+
+    /// Google confirmed (or had nothing left to be told): settled for good.
+    package func settled(_ purchase: Unsettled, note: String? = nil) async throws {
+        try await pool.query(
+            """
+            UPDATE ledger.google_purchases SET settled_at = now(), claimed_by = NULL, claimed_until = NULL, last_error = $3
+             WHERE bundle_id = $1 AND purchase_key = $2
+            """, [purchase.bundleID, purchase.key, note.map { String($0.prefix(500)) }])
+    }
+
+    /// Not yet: tried again after `delay`, with why it failed.
+    package func retry(_ purchase: Unsettled, after delay: Duration, failure: String) async throws {
+        try await pool.query(
+            """
+            UPDATE ledger.google_purchases
+               SET next_attempt_at = now() + make_interval(secs => $3), claimed_by = NULL, claimed_until = NULL, last_error = $4
+             WHERE bundle_id = $1 AND purchase_key = $2
+            """, [purchase.bundleID, purchase.key, Double(delay.components.seconds), String(failure.prefix(500))])
+    }
+
+    /// How many paid purchases Google has not confirmed for longer than `age`, and how old the
+    /// oldest is (seconds): past 72 hours Google refunds them, so an alert fires long before.
+    package func overdue(olderThan age: Duration) async throws -> (count: Int, oldestSeconds: Int64) {
+        let row = try await pool.query(
+            """
+            SELECT count(*) FILTER (WHERE paid_at < now() - make_interval(secs => $1)) AS overdue,
+                   COALESCE(EXTRACT(EPOCH FROM now() - min(paid_at)), 0)::bigint AS oldest
+              FROM ledger.google_purchases WHERE settle IS NOT NULL AND settled_at IS NULL AND paid_at IS NOT NULL
+            """, [Double(age.components.seconds)]
+        ).first
+        return (try row?["overdue"].int() ?? 0, try row?["oldest"].int64() ?? 0)
+    }
+}
