@@ -388,6 +388,8 @@ let package = Package(
                 "WebhookReceiver",
                 "OTLPReceiver",
                 "LedgerTracing",
+                "GooglePlay",
+                "GooglePlaySimulator",
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "X509", package: "swift-certificates"),

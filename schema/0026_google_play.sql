@@ -52,3 +52,24 @@ CREATE INDEX google_purchases_unsettled ON ledger.google_purchases (next_attempt
 COMMENT ON TABLE ledger.google_purchases IS
     'Google Play purchase tokens by purchase key, and the acknowledgements and consumptions still owed to Google.';
 GRANT SELECT, INSERT, UPDATE, DELETE ON ledger.google_purchases TO ledger_app;
+
+-- Real-time developer notifications received, by Pub/Sub's message id: Pub/Sub delivers at
+-- least once, and a redelivery (same id) is answered at once without asking Google again.
+CREATE TABLE ledger.google_notifications (
+    bundle_id   text NOT NULL,
+    message_id  text NOT NULL CHECK (length(message_id) BETWEEN 1 AND 200),
+    evidence    text NOT NULL,
+    received_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (bundle_id, message_id)
+);
+COMMENT ON TABLE ledger.google_notifications IS 'Pub/Sub message ids of the Google Play notifications recorded, for deduplication.';
+GRANT SELECT, INSERT, DELETE ON ledger.google_notifications TO ledger_app;
+
+-- How far each app's voided purchases were read (Google's list looks back 30 days at most).
+CREATE TABLE ledger.google_reconciliation (
+    bundle_id    text PRIMARY KEY,
+    voided_until timestamptz NOT NULL,
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE ledger.google_reconciliation IS 'How far each app''s Google Play voided purchases were read.';
+GRANT SELECT, INSERT, UPDATE ON ledger.google_reconciliation TO ledger_app;

@@ -12,16 +12,21 @@ struct UserPage {
     struct Balance: Sendable { var currency: String; var amount: Int64; var debt: Bool }
     struct Subscription: Sendable {
         var original: String; var product: String; var status: String; var expires: String; var renews: String
+        /// "App Store" or "Google Play".
+        var store: String
         /// "monthly, committed until 3 Mar 2027", or "—" for an ordinary subscription.
         var plan: String
         /// "win-back offer spring-25", or "".
         var offer: String
-        /// Apple extends no revoked subscription: no form is offered for one.
+        /// Apple extends no revoked subscription, and only Apple's: no form is offered for others.
         var extendable = true
         /// The extension form's request id: one per page shown, so a form sent twice extends once.
         var requestID = UUID().uuidString.lowercased()
     }
-    struct Purchase: Sendable { var transaction: String; var product: String; var date: String; var revoked: String }
+    struct Purchase: Sendable { var transaction: String; var product: String; var store: String; var date: String; var revoked: String }
+
+    /// A store as support names it.
+    static func storeName(_ store: Store) -> String { store == .googlePlay ? "Google Play" : "App Store" }
     struct Grant: Sendable { var grantID: String; var entitlement: String; var until: String; var reason: String }
 
     var entitlements: [Row] = []
@@ -66,13 +71,15 @@ struct UserPage {
                 original: $0.originalTransactionID, product: $0.productID,
                 status: $0.status.rawValue.replacingOccurrences(of: "_", with: " "),
                 expires: $0.expiresAt.map(Explanation.day) ?? "—", renews: $0.willRenew.map { $0 ? "yes" : "no" } ?? "—",
-                plan: Explanation.plan($0.billingPlanType, committedUntil: $0.commitmentExpiresAt),
-                offer: Explanation.offer(type: $0.offerType, id: $0.offerIdentifier), extendable: $0.status != .revoked)
+                store: Self.storeName($0.store), plan: Explanation.plan($0.billingPlanType, committedUntil: $0.commitmentExpiresAt),
+                offer: Explanation.offer(type: $0.offerType, id: $0.offerIdentifier),
+                extendable: $0.status != .revoked && $0.store == .appStore)
         }
         page.consent = state.consentRescindedAt.map(Explanation.consentRescinded)
         page.purchases = state.purchases.map {
             Purchase(
-                transaction: $0.transactionID, product: $0.productID, date: Explanation.day($0.purchaseDate),
+                transaction: $0.transactionID, product: $0.productID, store: Self.storeName($0.store ?? .appStore),
+                date: Explanation.day($0.purchaseDate),
                 revoked: $0.revokedAt.map(Explanation.day) ?? "")
         }
         page.grants = grants.values.sorted { $0.grantID < $1.grantID }.map {

@@ -169,6 +169,13 @@ package final class AppDirectory: Sendable {
         try await pool.query("SELECT bundle_id FROM ledger.app_server_api_keys ORDER BY bundle_id").map { try $0["bundle_id"].string() }
     }
 
+    /// The apps with a Google Play service account: those the refund poll asks Google about.
+    package func appsWithGoogleAccounts() async throws -> [String] {
+        try await pool.query("SELECT bundle_id FROM ledger.app_google_service_accounts ORDER BY bundle_id").map {
+            try $0["bundle_id"].string()
+        }
+    }
+
     /// Creates or changes an app. The secret, the App Store Server API key and the Google service
     /// account's key file, when given, replace the stored ones.
     package func configure(

@@ -107,13 +107,13 @@ package struct EvidenceStore: Sendable {
             """, [PostgresTextArray(digests)])
     }
 
-    /// The evidence behind `digests` not emptied yet, for an erasure to search: `digest`, `body`,
-    /// and for a verifyReceipt answer's receipt, the answer's `answered` digest and its
+    /// The evidence behind `digests` not emptied yet, for an erasure to search: `digest`, `kind`,
+    /// `body`, and for a verifyReceipt answer's receipt, the answer's `answered` digest and its
     /// `answered_body`.
     package static func unshredded(_ digests: [String]) -> PipelinedStatement {
         PipelinedStatement(
             """
-            SELECT v.digest, v.body, a.digest AS answered, a.body AS answered_body
+            SELECT v.digest, v.kind, v.body, a.digest AS answered, a.body AS answered_body
               FROM ledger.evidence v LEFT JOIN ledger.evidence a ON a.digest = v.answers
              WHERE v.digest = ANY($1::text[]) AND v.shredded_at IS NULL
             """, [PostgresTextArray(digests)])

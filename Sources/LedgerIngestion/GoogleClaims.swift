@@ -66,13 +66,16 @@ extension Ingestor {
         }
     }
 
-    /// Keeps Google's answer and records its facts; the presenter owns the purchase (by the app's
-    /// restore policy) and only it — the purchase it replaced stays with whoever owns that one.
-    func recordGoogle(_ claim: GoogleClaim, bundleID: String, user: String?, app: AppConfiguration) async throws -> FactRecorder.Outcome {
+    /// Keeps Google's answer and records its facts; `user` owns the purchase (by `policy`, the
+    /// app's restore policy unless given) and only it — the purchase it replaced stays with
+    /// whoever owns that one.
+    func recordGoogle(
+        _ claim: GoogleClaim, bundleID: String, user: String?, app: AppConfiguration, policy: RestorePolicy? = nil
+    ) async throws -> FactRecorder.Outcome {
         let item = EvidenceStore.Item(body: String(decoding: claim.raw, as: UTF8.self), kind: claim.evidenceKind, bundleID: bundleID)
         let key = claim.key
         let claimant = FactRecorder.Claimant(
-            user: { original in original == key ? user : nil }, policy: user == nil ? .keep : app.settings.restorePolicy,
+            user: { original in original == key ? user : nil }, policy: policy ?? app.settings.restorePolicy,
             presenter: user, catalogue: app.catalogue)
         var work = try FactRecorder.work(for: claim.events, bundleID: bundleID, evidence: item.digest, claimant: claimant, now: Date())
         let stream = LedgerStream.purchase(bundleID, originalTransactionID: key)
@@ -108,6 +111,8 @@ struct GoogleClaim: Sendable {
     /// What Google is still to be told once this is recorded (nil: nothing, or not yet paid).
     var owed: GooglePurchases.Settlement?
     var paidAt: Date?
+    /// The purchase this one continues (an upgrade's old token, a resubscription's expired one).
+    var lineage: String?
 
     var evidenceKind: EvidenceStore.Kind { kind == .subscription ? .googleSubscription : .googleProduct }
 
@@ -122,13 +127,18 @@ struct GoogleClaim: Sendable {
         accountToken = facts.accountToken
         paidAt = facts.isPending ? nil : answer.model.startTime.flatMap(RFC3339.parse)
         owed = facts.isPending || facts.isAcknowledged ? nil : .acknowledge
+        lineage = answer.model.linkedPurchaseToken.map(GooglePurchaseKey.of(token:)) ?? facts.continues
     }
 
-    init(product answer: GoogleEvidence<ProductPurchaseV2>, token: String, known: PurchaseStream, consumable: Bool) {
+    init(
+        product answer: GoogleEvidence<ProductPurchaseV2>, token: String, known: PurchaseStream, consumable: Bool, refundedAt: Date? = nil
+    ) {
         let facts = GoogleProductFacts(token: token, answer: answer.model, answeredAt: Date())
         key = facts.key
         kind = .product
-        events = facts.events(refunded: known.refundedShare(of: answer.model.orderId ?? facts.key))
+        events = facts.events(
+            refunded: known.refundedShare(of: facts.transactionID), recorded: known.transaction(facts.transactionID) != nil,
+            refundedAt: refundedAt)
         raw = answer.raw
         productIDs = facts.productIDs
         environment = facts.environment

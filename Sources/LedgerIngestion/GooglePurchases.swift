@@ -44,6 +44,48 @@ package struct GooglePurchases: Sendable {
             """, [bundleID, key, token, productID, kind.rawValue, settle?.rawValue, paidAt])
     }
 
+    /// The purchases among `keys`, for a subject-access export: `purchase_key`, `product_id`,
+    /// `purchase_token`, `paid_at`, `settled_at`.
+    package static func held(bundleID: String, keys: [String]) -> PipelinedStatement {
+        PipelinedStatement(
+            """
+            SELECT purchase_key, product_id, purchase_token, paid_at, settled_at FROM ledger.google_purchases
+             WHERE bundle_id = $1 AND purchase_key = ANY($2::text[]) ORDER BY created_at, purchase_key
+            """, [bundleID, PostgresTextArray(keys)])
+    }
+
+    /// Forgets the tokens of the purchases among `keys` (an erasure): a token is personal data,
+    /// and Google answers about it to whoever holds the app's service account.
+    package static func forget(bundleID: String, keys: [String]) -> PipelinedStatement {
+        PipelinedStatement(
+            "DELETE FROM ledger.google_purchases WHERE bundle_id = $1 AND purchase_key = ANY($2::text[])",
+            [bundleID, PostgresTextArray(keys)])
+    }
+
+    /// Whether a notification with this Pub/Sub message id was recorded already.
+    func notificationSeen(bundleID: String, messageID: String) async throws -> Bool {
+        !(try await pool.query(
+            "SELECT 1 FROM ledger.google_notifications WHERE bundle_id = $1 AND message_id = $2", [bundleID, messageID]
+        ).isEmpty)
+    }
+
+    /// Remembers a notification once everything it led to is recorded; notifications older than
+    /// Pub/Sub's retention (seven days) are forgotten on the way, a redelivery being impossible.
+    func rememberNotification(bundleID: String, messageID: String, evidence: String) async throws {
+        try await pool.query(
+            """
+            WITH old AS (DELETE FROM ledger.google_notifications WHERE bundle_id = $1 AND received_at < now() - interval '8 days')
+            INSERT INTO ledger.google_notifications (bundle_id, message_id, evidence) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING
+            """, [bundleID, messageID, evidence])
+    }
+
+    /// Whether the ledger knows the purchase as a subscription or a one-time product (nil: never seen).
+    func kind(bundleID: String, key: String) async throws -> Kind? {
+        try await pool.query(
+            "SELECT product_kind FROM ledger.google_purchases WHERE bundle_id = $1 AND purchase_key = $2", [bundleID, key]
+        ).first.flatMap { Kind(rawValue: try $0["product_kind"].string()) }
+    }
+
     /// The token of a purchase, if the ledger has seen it.
     package func token(bundleID: String, key: String) async throws -> String? {
         try await pool.query(

@@ -59,6 +59,7 @@ package struct UserErasures: Sendable {
         let pseudonym = ErasedUser.makePseudonym()
         let streams = [LedgerStream.user(bundleID, userID: userID), LedgerStream.user(bundleID, userID: pseudonym)]
         let unshredded = sources.unshreddedEvidence
+        let forgetGoogle = sources.forgetGooglePurchases
         let report = try await store.serialized(on: streams) { locked in
             let connection = locked[0].connection
             guard try Self.isKnown(userID, bundleID: bundleID, on: connection) else {
@@ -67,6 +68,12 @@ package struct UserErasures: Sendable {
             let held = try Self.purchasesHeld(by: userID, bundleID: bundleID, on: connection)
             let tokens = try Self.tokens(of: userID, carriedBy: held, bundleID: bundleID, on: connection)
             let shred = try Self.evidenceCarrying(tokens, about: held, bundleID: bundleID, unshredded: unshredded, on: connection)
+            let google = held.map { String($0.dropFirst(LedgerStream.purchase(bundleID, originalTransactionID: "").count)) }
+                .filter { Store(purchaseKey: $0) == .googlePlay }
+            if !google.isEmpty {
+                let forget = forgetGoogle(bundleID, google)
+                try connection.query(forget.sql, forget.parameters)
+            }
             // Each token in both spellings the log uses: upper case in facts, lower in stream names.
             var old: [String] = [], new: [String] = []
             for token in tokens {
@@ -143,7 +150,10 @@ package struct UserErasures: Sendable {
         _ tokens: [UUID], about held: [String], bundleID: String, unshredded: (_ digests: [String]) -> PipelinedStatement,
         on connection: PostgresConnection
     ) throws -> [String] {
-        guard !tokens.isEmpty else { return [] }
+        let google = held.contains {
+            Store(purchaseKey: String($0.dropFirst(LedgerStream.purchase(bundleID, originalTransactionID: "").count))) == .googlePlay
+        }
+        guard !tokens.isEmpty || google else { return [] }
         let quoted = tokens.flatMap { ["\"\($0.uuidString)\"", "\"\($0.uuidString.lowercased())\""] }
         let cited = try EventStore.evidenceCited(inApp: bundleID, byFactsMentioning: quoted, orIn: held, on: connection)
         guard !cited.isEmpty else { return [] }
@@ -153,7 +163,11 @@ package struct UserErasures: Sendable {
         for row in rows {
             let digest = try row["digest"].string()
             let answered = row["answered"].optionalString()
-            if EvidenceSearch.mentions(try row["body"].bytes(), anyOf: tokens) {
+            if row["kind"].optionalString()?.hasPrefix("google_") == true {
+                // Google's answers about a purchase the user held carry the app's account id for
+                // them (in clear, not as the UUID the ledger links): every one goes.
+                shred.insert(digest)
+            } else if EvidenceSearch.mentions(try row["body"].bytes(), anyOf: tokens) {
                 shred.insert(digest)
                 if let answered { shred.insert(answered) }
             } else if let answered, EvidenceSearch.mentions(try row["answered_body"].bytes(), anyOf: tokens) {

@@ -23,6 +23,11 @@ package struct PrivacySources: Sendable {
     package var webhookFailures: @Sendable (_ userID: String, _ bundleID: String) -> PipelinedStatement
     /// The backfill lines imported for a user: `reference`, `done_at`.
     package var backfills: @Sendable (_ userID: String, _ bundleID: String) -> PipelinedStatement
+    /// The Google Play purchases among the keys: `purchase_key`, `product_id`, `purchase_token`,
+    /// `paid_at`, `settled_at`.
+    package var googlePurchases: @Sendable (_ bundleID: String, _ keys: [String]) -> PipelinedStatement
+    /// Forgets the tokens of the Google Play purchases among the keys.
+    package var forgetGooglePurchases: @Sendable (_ bundleID: String, _ keys: [String]) -> PipelinedStatement
 
     package init(
         evidence: @escaping @Sendable (_ digests: [String]) -> PipelinedStatement,
@@ -30,7 +35,9 @@ package struct PrivacySources: Sendable {
         changes: @escaping @Sendable (_ userID: String, _ bundleID: String) -> PipelinedStatement,
         webhookDeliveries: @escaping @Sendable (_ userID: String, _ bundleID: String) -> PipelinedStatement,
         webhookFailures: @escaping @Sendable (_ userID: String, _ bundleID: String) -> PipelinedStatement,
-        backfills: @escaping @Sendable (_ userID: String, _ bundleID: String) -> PipelinedStatement
+        backfills: @escaping @Sendable (_ userID: String, _ bundleID: String) -> PipelinedStatement,
+        googlePurchases: @escaping @Sendable (_ bundleID: String, _ keys: [String]) -> PipelinedStatement,
+        forgetGooglePurchases: @escaping @Sendable (_ bundleID: String, _ keys: [String]) -> PipelinedStatement
     ) {
         self.evidence = evidence
         self.unshreddedEvidence = unshreddedEvidence
@@ -38,5 +45,7 @@ package struct PrivacySources: Sendable {
         self.webhookDeliveries = webhookDeliveries
         self.webhookFailures = webhookFailures
         self.backfills = backfills
+        self.googlePurchases = googlePurchases
+        self.forgetGooglePurchases = forgetGooglePurchases
     }
 }

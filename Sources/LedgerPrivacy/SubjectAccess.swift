@@ -12,8 +12,9 @@ import LedgerProjections
 ///
 /// It gathers from every place a user id is written: the state and every fact that touched the
 /// user (the same replay `/events` pages through), the raw Apple evidence those facts cite, the
-/// appAccountTokens linked to the user, the changes announced about them and where their webhook
-/// deliveries stand, the backfills run for them, and the admin actions aimed at them.
+/// appAccountTokens linked to the user, the Google Play purchase tokens of their purchases, the
+/// changes announced about them and where their webhook deliveries stand, the backfills run for
+/// them, and the admin actions aimed at them.
 package struct SubjectAccess: Sendable {
     let pool: PostgresPool
     let reader: UserStateReader
@@ -31,7 +32,9 @@ package struct SubjectAccess: Sendable {
         let state = try await reader.currentState(bundleID: bundleID, userID: userID, at: now)
         let trail = try await reader.auditTrail(bundleID: bundleID, userID: userID)
         let digests = Array(Set(trail.compactMap(\.evidence))).sorted()
-        let sections = sections(bundleID: bundleID, userID: userID, evidence: digests)
+        let purchases = state.subscriptions.map(\.originalTransactionID) + state.purchases.map(\.originalTransactionID)
+        let google = Array(Set(purchases.filter { Store(purchaseKey: $0) == .googlePlay })).sorted()
+        let sections = sections(bundleID: bundleID, userID: userID, evidence: digests, google: google)
         let trip = sections.trip
         let held = try await pool.withConnection { connection in
             try connection.pipelinedTransaction { try $0.commit(with: trip) }
@@ -54,10 +57,10 @@ package struct SubjectAccess: Sendable {
     /// section's rows are read by its own handle.
     struct Sections: Sendable {
         var trip = RoundTrip()
-        var evidence, tokens, changes, deliveries, failures, backfills, actions: RoundTrip.Slot
+        var evidence, tokens, google, changes, deliveries, failures, backfills, actions: RoundTrip.Slot
     }
 
-    func sections(bundleID: String, userID: String, evidence: [String]) -> Sections {
+    func sections(bundleID: String, userID: String, evidence: [String], google: [String] = []) -> Sections {
         var trip = RoundTrip()
         let evidence = trip.add(sources.evidence(evidence))
         // Links are events of their own streams, one stream per token: a rare, whole-log read.
@@ -65,13 +68,15 @@ package struct SubjectAccess: Sendable {
             EventStore.field(
                 "appAccountToken", ofEventsOfType: UserErasures.tokenLinkType, forUser: userID,
                 inStreamsStartingWith: UserErasures.tokenStreamsPrefix(bundleID)))
+        let googlePurchases = trip.add(sources.googlePurchases(bundleID, google))
         let changes = trip.add(sources.changes(userID, bundleID))
         let deliveries = trip.add(sources.webhookDeliveries(userID, bundleID))
         let failures = trip.add(sources.webhookFailures(userID, bundleID))
         let backfills = trip.add(sources.backfills(userID, bundleID))
         let actions = trip.add(AuditLog.actions(aimedAt: userID, bundleID: bundleID))
         return Sections(
-            trip: trip, evidence: evidence, tokens: tokens, changes: changes, deliveries: deliveries, failures: failures,
+            trip: trip, evidence: evidence, tokens: tokens, google: googlePurchases, changes: changes, deliveries: deliveries,
+            failures: failures,
             backfills: backfills,
             actions: actions)
     }
@@ -130,6 +135,13 @@ package struct SubjectAccess: Sendable {
         json.objects("app_account_tokens", rows[sections.tokens]) { json, row in
             json.field("app_account_token", row["value"].optionalString()?.lowercased())
             json.time("linked_at", try? row["recorded_at"].date())
+        }
+        json.objects("google_play_purchases", rows[sections.google]) { json, row in
+            json.field("purchase_key", row["purchase_key"].optionalString())
+            json.field("product_id", row["product_id"].optionalString())
+            json.field("purchase_token", row["purchase_token"].optionalString())
+            json.time("paid_at", try? row["paid_at"].date())
+            json.time("acknowledged_at", try? row["settled_at"].date())
         }
         json.array("changes", Array(rows[sections.changes])) { json, row in
             json.raw(Self.change(row["body"].optionalString() ?? "null", of: userID))

@@ -91,8 +91,8 @@ extension LedgerServices {
     ///   with changes announced by other servers heard through LISTEN;
     /// - webhook deliveries (unless `delivering` is false);
     /// - with `reconcileInterval`: Apple's notification history read on start-up and every interval
-    ///   (`LEDGER_APPLE_RECONCILE_INTERVAL`), and CONSUMPTION_REQUESTs answered every 15 s (nil:
-    ///   neither, as in tests that run them themselves);
+    ///   (`LEDGER_APPLE_RECONCILE_INTERVAL`), CONSUMPTION_REQUESTs answered every 15 s, and Google's
+    ///   voided purchases read every hour (nil: none, as in tests that run them themselves);
     /// - Google told of every paid purchase (acknowledged or consumed), looked for every second:
     ///   Google refunds what is not acknowledged within three days (unless `acknowledging` is false).
     package func backgroundServices(
@@ -137,6 +137,7 @@ extension LedgerServices {
             let reconciler = Reconciler(recovery: recovery, directory: directory, interval: reconcileInterval, logger: logger)
             loops.append(heartbeats.register(reconciler.loop))
             loops.append(heartbeats.register(consumption.loop(every: .seconds(15))))
+            loops.append(heartbeats.register(googleRefunds.loop))
         }
         return loops
     }

@@ -14,5 +14,7 @@ extension LedgerServices {
         changes: { ChangeFeed.changes(ofUser: $0, bundleID: $1) },
         webhookDeliveries: { WebhookRegistry.deliveries(toUser: $0, bundleID: $1) },
         webhookFailures: { WebhookRegistry.parked(forUser: $0, bundleID: $1) },
-        backfills: { Backfill.linesDone(forUser: $0, bundleID: $1) })
+        backfills: { Backfill.linesDone(forUser: $0, bundleID: $1) },
+        googlePurchases: { GooglePurchases.held(bundleID: $0, keys: $1) },
+        forgetGooglePurchases: { GooglePurchases.forget(bundleID: $0, keys: $1) })
 }

@@ -53,6 +53,8 @@ package struct LedgerServices: Sendable {
     package let consumption: ConsumptionResponder
     /// Google told of every paid purchase: acknowledged or consumed.
     package let acknowledger: GoogleAcknowledger
+    /// Refunds and chargebacks read from Google's voided purchases list.
+    package let googleRefunds: GoogleRefundPoll
     /// Changes announced, by this server's change projection or any other's (LISTEN).
     package let changes: ChangeNotifications
     /// Each app's webhooks, and how their deliveries are paced.
@@ -110,6 +112,8 @@ package struct LedgerServices: Sendable {
             let name = outcome.hasPrefix("nothing") ? "nothing_to_tell" : outcome.replacingOccurrences(of: " ", with: "_")
             metrics.increment("ledger_google_acknowledgements_total", ["outcome": name])
         }
+        self.googleRefunds = GoogleRefundPoll(
+            ingestor: ingestor, directory: directory, pool: pool, interval: .seconds(3600), logger: logger)
         let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) {
             metrics.observeApple(api: "app_store_server_api", endpoint: $0.endpoint, status: $0.status, outcome: $0.outcome)
         }

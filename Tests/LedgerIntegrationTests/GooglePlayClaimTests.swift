@@ -231,4 +231,31 @@ import Testing
         #expect(google?["service_account"] == nil && google?["service_account_email"] as? String == TestServer.googleAccount.email)
         #expect(!app.text.contains("PRIVATE KEY"))
     }
+
+    @Test func subjectAccessShowsTheTokensAndErasureForgetsThemAndGooglesAnswers() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        try await server.configureGoogle()
+        let key = try await server.key([.ingest, .read])
+        let token = server.google.purchaseSubscription(package: Self.package, productID: "pro", accountID: "acct-erin-7")
+        let coins = server.google.purchaseProduct(package: Self.package, productID: "coins_500", accountID: "acct-erin-7")
+        #expect(try await Self.claim(server, user: "erin", product: "pro", token: token, key: key).status == 200)
+        #expect(try await Self.claim(server, user: "erin", product: "coins_500", token: coins, key: key).status == 200)
+
+        let export = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/erin/export", key: server.adminKey)
+        let held = export.json["google_play_purchases"] as? [[String: any Sendable]] ?? []
+        #expect(Set(held.compactMap { $0["purchase_token"] as? String }) == [token, coins], "\(export.text.prefix(2000))")
+        #expect(export.text.contains("acct-erin-7"), "Google's answers, as evidence")
+
+        let erased = try await server.send("DELETE", "/v1/apps/\(Self.bundle)/users/erin", key: server.adminKey)
+        #expect(erased.status == 200, "\(erased.text)")
+        let tokens = try await server.pool.query("SELECT count(*) AS n FROM ledger.google_purchases")[0]["n"].int()
+        #expect(tokens == 0, "the purchase tokens are forgotten")
+        let kept = try await server.pool.query(
+            "SELECT count(*) AS n FROM ledger.evidence WHERE kind LIKE 'google_%' AND shredded_at IS NULL")[0]["n"].int()
+        #expect(kept == 0, "Google's answers are emptied")
+        let dump = try await server.pool.query(
+            "SELECT count(*) AS n FROM ledger.evidence WHERE convert_from(body, 'UTF8') LIKE '%acct-erin-7%'")
+        #expect(try dump[0]["n"].int() == 0)
+    }
 }

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
+import GooglePlay
 import Hummingbird
 import LedgerEventStore
 import LedgerHTTP
@@ -23,16 +24,20 @@ struct BenchServer {
     let group: ServiceGroup
     let task: Task<Void, any Error>
 
-    static func start(on database: BenchDatabase, authority: TestCertificateAuthority? = nil, logger: Logger) async throws -> BenchServer {
+    static func start(
+        on database: BenchDatabase, authority: TestCertificateAuthority? = nil, google: GooglePlayConfiguration = GooglePlayConfiguration(),
+        logger: Logger
+    ) async throws -> BenchServer {
         var application = database.configuration
         application.role = "ledger_app"
-        return try await start(application: application, authority: authority, logger: logger)
+        return try await start(application: application, authority: authority, google: google, logger: logger)
     }
 
     /// The server on a database already migrated, connected as `application` says (a host
     /// list, a deadline).
     static func start(
-        application: PostgresConfiguration, authority: TestCertificateAuthority? = nil, logger: Logger
+        application: PostgresConfiguration, authority: TestCertificateAuthority? = nil,
+        google: GooglePlayConfiguration = GooglePlayConfiguration(), logger: Logger
     ) async throws -> BenchServer {
         let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: logger)
         let pool = PostgresPool(configuration: application, size: 8, logger: logger)
@@ -43,7 +48,7 @@ struct BenchServer {
         let services = LedgerServices(
             pool: pool, store: EventStore(pool: pool, logger: logger), migrator: migrator,
             verifier: SignedDataVerifier(roots: [authority.root]), keyring: .ephemeral(), receipts: VerifyReceiptConfiguration(),
-            webhookPolicy: webhooks,
+            google: google, webhookPolicy: webhooks,
             logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = services.application(host: "127.0.0.1", port: 0, logger: logger) { continuation.yield($0) }

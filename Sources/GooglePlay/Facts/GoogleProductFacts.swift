@@ -27,30 +27,44 @@ package struct GoogleProductFacts: Sendable {
     package var isConsumed: Bool { item?.productOfferDetails?.consumptionState == "CONSUMPTION_STATE_CONSUMED" }
     package var accountToken: UUID? { GooglePurchaseKey.accountToken(answer.obfuscatedExternalAccountId) }
 
+    /// The order's id: what its transaction and its refunds are recorded under.
+    package var transactionID: String { answer.orderId ?? key }
+
     /// The facts this answer states; none while the payment is pending or was never made.
     /// `refunded` is the share of it already recorded as refunded (100000 for all of it): Google's
-    /// answer shows a refund every time it is asked, and the books take it once.
-    package func events(refunded: Int = 0) -> [LedgerEvent] {
-        guard let item, let paid = answer.purchaseCompletionTime.flatMap(RFC3339.parse), !isPending else { return [] }
-        let id = answer.orderId ?? key
-        let transaction = TransactionFacts(
-            environment: environment, transactionID: id, originalTransactionID: key, productID: item.productId, purchaseDate: paid,
-            originalPurchaseDate: paid, quantity: quantity, storefront: answer.regionCode, appAccountToken: accountToken,
-            offerIdentifier: item.productOfferDetails?.offerId, signedDate: answeredAt, store: .googlePlay)
-        var events: [LedgerEvent] = [.purchased(transaction)]
+    /// answer shows a refund every time it is asked, and the books take it once. `recorded`: the
+    /// purchase is in the books already (a cancelled purchase's answer may no longer say when it
+    /// was paid, and its refund still counts).
+    package func events(refunded: Int = 0, recorded: Bool = false, refundedAt: Date? = nil) -> [LedgerEvent] {
+        guard let item, !isPending else { return [] }
+        let id = transactionID
+        var events: [LedgerEvent] = []
+        if let paid = answer.purchaseCompletionTime.flatMap(RFC3339.parse) {
+            events.append(
+                .purchased(
+                    TransactionFacts(
+                        environment: environment, transactionID: id, originalTransactionID: key, productID: item.productId,
+                        purchaseDate: paid, originalPurchaseDate: paid, quantity: quantity, storefront: answer.regionCode,
+                        appAccountToken: accountToken, offerIdentifier: item.productOfferDetails?.offerId, signedDate: answeredAt,
+                        store: .googlePlay)))
+        } else if !recorded {
+            return [] // never paid as far as the books know: nothing to refund
+        }
         let refundable = item.productOfferDetails?.refundableQuantity
         let share = state == "CANCELLED" ? 100_000 : refundable.map { (quantity - min(max($0, 0), quantity)) * 100_000 / quantity } ?? 0
         // Each refund fact is the share it adds, as Apple's prorated refunds are.
-        if share > refunded { events.append(refund(id, percentage: share == 100_000 && refunded == 0 ? nil : share - refunded)) }
+        if share > refunded {
+            events.append(refund(id, percentage: share == 100_000 && refunded == 0 ? nil : share - refunded, at: refundedAt ?? answeredAt))
+        }
         return events
     }
 
-    /// A refund Google's answer shows, dated when Google answered (the voided purchases list
-    /// knows the exact instant, and states the same refund again with it).
-    private func refund(_ transactionID: String, percentage: Int?) -> LedgerEvent {
+    /// A refund Google's answer shows, dated when Google voided it where the caller knows (a
+    /// voided purchase's notification or list entry), else when Google answered.
+    private func refund(_ transactionID: String, percentage: Int?, at date: Date) -> LedgerEvent {
         .refunded(
             RevocationFacts(
-                environment: environment, transactionID: transactionID, originalTransactionID: key, revocationDate: answeredAt,
+                environment: environment, transactionID: transactionID, originalTransactionID: key, revocationDate: date,
                 kind: percentage == nil ? .refundFull : .refundProrated, percentage: percentage, signedDate: answeredAt,
                 store: .googlePlay))
     }

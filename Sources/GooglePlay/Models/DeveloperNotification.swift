@@ -124,6 +124,14 @@ package struct VoidedPurchaseNotification: Decodable, Sendable, Equatable {
     package var productType: Int?
     /// 1 full refund, 2 quantity-based partial refund.
     package var refundType: Int?
+
+    /// A voided purchase the voided purchases list named, as its notification would have said it.
+    package init(purchaseToken: String, orderId: String?, productType: Int?, refundType: Int?) {
+        self.purchaseToken = purchaseToken
+        self.orderId = orderId
+        self.productType = productType
+        self.refundType = refundType
+    }
 }
 
 /// A chargeback Google asks the developer to weigh in on within 24 hours (`orders.reviewrefund`).

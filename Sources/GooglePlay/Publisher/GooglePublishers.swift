@@ -7,6 +7,8 @@ import Synchronization
 /// which is good for an hour, so asking Google about a purchase costs one request, not two.
 package final class GooglePublishers: Sendable {
     package let configuration: GooglePlayConfiguration
+    /// The keys Pub/Sub's push tokens are signed with, fetched once and kept.
+    package let keySet: GoogleKeySet
     let http: HTTPClient
     let logger: Logger
     let clock: PatienceClock
@@ -16,6 +18,7 @@ package final class GooglePublishers: Sendable {
         configuration: GooglePlayConfiguration, http: HTTPClient = .google, logger: Logger, clock: PatienceClock = .continuous
     ) {
         self.configuration = configuration
+        self.keySet = GoogleKeySet(url: configuration.certsURL, http: http, logger: logger)
         self.http = http
         self.logger = logger
         self.clock = clock

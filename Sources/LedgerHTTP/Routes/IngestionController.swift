@@ -25,6 +25,7 @@ struct IngestionController {
     /// for transient failures here.
     func registerWebhook(on router: Router<LedgerRequestContext>) {
         router.post("/v1/apps/:bundle_id/notifications/apple", use: appleNotification)
+        router.post("/v1/apps/:bundle_id/notifications/google", use: googleNotification)
     }
 
     /// A StoreKit 2 signed transaction the app received.
@@ -73,6 +74,20 @@ struct IngestionController {
         let bundleID = try context.parameters.require("bundle_id")
         let body = try await JSONBody.bytes(request, context: context)
         let result = try await counted("notification") { try await ingestor.ingestNotification(bundleID: bundleID, body: body) }
+        struct Answer: Encodable { var status: String }
+        return try JSONBody.response(Answer(status: result == .recorded ? "recorded" : "already_recorded"))
+    }
+
+    /// Google Play's real-time developer notification, as Pub/Sub pushes it (authenticated by the
+    /// push's OIDC token). 200 once recorded or already recorded; 401 for a token that fails
+    /// Google's checks; 503 while Google or the database is away (Pub/Sub retries).
+    @Sendable func googleNotification(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.parameters.require("bundle_id")
+        let body = try await JSONBody.bytes(request, context: context)
+        let result = try await counted("google_notification") {
+            try await ingestor.ingestGoogleNotification(
+                bundleID: bundleID, authorization: request.headers[.authorization], body: body)
+        }
         struct Answer: Encodable { var status: String }
         return try JSONBody.response(Answer(status: result == .recorded ? "recorded" : "already_recorded"))
     }
