@@ -64,13 +64,13 @@ package struct GoogleAcknowledger: Sendable {
     /// 5 s, 10 s, 20 s … an hour at most: well inside Google's three days however long it is away.
     static func backoff(attempts: Int) -> Duration { .seconds(min(3600, 5 << min(max(attempts - 1, 0), 10))) }
 
-    /// The acknowledger as a background loop: what is due settled every `interval`. A round
-    /// fails only when the outbox cannot be read; one purchase Google did not take waits for its
-    /// own retry.
-    package func loop(every interval: Duration) -> BackgroundLoop {
+    /// The acknowledger as a background loop: what is due settled every `interval`, and at once
+    /// again after a full batch (a launch day's purchases are told to Google as fast as it takes
+    /// them). A round fails only when the outbox cannot be read; one purchase Google did not take
+    /// waits for its own retry.
+    package func loop(every interval: Duration, batch: Int = 50) -> BackgroundLoop {
         BackgroundLoop(reportingTo: heartbeat, backoff: Backoff(first: .seconds(5), limit: .seconds(60)), logger: logger) {
-            try await settleDue()
-            return .after(interval)
+            try await settleDue(limit: batch).count == batch ? .again : .after(interval)
         }
     }
 

@@ -5,18 +5,9 @@ import LedgerCore
 /// the purchase once paid, and the refund Google's state shows (all of it when the purchase is
 /// cancelled after being paid; the refunded share when fewer items are refundable than were bought).
 /// Pure, as `GoogleSubscriptionFacts` is.
-package struct GoogleProductFacts: Sendable {
-    package var token: String
-    package var answer: ProductPurchaseV2
-    package var answeredAt: Date
+package typealias GoogleProductFacts = GooglePurchaseAnswer<ProductPurchaseV2>
 
-    package init(token: String, answer: ProductPurchaseV2, answeredAt: Date) {
-        self.token = token
-        self.answer = answer
-        self.answeredAt = answeredAt
-    }
-
-    package var key: String { GooglePurchaseKey.of(token: token) }
+extension GooglePurchaseAnswer where Model == ProductPurchaseV2 {
     package var environment: AppleEnvironment { answer.testPurchaseContext == nil ? .production : .sandbox }
     package var state: String? { answer.purchaseStateContext?.purchaseState }
     package var isPending: Bool { state == "PENDING" || (state == nil && answer.purchaseCompletionTime == nil) }

@@ -8,19 +8,9 @@ import LedgerCore
 ///
 /// Google answers with the state now, not with a history: which order is new, and when its
 /// period began, are read against the orders already recorded (`known`).
-package struct GoogleSubscriptionFacts: Sendable {
-    package var token: String
-    package var answer: SubscriptionPurchaseV2
-    /// When Google answered: the facts' `signedDate`, as Apple's signature date is for its facts.
-    package var answeredAt: Date
+package typealias GoogleSubscriptionFacts = GooglePurchaseAnswer<SubscriptionPurchaseV2>
 
-    package init(token: String, answer: SubscriptionPurchaseV2, answeredAt: Date) {
-        self.token = token
-        self.answer = answer
-        self.answeredAt = answeredAt
-    }
-
-    package var key: String { GooglePurchaseKey.of(token: token) }
+extension GooglePurchaseAnswer where Model == SubscriptionPurchaseV2 {
     package var environment: AppleEnvironment { answer.testPurchase == nil ? .production : .sandbox }
     package var isPending: Bool {
         answer.subscriptionState == .pending || answer.subscriptionState == .pendingPurchaseCanceled || answer.startTime == nil
