@@ -701,7 +701,7 @@ let package = Package(
             dependencies: [
                 "ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
                 "LedgerIngestion", "LedgerProjections", "LedgerCore", "LedgerSecrets", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
-                "WebhookReceiver", "OTLPReceiver", "LedgerHTTP", "LedgerWebhooks",
+                "WebhookReceiver", "OTLPReceiver", "LedgerHTTP", "LedgerWebhooks", "GooglePlaySimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),

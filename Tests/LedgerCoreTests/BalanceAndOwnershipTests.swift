@@ -28,6 +28,24 @@ import Testing
         #expect(state.balanceEntries.map(\.kind) == [.credit, .debit, .reversal])
     }
 
+    /// A 100-coin pack bought for 4.99, 30 spent, refunded half (Apple's prorated refund, or a
+    /// store's partial one), then in full: coins and money leave in the same shares, and never
+    /// more than the pack gave; a reversal gives back what its refund took.
+    @Test func aProratedRefundTakesItsShareAndRefundsNeverTakeMoreThanThePurchaseGave() {
+        var s = Scenario()
+        s.buy("c1", "coins.100", at: day(0))
+        s.record(.consumed(Consumption(userID: "alice", currency: "coins", amount: 30, idempotencyKey: "k1")), at: day(1))
+        s.refund("c1", at: day(2), kind: .refundProrated, percentage: 50_000)
+        #expect(s.state(at: day(3)).balances == ["coins": 20])
+        #expect(s.ledger.financeRows().map(\.price) == [4990, -2495])
+        s.refund("c1", at: day(4))
+        #expect(s.state(at: day(5)).balances == ["coins": -30], "the full refund takes the rest: a debt of what was spent")
+        #expect(s.ledger.financeRows().map(\.price) == [4990, -2495, -2495], "4.99 refunded in all, not 7.485")
+        s.record(.refundReversed(RefundReversal(transactionID: "c1", originalTransactionID: "c1", signedDate: day(6))), at: day(6))
+        #expect(s.state(at: day(7)).balances == ["coins": 20], "the last refund's share comes back")
+        #expect(s.ledger.financeRows().map(\.price) == [4990, -2495, -2495, 2495])
+    }
+
     @Test func aConsumptionIsRefusedWhenTheBalanceDoesNotCoverIt() {
         let request = Consumption(userID: "alice", currency: "coins", amount: 50, idempotencyKey: "k")
         #expect(Decide.consumption(request, balance: 49) == .failure(.insufficientBalance(currency: "coins", balance: 49, requested: 50)))

@@ -24,7 +24,8 @@ enum ValidTimeOracle {
         }
         // Transactions (latest signature wins), revocations (a reversal undoes), renewal info, ownership.
         var transactions: [String: TransactionFacts] = [:]
-        var refunds: [String: [(from: Date, until: Date?)]] = [:] // a refund until its reversal
+        // A refund until its reversal, with the share it asks (thousandths of a percent).
+        var refunds: [String: [(from: Date, until: Date?, asked: Int64)]] = [:]
         var renewals: [String: RenewalFacts] = [:]
         for fact in ordered {
             switch fact.event {
@@ -32,7 +33,7 @@ enum ValidTimeOracle {
                 if transactions[t.transactionID].map({ $0.signedDate <= t.signedDate }) ?? true { transactions[t.transactionID] = t }
             case .refunded(let r), .revoked(let r):
                 if let last = refunds[r.transactionID]?.last, last.until == nil, last.from == r.revocationDate { continue }
-                refunds[r.transactionID, default: []].append((r.revocationDate, nil))
+                refunds[r.transactionID, default: []].append((r.revocationDate, nil, Int64(r.percentage ?? 100_000)))
             case .refundReversed(let r):
                 if let last = refunds[r.transactionID]?.last, last.until == nil {
                     refunds[r.transactionID]![refunds[r.transactionID]!.count - 1].until = r.signedDate
@@ -71,7 +72,7 @@ enum ValidTimeOracle {
         for t in transactions.values where owned.contains(t.originalTransactionID) {
             guard let d = definition(t.productID, at: t.purchaseDate) else { continue }
             let family = transactions.values.filter { $0.originalTransactionID == t.originalTransactionID }
-            let gaps = refunds[t.transactionID] ?? t.revocationDate.map { [($0, nil)] } ?? []
+            let gaps = refunds[t.transactionID] ?? t.revocationDate.map { [($0, nil, 100_000)] } ?? []
             let revoked = gaps.last.flatMap { $0.until == nil ? $0.from : nil }
             let refunded = gaps.contains { $0.from <= instant && $0.until.map { instant < $0 } ?? true }
             switch d.type {
@@ -93,11 +94,16 @@ enum ValidTimeOracle {
             case .nonRenewing:
                 passes[t.productID, default: []].append((t, d))
             case .consumable:
+                // Each refund takes its share of the credit, the refunds standing never more than all of it.
                 let credit = (d.grants["coins"] ?? 0) * Int64(t.quantity)
                 if t.purchaseDate <= instant { coins += credit }
+                var standing: Int64 = 0
                 for gap in gaps {
-                    if gap.from <= instant { coins -= credit }
-                    if let until = gap.until, until <= instant { coins += credit }
+                    let share = min(gap.asked, 100_000 - standing)
+                    if gap.until == nil { standing += share }
+                    let taken = credit * share / 100_000
+                    if gap.from <= instant { coins -= taken }
+                    if let until = gap.until, until <= instant { coins += taken }
                 }
             }
         }
@@ -106,7 +112,7 @@ enum ValidTimeOracle {
             for (t, d) in bought.sorted(by: { $0.0.purchaseDate < $1.0.purchaseDate }) {
                 let start = max(t.purchaseDate, runningEnd ?? t.purchaseDate)
                 var end = d.duration.map { $0.added(to: start) } ?? start
-                let gaps = refunds[t.transactionID] ?? t.revocationDate.map { [($0, nil)] } ?? []
+                let gaps = refunds[t.transactionID] ?? t.revocationDate.map { [($0, nil, 100_000)] } ?? []
                 if let revoked = gaps.last.flatMap({ $0.until == nil ? $0.from : nil }) { end = min(end, max(revoked, start)) }
                 runningEnd = end
                 if start <= instant && instant < end { active.formUnion(d.entitlements) }

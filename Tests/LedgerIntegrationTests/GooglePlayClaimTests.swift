@@ -232,6 +232,29 @@ import Testing
         #expect(!app.text.contains("PRIVATE KEY"))
     }
 
+    @Test func anotherUserPresentingATokenIsDecidedByTheRestorePolicy() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        try await server.configureGoogle()
+        let key = try await server.key([.ingest, .read])
+        // transfer (the default): the newcomer owns it, the first user no more.
+        let moved = server.google.purchaseSubscription(package: Self.package, productID: "pro")
+        #expect(Self.active(try await Self.claim(server, user: "first", product: "pro", token: moved, key: key), "pro"))
+        #expect(Self.active(try await Self.claim(server, user: "second", product: "pro", token: moved, key: key), "pro"))
+        let first = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/first", key: key)
+        #expect(!Self.active(first, "pro"), "\(first.text)")
+        // keep: the newcomer is refused, without learning who owns it.
+        let settings = try await server.send("GET", "/v1/apps/\(Self.bundle)", key: server.adminKey).json
+        var body: [String: Any] = ["environments": settings["environments"] ?? ["Production", "Sandbox"], "restore_policy": "keep"]
+        body["google_play"] = ["package_name": Self.package, "test_purchases": false]
+        #expect(try await server.send("PUT", "/v1/apps/\(Self.bundle)", key: server.adminKey, json: body).status == 200)
+        let kept = server.google.purchaseSubscription(package: Self.package, productID: "pro")
+        #expect(try await Self.claim(server, user: "third", product: "pro", token: kept, key: key).status == 200)
+        let refused = try await Self.claim(server, user: "fourth", product: "pro", token: kept, key: key)
+        #expect(refused.status == 409 && refused.errorCode == "transaction_owned_by_another_user", "\(refused.text)")
+        #expect(!refused.text.contains("third"))
+    }
+
     @Test func subjectAccessShowsTheTokensAndErasureForgetsThemAndGooglesAnswers() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

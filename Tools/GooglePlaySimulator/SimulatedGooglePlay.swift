@@ -105,6 +105,8 @@ package final class SimulatedGooglePlay: Sendable {
     }
 
     package func inject(_ fault: Fault) { state.withLock { $0.faults.append(fault) } }
+    /// Google is well again: the faults still waiting are dropped.
+    package func clearFaults() { state.withLock { $0.faults.removeAll() } }
     package func seen() -> [Seen] { state.withLock { $0.seen } }
     package func refunds() -> [RefundRecord] { state.withLock { $0.refunds } }
     package func reviews() -> [ReviewRecord] { state.withLock { $0.reviews } }

@@ -67,6 +67,7 @@ enum FinanceView {
         }
         var rows: [FinanceRow] = []
         var refundedShare: [String: Int64] = [:] // transaction → the share its last refund returned
+        var taken: [String: Int64] = [:] // transaction → the share its standing refunds returned
         for fact in facts.sorted(by: RecordedFact.businessOrder) {
             switch fact.event {
             case .purchased(let t), .restored(let t), .renewed(let t), .recovered(let t):
@@ -80,8 +81,12 @@ enum FinanceView {
                 transactions[t.transactionID] = t
             case .refunded(let r):
                 guard r.environment == environment, let t = transactions[r.transactionID] else { continue }
-                let share = Int64(r.percentage ?? 100_000)
-                refundedShare[r.transactionID] = share
+                // Refunds of one transaction never return more than it cost: a full refund after a
+                // prorated one returns the rest.
+                let share = min(Int64(r.percentage ?? 100_000), 100_000 - taken[r.transactionID, default: 0])
+                refundedShare[r.transactionID] = share // a reversal gives back this refund's share, if any
+                guard share > 0 else { continue }
+                taken[r.transactionID, default: 0] += share
                 rows.append(
                     row(
                         t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, recorded: fact.recordedAt,
@@ -91,10 +96,11 @@ enum FinanceView {
             case .refundReversed(let reversal):
                 // Only a refund that moved money can be reversed in the books (not a family revocation).
                 guard let t = transactions[reversal.transactionID], t.environment == environment,
-                    refundedShare[reversal.transactionID] != nil
+                    let returned = refundedShare[reversal.transactionID], returned > 0
                 else { continue }
                 // What the refund returned comes back: all of it, or the prorated share.
-                let share = refundedShare[reversal.transactionID] ?? 100_000
+                let share = returned
+                taken[reversal.transactionID, default: 0] -= share
                 rows.append(
                     row(
                         t, kind: .refundReversed, price: t.price.map { $0 * share / 100_000 }, at: reversal.signedDate,

@@ -107,6 +107,24 @@ struct TransactionHistory: Sendable {
         return list.map { ($0.facts.revocationDate, $0.reinstatedAt) } + replaced
     }
 
+    /// What each refund took of the transaction, in thousandths of a percent (100000: all), with
+    /// when a reversal gave it back: a prorated refund takes its share, a full one what is left,
+    /// and refunds together never take more than the transaction gave (a full refund after a
+    /// prorated one takes the rest). A family revocation takes all of it, as a full refund.
+    func refundShares(of transaction: TransactionFacts) -> [(from: Date, until: Date?, share: Int64)] {
+        var taken: Int64 = 0
+        var shares: [(from: Date, until: Date?, share: Int64)] = []
+        for revocation in revocations[transaction.transactionID] ?? [] {
+            let asked = Int64(revocation.facts.percentage ?? 100_000)
+            let share = min(max(asked, 0), 100_000 - taken)
+            guard share > 0 else { continue }
+            shares.append((revocation.facts.revocationDate, revocation.reinstatedAt, share))
+            if revocation.reinstatedAt == nil { taken += share }
+        }
+        if shares.isEmpty, let revoked = transaction.revocationDate { shares.append((revoked, nil, 100_000)) }
+        return shares
+    }
+
     func upgradeEnd(of transaction: TransactionFacts) -> Date? {
         guard transaction.isUpgraded else { return nil }
         return ordered.first { $0.purchaseDate > transaction.purchaseDate }?.purchaseDate ?? transaction.purchaseDate

@@ -36,7 +36,7 @@ struct UserTimelineBuilder {
                 nonRenewing[transaction.productID, default: []].append((transaction, revokedAt, definition!))
                 addPurchase(transaction, definition, revokedAt)
             case .consumable?:
-                addCredits(transaction, definition!, history.gaps(of: transaction))
+                addCredits(transaction, definition!, history.refundShares(of: transaction))
                 addPurchase(transaction, definition, revokedAt)
             case .nonConsumable?, .freeSubscription?:
                 periods.append(period(transaction, definition!.entitlements, start: transaction.purchaseDate, end: nil))
@@ -185,21 +185,25 @@ struct UserTimelineBuilder {
     }
 
     /// Consumables: credit quantity × amount per unit (catalogue as at the purchase); a refund
-    /// reverses the whole credit, even if it was spent — the debt is recorded, never hidden — and
-    /// Apple's reversal of the refund credits it again.
-    private mutating func addCredits(_ transaction: TransactionFacts, _ definition: ProductDefinition, _ gaps: [(from: Date, until: Date?)])
-    {
+    /// reverses its share of the credit (all of it, or a prorated refund's share, as the books
+    /// take that share of the money), even if it was spent — the debt is recorded, never hidden —
+    /// and Apple's reversal of the refund credits it again.
+    private mutating func addCredits(
+        _ transaction: TransactionFacts, _ definition: ProductDefinition, _ refunds: [(from: Date, until: Date?, share: Int64)]
+    ) {
         for (currency, perUnit) in definition.grants.sorted(by: { $0.key < $1.key }) {
             let amount = perUnit * Int64(transaction.quantity)
             entries.append(
                 BalanceEntry(
                     kind: .credit, currency: currency, amount: amount, at: transaction.purchaseDate, reference: transaction.transactionID))
-            for gap in gaps {
+            for refund in refunds {
+                let taken = amount * refund.share / 100_000
+                guard taken > 0 else { continue }
                 entries.append(
-                    BalanceEntry(kind: .reversal, currency: currency, amount: amount, at: gap.from, reference: transaction.transactionID))
-                if let until = gap.until {
+                    BalanceEntry(kind: .reversal, currency: currency, amount: taken, at: refund.from, reference: transaction.transactionID))
+                if let until = refund.until {
                     entries.append(
-                        BalanceEntry(kind: .credit, currency: currency, amount: amount, at: until, reference: transaction.transactionID))
+                        BalanceEntry(kind: .credit, currency: currency, amount: taken, at: until, reference: transaction.transactionID))
                 }
             }
         }
