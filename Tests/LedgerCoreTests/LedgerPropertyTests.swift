@@ -31,6 +31,37 @@ import Testing
         }
     }
 
+    /// Balances and books agree on every refund, whatever its kind and place in the sequence
+    /// (prorated, full after prorated, reversed): what a consumable's refunds took back of its
+    /// currency is the share they refunded of its price, and never more than all. (A family-sharing
+    /// revocation takes the currency back and moves no money: such purchases are left out.)
+    @Test func everyRefundTakesTheSameShareOfCurrencyAsOfMoney() async {
+        await propertyCheck(count: 80, input: Self.seeds) { seed in
+            let history = RandomHistory(seed: seed, steps: 80)
+            let ledger = AppLedger(bundleID: "com.example.app", facts: history.facts)
+            let last = history.facts.map(\.occurredAt).max()!
+            let entries = RandomHistory.users.flatMap { ledger.userState($0, at: last + 86_400).balanceEntries }
+            let familyRevoked = Set(
+                history.facts.compactMap { fact -> String? in
+                    if case .revoked(let r) = fact.event { r.transactionID } else { nil }
+                })
+            for purchase in ledger.financeRows().filter({ $0.kind == .purchase && $0.productID == SampleCatalogue.coins.productID }) {
+                guard let price = purchase.price, price > 0, !familyRevoked.contains(purchase.transactionID) else { continue }
+                let own = entries.filter { $0.reference == purchase.transactionID && $0.currency == "coins" }
+                guard let credit = own.first(where: { $0.kind == .credit })?.amount else { continue }
+                let reversed = own.filter { $0.kind == .reversal }.map(\.amount).reduce(0, +)
+                let given = own.filter { $0.kind == .credit }.map(\.amount).reduce(0, +) - credit
+                let rows = ledger.financeRows().filter { $0.transactionID == purchase.transactionID && $0.kind != .purchase }
+                let refunded = -rows.compactMap(\.price).reduce(0, +)
+                // Currency is whole units: each refund's share of it is rounded down, so the two
+                // agree to within a unit per refund row.
+                let exact = Double(refunded) * Double(credit) / Double(price)
+                #expect(abs(Double(reversed - given) - exact) <= Double(rows.count), "seed \(seed), \(purchase.transactionID)")
+                #expect(refunded >= 0 && refunded <= price, "seed \(seed): never more than the purchase gave")
+            }
+        }
+    }
+
     @Test func theStoredTimelineEvaluatedNowEqualsTheComputedState() async {
         // What the projection stores (the timeline from everything known) answers "now" exactly
         // like a computation from the facts, at every instant after the last fact.

@@ -99,7 +99,10 @@ enum FinanceView {
                     let returned = refundedShare[reversal.transactionID], returned > 0
                 else { continue }
                 // What the refund returned comes back: all of it, or the prorated share.
+                // A reversal said again reverses nothing more (the balance's history reinstates a
+                // refund once too).
                 let share = returned
+                refundedShare[reversal.transactionID] = nil
                 taken[reversal.transactionID, default: 0] -= share
                 rows.append(
                     row(
