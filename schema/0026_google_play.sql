@@ -34,6 +34,8 @@ CREATE TABLE ledger.google_purchases (
     purchase_token  text NOT NULL CHECK (length(purchase_token) BETWEEN 1 AND 4096),
     product_id      text NOT NULL,
     product_kind    text NOT NULL CHECK (product_kind IN ('subscription', 'product')),
+    -- Google's first order id (renewals are `<first>..N`): what a refund review names.
+    order_id        text,
     -- What Google is to be told: acknowledge (subscriptions, non-consumables) or consume.
     settle          text CHECK (settle IN ('acknowledge', 'consume')),
     -- When the purchase was first paid (Google's three days run from then).
@@ -49,6 +51,7 @@ CREATE TABLE ledger.google_purchases (
 );
 CREATE INDEX google_purchases_unsettled ON ledger.google_purchases (next_attempt_at)
     WHERE settle IS NOT NULL AND settled_at IS NULL;
+CREATE INDEX google_purchases_order ON ledger.google_purchases (bundle_id, order_id) WHERE order_id IS NOT NULL;
 COMMENT ON TABLE ledger.google_purchases IS
     'Google Play purchase tokens by purchase key, and the acknowledgements and consumptions still owed to Google.';
 GRANT SELECT, INSERT, UPDATE, DELETE ON ledger.google_purchases TO ledger_app;

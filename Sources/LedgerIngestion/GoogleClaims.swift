@@ -61,7 +61,7 @@ extension Ingestor {
             let outcome = try await recordGoogle(claim, bundleID: bundleID, user: userID, app: app)
             try await googlePurchases.remember(
                 bundleID: bundleID, key: key, token: token, productID: productID, kind: claim.kind, settle: claim.owed,
-                paidAt: claim.paidAt)
+                paidAt: claim.paidAt, orderID: claim.orderID)
             return try await answer(outcome, bundleID: bundleID, userID: userID)
         }
     }
@@ -115,6 +115,11 @@ struct GoogleClaim: Sendable {
     var lineage: String?
 
     var evidenceKind: EvidenceStore.Kind { kind == .subscription ? .googleSubscription : .googleProduct }
+
+    /// Google's order id of the purchase, when Google named one.
+    var orderID: String? {
+        events.compactMap(\.transactionFacts).map(\.transactionID).first { !GooglePurchaseKey.isGoogle($0) }
+    }
 
     init(subscription answer: GoogleEvidence<SubscriptionPurchaseV2>, token: String, known: PurchaseStream) {
         let facts = GoogleSubscriptionFacts(token: token, answer: answer.model, answeredAt: Date())

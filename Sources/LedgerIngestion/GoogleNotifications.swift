@@ -2,6 +2,7 @@ import Foundation
 import GooglePlay
 import LedgerCore
 import LedgerProjections
+import Logging
 
 /// Google Play's real-time developer notifications, pushed by Pub/Sub. A notification only says
 /// that a purchase changed: it is authenticated (the push's OIDC token), kept as evidence, and
@@ -39,7 +40,9 @@ extension Ingestor {
             case .voidedPurchase(let body):
                 outcome = try await refreshGooglePurchase(
                     body.purchaseToken, subscription: body.productType == 1, app: app, google: google, voided: (body, eventTime))
-            case .test, .pendingRefundReview, .unknown:
+            case .pendingRefundReview(let body):
+                try await answerRefundReview(body, app: app, google: google)
+            case .test, .unknown:
                 break // kept as evidence; nothing about a purchase to record
             }
             try await googlePurchases.rememberNotification(bundleID: bundleID, messageID: messageID, evidence: digest)
@@ -88,7 +91,7 @@ extension Ingestor {
         let outcome = try await recordGoogle(claim, bundleID: bundleID, user: owner, app: app, policy: .keep)
         try await googlePurchases.remember(
             bundleID: bundleID, key: key, token: token, productID: claim.productIDs.first ?? "", kind: claim.kind, settle: claim.owed,
-            paidAt: claim.paidAt)
+            paidAt: claim.paidAt, orderID: claim.orderID)
         return outcome
     }
 
@@ -111,5 +114,36 @@ extension Ingestor {
             try await freshness.wait(for: position, logger: logger)
             return true
         }
+    }
+
+    /// A chargeback Google asks the developer's view on (within 24 hours): answered with
+    /// `orders.reviewrefund` from the ledger's facts — how much of the purchase was used
+    /// (`ConsumptionAssessment`, as Apple's CONSUMPTION_REQUEST is answered) and the app's
+    /// preference — when the app's `consumption_policy` says its customers consented. Otherwise,
+    /// or for an order the ledger never recorded, the notification is only kept.
+    func answerRefundReview(_ review: PendingRefundReviewNotification, app: AppConfiguration, google: GoogleApp) async throws {
+        guard let policy = app.settings.consumptionPolicy, policy.customerConsented, let refundToken = review.pendingRefundToken,
+            let order = review.orderId, let found = try await googlePurchases.purchase(bundleID: app.bundleID, orderID: order)
+        else { return }
+        let stream = try await PurchaseStream.read(store, bundleID: app.bundleID, originalTransactionID: found.key)
+        guard let transaction = stream.transaction(order) ?? stream.transactions.last else { return }
+        var balances: [String: Int64] = [:]
+        if let owner = stream.owner { balances = try await users.currentState(bundleID: app.bundleID, userID: owner).balances }
+        let product = app.catalogue.definition(of: transaction.productID, in: .googlePlay, at: transaction.purchaseDate)
+        let used = ConsumptionAssessment.assess(transaction, product: product, owner: stream.owner, balances: balances, at: Date())
+        let preference: AndroidPublisherClient.RefundReview.Preference =
+            switch policy.refundPreference {
+            case "DECLINE"?: .decline
+            case "GRANT_FULL"?, "GRANT_PRORATED"?: .approve
+            default: .neutral
+            }
+        try await google.client.reviewRefund(
+            package: google.settings.packageName, orderID: order,
+            .init(
+                pendingRefundToken: refundToken, preference: preference, sampleContentProvided: policy.sampleContentProvided,
+                consumptionPercentageMilliunits: used.consumptionPercentage))
+        logger.info(
+            "a Google Play refund review was answered",
+            metadata: ["app.bundle_id": "\(app.bundleID)", "google.preference": "\(preference.rawValue)"])
     }
 }

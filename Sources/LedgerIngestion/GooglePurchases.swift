@@ -30,18 +30,34 @@ package struct GooglePurchases: Sendable {
     /// Saying it again changes nothing but a settlement not yet due (a pending purchase now paid);
     /// one already settled stays settled.
     func remember(
-        bundleID: String, key: String, token: String, productID: String, kind: Kind, settle: Settlement?, paidAt: Date?
+        bundleID: String, key: String, token: String, productID: String, kind: Kind, settle: Settlement?, paidAt: Date?,
+        orderID: String? = nil
     ) async throws {
         try await pool.query(
             """
-            INSERT INTO ledger.google_purchases (bundle_id, purchase_key, purchase_token, product_id, product_kind, settle, paid_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            INSERT INTO ledger.google_purchases
+                (bundle_id, purchase_key, purchase_token, product_id, product_kind, settle, paid_at, order_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
             ON CONFLICT (bundle_id, purchase_key) DO UPDATE
                SET settle = COALESCE(ledger.google_purchases.settle, EXCLUDED.settle),
                    paid_at = COALESCE(ledger.google_purchases.paid_at, EXCLUDED.paid_at),
+                   order_id = COALESCE(ledger.google_purchases.order_id, EXCLUDED.order_id),
                    next_attempt_at = CASE WHEN ledger.google_purchases.settle IS NULL THEN now()
                                           ELSE ledger.google_purchases.next_attempt_at END
-            """, [bundleID, key, token, productID, kind.rawValue, settle?.rawValue, paidAt])
+            """, [bundleID, key, token, productID, kind.rawValue, settle?.rawValue, paidAt, orderID.map(Self.firstOrder)])
+    }
+
+    /// A renewal's order id (`GPA.1234-5678-9012-34567..3`) names its subscription's first order.
+    static func firstOrder(_ orderID: String) -> String {
+        orderID.range(of: "..").map { String(orderID[..<$0.lowerBound]) } ?? orderID
+    }
+
+    /// The purchase an order id of Google's belongs to: its key and whether it is a subscription.
+    func purchase(bundleID: String, orderID: String) async throws -> (key: String, kind: Kind)? {
+        try await pool.query(
+            "SELECT purchase_key, product_kind FROM ledger.google_purchases WHERE bundle_id = $1 AND order_id = $2",
+            [bundleID, Self.firstOrder(orderID)]
+        ).first.map { (try $0["purchase_key"].string(), Kind(rawValue: try $0["product_kind"].string()) ?? .product) }
     }
 
     /// The purchases among `keys`, for a subject-access export: `purchase_key`, `product_id`,

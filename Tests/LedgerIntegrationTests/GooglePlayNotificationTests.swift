@@ -158,6 +158,41 @@ import Testing
         #expect(!Self.proActive(state), "\(state.text)")
     }
 
+    @Test func aRefundReviewIsAnsweredFromTheLedgersFactsWhenTheAppsCustomersConsented() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        try await server.configureGoogle()
+        let key = try await server.key([.ingest, .read])
+        let coins = server.google.purchaseProduct(package: Self.package, productID: "coins_500", quantity: 2)
+        let claim = ["user_id": "remy", "product_id": "coins_500", "purchase_token": coins]
+        #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/google/purchases", key: key, json: claim).status == 200)
+        let spend = ["amount": 250, "currency": "coins", "idempotency_key": "spend-1"] as [String: Any]
+        #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/users/remy/consumptions", key: key, json: spend).status == 200)
+        let order = try #require(server.google.product(coins)?.orderID)
+        func review(_ id: String) -> [String: Any] {
+            PubSubPusher.notification(
+                package: Self.package, kind: "pendingRefundReviewNotification",
+                ["version": "1.0", "pendingRefundToken": "refund-\(id)", "orderId": order, "refundReason": 7])
+        }
+        // Without the customers' consent declared, the review is only kept.
+        #expect(try await Self.push(server, review("a")) == 200)
+        #expect(server.google.reviews().isEmpty)
+        let body: [String: Any] = [
+            "environments": ["Production", "Sandbox"],
+            "google_play": [
+                "package_name": Self.package, "pubsub": ["audience": Self.audience(server), "service_account_email": Self.pushEmail],
+            ] as [String: Any],
+            "consumption_policy": ["customer_consented": true, "refund_preference": "DECLINE", "sample_content_provided": true],
+        ]
+        #expect(try await server.send("PUT", "/v1/apps/\(Self.bundle)", key: server.adminKey, json: body).status == 200)
+        #expect(try await Self.push(server, review("b")) == 200)
+        let answered = try #require(server.google.reviews().first)
+        #expect(answered.orderID == order)
+        #expect(answered.body["pendingRefundToken"] == "refund-b" && answered.body["refundPreference"] == "DECLINE")
+        #expect(answered.body["consumptionPercentageMilliunits"] == "25000", "250 of 1,000 coins used: \(answered.body)")
+        #expect(answered.body["sampleContentProvided"] == "1" || answered.body["sampleContentProvided"] == "true", "\(answered.body)")
+    }
+
     /// Waits for the background acknowledger: a bound for a hang, not a measure of speed.
     static func eventually(_ condition: () -> Bool) async throws -> Bool {
         for _ in 0..<1200 {
