@@ -65,6 +65,9 @@ package struct UserErasures: Sendable {
             guard try Self.isKnown(userID, bundleID: bundleID, on: connection) else {
                 throw LedgerError(.unknownUser, "the app's log names no user \(userID): nothing to erase (an erased id names nothing)")
             }
+            // The projections' batches wait for the erasure (a first projection of the user, in
+            // flight, would otherwise write the old id after the rewrite).
+            try connection.query(ProjectionRegistry.holdBatchesSQL)
             let held = try Self.purchasesHeld(by: userID, bundleID: bundleID, on: connection)
             let tokens = try Self.tokens(of: userID, carriedBy: held, bundleID: bundleID, on: connection)
             let shred = try Self.evidenceCarrying(tokens, about: held, bundleID: bundleID, unshredded: unshredded, on: connection)

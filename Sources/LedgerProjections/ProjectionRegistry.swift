@@ -11,6 +11,11 @@ package enum ProjectionRegistry {
     /// A relation of one row, `p` (the registry row) joined to `c` (its active checkpoint), for
     /// the projection `name`: `SELECT c.tx_id, c.position FROM <this>` is where it has applied
     /// the log to, and `FOR SHARE OF p` holds a rebuild's switch until the caller commits.
+    /// Holds every projection's batches until the caller commits: a batch in flight finishes
+    /// first, and the next waits. An erasure takes it, so that no batch that read a user's facts
+    /// before the erasure writes their timeline or changes under the old id after it.
+    package static let holdBatchesSQL = "SELECT 1 FROM ledger.projection_checkpoints ORDER BY name, version FOR UPDATE"
+
     package static func activeCheckpointRelation(of name: String) -> String {
         """
         ledger.projections p JOIN ledger.projection_checkpoints c ON c.name = p.name AND c.version = p.active_version WHERE p.name = '\(name)'
