@@ -38,17 +38,10 @@ struct PurchaseStream {
         .values.sorted { $0.purchaseDate < $1.purchaseDate }
     }
 
-    /// The share of a transaction refunds took (100000: all of it), reversals not counted.
+    /// The share of a transaction its standing refunds took (100000: all of it), as the domain
+    /// counts it for balances and books.
     func refundedShare(of transactionID: String) -> Int {
-        var share = 0
-        for fact in facts {
-            switch fact.event {
-            case .refunded(let r) where r.transactionID == transactionID: share += r.percentage ?? 100_000
-            case .refundReversed(let r) where r.transactionID == transactionID: share = 0
-            default: continue
-            }
-        }
-        return min(share, 100_000)
+        ledger.refundedShare(ofTransaction: transactionID, in: originalTransactionID)
     }
 
     /// The latest snapshot Apple signed of one transaction of the stream.

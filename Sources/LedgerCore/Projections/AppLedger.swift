@@ -107,6 +107,14 @@ package struct AppLedger: Sendable {
             originalTransactionID: originalTransactionID, facts: businessOrdered(transactionFacts[originalTransactionID] ?? []))
     }
 
+    /// The share of one transaction its standing refunds took (thousandths of a percent, 100000:
+    /// all of it), by the rule balances and books both follow (`TransactionHistory.refundShares`).
+    package func refundedShare(ofTransaction transactionID: String, in originalTransactionID: String) -> Int {
+        let history = history(of: originalTransactionID)
+        guard let transaction = history.transactions[transactionID] else { return 0 }
+        return Int(history.refundShares(of: transaction).filter { $0.until == nil }.map(\.share).reduce(0, +))
+    }
+
     /// Who owns an original transaction at `instant` in valid time (nil: nobody yet); by default,
     /// now and from now on.
     package func owner(of originalTransactionID: String, at instant: Date = .distantFuture) -> String? {
