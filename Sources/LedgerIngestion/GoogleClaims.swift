@@ -38,14 +38,7 @@ extension Ingestor {
             }
             let key = GooglePurchaseKey.of(token: token)
             let stream = try await PurchaseStream.read(store, bundleID: bundleID, originalTransactionID: key)
-            let claim: GoogleClaim
-            if definition.type == .autoRenewable {
-                let answer = try await google.client.subscription(package: google.settings.packageName, token: token)
-                claim = GoogleClaim(subscription: answer, token: token, known: stream)
-            } else {
-                let answer = try await google.client.productV2(package: google.settings.packageName, token: token)
-                claim = GoogleClaim(product: answer, token: token, known: stream, consumable: definition.type == .consumable)
-            }
+            let claim = try await askGoogle(token, subscription: definition.type == .autoRenewable, app: app, google: google, known: stream)
             guard claim.productIDs.contains(productID) else {
                 throw LedgerError(.productMismatch, "Google says this purchase token is for another product than \(productID)")
             }
@@ -64,6 +57,22 @@ extension Ingestor {
                 paidAt: claim.paidAt, orderID: claim.orderID)
             return try await answer(outcome, bundleID: bundleID, userID: userID)
         }
+    }
+
+    /// Google's answer about `token`, read against what the purchase's stream holds: a
+    /// subscription's, or a one-time purchase's (a consumable by the catalogue's definition of the
+    /// product Google names). `refundedAt`: when a one-time purchase's refund Google shows happened.
+    func askGoogle(
+        _ token: String, subscription: Bool, app: AppConfiguration, google: GoogleApp, known: PurchaseStream, refundedAt: Date? = nil
+    ) async throws -> GoogleClaim {
+        if subscription {
+            let answer = try await google.client.subscription(package: google.settings.packageName, token: token)
+            return GoogleClaim(subscription: answer, token: token, known: known)
+        }
+        let answer = try await google.client.productV2(package: google.settings.packageName, token: token)
+        let product = answer.model.productLineItem?.first?.productId ?? ""
+        let consumable = app.catalogue.definition(of: product, in: .googlePlay, at: Date())?.type == .consumable
+        return GoogleClaim(product: answer, token: token, known: known, consumable: consumable, refundedAt: refundedAt)
     }
 
     /// Keeps Google's answer and records its facts; `user` owns the purchase (by `policy`, the

@@ -64,24 +64,14 @@ extension Ingestor {
         let bundleID = app.bundleID
         let key = GooglePurchaseKey.of(token: token)
         let stream = try await PurchaseStream.read(store, bundleID: bundleID, originalTransactionID: key)
-        var claim: GoogleClaim
-        var consumable = false
-        if subscription {
-            claim = GoogleClaim(
-                subscription: try await google.client.subscription(package: google.settings.packageName, token: token), token: token,
-                known: stream)
-            if let voided, let order = voided.notification.orderId {
-                claim.events.append(
-                    .refunded(
-                        RevocationFacts(
-                            environment: claim.environment, transactionID: order, originalTransactionID: key, revocationDate: voided.at,
-                            kind: .refundFull, signedDate: Date(), store: .googlePlay)))
-            }
-        } else {
-            let answer = try await google.client.productV2(package: google.settings.packageName, token: token)
-            let product = answer.model.productLineItem?.first?.productId ?? ""
-            consumable = app.catalogue.definition(of: product, in: .googlePlay, at: Date())?.type == .consumable
-            claim = GoogleClaim(product: answer, token: token, known: stream, consumable: consumable, refundedAt: voided?.at)
+        var claim = try await askGoogle(token, subscription: subscription, app: app, google: google, known: stream, refundedAt: voided?.at)
+        // A subscription's answer shows no refund: the voided order's is recorded as its notice says.
+        if subscription, let voided, let order = voided.notification.orderId {
+            claim.events.append(
+                .refunded(
+                    RevocationFacts(
+                        environment: claim.environment, transactionID: order, originalTransactionID: key, revocationDate: voided.at,
+                        kind: .refundFull, signedDate: Date(), store: .googlePlay)))
         }
         var owner = stream.owner
         if owner == nil, let account = claim.accountToken { owner = try await tokens.user(of: account, bundleID: bundleID) }
