@@ -275,7 +275,7 @@ let package = Package(
         .target(
             name: "LedgerConsole",
             dependencies: [
-                "AppStoreServerAPI", "LedgerAccess", "LedgerCore", "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
+                "AppStoreServerAPI", "GooglePlay", "LedgerAccess", "LedgerCore", "LedgerIngestion", "LedgerPostgres", "LedgerProjections",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Mustache", package: "swift-mustache"),

@@ -138,12 +138,15 @@ extension ConsoleController {
 
     /// One piece of evidence, decoded: a JWS's payload, a notification's, a receipt's answer.
     func evidencePage(_ bundleID: String, digest: String, _ session: ConsoleSessions.Session) async throws -> Response {
-        guard digest.hasPrefix("sha256:"), digest.utf8.count == 71, let body = try await console.evidence.body(of: digest) else {
+        guard digest.hasPrefix("sha256:"), digest.utf8.count == 71, let (kind, body) = try await console.evidence.entry(of: digest) else {
             throw ConsolePageError(status: .notFound, message: "No evidence \(digest).")
         }
-        return render(
-            "evidence", Merged(frame("Evidence", app: bundleID, session), ["digest": digest, "body": UserPage.readable(body)]),
-            session: session)
+        let described = EvidencePage(kind: kind, body: body)
+        let values: [String: any Sendable] = [
+            "digest": digest, "body": described.body, "source": described.source, "hasSummary": !described.summary.isEmpty,
+            "summary": described.summary.map { ["field": $0.field, "value": $0.value] as [String: any Sendable] },
+        ]
+        return render("evidence", Merged(frame("Evidence", app: bundleID, session), values), session: session)
     }
 
     /// An instant from a date picker (`2026-11-24T10:00[:00]`, taken as UTC) or RFC 3339.

@@ -86,6 +86,14 @@ package struct EvidenceStore: Sendable {
         try await bodies(of: [digest])[digest]
     }
 
+    /// The bytes behind a digest and what kind of evidence they are (nil for a kind this version
+    /// does not name), for the console's evidence page.
+    package func entry(of digest: String) async throws -> (kind: Kind?, body: Data)? {
+        try await pool.query("SELECT kind, body FROM ledger.evidence WHERE digest = $1", [digest]).first.map {
+            (Kind(rawValue: try $0["kind"].string()), Data(try $0["body"].bytes()))
+        }
+    }
+
     /// The raw bytes behind several digests, in one statement (a user page shows a whole timeline).
     package func bodies(of digests: [String]) async throws -> [String: Data] {
         guard !digests.isEmpty else { return [:] }

@@ -22,6 +22,13 @@ package struct GooglePurchases: Sendable {
         package var attempts: Int
     }
 
+    /// A purchase the ledger can ask Google about again.
+    package struct Known: Sendable {
+        package var key: String
+        package var token: String
+        package var kind: Kind
+    }
+
     let pool: PostgresPool
 
     package init(pool: PostgresPool) { self.pool = pool }
@@ -107,6 +114,43 @@ package struct GooglePurchases: Sendable {
         try await pool.query(
             "SELECT purchase_token FROM ledger.google_purchases WHERE bundle_id = $1 AND purchase_key = $2", [bundleID, key]
         ).first.map { try $0["purchase_token"].string() }
+    }
+
+    /// The purchases among `keys` the ledger has tokens for and Google still keeps.
+    func known(bundleID: String, keys: [String]) async throws -> [Known] {
+        try await pool.query(
+            """
+            SELECT purchase_key, purchase_token, product_kind FROM ledger.google_purchases
+             WHERE bundle_id = $1 AND purchase_key = ANY($2::text[]) AND gone_at IS NULL ORDER BY purchase_key
+            """, [bundleID, PostgresTextArray(keys)]
+        ).map(Self.known)
+    }
+
+    /// The app's subscriptions Google still keeps, `limit` at a time in key order after `after`:
+    /// what a reconciliation asks Google about.
+    package func subscriptions(bundleID: String, after: String?, limit: Int) async throws -> [Known] {
+        try await pool.query(
+            """
+            SELECT purchase_key, purchase_token, product_kind FROM ledger.google_purchases
+             WHERE bundle_id = $1 AND product_kind = 'subscription' AND gone_at IS NULL AND purchase_key > $2
+             ORDER BY purchase_key LIMIT $3
+            """, [bundleID, after ?? "", limit]
+        ).map(Self.known)
+    }
+
+    private static func known(_ row: PostgresRow) throws -> Known {
+        Known(
+            key: try row["purchase_key"].string(), token: try row["purchase_token"].string(),
+            kind: Kind(rawValue: try row["product_kind"].string()) ?? .product)
+    }
+
+    /// Google was asked about the purchase; `gone`: Google no longer keeps it.
+    func refreshed(bundleID: String, key: String, gone: Bool) async throws {
+        try await pool.query(
+            """
+            UPDATE ledger.google_purchases SET refreshed_at = now(), gone_at = CASE WHEN $3 THEN now() END
+             WHERE bundle_id = $1 AND purchase_key = $2
+            """, [bundleID, key, gone])
     }
 
     /// Up to `limit` purchases due to be told to Google, claimed by `holder` for a minute.

@@ -58,20 +58,25 @@ package struct GoogleRefundPoll: Sendable {
     /// Each pass reads again the last hour before its checkpoint: a purchase voided just before a
     /// pass may reach Google's list after it, and reading one again records nothing new.
     static let overlap: TimeInterval = 3600
+    /// Google's list looks back 30 days.
+    static let listLimit: TimeInterval = 30 * 86_400
 
-    /// One app: the voided purchases since its checkpoint (less the overlap) to now, each
-    /// recorded, then the checkpoint moved; how many recorded something new.
-    func poll(_ bundleID: String, now: Date) async throws -> Int {
+    /// One app: the voided purchases since its checkpoint (less the overlap), or since `from`, to
+    /// now, each recorded, then the checkpoint moved; how many recorded something new.
+    package func poll(_ bundleID: String, from: Date? = nil, now: Date) async throws -> Int {
         let app = try await directory.app(bundleID)
         guard let settings = app.settings.googlePlay, let account = try app.googleAccount else { return 0 }
-        let window = now.addingTimeInterval(-30 * 86_400 + 60)
-        let since = max((try await checkpoint(bundleID) ?? window).addingTimeInterval(-Self.overlap), window)
+        let window = now.addingTimeInterval(-Self.listLimit + 60)
+        let checkpoint = try await checkpoint(bundleID)
+        let since = max(from ?? checkpoint?.addingTimeInterval(-Self.overlap) ?? window, window)
         let pages = try await ingestor.google.client(for: account).voidedPurchases(
             package: settings.packageName, .init(startTime: since, type: 1, includeQuantityBasedPartialRefund: true))
         var count = 0
         for voided in pages.flatMap(\.model.voidedPurchases) {
             if try await ingestor.recordGoogleVoided(voided, bundleID: bundleID) { count += 1 }
         }
+        // A later `from` than the checkpoint leaves a gap the next pass must still read.
+        if let checkpoint, since > checkpoint, since > window { return count }
         try await pool.query(
             """
             INSERT INTO ledger.google_reconciliation (bundle_id, voided_until) VALUES ($1, $2)

@@ -55,6 +55,8 @@ package struct LedgerServices: Sendable {
     package let acknowledger: GoogleAcknowledger
     /// Refunds and chargebacks read from Google's voided purchases list.
     package let googleRefunds: GoogleRefundPoll
+    /// `ledger reconcile` on Google Play: the voided list and every known subscription asked again.
+    package let googleReconciliation: GoogleReconciliation
     /// Changes announced, by this server's change projection or any other's (LISTEN).
     package let changes: ChangeNotifications
     /// Each app's webhooks, and how their deliveries are paced.
@@ -102,7 +104,9 @@ package struct LedgerServices: Sendable {
         self.directory = directory
         let evidence = EvidenceStore(pool: pool)
         self.evidence = evidence
-        let publishers = GooglePublishers(configuration: google, logger: logger)
+        let publishers = GooglePublishers(configuration: google, logger: logger) {
+            metrics.observeGoogle(endpoint: $0.endpoint, status: $0.status, outcome: $0.outcome.rawValue)
+        }
         self.ingestor = Ingestor(
             store: store, evidence: evidence, directory: directory, verifier: verifier, receipts: client,
             freshness: freshness, reader: users, google: publishers, logger: logger, groupWritten: metrics.observeGroup)
@@ -114,6 +118,7 @@ package struct LedgerServices: Sendable {
         }
         self.googleRefunds = GoogleRefundPoll(
             ingestor: ingestor, directory: directory, pool: pool, interval: .seconds(3600), logger: logger)
+        self.googleReconciliation = GoogleReconciliation(ingestor: ingestor, refunds: googleRefunds, logger: logger)
         let api = AppStoreServerAPIClient(configuration: serverAPI, logger: logger) {
             metrics.observeApple(api: "app_store_server_api", endpoint: $0.endpoint, status: $0.status, outcome: $0.outcome)
         }

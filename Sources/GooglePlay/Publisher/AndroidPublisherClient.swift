@@ -19,12 +19,15 @@ package struct AndroidPublisherClient: Sendable {
     let logger: Logger
     let clock: PatienceClock
     let now: @Sendable () -> Date
+    /// Told of every exchange with Google, each attempt: what `ledger_google_calls_total` counts.
+    let observe: @Sendable (GoogleCall) -> Void
     /// Google's answers are small; a voided-purchases page of 1000 rows is about 300 KB.
     static let maximumAnswer = 16 * 1024 * 1024
 
     package init(
         configuration: GooglePlayConfiguration, tokens: GoogleAccessTokens, http: HTTPClient = .google, logger: Logger,
-        clock: PatienceClock = .continuous, now: @escaping @Sendable () -> Date = { Date() }
+        clock: PatienceClock = .continuous, now: @escaping @Sendable () -> Date = { Date() },
+        observe: @escaping @Sendable (GoogleCall) -> Void = { _ in }
     ) {
         self.configuration = configuration
         self.tokens = tokens
@@ -32,6 +35,7 @@ package struct AndroidPublisherClient: Sendable {
         self.logger = logger
         self.clock = clock
         self.now = now
+        self.observe = observe
     }
 
     /// A request about one app. `path` follows `applications/{packageName}/` as `segments`, each
@@ -74,8 +78,12 @@ package struct AndroidPublisherClient: Sendable {
                 let response = try await http.execute(request, timeout: .milliseconds(configuration.patience.requestTimeout.milliseconds))
                 answer = Data(try await response.body.collect(upTo: Self.maximumAnswer).readableBytesView)
                 let status = Int(response.status.code)
-                if (200..<300).contains(status) { return answer }
+                if (200..<300).contains(status) {
+                    observe(GoogleCall(endpoint: endpoint, status: status, outcome: .answered))
+                    return answer
+                }
                 if status == 401, !refreshed {
+                    observe(GoogleCall(endpoint: endpoint, status: status, outcome: .tokenRefreshed))
                     // An access token can be revoked before its expiry; one new token, then 401 is final.
                     refreshed = true
                     await tokens.invalidate(accessToken)
@@ -88,7 +96,9 @@ package struct AndroidPublisherClient: Sendable {
                 logger.debug("Developer API call failed", metadata: ["google.endpoint": "\(endpoint)", "error": "\(type(of: error))"])
                 outcome = .transportFailed
             }
-            switch plan.decide(after: outcome, attempts: attempts, elapsed: elapsed(), now: now()) {
+            let decision = plan.decide(after: outcome, attempts: attempts, elapsed: elapsed(), now: now())
+            observe(GoogleCall(endpoint: endpoint, outcome, decision))
+            switch decision {
             case .retry(let wait):
                 logger.debug(
                     "retrying Developer API call", metadata: ["google.endpoint": "\(endpoint)", "google.wait_ms": "\(wait.milliseconds)"])

@@ -12,16 +12,19 @@ package final class GooglePublishers: Sendable {
     let http: HTTPClient
     let logger: Logger
     let clock: PatienceClock
+    let observe: @Sendable (GoogleCall) -> Void
     private let clients = Mutex<[String: AndroidPublisherClient]>([:])
 
     package init(
-        configuration: GooglePlayConfiguration, http: HTTPClient = .google, logger: Logger, clock: PatienceClock = .continuous
+        configuration: GooglePlayConfiguration, http: HTTPClient = .google, logger: Logger, clock: PatienceClock = .continuous,
+        observe: @escaping @Sendable (GoogleCall) -> Void = { _ in }
     ) {
         self.configuration = configuration
         self.keySet = GoogleKeySet(url: configuration.certsURL, http: http, logger: logger)
         self.http = http
         self.logger = logger
         self.clock = clock
+        self.observe = observe
     }
 
     /// The client that asks as `account`; a key changed under the same email is another client.
@@ -32,7 +35,7 @@ package final class GooglePublishers: Sendable {
             if clients.count > 1_000 { clients.removeAll() }
             let client = AndroidPublisherClient(
                 configuration: configuration, tokens: GoogleAccessTokens(account: account, http: http), http: http, logger: logger,
-                clock: clock)
+                clock: clock, observe: observe)
             clients[key] = client
             return client
         }

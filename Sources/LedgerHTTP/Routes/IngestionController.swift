@@ -16,6 +16,7 @@ struct IngestionController {
         group.post("/apps/:bundle_id/receipts", use: receipt)
         group.post("/apps/:bundle_id/app-transactions", use: appTransaction)
         group.post("/apps/:bundle_id/google/purchases", use: googlePurchase)
+        group.post("/apps/:bundle_id/users/:user_id/google/sync", use: googleSync)
         group.put("/apps/:bundle_id/users/:user_id/app-account-tokens/:token", use: linkToken)
         group.get("/apps/:bundle_id/app-account-tokens/:token", use: tokenHolder)
     }
@@ -56,6 +57,14 @@ struct IngestionController {
             try await ingestor.claimGooglePurchase(
                 bundleID: bundleID, userID: body.user_id, productID: body.product_id, token: body.purchase_token)
         }
+    }
+
+    /// The user's Google Play purchases asked of Google again (a "restore purchases" button, or
+    /// support after a lost notification): what changed is recorded, the state answered.
+    @Sendable func googleSync(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let (bundleID, userID) = try context.appAndUser(.ingest)
+        let state = try await ingestor.syncGooglePurchases(bundleID: bundleID, userID: userID)
+        return JSONBody.response(bytes: Wire.userState(state))
     }
 
     /// Evidence the app sends (scope `ingest`): its body decoded, recorded by `ingest`, counted as
@@ -122,13 +131,15 @@ struct IngestionController {
         return token
     }
 
+    /// Counts evidence by store, kind and result; Google's kinds are the ones named `google_…`.
     private func counted<T>(_ kind: String, _ body: () async throws -> T) async throws -> T {
+        let store = kind.hasPrefix("google_") ? Store.googlePlay : .appStore
         do {
             let value = try await body()
-            metrics.increment("ledger_evidence_total", ["kind": kind, "result": "accepted"])
+            metrics.increment("ledger_evidence_total", ["store": store.rawValue, "kind": kind, "result": "accepted"])
             return value
         } catch let error as LedgerError {
-            metrics.increment("ledger_evidence_total", ["kind": kind, "result": error.code.rawValue])
+            metrics.increment("ledger_evidence_total", ["store": store.rawValue, "kind": kind, "result": error.code.rawValue])
             throw error
         }
     }

@@ -52,11 +52,18 @@ package final class Metrics: Sendable {
             "ledger_apple_calls_total", ["api": api, "endpoint": endpoint, "status": status.map(String.init) ?? "none", "outcome": outcome])
     }
 
+    /// One exchange with Google's Developer API (each attempt), counted as Apple's are.
+    package func observeGoogle(endpoint: String, status: Int?, outcome: String) {
+        increment("ledger_google_calls_total", ["endpoint": endpoint, "status": status.map(String.init) ?? "none", "outcome": outcome])
+    }
+
     /// The labelled counters the ledger increments, with what they count.
     static let counters: [String: String] = [
-        "ledger_evidence_total": "Apple's evidence received, by kind and result (accepted, or the refusal's code).",
+        "ledger_evidence_total": "Evidence received, by store, kind and result (accepted, or the refusal's code).",
         "ledger_apple_calls_total":
             "Exchanges with Apple, each attempt: by API (verifyReceipt, app_store_server_api), endpoint, HTTP status and outcome.",
+        "ledger_google_calls_total":
+            "Exchanges with Google's Developer API, each attempt: by endpoint, HTTP status and outcome (answered, token_refreshed, retried, unavailable, refused).",
         "ledger_auth_failures_total": "Requests refused for a missing or unknown API key.",
         "ledger_auth_throttled_total": "Requests refused because their address failed authentication too often.",
         "ledger_rate_limited_total": "Requests refused because their key was over its rate limit.",

@@ -1,0 +1,127 @@
+import AppStoreSimulator
+import Foundation
+import GooglePlay
+import GooglePlaySimulator
+import LedgerAccess
+import LedgerReconciliation
+import LedgerServer
+import LedgerTestSupport
+import Testing
+
+/// Google Play where support and operators meet it: what no push told found again by a user's
+/// sync and by `reconcile`, counted in the metrics by store, shown decoded in the console, and
+/// one user's purchases from both stores moved together by a merge.
+@Suite(.takingTurns) struct GooglePlayOperationsTests {
+    static let bundle = TestServer.bundleID
+    static let package = TestServer.packageName
+
+    static func claim(_ server: TestServer, _ user: String, _ product: String, _ token: String, key: String) async throws {
+        let answer = try await server.send(
+            "POST", "/v1/apps/\(bundle)/google/purchases", key: key,
+            json: ["user_id": user, "product_id": product, "purchase_token": token])
+        #expect(answer.status == 200, "\(answer.text)")
+    }
+
+    static func subscriptions(_ answer: TestServer.Answer) -> [[String: any Sendable]] {
+        answer.json["subscriptions"] as? [[String: any Sendable]] ?? []
+    }
+
+    static func active(_ answer: TestServer.Answer, _ name: String) -> Bool {
+        ((answer.json["entitlements"] as? [String: any Sendable])?[name] as? [String: any Sendable])?["active"] as? Bool == true
+    }
+
+    @Test func whatNoPushToldIsFoundBySyncAndByReconcileAndCountedByStore() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        try await server.configureGoogle()
+        let key = try await server.key([.ingest, .read])
+        let nia = server.google.purchaseSubscription(package: Self.package, productID: "pro")
+        let oli = server.google.purchaseSubscription(package: Self.package, productID: "pro")
+        let pat = server.google.purchaseSubscription(package: Self.package, productID: "pro")
+        for (user, token) in [("nia", nia), ("oli", oli), ("pat", pat)] { try await Self.claim(server, user, "pro", token, key: key) }
+
+        // Nia cancels on her phone and the push is lost: her sync asks Google again.
+        server.google.change(nia, .cancel)
+        let synced = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/nia/google/sync", key: key)
+        #expect(synced.status == 200, "\(synced.text)")
+        #expect(Self.subscriptions(synced).first?["will_renew"] as? Bool == false, "\(synced.text)")
+        #expect(Self.active(synced, "pro"), "a cancelled subscription runs to its expiry")
+        let events = try await server.eventCount()
+        let again = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/nia/google/sync", key: key)
+        #expect(again.status == 200 && Self.subscriptions(again).first?["will_renew"] as? Bool == false)
+        #expect(try await server.eventCount() == events, "asking again records nothing")
+
+        // Oli's is revoked and Pat's forgotten by Google while no push arrived: reconcile finds both.
+        server.google.change(oli, .revoke)
+        server.google.change(pat, .forget)
+        let report = try await server.services.googleReconciliation.reconcile(bundleID: Self.bundle)
+        #expect(report.subscriptionsAsked == 3 && report.changed == 1 && report.gone == 1 && report.refused == 0, "\(report)")
+        #expect(!Self.active(try await server.send("GET", "/v1/apps/\(Self.bundle)/users/oli", key: key), "pro"))
+        let second = try await server.services.googleReconciliation.reconcile(bundleID: Self.bundle)
+        #expect(second.subscriptionsAsked == 2 && second.changed == 0, "a token Google forgot is not asked about again: \(second)")
+
+        let metrics = try await server.send("GET", "/metrics").text.split(separator: "\n")
+        let calls = metrics.filter { $0.hasPrefix("ledger_google_calls_total{") }
+        #expect(
+            calls.contains { $0.contains(#"endpoint="GET purchases/subscriptionsv2/tokens/{token}""#) && $0.contains(#"outcome="answered""#) },
+            "\(calls)")
+        #expect(calls.contains { $0.contains(#"status="410""#) && $0.contains(#"outcome="refused""#) }, "\(calls)")
+        let evidence = metrics.filter { $0.hasPrefix("ledger_evidence_total{") && $0.contains(#"store="google_play""#) }
+        #expect(evidence.contains { $0.contains(#"kind="google_purchase""#) && $0.contains(#"result="accepted""#) }, "\(metrics)")
+    }
+
+    @Test func theConsoleShowsGooglesEvidenceDecodedWithTheFieldsThatDecided() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        try await server.configureGoogle()
+        let key = try await server.key([.ingest, .read])
+        let token = server.google.purchaseSubscription(package: Self.package, productID: "pro", accountID: "acct-quinn")
+        try await Self.claim(server, "quinn", "pro", token, key: key)
+        let reader = try await ConsoleTests.signIn(server, key: try await server.key([.read]))
+        let page = try await server.send("GET", "/console/apps/\(Self.bundle)/users/quinn", headers: [("Cookie", reader.cookie)])
+        #expect(page.status == 200 && page.text.contains("Google Play"), "\(page.text.prefix(500))")
+        let link = try #require(
+            page.text.range(of: #"/evidence/sha256(:|%3A)[0-9a-f]{64}"#, options: .regularExpression).map { String(page.text[$0]) })
+        let evidence = try await server.send(
+            "GET", "/console/apps/\(Self.bundle)" + link.replacingOccurrences(of: "%3A", with: ":"), headers: [("Cookie", reader.cookie)])
+        #expect(evidence.status == 200)
+        #expect(evidence.text.contains("Google Play&#39;s answer about a subscription") || evidence.text.contains("Google Play's answer"))
+        #expect(evidence.text.contains(#"<table id="summary">"#), "\(evidence.text)")
+        #expect(evidence.text.contains("SUBSCRIPTION_STATE_ACTIVE") && evidence.text.contains("acct-quinn"), "\(evidence.text)")
+        #expect(evidence.text.contains("<th>product</th><td>pro (monthly)</td>"), "\(evidence.text)")
+    }
+
+    @Test func aMergeMovesBothStoresPurchasesAndLaterGoogleNewsFollowsThem() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        try await server.configureGoogle()
+        let key = try await server.key([.ingest, .read])
+        let sub = server.google.purchaseSubscription(package: Self.package, productID: "pro", accountID: "guest-account")
+        try await Self.claim(server, "guest-9", "pro", sub, key: key)
+        let coins = server.google.purchaseProduct(package: Self.package, productID: "coins_500")
+        try await Self.claim(server, "guest-9", "coins_500", coins, key: key)
+        let apple = SimulatedTransaction(
+            transactionID: "mg-1", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))
+        let bought = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key,
+            json: ["user_id": "guest-9", "signed_transaction": try server.app.signedTransaction(apple)])
+        #expect(bought.status == 200, "\(bought.text)")
+
+        let merged = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/ray/merge", key: key, json: ["from": "guest-9"])
+        #expect(merged.status == 200, "\(merged.text)")
+        #expect(Self.active(merged, "pro"), "\(merged.text)")
+        #expect((merged.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 600, "500 from Google, 100 from Apple: \(merged.text)")
+        let guest = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/guest-9", key: key)
+        #expect(!Self.active(guest, "pro") && Self.subscriptions(guest).isEmpty, "\(guest.text)")
+
+        // An upgrade bought on the same Google account, notified before anyone claims it, is ray's.
+        let upgraded = try #require(server.google.upgrade(sub, to: "pro_yearly"))
+        let notification = PubSubPusher.subscriptionNotification(package: Self.package, type: 4, token: upgraded)
+        #expect(try await GooglePlayNotificationTests.push(server, notification) == 200)
+        let ray = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/ray", key: key)
+        let yearly = Self.subscriptions(ray).first { $0["original_transaction_id"] as? String == GooglePurchaseKey.of(token: upgraded) }
+        #expect(yearly?["product_id"] as? String == "pro_yearly" && Self.active(ray, "pro"), "\(ray.text)")
+        let guestAfter = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/guest-9", key: key)
+        #expect(Self.subscriptions(guestAfter).isEmpty && !Self.active(guestAfter, "pro"), "\(guestAfter.text)")
+    }
+}
