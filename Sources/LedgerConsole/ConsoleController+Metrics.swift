@@ -22,8 +22,8 @@ extension ConsoleController {
     struct Chart { var kind: String; var svg: String }
 
     /// Whole UTC days: the 90 up to today unless asked otherwise; a backwards range, or one
-    /// over three years, falls back to those 90.
-    func range(_ request: Request) -> (from: Date, to: Date, environment: AppleEnvironment) {
+    /// over three years, falls back to those 90. Every store unless one is asked for.
+    func range(_ request: Request) -> (from: Date, to: Date, environment: AppleEnvironment, store: Store?) {
         let parameters = request.uri.queryParameters
         let today = SubscriptionMetrics.dayStart(Date())
         let to = parameters["to"].flatMap { RFC3339.parseInstant(String($0)) }.map(SubscriptionMetrics.dayStart) ?? today
@@ -32,12 +32,12 @@ extension ConsoleController {
             ?? to.addingTimeInterval(-89 * 86_400)
         if from > to || to.timeIntervalSince(from) > 3 * 366 * 86_400 { from = to.addingTimeInterval(-89 * 86_400) }
         let environment = parameters["environment"].flatMap { AppleEnvironment(rawValue: String($0)) } ?? .production
-        return (from, to, environment)
+        return (from, to, environment, parameters["store"].flatMap { Store(rawValue: String($0)) })
     }
 
     func metricsPage(_ bundleID: String, request: Request, _ session: ConsoleSessions.Session) async throws -> Response {
-        let (from, to, environment) = range(request)
-        let points = try await console.metrics.daily(bundleID: bundleID, environment: environment, from: from, through: to)
+        let (from, to, environment, store) = range(request)
+        let points = try await console.metrics.daily(bundleID: bundleID, environment: environment, store: store, from: from, through: to)
         var days: [Date] = []
         var day = from
         while day <= to { days.append(day); day = day.addingTimeInterval(86_400) }
@@ -58,26 +58,30 @@ extension ConsoleController {
             "from": String(RFC3339.string(from).prefix(10)), "to": String(RFC3339.string(to).prefix(10)),
             "environment": environment.rawValue,
             "environments": [AppleEnvironment.production, .sandbox].map { ["name": $0.rawValue, "selected": $0 == environment] },
+            "store": store?.rawValue ?? "", "storeName": store.map(UserPage.storeName) ?? "every store",
+            "stores": [("", "Every store", store == nil)] + [Store.appStore, .googlePlay].map { ($0.rawValue, UserPage.storeName($0), $0 == store) }
+                .map { ["value": $0.0, "name": $0.1, "selected": $0.2] },
             "charts": charts,
         ]
         return render("metrics", Merged(frame("Metrics", app: bundleID, session), values), session: session)
     }
 
     func metricsCSV(_ bundleID: String, request: Request) async throws -> Response {
-        let (from, to, environment) = range(request)
+        let (from, to, environment, store) = range(request)
         let kinds = Set(
             (request.uri.queryParameters["kind"].map(String.init) ?? "").split(separator: ",").compactMap {
                 MetricContribution.Kind(rawValue: String($0))
             })
         var csv = "day,environment,metric,dimension,value\n"
-        for point in try await console.metrics.daily(bundleID: bundleID, environment: environment, from: from, through: to)
+        for point in try await console.metrics.daily(bundleID: bundleID, environment: environment, store: store, from: from, through: to)
         where kinds.isEmpty || kinds.contains(point.kind) {
             csv +=
                 "\(RFC3339.string(point.day).prefix(10)),\(environment.rawValue),\(point.kind.rawValue),\(Self.csvField(point.dimension)),\(point.value)\n"
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/csv; charset=utf-8"
-        headers[.contentDisposition] = "attachment; filename=\"metrics-\(Self.path(bundleID)).csv\""
+        let suffix = store.map { "-" + $0.rawValue } ?? ""
+        headers[.contentDisposition] = "attachment; filename=\"metrics-\(Self.path(bundleID))\(suffix).csv\""
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: csv)))
     }
 

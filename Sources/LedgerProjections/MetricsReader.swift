@@ -12,29 +12,35 @@ package struct MetricsReader: Sendable {
 
     package init(reads: ReadReplicas) { self.reads = reads }
 
-    /// Every non-zero value for the UTC days from `first` through `last` (midnights), one environment.
-    package func daily(bundleID: String, environment: AppleEnvironment, from first: Date, through last: Date) async throws -> [MetricPoint]
-    {
+    /// Every non-zero value for the UTC days from `first` through `last` (midnights), one
+    /// environment; one store's purchases only when `store` is given.
+    package func daily(
+        bundleID: String, environment: AppleEnvironment, store: Store? = nil, from first: Date, through last: Date
+    ) async throws -> [MetricPoint] {
         let end = last.addingTimeInterval(86_400)
+        let storeName = store?.rawValue
         var trip = RoundTrip()
         let pointsRead = trip.add(
             PipelinedStatement(
                 """
                 SELECT kind, dimension, date_trunc('day', from_at) AS day, sum(value)::bigint AS value FROM ledger.metric_contributions
                  WHERE bundle_id = $1 AND environment = $2 AND until_at IS NULL AND from_at >= $3 AND from_at < $4
+                   AND \(Self.storeMatches("original_transaction_id", "$5"))
                  GROUP BY 1, 2, 3
-                """, [bundleID, environment.rawValue, first, end]))
+                """, [bundleID, environment.rawValue, first, end, storeName]))
         let spansRead = trip.add(
             PipelinedStatement(
                 """
                 SELECT kind, dimension, day, sum(value)::bigint AS value FROM (
                     SELECT kind, dimension, date_trunc('day', from_at) AS day, value FROM ledger.metric_contributions
                      WHERE bundle_id = $1 AND environment = $2 AND until_at IS NOT NULL AND from_at < $3
+                       AND \(Self.storeMatches("original_transaction_id", "$4"))
                     UNION ALL
                     SELECT kind, dimension, date_trunc('day', until_at - interval '1 day') + interval '1 day', -value FROM ledger.metric_contributions
                      WHERE bundle_id = $1 AND environment = $2 AND until_at IS NOT NULL AND from_at < $3 AND until_at < $3 + interval '1 day'
+                       AND \(Self.storeMatches("original_transaction_id", "$4"))
                 ) deltas GROUP BY 1, 2, 3 ORDER BY 3
-                """, [bundleID, environment.rawValue, end]))
+                """, [bundleID, environment.rawValue, end, storeName]))
         // Renewals, revenue and refunds: from the finance rows, one per transaction already.
         let moneyRead = trip.add(
             PipelinedStatement(
@@ -56,8 +62,9 @@ package struct MetricsReader: Sendable {
                         OR (m.kind = 'refunds' AND f.kind IN ('refund', 'refund_reversed'))
                      WHERE f.bundle_id = $1 AND f.environment = $2 AND f.occurred_at >= $3 AND f.occurred_at < $4
                        AND (m.kind = 'renewed' OR f.currency IS NOT NULL)
+                       AND \(Self.storeMatches("f.original_transaction_id", "$5"))
                 ) rows GROUP BY 1, 2, 3
-                """, [bundleID, environment.rawValue, first, end]))
+                """, [bundleID, environment.rawValue, first, end, storeName]))
         let series = trip
         let results = try await reads.read(atLeast: await reads.requiredForAll()) { try $0.send(series) }
         var points: [MetricPoint] = []
@@ -99,6 +106,12 @@ package struct MetricsReader: Sendable {
                 $1.day, $1.kind.rawValue, $1.environment.rawValue, $1.dimension
             )
         }
+    }
+
+    /// A purchase's store is in its key (`Store(purchaseKey:)`): Google's start with `gp:`. A NULL
+    /// `parameter` matches every store.
+    static func storeMatches(_ column: String, _ parameter: String) -> String {
+        "(\(parameter)::text IS NULL OR starts_with(\(column), '\(Store.googlePlayKeyPrefix)') = (\(parameter)::text = '\(Store.googlePlay.rawValue)'))"
     }
 
     struct SeriesKey: Hashable {

@@ -57,6 +57,11 @@ import Testing
         let report = try await server.services.googleReconciliation.reconcile(bundleID: Self.bundle)
         #expect(report.subscriptionsAsked == 3 && report.changed == 1 && report.gone == 1 && report.refused == 0, "\(report)")
         #expect(!Self.active(try await server.send("GET", "/v1/apps/\(Self.bundle)/users/oli", key: key), "pro"))
+        let ended = try await server.waitForChange(key: key) { change in
+            ["entitlement.revoked", "entitlement.expired"].contains(change["type"] as? String) && change["user_id"] as? String == "oli"
+                && (change["change"] as? [String: any Sendable])?["store"] as? String == "google_play"
+        }
+        #expect(ended.found, "the feed and webhooks say which store the purchase is from")
         let second = try await server.services.googleReconciliation.reconcile(bundleID: Self.bundle)
         #expect(second.subscriptionsAsked == 2 && second.changed == 0, "a token Google forgot is not asked about again: \(second)")
 
@@ -123,5 +128,41 @@ import Testing
         #expect(yearly?["product_id"] as? String == "pro_yearly" && Self.active(ray, "pro"), "\(ray.text)")
         let guestAfter = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/guest-9", key: key)
         #expect(Self.subscriptions(guestAfter).isEmpty && !Self.active(guestAfter, "pro"), "\(guestAfter.text)")
+    }
+
+    @Test func financeMetricsAreShownForEveryStoreOrForOne() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        // A license tester's purchase is the sandbox's, where the simulated Apple's are.
+        try await server.configureGoogle(testPurchases: true)
+        let key = try await server.key([.ingest, .read])
+        let token = server.google.purchaseSubscription(package: Self.package, productID: "pro", test: true)
+        try await Self.claim(server, "sol", "pro", token, key: key)
+        let apple = try server.app.signedTransaction(IngestionFlowTests.subscription("sol-apple-1"))
+        let bought = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "sol", "signed_transaction": apple])
+        #expect(bought.status == 200, "\(bought.text)")
+        let reader = try await ConsoleTests.signIn(server, key: try await server.key([.read]))
+
+        /// The products counted active today in the CSV for `store` ("" for every store).
+        func activeProducts(_ store: String) async throws -> Set<String> {
+            let csv = try await server.send(
+                "GET", "/console/apps/\(Self.bundle)/metrics.csv?kind=active&environment=Sandbox&store=\(store)", headers: [("Cookie", reader.cookie)])
+            #expect(csv.status == 200, "\(csv.text)")
+            var products: Set<String> = []
+            for line in csv.text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                if fields.count == 5, fields[2] == "active" { products.insert(fields[3]) }
+            }
+            return products
+        }
+        let everyStore = try await activeProducts("")
+        #expect(everyStore.contains("pro") && everyStore.count == 2, "\(everyStore)")
+        #expect(try await activeProducts("google_play") == ["pro"])
+        let appStore = try await activeProducts("app_store")
+        #expect(appStore.count == 1 && !appStore.contains("pro"), "\(appStore)")
+        let page = try await server.send(
+            "GET", "/console/apps/\(Self.bundle)/metrics?environment=Sandbox&store=google_play", headers: [("Cookie", reader.cookie)])
+        #expect(page.status == 200 && page.text.contains(#"<option value="google_play" selected>Google Play</option>"#), "\(page.text)")
     }
 }

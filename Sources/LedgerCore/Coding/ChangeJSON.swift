@@ -21,6 +21,8 @@ package enum ChangeJSON {
                 json.field("entitlement", subject.entitlement)
                 json.field("product_id", subject.productID)
                 json.field("original_transaction_id", subject.originalTransactionID)
+                // The purchase's store is in its key: said here so a receiver need not know how.
+                json.field("store", subject.originalTransactionID.map { Store(purchaseKey: $0).rawValue })
                 json.field("transaction_id", subject.transactionID)
                 json.field("currency", subject.currency)
                 json.field("amount", subject.amount)
