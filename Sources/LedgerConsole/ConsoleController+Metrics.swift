@@ -59,7 +59,8 @@ extension ConsoleController {
             "environment": environment.rawValue,
             "environments": [AppleEnvironment.production, .sandbox].map { ["name": $0.rawValue, "selected": $0 == environment] },
             "store": store?.rawValue ?? "", "storeName": store.map(UserPage.storeName) ?? "every store",
-            "stores": [("", "Every store", store == nil)] + [Store.appStore, .googlePlay].map { ($0.rawValue, UserPage.storeName($0), $0 == store) }
+            "stores": [("", "Every store", store == nil)]
+                + [Store.appStore, .googlePlay].map { ($0.rawValue, UserPage.storeName($0), $0 == store) }
                 .map { ["value": $0.0, "name": $0.1, "selected": $0.2] },
             "charts": charts,
         ]

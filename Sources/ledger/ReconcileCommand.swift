@@ -26,8 +26,8 @@ struct ReconcileCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
     @Option(help: ArgumentHelp("The app's bundle id.", valueName: "bundle-id")) var app: String
-    @Option(help: ArgumentHelp("Start of the window instead (RFC 3339 or a date; Apple keeps 180 days, Google 30).", valueName: "time")) var since:
-        String?
+    @Option(help: ArgumentHelp("Start of the window instead (RFC 3339 or a date; Apple keeps 180 days, Google 30).", valueName: "time"))
+    var since: String?
 
     func validate() throws {
         if let since, RFC3339.parseInstant(since) == nil {

@@ -68,7 +68,9 @@ import Testing
         let metrics = try await server.send("GET", "/metrics").text.split(separator: "\n")
         let calls = metrics.filter { $0.hasPrefix("ledger_google_calls_total{") }
         #expect(
-            calls.contains { $0.contains(#"endpoint="GET purchases/subscriptionsv2/tokens/{token}""#) && $0.contains(#"outcome="answered""#) },
+            calls.contains {
+                $0.contains(#"endpoint="GET purchases/subscriptionsv2/tokens/{token}""#) && $0.contains(#"outcome="answered""#)
+            },
             "\(calls)")
         #expect(calls.contains { $0.contains(#"status="410""#) && $0.contains(#"outcome="refused""#) }, "\(calls)")
         let evidence = metrics.filter { $0.hasPrefix("ledger_evidence_total{") && $0.contains(#"store="google_play""#) }
@@ -115,7 +117,9 @@ import Testing
         let merged = try await server.send("POST", "/v1/apps/\(Self.bundle)/users/ray/merge", key: key, json: ["from": "guest-9"])
         #expect(merged.status == 200, "\(merged.text)")
         #expect(Self.active(merged, "pro"), "\(merged.text)")
-        #expect((merged.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 600, "500 from Google, 100 from Apple: \(merged.text)")
+        #expect(
+            (merged.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 600, "500 from Google, 100 from Apple: \(merged.text)"
+        )
         let guest = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/guest-9", key: key)
         #expect(!Self.active(guest, "pro") && Self.subscriptions(guest).isEmpty, "\(guest.text)")
 
@@ -147,7 +151,8 @@ import Testing
         /// The products counted active today in the CSV for `store` ("" for every store).
         func activeProducts(_ store: String) async throws -> Set<String> {
             let csv = try await server.send(
-                "GET", "/console/apps/\(Self.bundle)/metrics.csv?kind=active&environment=Sandbox&store=\(store)", headers: [("Cookie", reader.cookie)])
+                "GET", "/console/apps/\(Self.bundle)/metrics.csv?kind=active&environment=Sandbox&store=\(store)",
+                headers: [("Cookie", reader.cookie)])
             #expect(csv.status == 200, "\(csv.text)")
             var products: Set<String> = []
             for line in csv.text.split(separator: "\n").dropFirst() {

@@ -41,7 +41,9 @@ package enum GoogleEvidenceSummary {
             for item in items {
                 lines.append(("product", item.productId))
                 if let quantity = item.productOfferDetails?.quantity { lines.append(("quantity", String(quantity))) }
-                if let refundable = item.productOfferDetails?.refundableQuantity { lines.append(("refundable quantity", String(refundable))) }
+                if let refundable = item.productOfferDetails?.refundableQuantity {
+                    lines.append(("refundable quantity", String(refundable)))
+                }
                 if let consumption = item.productOfferDetails?.consumptionState { lines.append(("consumption", consumption)) }
             }
             if let paid = answer.purchaseCompletionTime { lines.append(("paid", paid)) }
@@ -79,7 +81,11 @@ package enum GoogleEvidenceSummary {
             lines.append(("type", "\(names[body.notificationType] ?? "unknown") (\(body.notificationType))"))
             if let sku = body.sku { lines.append(("product", sku)) }
         case .voidedPurchase(let body):
-            lines.append(("type", body.refundType == 2 ? "voided purchase: a partial refund by quantity" : "voided purchase: refunded or charged back"))
+            lines.append(
+                (
+                    "type",
+                    body.refundType == 2 ? "voided purchase: a partial refund by quantity" : "voided purchase: refunded or charged back"
+                ))
             if let order = body.orderId { lines.append(("order", order)) }
         case .pendingRefundReview(let body):
             lines.append(("type", "pending refund review (answered with orders.reviewrefund when the app's policy allows)"))
