@@ -170,4 +170,71 @@ import Testing
             "GET", "/console/apps/\(Self.bundle)/metrics?environment=Sandbox&store=google_play", headers: [("Cookie", reader.cookie)])
         #expect(page.status == 200 && page.text.contains(#"<option value="google_play" selected>Google Play</option>"#), "\(page.text)")
     }
+
+    @Test func aConsumableSpentThenPartlyRefundedLeavesAProportionalDebt() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        try await server.configureGoogle()
+        let key = try await server.key([.ingest, .read])
+        let coins = server.google.purchaseProduct(package: Self.package, productID: "coins_500", quantity: 2)
+        try await Self.claim(server, "tam", "coins_500", coins, key: key)
+        let spent = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/users/tam/consumptions", key: key,
+            json: ["currency": "coins", "amount": 800, "idempotency_key": "sword-1"])
+        #expect(spent.status == 200, "\(spent.text)")
+        // One of the two packs refunded: half of what the purchase gave is taken back.
+        server.google.refundProduct(coins, quantity: 1)
+        let voided = PubSubPusher.notification(
+            package: Self.package, kind: "voidedPurchaseNotification",
+            ["purchaseToken": coins, "orderId": server.google.product(coins)?.orderID ?? "", "productType": 2, "refundType": 2])
+        #expect(try await GooglePlayNotificationTests.push(server, voided) == 200)
+        let state = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/tam", key: key)
+        #expect((state.json["balances"] as? [String: any Sendable])?["coins"] as? Int == -300, "1000 − 800 − 500: \(state.text)")
+        // The same refund told again (the hourly list) takes nothing more.
+        #expect(try await server.services.googleRefunds.pass()[Self.bundle] == 0)
+        let again = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/tam", key: key)
+        #expect((again.json["balances"] as? [String: any Sendable])?["coins"] as? Int == -300, "\(again.text)")
+        let export = try await server.send(
+            "GET", "/v1/apps/\(Self.bundle)/exports/transactions?environment=Production&format=csv", key: server.adminKey)
+        let rows = export.text.split(separator: "\r\n").filter { $0.contains(",tam,") }
+        #expect(rows.filter { $0.contains(",refund,") }.count == 1, "\(export.text)")
+    }
+
+    @Test func oneUserOwningFromBothStoresIsExportedAndErasedWhole() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        try await server.configureGoogle()
+        let key = try await server.key([.ingest, .read])
+        let apple = try server.app.signedTransaction(IngestionFlowTests.subscription("uma-apple-1"))
+        let bought = try await server.send(
+            "POST", "/v1/apps/\(Self.bundle)/transactions", key: key, json: ["user_id": "uma", "signed_transaction": apple])
+        #expect(bought.status == 200 && Self.active(bought, "pro"), "\(bought.text)")
+        let coins = server.google.purchaseProduct(package: Self.package, productID: "coins_500", accountID: "acct-uma")
+        try await Self.claim(server, "uma", "coins_500", coins, key: key)
+
+        func exported() async throws -> [Substring] {
+            var rows: [Substring] = []
+            for environment in ["Production", "Sandbox"] {
+                let export = try await server.send(
+                    "GET", "/v1/apps/\(Self.bundle)/exports/transactions?environment=\(environment)&format=csv", key: server.adminKey)
+                #expect(export.status == 200, "\(export.text)")
+                rows += export.text.split(separator: "\r\n").dropFirst()
+            }
+            return rows
+        }
+        let before = try await exported().filter { $0.contains(",uma,") }
+        #expect(Set(before.compactMap { $0.split(separator: ",").last.map(String.init) }) == ["app_store", "google_play"], "\(before)")
+        let access = try await server.send("GET", "/v1/apps/\(Self.bundle)/users/uma/export", key: server.adminKey)
+        #expect(access.status == 200 && access.text.contains("uma-apple-1"), "\(access.text.prefix(1500))")
+        #expect((access.json["google_play_purchases"] as? [[String: any Sendable]])?.count == 1, "\(access.text.prefix(1500))")
+
+        let erased = try await server.send("DELETE", "/v1/apps/\(Self.bundle)/users/uma", key: server.adminKey)
+        #expect(erased.status == 200, "\(erased.text)")
+        let pseudonym = try #require(erased.json["pseudonym"] as? String ?? erased.json["user_id"] as? String, "\(erased.text)")
+        let after = try await exported()
+        #expect(!after.contains { $0.contains(",uma,") }, "\(after)")
+        let renamed = after.filter { $0.contains(",\(pseudonym),") }
+        #expect(Set(renamed.compactMap { $0.split(separator: ",").last.map(String.init) }) == ["app_store", "google_play"], "\(after)")
+    }
 }
+
