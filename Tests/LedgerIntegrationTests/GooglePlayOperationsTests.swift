@@ -237,4 +237,3 @@ import Testing
         #expect(Set(renamed.compactMap { $0.split(separator: ",").last.map(String.init) }) == ["app_store", "google_play"], "\(after)")
     }
 }
-
