@@ -169,6 +169,14 @@ import Testing
         let page = try await server.send(
             "GET", "/console/apps/\(Self.bundle)/metrics?environment=Sandbox&store=google_play", headers: [("Cookie", reader.cookie)])
         #expect(page.status == 200 && page.text.contains(#"<option value="google_play" selected>Google Play</option>"#), "\(page.text)")
+
+        // The books name Google's order, its price and currency, and the store.
+        let export = try await server.send(
+            "GET", "/v1/apps/\(Self.bundle)/exports/transactions?environment=Sandbox&format=csv", key: server.adminKey)
+        let google = export.text.split(separator: "\r\n").filter { $0.contains(",sol,") && $0.hasSuffix(",google_play") }
+        #expect(google.count == 1, "\(export.text)")
+        let order = server.google.subscription(token)?.orderIDs.first ?? "?"
+        #expect(google.first?.hasPrefix(order + ",") == true && google.first?.contains(",9.990,9990,USD,") == true, "\(google)")
     }
 
     @Test func aConsumableSpentThenPartlyRefundedLeavesAProportionalDebt() async throws {
