@@ -10,7 +10,11 @@ import Tracing
 
 /// What a piece of signed data must be for one app.
 package struct Expectation: Sendable {
-    package enum Kind: Sendable { case transaction, renewalInfo, notification, appTransaction }
+    package enum Kind: Sendable {
+        case transaction, renewalInfo, notification, appTransaction
+        /// Apple's realtime retention request: it names the app by its Apple app id only.
+        case realtimeRequest
+    }
     package var bundleID: String
     /// Environments the app accepts (Xcode and LocalTesting only when listed, never with Production).
     package var environments: Set<AppleEnvironment>
@@ -220,7 +224,7 @@ struct Claims {
             // An AppTransaction is "signed" when its receipt was created, and says its environment as receiptType.
             signed = payload.receiptCreationDate ?? payload.signedDate
             scope = .init(environment: payload.receiptType, bundleId: payload.bundleId, appAppleId: payload.appAppleId)
-        case .transaction, .renewalInfo:
+        case .transaction, .renewalInfo, .realtimeRequest:
             scope = .init(environment: payload.environment, bundleId: payload.bundleId, appAppleId: payload.appAppleId)
         }
         // The payload is not yet verified here, and its date decides which chain is checked: a
@@ -267,7 +271,7 @@ struct Claims {
 
     /// App identity first, then environment, as Apple's libraries order them. Returns the environment.
     func check(against expectation: Expectation, kind: Expectation.Kind) throws -> AppleEnvironment {
-        if kind != .renewalInfo || bundleID != nil {
+        if kind != .realtimeRequest, kind != .renewalInfo || bundleID != nil {
             guard bundleID == expectation.bundleID else {
                 throw LedgerError(.bundleMismatch, "signed for another app than \(expectation.bundleID)")
             }
@@ -275,9 +279,10 @@ struct Claims {
         guard let environment, expectation.environments.contains(environment) else {
             throw LedgerError(.environmentNotAllowed, "\(environment?.rawValue ?? "unnamed") environment is not accepted for this app")
         }
-        if kind == .notification || kind == .appTransaction {
+        if kind == .notification || kind == .appTransaction || kind == .realtimeRequest {
             if environment == .production, expectation.appAppleID == nil || appAppleID != expectation.appAppleID {
-                throw LedgerError(.appMismatch, "Production notifications and app transactions must carry this app's Apple app id")
+                throw LedgerError(
+                    .appMismatch, "Production notifications, app transactions and realtime requests must carry this app's Apple app id")
             }
             if let expected = expectation.appAppleID, let actual = appAppleID, actual != expected {
                 throw LedgerError(.appMismatch, "signed for Apple app id \(actual), not \(expected)")

@@ -14,6 +14,8 @@ package struct ConsoleContext: Sendable {
     package var evidence: EvidenceStore
     package var tokens: AppAccountTokens
     package var lookups: AppleLookups
+    /// The retention rules' outcomes, for the app page.
+    package var retention: RetentionDesk
     /// Failed sign-ins, counted with the API's failed keys.
     package var throttle: FailureThrottle
     /// Where the console's actions are recorded, and what its audit page lists.
@@ -23,8 +25,8 @@ package struct ConsoleContext: Sendable {
 
     package init(
         sessions: ConsoleSessions, directory: AppDirectory, reader: UserStateReader, metrics: MetricsReader, actions: UserActions,
-        evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups, throttle: FailureThrottle, audit: AuditLog,
-        refusals: @escaping @Sendable () -> [(code: String, count: Int)]
+        evidence: EvidenceStore, tokens: AppAccountTokens, lookups: AppleLookups, retention: RetentionDesk, throttle: FailureThrottle,
+        audit: AuditLog, refusals: @escaping @Sendable () -> [(code: String, count: Int)]
     ) {
         self.sessions = sessions
         self.directory = directory
@@ -34,6 +36,7 @@ package struct ConsoleContext: Sendable {
         self.evidence = evidence
         self.tokens = tokens
         self.lookups = lookups
+        self.retention = retention
         self.throttle = throttle
         self.audit = audit
         self.refusals = refusals

@@ -50,6 +50,7 @@ extension ConsoleController {
             "sharedSecret": !app.hasSharedSecret ? "not configured" : "configured (never shown)",
             "serverAPI": app.serverAPIKeyID.map { "configured: key \($0) (never shown)" } ?? "not configured",
             "products": products, "query": "",
+            "retention": try await retentionRows(app),
             "refusals": console.refusals().map { ["code": $0.code, "count": String($0.count)] },
             "notices": try await console.reader.appNotices(bundleID: bundleID).compactMap { fact -> [String: String]? in
                 switch fact.event {
@@ -134,6 +135,36 @@ extension ConsoleController {
             values["message"] = message.removingPercentEncoding ?? message
         }
         return render("user", Merged(frame("User \(userID)", app: bundleID, session), values), session: session)
+    }
+
+    /// The app's retention rules in order, each with how often it answered and how many of those
+    /// subscriptions renewed afterwards; the default message last.
+    func retentionRows(_ app: AppConfiguration) async throws -> [[String: String]] {
+        guard let retention = app.settings.retention else { return [] }
+        let outcomes = try await console.retention.outcomes(bundleID: app.bundleID)
+        func row(_ name: String?, _ when: String, _ answer: String) -> [String: String] {
+            let outcome = outcomes.first { $0.rule == name }
+            return [
+                "rule": name ?? "default", "when": when, "answer": answer, "shown": String(outcome?.shown ?? 0),
+                "saved": String(outcome?.saved ?? 0),
+            ]
+        }
+        var rows = retention.rules.map { rule in
+            row(rule.name, Self.describe(rule.when), rule.answer.kind + (rule.answer.offerOrProduct.map { " " + $0 } ?? ""))
+        }
+        if let fallback = retention.defaultMessage { rows.append(row(nil, "nothing else applies", "message " + fallback.uuidString.lowercased())) }
+        return rows
+    }
+
+    static func describe(_ when: RetentionCondition) -> String {
+        var parts: [String] = []
+        if let products = when.product { parts.append("product " + products.joined(separator: " or ")) }
+        if let locales = when.locale { parts.append("locale " + locales.joined(separator: " or ")) }
+        if let days = when.paidDaysAtLeast { parts.append("paid \(days)+ days") }
+        if let renewals = when.renewalsAtLeast { parts.append("renewed \(renewals)+ times") }
+        if let retry = when.inBillingRetry { parts.append(retry ? "in billing retry" : "not in billing retry") }
+        if let refunded = when.refundedBefore { parts.append(refunded ? "refunded before" : "never refunded") }
+        return parts.isEmpty ? "always" : parts.joined(separator: ", ")
     }
 
     /// One piece of evidence, decoded: a JWS's payload, a notification's, a receipt's answer.

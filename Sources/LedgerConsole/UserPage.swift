@@ -135,6 +135,16 @@ struct UserPage {
                 ? "introductory offer eligibility (\(o.eligible == true ? "eligible" : "not eligible"))"
                 : "offer \(o.offerID ?? "?")" + (o.kind == .promotionalOfferLegacy ? " (legacy signature)" : "")
             return "signed \(what) for \(o.productID): \(o.reason)"
+        case .retentionDecided(let r):
+            let shown =
+                switch r.answer {
+                case "alternate_product": "a switch to \(r.alternateProductID ?? "?")"
+                case "promotional_offer": "offer \(r.offerID ?? "?")"
+                default: "a message"
+                }
+            return "about to cancel \(r.productID): Apple was told to show \(shown) (message \(r.messageID.lowercased()), "
+                + (r.rule.map { "rule \"\($0)\"" } ?? "the default") + ")"
+                + (r.skipped.isEmpty ? "" : "; passed over: " + r.skipped.joined(separator: "; "))
         case .userErased(let e):
             return
                 "identifiers erased by \(e.actor): \(e.eventsRewritten) events rewritten, \(e.tokens) tokens replaced, \(e.evidenceShredded) pieces of evidence shredded"

@@ -49,6 +49,7 @@ extension LedgerError {
         case invalidGooglePlay = "invalid_google_play"
         case invalidStore = "invalid_store"
         case invalidPurchaseToken = "invalid_purchase_token"
+        case invalidRetention = "invalid_retention"
 
         // No key, or an unknown or revoked one.
         case missingAPIKey = "missing_api_key"
@@ -117,6 +118,7 @@ extension LedgerError {
         case packageMismatch = "package_mismatch"
         case productMismatch = "product_mismatch"
         case googlePlayNotConfigured = "google_play_not_configured"
+        case retentionNotConfigured = "retention_not_configured"
         case purchaseTokenExpired = "purchase_token_expired"
         case googleAPIUnauthorized = "google_api_unauthorized"
         case googleAPIRefused = "google_api_refused"
@@ -143,7 +145,7 @@ extension LedgerError {
                 .invalidAppPurchase, .invalidOffer, .invalidWebhook, .invalidTransactionID, .invalidDays,
                 .invalidReasonCode, .invalidRequestID, .invalidStorefront, .invalidMerge, .missingUserID, .missingTransactionID,
                 .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID, .invalidGoogleServiceAccount,
-                .invalidGooglePlay, .invalidStore, .invalidPurchaseToken:
+                .invalidGooglePlay, .invalidStore, .invalidPurchaseToken, .invalidRetention:
                 .invalid
             case .missingAPIKey, .invalidAPIKey, .invalidPushToken: .unauthenticated
             case .insufficientScope, .appNotAllowed: .forbidden
@@ -161,7 +163,7 @@ extension LedgerError {
             case .unsupportedAlgorithm, .missingCertificateChain, .untrustedChain, .invalidSignature, .bundleMismatch,
                 .appMismatch, .environmentNotAllowed, .receiptInvalid, .sharedSecretMismatch, .sharedSecretMissing,
                 .appleAPIUnauthorized, .appleAPINotConfigured, .appleAPIRefused, .packageMismatch, .purchaseTokenExpired,
-                .googleAPIUnauthorized, .googleAPIRefused, .productMismatch, .googlePlayNotConfigured:
+                .googleAPIUnauthorized, .googleAPIRefused, .productMismatch, .googlePlayNotConfigured, .retentionNotConfigured:
                 .unverifiable
             case .appleUnavailable, .googleUnavailable, .databaseUnavailable, .secretUnavailable: .unavailable
             case .internalError: .fault

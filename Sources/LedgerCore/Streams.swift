@@ -98,6 +98,7 @@ extension LedgerEvent {
         case .balanceMoved(let m): m.userID
         case .appTransactionRecorded(let a): a.userID
         case .offerSigned(let o): o.userID
+        case .retentionDecided(let r): r.userID
         default: nil
         }
     }

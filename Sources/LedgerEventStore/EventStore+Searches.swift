@@ -30,6 +30,26 @@ extension EventStore {
         """
     }
 
+    /// For the events of `type` in streams starting with `prefix`, grouped by their data's `field`:
+    /// how many (`seen`), and how many have, later in the log, an event of `laterTypes` in the
+    /// stream `laterStream` names (an expression over the event `d`, such as its purchase's
+    /// stream): `followed`. What a decision led to, counted without a table of its own.
+    package static func followed(
+        ofType type: String, inStreamsStartingWith prefix: String, groupedBy field: String, laterTypes: [String],
+        laterStream: String
+    ) -> PipelinedStatement {
+        PipelinedStatement(
+            """
+            SELECT d.data->>$2::text AS key, count(*) AS seen,
+                   count(*) FILTER (WHERE EXISTS (
+                       SELECT 1 FROM ledger.events r
+                        WHERE r.stream = \(laterStream) AND r.position > d.position
+                          AND r.event_type IN (\(laterTypes.map(literal).joined(separator: ", "))))) AS followed
+              FROM ledger.events d WHERE d.event_type = \(literal(type)) AND starts_with(d.stream, $1)
+             GROUP BY 1 ORDER BY 1
+            """, [prefix, field])
+    }
+
     /// How many events the log holds.
     package static func count(on connection: PostgresConnection) throws -> Int {
         try connection.query("SELECT count(*) AS n FROM ledger.events")[0]["n"].int()

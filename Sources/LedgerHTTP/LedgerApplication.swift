@@ -1,6 +1,7 @@
 import Hummingbird
 import LedgerAccess
 import LedgerConsole
+import LedgerIngestion
 import Logging
 import Tracing
 
@@ -22,6 +23,10 @@ package func buildApplication(
     OperationsController(metrics: endpoints.metrics, gauges: endpoints.gauges).register(on: router)
     let ingestion = IngestionController(ingestor: endpoints.ingestor, lookups: endpoints.lookups, metrics: endpoints.metrics)
     ingestion.registerWebhook(on: router)
+    let retention = RetentionController(
+        desk: RetentionDesk(ingestor: endpoints.ingestor), lookups: endpoints.lookups, directory: endpoints.directory, audit: endpoints.audit,
+        metrics: endpoints.metrics)
+    retention.registerRealtime(on: router)
 
     let v1 = router.group("v1").add(
         middleware: AuthMiddleware(
@@ -33,6 +38,7 @@ package func buildApplication(
     ingestion.register(on: v1)
     AppleController(lookups: endpoints.lookups, audit: endpoints.audit).register(on: v1)
     OffersController(offers: endpoints.offers).register(on: v1)
+    retention.register(on: v1)
     UsersController(
         directory: directory, reader: endpoints.users, actions: endpoints.actions, audit: endpoints.audit, merges: endpoints.merges,
         subjectAccess: endpoints.subjectAccess, erasures: endpoints.erasures

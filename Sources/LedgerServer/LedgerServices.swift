@@ -163,7 +163,8 @@ package struct LedgerServices: Sendable {
     ) -> Endpoints {
         let console = ConsoleContext(
             sessions: ConsoleSessions(pool: pool, keys: keys), directory: directory, reader: users, metrics: MetricsReader(reads: reads),
-            actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups, throttle: throttle, audit: audit,
+            actions: actions, evidence: evidence, tokens: ingestor.tokens, lookups: lookups, retention: RetentionDesk(ingestor: ingestor),
+            throttle: throttle, audit: audit,
             refusals: {
                 metrics.counts("ledger_evidence_total", by: "result") { $0 != "result" || $1 != "accepted" }.map {
                     (code: $0.0, count: $0.1)

@@ -9,6 +9,7 @@ extension ServerAPISimulator {
     package func register(on router: Router<BasicRequestContext>) {
         registerAccountRoutes(on: router)
         registerSubscriptionRoutes(on: router)
+        registerRetentionRoutes(on: router)
         router.get("/:endpoint/inApps/v2/history/:id") { request, context in
             try self.answer(request, context) { store, id in
                 let all = try self.customerTransactions(of: id, in: store).sorted { $0.purchaseDate < $1.purchaseDate }

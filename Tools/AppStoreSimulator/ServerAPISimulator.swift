@@ -76,12 +76,16 @@ package final class ServerAPISimulator: Sendable {
         var consumption: [ConsumptionAnswer] = []
         var testNotifications: [String: Int] = [:] // token → index in history
         var notificationURL: String?
+        /// Where Apple sends realtime retention requests (Configure Realtime URL).
+        var realtimeURL: String?
     }
 
     struct State {
         var stores: [String: Store] = [:] // "<environment>/<bundle id>"
         var scripts: [Scripted] = []
         var seen: [Seen] = []
+        var performanceConfig = PerformanceConfig()
+        var performanceRuns: [String: PerformanceRun] = [:]
     }
 
     let state = Mutex(State())

@@ -21,6 +21,7 @@ package struct Change: Sendable, Equatable {
         case refundReversed = "purchase.refund_reversed"
         case consentRescinded = "consent.rescinded"
         case userErased = "user.erased"
+        case retentionOffered = "retention.offered"
     }
 
     package var kind: Kind

@@ -53,6 +53,8 @@ package indirect enum LedgerEvent: Sendable, Equatable {
     case appTransactionRecorded(AppTransactionFacts)
     /// A signature the ledger issued for the user (an offer, an introductory eligibility): audit only.
     case offerSigned(OfferSignature)
+    /// What Apple was told to show the user about to cancel a subscription: audit and counts only.
+    case retentionDecided(RetentionDecision)
     /// The user's identifiers were erased: recorded on the pseudonym's stream, naming only it.
     case userErased(UserErasure)
     /// Asked of Apple on the app's behalf (audit only; Apple's restated facts change the state).
@@ -94,6 +96,7 @@ package indirect enum LedgerEvent: Sendable, Equatable {
         case .balanceMoved: .balanceMoved
         case .appTransactionRecorded: .appTransactionRecorded
         case .offerSigned: .offerSigned
+        case .retentionDecided: .retentionDecided
         case .userErased: .userErased
         case .renewalExtended: .renewalExtended
         case .massRenewalExtensionRequested: .massRenewalExtensionRequested
@@ -129,6 +132,7 @@ package enum LedgerEventType: String, Sendable, CaseIterable {
     case balanceMoved = "BalanceMoved"
     case appTransactionRecorded = "AppTransactionRecorded"
     case offerSigned = "OfferSigned"
+    case retentionDecided = "RetentionDecided"
     case userErased = "UserErased"
     case renewalExtended = "RenewalExtendedAtApple"
     case massRenewalExtensionRequested = "MassRenewalExtensionRequested"
@@ -151,10 +155,17 @@ package struct AppSettings: Codable, Sendable, Equatable {
     package var appPurchase: AppPurchaseRule?
     /// The app on Google Play; none: Google's purchases are refused.
     package var googlePlay: GooglePlaySettings?
+    /// What Apple's realtime retention requests are answered with; none: they are refused and
+    /// Apple shows its default message.
+    package var retention: RetentionSettings?
+    /// Whether the ledger finishes each recorded purchase at Apple (Finish Transaction), for an
+    /// app that grants content from the server rather than calling finish() in the app.
+    package var serverFinishesTransactions: Bool?
 
     package init(
         environments: [AppleEnvironment] = [.production, .sandbox], appleAppID: Int64? = nil, restorePolicy: RestorePolicy = .transfer,
-        consumptionPolicy: ConsumptionPolicy? = nil, appPurchase: AppPurchaseRule? = nil, googlePlay: GooglePlaySettings? = nil
+        consumptionPolicy: ConsumptionPolicy? = nil, appPurchase: AppPurchaseRule? = nil, googlePlay: GooglePlaySettings? = nil,
+        retention: RetentionSettings? = nil, serverFinishesTransactions: Bool? = nil
     ) {
         self.environments = environments
         self.appleAppID = appleAppID
@@ -162,6 +173,8 @@ package struct AppSettings: Codable, Sendable, Equatable {
         self.consumptionPolicy = consumptionPolicy
         self.appPurchase = appPurchase
         self.googlePlay = googlePlay
+        self.retention = retention
+        self.serverFinishesTransactions = serverFinishesTransactions
     }
 }
 

@@ -47,6 +47,7 @@ package struct AppLedger: Sendable {
         case .balanceMoved(let m): userFacts[m.userID, default: []].append(index)
         case .appTransactionRecorded(let a): userFacts[a.userID, default: []].append(index)
         case .offerSigned(let o): userFacts[o.userID, default: []].append(index)
+        case .retentionDecided(let r): userFacts[r.userID, default: []].append(index)
         case .userErased(let e): userFacts[e.userID, default: []].append(index)
         case .transactionClaimed(let c): everOwned[c.userID, default: []].insert(c.originalTransactionID)
         case .ownershipTransferred(let t):

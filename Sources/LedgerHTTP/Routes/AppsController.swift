@@ -23,7 +23,9 @@ struct AppsController {
     @Sendable func configure(_ request: Request, context: LedgerRequestContext) async throws -> Response {
         let bundleID = try context.app(.admin)
         let body = try await JSONBody.decode(Wire.AppBody.self, from: request, context: context)
-        let settings = try Self.settings(from: body)
+        var settings = try Self.settings(from: body)
+        // The retention rules are set apart (PUT …/retention): an app's PUT keeps them.
+        settings.retention = try await directory.find(bundleID)?.settings.retention
         if let secret = body.shared_secret, secret.isEmpty || secret.utf8.count > 512 {
             throw LedgerError(.invalidSharedSecret, "shared_secret must be 1–512 bytes")
         }
