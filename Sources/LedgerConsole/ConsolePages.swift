@@ -152,7 +152,9 @@ extension ConsoleController {
         var rows = retention.rules.map { rule in
             row(rule.name, Self.describe(rule.when), rule.answer.kind + (rule.answer.offerOrProduct.map { " " + $0 } ?? ""))
         }
-        if let fallback = retention.defaultMessage { rows.append(row(nil, "nothing else applies", "message " + fallback.uuidString.lowercased())) }
+        if let fallback = retention.defaultMessage {
+            rows.append(row(nil, "nothing else applies", "message " + fallback.uuidString.lowercased()))
+        }
         return rows
     }
 

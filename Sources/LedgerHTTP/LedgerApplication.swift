@@ -24,7 +24,8 @@ package func buildApplication(
     let ingestion = IngestionController(ingestor: endpoints.ingestor, lookups: endpoints.lookups, metrics: endpoints.metrics)
     ingestion.registerWebhook(on: router)
     let retention = RetentionController(
-        desk: RetentionDesk(ingestor: endpoints.ingestor), lookups: endpoints.lookups, directory: endpoints.directory, audit: endpoints.audit,
+        desk: RetentionDesk(ingestor: endpoints.ingestor), lookups: endpoints.lookups, directory: endpoints.directory,
+        audit: endpoints.audit,
         metrics: endpoints.metrics)
     retention.registerRealtime(on: router)
 

@@ -182,7 +182,8 @@ package struct RetentionDesk: Sendable {
                 "offerIdentifier": offerID,
             ]
             if !username.isEmpty { fields["appAccountToken"] = username }
-            return .signed(("promotionalOfferSignatureV1", .legacy(fields, timestamp: legacy.timestamp)), fact(.promotionalOfferLegacy, nil))
+            return .signed(
+                ("promotionalOfferSignatureV1", .legacy(fields, timestamp: legacy.timestamp)), fact(.promotionalOfferLegacy, nil))
         }
     }
 

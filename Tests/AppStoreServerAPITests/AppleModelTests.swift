@@ -25,6 +25,16 @@ import Testing
     }
 
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
+    func retentionPerformanceTestAnswersDecode() throws {
+        let started = try Self.model(PerformanceTestStarted.self, "performanceTestResponse")
+        #expect(started.requestId == "c4b87a1d-2e3f-4a5b-9c6d-7e8f9a0b1c2d" && started.config?.responseTimeThreshold == 500)
+        let result = try Self.model(PerformanceTestResult.self, "performanceTestResultResponse")
+        #expect(result.result == "PASS" && result.successRate == 98 && result.numPending == 0)
+        #expect(result.responseTimes?.p99 == 400 && result.failures == ["TIMED_OUT": 1, "NO_RESPONSE": 1])
+        #expect(result.config?.maxConcurrentRequests == 10 && result.target == "https://example.com/retention")
+    }
+
+    @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))
     func statusesOrdersAndNotificationHistoryDecode() throws {
         let statuses = try Self.model(StatusResponse.self, "getAllSubscriptionStatusesResponse")
         #expect(statuses.data?.count == 2)

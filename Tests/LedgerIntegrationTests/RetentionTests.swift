@@ -37,7 +37,8 @@ import Testing
             "PUT", "/v1/apps/\(bundle)/products/pro.monthly", key: server.adminKey,
             json: ["type": "auto_renewable", "entitlements": ["pro"], "offers": ["loyal-50": ["eligible": "active"]]])
         #expect(declared.status == 200, "\(declared.text)")
-        let set = try await server.send("PUT", "/v1/apps/\(bundle)/retention", key: server.adminKey, json: rules(offerSignature: offerSignature))
+        let set = try await server.send(
+            "PUT", "/v1/apps/\(bundle)/retention", key: server.adminKey, json: rules(offerSignature: offerSignature))
         #expect(set.status == 200, "\(set.text)")
     }
 
@@ -51,10 +52,13 @@ import Testing
         #expect(answer.status == 200, "\(answer.text)")
     }
 
-    static func ask(_ server: TestServer, _ original: String, app: SimulatedApp? = nil, appAppleID: Int64? = nil) async throws
+    static func ask(
+        _ server: TestServer, _ original: String, app: SimulatedApp? = nil, appAppleID: Int64? = nil
+    ) async throws
         -> TestServer.Answer
     {
-        let body = try (app ?? server.app).realtimeRequest(originalTransactionID: original, productID: "pro.monthly", appAppleID: appAppleID)
+        let body = try (app ?? server.app).realtimeRequest(
+            originalTransactionID: original, productID: "pro.monthly", appAppleID: appAppleID)
         return try await server.send("POST", "/v1/apps/\(bundle)/apple/retention", body: body)
     }
 
@@ -70,7 +74,8 @@ import Testing
         renewal.isInBillingRetryPeriod = true
         renewal.expirationIntent = 2
         let failed = try server.app.notificationV2(
-            "DID_FAIL_TO_RENEW", transaction: SimulatedTransaction(
+            "DID_FAIL_TO_RENEW",
+            transaction: SimulatedTransaction(
                 transactionID: "rt-3", productID: "pro.monthly", purchaseDate: Date(timeIntervalSinceNow: -40 * 86_400),
                 expiresDate: Date(timeIntervalSinceNow: -2 * 86_400)), renewal: renewal)
         #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: failed).status == 200)
@@ -139,7 +144,9 @@ import Testing
         let reader = try await ConsoleTests.signIn(server, key: try await server.key([.read]))
         let page = try await server.send("GET", "/console/apps/\(Self.bundle)", headers: [("Cookie", reader.cookie)])
         #expect(
-            page.text.contains("<tr><td>loyal</td><td>product pro.monthly, paid 300+ days</td><td>promotional_offer loyal-50</td><td>1</td><td>1</td></tr>"),
+            page.text.contains(
+                "<tr><td>loyal</td><td>product pro.monthly, paid 300+ days</td><td>promotional_offer loyal-50</td><td>1</td><td>1</td></tr>"
+            ),
             "\(page.text)")
         let user = try await server.send("GET", "/console/apps/\(Self.bundle)/users/newish", headers: [("Cookie", reader.cookie)])
         #expect(user.text.contains("Apple was told to show a switch to pro.yearly"), "\(user.text)")
@@ -170,7 +177,10 @@ import Testing
         // Rules naming an offer the product does not declare are refused when set.
         var bad = Self.rules()
         bad["rules"] = [
-            ["name": "x", "when": ["product": "pro.monthly"], "answer": ["promotional_offer": ["message": UUID().uuidString, "offer": "nope"]]]
+            [
+                "name": "x", "when": ["product": "pro.monthly"],
+                "answer": ["promotional_offer": ["message": UUID().uuidString, "offer": "nope"]],
+            ]
         ]
         let refused = try await server.send("PUT", "/v1/apps/\(Self.bundle)/retention", key: server.adminKey, json: bad)
         #expect(refused.status == 400 && refused.errorCode == "invalid_retention" && refused.text.contains("nope"), "\(refused.text)")
@@ -213,4 +223,3 @@ import Testing
         #expect(try await server.eventCount(ofType: "RetentionDecided") == 100, "each of Apple's 100 requests is a decision")
     }
 }
-

@@ -91,7 +91,8 @@ extension ServerAPISimulator {
             for index in 0..<config.totalRequests {
                 if index >= config.maxConcurrentRequests { await group.next() }
                 group.addTask {
-                    let (milliseconds, failure) = await Self.attempt(app: app, original: original, productID: productID, url: url, config: config)
+                    let (milliseconds, failure) = await Self.attempt(
+                        app: app, original: original, productID: productID, url: url, config: config)
                     self.state.withLock { state in
                         state.performanceRuns[id]?.finished += 1
                         if let failure { state.performanceRuns[id]?.failures[failure, default: 0] += 1 }
@@ -146,7 +147,9 @@ extension ServerAPISimulator {
             "config": json(run.config), "target": run.target,
             "result": pending > 0 ? "PENDING" : rate >= run.config.successRateThreshold ? "PASS" : "FAIL",
             "successRate": rate, "numPending": pending,
-            "responseTimes": ["average": average, "p50": percentile(0.5), "p90": percentile(0.9), "p95": percentile(0.95), "p99": percentile(0.99)],
+            "responseTimes": [
+                "average": average, "p50": percentile(0.5), "p90": percentile(0.9), "p95": percentile(0.95), "p99": percentile(0.99),
+            ],
             "failures": run.failures,
         ]
     }

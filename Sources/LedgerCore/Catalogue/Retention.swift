@@ -149,7 +149,9 @@ package enum RetentionAnswer: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: Keys.self)
         guard container.allKeys.count == 1, let key = container.allKeys.first else {
             throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "an answer is exactly one of message, alternate_product, promotional_offer"))
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "an answer is exactly one of message, alternate_product, promotional_offer"))
         }
         switch key {
         case .message: self = .message(try container.decode(UUID.self, forKey: .message))
@@ -196,7 +198,9 @@ extension RetentionSettings {
             switch rule.answer {
             case .message: break
             case .alternateProduct(_, let product, let plan):
-                guard !product.isEmpty, product.utf8.count <= 255 else { return "\(place).answer.alternate_product.product is a product id" }
+                guard !product.isEmpty, product.utf8.count <= 255 else {
+                    return "\(place).answer.alternate_product.product is a product id"
+                }
                 if let plan, !["BILLED_UPFRONT", "MONTHLY"].contains(plan) {
                     return "\(place).answer.alternate_product.billing_plan_type is BILLED_UPFRONT or MONTHLY"
                 }

@@ -105,7 +105,8 @@ struct RetentionController {
     }
 
     static func json(_ object: [String: Any]) throws -> Response {
-        JSONBody.response(bytes: Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])))
+        JSONBody.response(
+            bytes: Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])))
     }
 
     /// The rules as set, and each rule's outcomes so far (`rule` null: the default message).
