@@ -119,6 +119,18 @@ extension AppStoreServerAPIClient {
             body: try encoder.encode(information), in: environment, as: credentials, expecting: [200, 202])
     }
 
+    /// Finish Transaction: the app's server granted what `transactionID` bought (Apple: only for
+    /// apps that do not call finish() in the app). Apple answers 200 with no body.
+    package func finishTransaction(
+        _ transactionID: String, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    )
+        async throws
+    {
+        _ = try await send(
+            .POST, "/inApps/v1/transactions/" + Self.segment(transactionID, "a transaction id") + "/finish", in: environment,
+            as: credentials, expecting: [200, 204])
+    }
+
     /// Request a Test Notification: Apple sends a TEST notification to the app's URL.
     package func requestTestNotification(in environment: AppleEnvironment, as credentials: ServerAPICredentials) async throws -> String {
         try await decoded(TestNotificationToken.self, .POST, "/inApps/v1/notifications/test", in: environment, as: credentials)

@@ -201,7 +201,7 @@ package struct AppleLookups: Sendable {
     }
 
     /// The app's key, or the error that says it must be configured first.
-    static func key(of app: AppConfiguration) throws -> ServerAPICredentials {
+    package static func key(of app: AppConfiguration) throws -> ServerAPICredentials {
         guard let key = try app.serverAPI else {
             throw LedgerError(
                 .appleAPINotConfigured,

@@ -29,6 +29,8 @@ package struct Ingestor: Sendable {
     package let google: GooglePublishers
     /// Google purchases' tokens, and the acknowledgements still owed to Google.
     package let googlePurchases: GooglePurchases
+    /// Transactions to finish at Apple, for apps whose server finishes them.
+    package let appleFinishes: AppleFinishes
     let logger: Logger
 
     /// `reader` answers the user's state once `freshness` says the projection holds what was recorded.
@@ -48,6 +50,7 @@ package struct Ingestor: Sendable {
         self.consumptionRequests = ConsumptionRequests(pool: evidence.pool, store: store)
         self.google = google ?? GooglePublishers(configuration: GooglePlayConfiguration(), logger: logger)
         self.googlePurchases = GooglePurchases(pool: evidence.pool)
+        self.appleFinishes = AppleFinishes(pool: evidence.pool)
         self.verifier = verifier
         self.receipts = receipts
         self.users = reader
@@ -63,9 +66,12 @@ package struct Ingestor: Sendable {
             let transaction = try await verifier.verifyTransaction(signedTransaction, expecting: app.expectation)
             let presenter = try await presenter(userID, token: transaction.facts.appAccountToken, bundleID: bundleID)
             let item = EvidenceStore.Item(body: signedTransaction, kind: .signedTransaction, bundleID: bundleID)
+            let events = EvidenceEvents.events(for: transaction)
             let outcome = try await record(
-                EvidenceEvents.events(for: transaction), evidence: [item], bundleID: bundleID,
+                events, evidence: [item], bundleID: bundleID,
                 claimant: .presenter(presenter, policy: app.settings.restorePolicy, catalogue: app.catalogue))
+            // Once recorded (the same transaction again re-enqueues nothing): Apple is told it is finished.
+            try await appleFinishes.enqueue(events, app: app)
             return try await answer(outcome, bundleID: bundleID, userID: presenter)
         }
     }
@@ -209,6 +215,7 @@ package struct Ingestor: Sendable {
             if let (notification, transaction) = consumptionRequest {
                 try await consumptionRequests.enqueue(notification, transaction: transaction, bundleID: bundleID)
             }
+            try await appleFinishes.enqueue(events, app: app)
             guard outcome.wroteAny, let position = outcome.lastPosition else { return .alreadyRecorded }
             // Like every write: once answered, every read sees it.
             try await freshness.wait(for: position, logger: logger)

@@ -94,7 +94,8 @@ extension LedgerServices {
     ///   (`LEDGER_APPLE_RECONCILE_INTERVAL`), CONSUMPTION_REQUESTs answered every 15 s, and Google's
     ///   voided purchases read every hour (nil: none, as in tests that run them themselves);
     /// - Google told of every paid purchase (acknowledged or consumed), looked for every second:
-    ///   Google refunds what is not acknowledged within three days (unless `acknowledging` is false).
+    ///   Google refunds what is not acknowledged within three days (unless `acknowledging` is false);
+    ///   so are Apple's transactions finished, every second, for apps whose server finishes them.
     package func backgroundServices(
         pollInterval: Duration = .milliseconds(250), projecting: Bool = true, delivering: Bool = true,
         reconcileInterval: Duration? = nil, acknowledging: Bool = true, logger: Logger
@@ -132,6 +133,7 @@ extension LedgerServices {
         }
         if acknowledging {
             loops.append(heartbeats.register(acknowledger.loop(every: .seconds(1))))
+            loops.append(heartbeats.register(finisher.loop(every: .seconds(1))))
         }
         if let reconcileInterval {
             let reconciler = Reconciler(recovery: recovery, directory: directory, interval: reconcileInterval, logger: logger)

@@ -53,6 +53,8 @@ package struct LedgerServices: Sendable {
     package let consumption: ConsumptionResponder
     /// Google told of every paid purchase: acknowledged or consumed.
     package let acknowledger: GoogleAcknowledger
+    /// Apple's transactions finished for apps whose server finishes them.
+    package let finisher: AppleFinisher
     /// Refunds and chargebacks read from Google's voided purchases list.
     package let googleRefunds: GoogleRefundPoll
     /// `ledger reconcile` on Google Play: the voided list and every known subscription asked again.
@@ -123,6 +125,9 @@ package struct LedgerServices: Sendable {
             metrics.observeApple(api: "app_store_server_api", endpoint: $0.endpoint, status: $0.status, outcome: $0.outcome)
         }
         self.lookups = AppleLookups(ingestor: ingestor, api: api)
+        self.finisher = AppleFinisher(finishes: ingestor.appleFinishes, directory: directory, api: api, logger: logger) { outcome in
+            metrics.increment("ledger_apple_finishes_total", ["outcome": outcome])
+        }
         self.recovery = NotificationRecovery(ingestor: ingestor, api: api, pool: pool, logger: logger) { result, _ in
             metrics.increment("ledger_reconcile_notifications_total", ["result": result])
         }

@@ -8,6 +8,14 @@ extension ServerAPISimulator {
         status: 404, body: ["errorCode": 4_040_019, "errorMessage": "No AppTransaction exists for the customer."])
 
     func registerAccountRoutes(on router: Router<BasicRequestContext>) {
+        // Finish Transaction: 200 with no body; an unknown transaction is Apple's 4040010.
+        router.post("/:endpoint/inApps/v1/transactions/:id/finish") { request, context in
+            try self.answer(request, context) { store, id in
+                guard store.transactions[id] != nil else { throw Self.notFound }
+                self.mutate(store.app) { $0.finished[id, default: 0] += 1 }
+                return [:]
+            }
+        }
         // Get App Transaction Info: the app bought on the account of any of the customer's transactions.
         router.get("/:endpoint/inApps/v1/transactions/appTransactions/:id") { request, context in
             try self.answer(request, context) { store, id in

@@ -78,6 +78,8 @@ package final class ServerAPISimulator: Sendable {
         var notificationURL: String?
         /// Where Apple sends realtime retention requests (Configure Realtime URL).
         var realtimeURL: String?
+        /// Finish Transaction calls, by transaction id.
+        var finished: [String: Int] = [:]
     }
 
     struct State {
@@ -144,6 +146,11 @@ package final class ServerAPISimulator: Sendable {
 
     package func history(of app: SimulatedApp) -> [HistoryEntry] {
         state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.history ?? [] }
+    }
+
+    /// How many times each transaction was finished (Finish Transaction).
+    package func finishedTransactions(of app: SimulatedApp) -> [String: Int] {
+        state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.finished ?? [:] }
     }
 
     package func consumptionAnswers(of app: SimulatedApp) -> [ConsumptionAnswer] {

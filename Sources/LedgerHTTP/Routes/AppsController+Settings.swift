@@ -34,7 +34,8 @@ extension AppsController {
         }
         return AppSettings(
             environments: environments, appleAppID: body.apple_app_id, restorePolicy: policy, consumptionPolicy: consumption,
-            appPurchase: try body.app_purchase.map(Self.appPurchase), googlePlay: try body.google_play.map(Self.googlePlay))
+            appPurchase: try body.app_purchase.map(Self.appPurchase), googlePlay: try body.google_play.map(Self.googlePlay),
+            serverFinishesTransactions: body.server_finishes_transactions == true ? true : nil)
     }
 
     /// The app on Google Play. A package name is an Android application id: dot-separated parts,

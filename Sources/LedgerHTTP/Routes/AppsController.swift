@@ -87,6 +87,6 @@ struct AppsController {
                         Wire.PubSubBody(audience: $0, service_account_email: google.pushServiceAccountEmail ?? "")
                     },
                     test_purchases: google.testPurchases)
-            })
+            }, server_finishes_transactions: app.settings.serverFinishesTransactions ?? false)
     }
 }

@@ -34,6 +34,9 @@ enum Wire {
         /// The app on Google Play: its package, the service account the ledger asks Google as
         /// (accepted on PUT, never returned) and the Pub/Sub push it receives notifications by.
         var google_play: GooglePlayBody?
+        /// Whether the ledger finishes each recorded purchase at Apple (the app's server grants
+        /// content and does not call finish() in the app); default false.
+        var server_finishes_transactions: Bool?
     }
 
     struct GooglePlayBody: Codable {

@@ -69,6 +69,8 @@ package final class Metrics: Sendable {
         "ledger_rate_limited_total": "Requests refused because their key was over its rate limit.",
         "ledger_reconcile_notifications_total": "Notifications read from Apple's notification history, by result.",
         "ledger_consumption_requests_total": "Apple's CONSUMPTION_REQUESTs answered, by outcome.",
+        "ledger_apple_finishes_total":
+            "Transactions finished at Apple for apps whose server finishes them, by outcome (finished, refused, failed).",
         "ledger_retention_requests_total":
             "Apple's realtime retention requests, by result: the answer given (message, alternate_product, promotional_offer, none) or the refusal's code.",
     ]
