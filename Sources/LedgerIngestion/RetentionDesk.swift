@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import Foundation
 import LedgerCore
 import LedgerEventStore
+import LedgerFacts
 import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
@@ -72,11 +73,31 @@ package struct RetentionDesk: Sendable {
                 answer: chosen.answer?.kind ?? "none", messageID: chosen.answer?.message.uuidString.lowercased() ?? "",
                 alternateProductID: chosen.alternateProduct, offerID: chosen.offer, skipped: chosen.skipped, decidedAt: now)
             chosen.signature.map { chosen.events.append(.offerSigned($0)) }
-            if chosen.answer != nil {
-                _ = try await ingestor.recorder.record(
-                    [.retentionDecided(decision)] + chosen.events, bundleID: bundleID, evidence: nil, claimant: .nobody)
-            }
+            if chosen.answer != nil { try await record(decision, with: chosen.events, bundleID: bundleID) }
             return Answer(body: chosen.body, decision: chosen.answer == nil ? nil : decision)
+        }
+    }
+
+    /// Records the decision (and the offer it signed) on the user's stream as its only writer for
+    /// the moment: Apple sends many requests at once, often about one subscriber (its performance
+    /// test sends a hundred about one), and racing appends to one stream would fail some. The
+    /// ids derive from Apple's request id, so a request Apple sends again is recorded once.
+    private func record(_ decision: RetentionDecision, with others: [LedgerEvent], bundleID: String) async throws {
+        let id = StableID.make(bundleID, "retention", decision.requestID)
+        var events: [NewEvent] = []
+        var stream = ""
+        for (index, event) in ([LedgerEvent.retentionDecided(decision)] + others).enumerated() {
+            let made = try StoredFacts.newEvent(
+                event, bundleID: bundleID, id: index == 0 ? id : StableID.make(bundleID, "retention", decision.requestID, String(index)),
+                occurredAt: decision.decidedAt)
+            stream = made.stream
+            events.append(made.event)
+        }
+        let appending = events
+        _ = try await ingestor.store.serialized(on: stream) { locked -> Bool in
+            guard try locked.event(id: id) == nil else { return false }
+            _ = try locked.append(appending, expectedVersion: .exact(try locked.version()))
+            return true
         }
     }
 

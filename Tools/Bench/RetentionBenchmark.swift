@@ -7,6 +7,7 @@ import LedgerAccess
 import LedgerServer
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// `ledger-bench retention`: Apple's realtime retention requests answered per second, with their
 /// latency, at Apple-like concurrency, beside `/healthz` on the same server in alternated rounds.
@@ -22,6 +23,7 @@ struct RetentionBenchmark: AsyncParsableCommand {
     @Option(help: "Rounds (retention and /healthz alternate).") var rounds = 3
     @Option(help: "Requests in flight (Apple's performance test sends 10 at a time).") var connections = 50
     @Option(help: "Subscribers (half of them loyal enough for the offer).") var subscribers = 200
+    @Option(help: "Realtime requests signed beforehand, each sent once (more than the rounds send).") var requests = 40_000
 
     func run() async throws {
         let (database, _, logger) = try BenchDatabase.openMigrated()
@@ -69,18 +71,20 @@ struct RetentionBenchmark: AsyncParsableCommand {
                 ["user_id": "subscriber-\(index)", "signed_transaction": try app.signedTransaction(purchase)])
             originals.append(id)
         }
-        let bodies = try (0..<2000).map { index in
+        // Each request new (Apple's id is its own): one Apple sends again is recorded once, and cheaper.
+        let bodies = try (0..<requests).map { index in
             try app.realtimeRequest(originalTransactionID: originals[index % originals.count], productID: "pro.monthly")
         }
         let realtime = server.base + "/v1/apps/\(bundle)/apple/retention"
         let health = server.base + "/healthz"
 
+        let next = Counter()
         var retention: [Measurement] = [], baseline: [Measurement] = []
         for _ in 1...rounds {
             baseline.append(try await Self.measure(seconds: seconds, connections: connections) { _ in try await Self.get(health) })
             retention.append(
                 try await Self.measure(seconds: seconds, connections: connections) { index in
-                    try await Self.post(realtime, bodies[index % bodies.count])
+                    try await Self.post(realtime, bodies[next.add(1) % bodies.count])
                 })
         }
         await server.stop()
@@ -147,6 +151,16 @@ struct RetentionBenchmark: AsyncParsableCommand {
         let answer = try await response.body.collect(upTo: 1 << 20)
         guard response.status == .ok else {
             throw ValidationError("POST \(url) answered \(response.status.code): \(String(buffer: answer).prefix(300))")
+        }
+    }
+}
+
+/// The next request to send, across the workers.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    func add(_ amount: Int) -> Int {
+        value.withLock { current in
+            defer { current += amount }; return current
         }
     }
 }
