@@ -74,6 +74,7 @@ package struct ChangeProjection: Sendable {
                 }
                 clocks.append((user, log))
             }
+            derived += try retentionChanges(in: batch, version: opened.version, traces: opened.traces, transaction.roundTrips)
             var closing = writes(derived, after: opened.maxPosition)
             closing.trip.add([clockStatement(clocks)])
             if !opened.traces.isEmpty { closing.trip.add([EventTraces.forget(upTo: last)]) }
@@ -215,6 +216,40 @@ package struct ChangeProjection: Sendable {
             for user in concerned[event.stream] ?? [] { histories[user, default: []].append((event.position, fact)) }
         }
         return users.map { user in (user, (histories[user] ?? []).sorted { $0.0 < $1.0 }) }
+    }
+
+    /// The batch's retention decisions, each announced with its user's state as the `users`
+    /// projection stores it: a decision changes no state, and replaying a user's history for it
+    /// (Apple may ask about one subscriber many times a second) is the cost the users projection
+    /// also skips.
+    private func retentionChanges(
+        in batch: [RecordedEvent], version: Int, traces: [Int64: String], _ transaction: TransactionRoundTrips
+    ) throws -> [Derived] {
+        var decisions: [(bundleID: String, decision: RetentionDecision, fact: RecordedFact, position: Int64)] = []
+        for event in batch where event.type == LedgerEventType.retentionDecided.rawValue {
+            guard let (bundleID, fact) = try StoredFacts.fact(from: event), case .retentionDecided(let decision) = fact.event else {
+                continue
+            }
+            decisions.append((bundleID, decision, fact, event.position.position))
+        }
+        guard !decisions.isEmpty else { return [] }
+        var trip = RoundTrip()
+        let slot = trip.add(
+            PipelinedStatement(
+                """
+                SELECT bundle_id, user_id, timeline FROM \(UsersProjection(version: version).timelines)
+                 WHERE bundle_id = ANY($1::text[]) AND user_id = ANY($2::text[]) AND bundle_id || chr(31) || user_id = ANY($3::text[])
+                """, UsersProjection.pairs(decisions.map { ($0.bundleID, $0.decision.userID) })))
+        var timelines: [String: UserTimeline] = [:]
+        for row in try transaction.send(trip)[slot] {
+            let key = try row["bundle_id"].string() + "\u{1F}" + row["user_id"].string()
+            timelines[key] = try StorageDecoder.decode(UserTimeline.self, from: try row["timeline"].string())
+        }
+        return decisions.map { item in
+            let timeline = timelines[item.bundleID + "\u{1F}" + item.decision.userID] ?? UserTimeline(userID: item.decision.userID)
+            let change = ChangeLog.retentionOffered(item.decision, fact: item.fact, state: timeline.state(at: item.fact.recordedAt))
+            return Derived(bundleID: item.bundleID, change: change, traceparent: traces[item.position])
+        }
     }
 
     // MARK: Writing

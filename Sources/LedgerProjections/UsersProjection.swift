@@ -14,6 +14,7 @@ package struct UsersProjection: Sendable {
         LedgerEventType.appleNotificationReceived.rawValue,
         LedgerEventType.consumptionInformationSent.rawValue,
         LedgerEventType.offerSigned.rawValue,
+        LedgerEventType.retentionDecided.rawValue,
         LedgerEventType.renewalExtended.rawValue,
         LedgerEventType.massRenewalExtensionRequested.rawValue,
         LedgerEventType.appAccountTokenSent.rawValue,

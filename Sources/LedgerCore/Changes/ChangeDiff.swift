@@ -31,20 +31,7 @@ struct ChangeDiff {
     /// In a fixed order — ownership, purchases, entitlements, subscriptions, balances — so a
     /// receiver reads the cause before its effects.
     func changes() -> [Change] {
-        ownership() + purchases() + entitlements() + subscriptions() + balances() + consent() + erasure() + retention()
-    }
-
-    /// What Apple was told to show the user about to cancel: the rule that answered (`reason`,
-    /// `default` for the app's default message) and the answer's kind (`to`).
-    private func retention() -> [Change] {
-        guard case .retentionDecided(let decision) = fact.event, decision.userID == userID else { return [] }
-        return [
-            change(
-                .retentionOffered, "retention",
-                .init(
-                    productID: decision.productID, originalTransactionID: decision.originalTransactionID,
-                    reason: decision.rule ?? "default", to: .text(decision.answer)))
-        ]
+        ownership() + purchases() + entitlements() + subscriptions() + balances() + consent() + erasure()
     }
 
     /// The user's identifiers were erased: announced under the pseudonym, so receivers erase theirs.

@@ -140,3 +140,19 @@ package struct ChangeLog: Sendable {
 
     static func micros(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1_000_000).rounded()) }
 }
+
+extension ChangeLog {
+    /// What Apple was told to show the user about to cancel a subscription: the rule that
+    /// answered (`reason`; `default` for the app's default message) and the answer's kind (`to`).
+    /// A decision changes no one's state, so it is announced on its own, with the user's state as
+    /// stored, rather than by replaying the user's history.
+    package static func retentionOffered(_ decision: RetentionDecision, fact: RecordedFact, state: UserState) -> Change {
+        Change(
+            kind: .retentionOffered, userID: decision.userID, occurredAt: fact.occurredAt, recordedAt: fact.recordedAt,
+            identity: "retention#\(fact.sequence)",
+            subject: .init(
+                productID: decision.productID, originalTransactionID: decision.originalTransactionID, reason: decision.rule ?? "default",
+                to: .text(decision.answer)),
+            state: state)
+    }
+}
