@@ -33,6 +33,145 @@ extension AppStoreServerAPIClient {
     }
 }
 
+extension AppStoreServerAPIClient {
+    /// Upload Message: a message Apple reviews before it may be shown (409 when the id is taken).
+    package func uploadMessage(
+        _ id: UUID, _ message: RetentionMessage, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    ) async throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        _ = try await send(
+            .PUT, "/inApps/v1/messaging/message/" + id.uuidString.lowercased(), body: try encoder.encode(message), in: environment,
+            as: credentials, expecting: [200, 204])
+    }
+
+    /// Upload Image: a PNG without transparency, full size or for a bullet point.
+    package func uploadImage(
+        _ id: UUID, png: Data, size: String?, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    ) async throws {
+        _ = try await send(
+            .PUT, "/inApps/v1/messaging/image/" + id.uuidString.lowercased(), query: size.map { [("imageSize", $0)] } ?? [], body: png,
+            contentType: "image/png", in: environment, as: credentials, expecting: [200, 204])
+    }
+
+    /// Get Message List and Get Image List: every message and image with Apple's review state.
+    package func messagesAndImages(
+        in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    ) async throws -> (messages: [RetentionMessageState], images: [RetentionImageState]) {
+        let messages = try await decoded(
+            MessageList.self, .GET, "/inApps/v1/messaging/message/list", in: environment, as: credentials)
+        let images = try await decoded(ImageList.self, .GET, "/inApps/v1/messaging/image/list", in: environment, as: credentials)
+        return (messages.messageIdentifiers ?? [], images.imageIdentifiers ?? [])
+    }
+
+    /// Configure Default Message: what Apple shows for `productID` in `locale` when the realtime
+    /// endpoint fails or is late (a text message, approved).
+    package func configureDefaultMessage(
+        productID: String, locale: String, messageID: UUID, in environment: AppleEnvironment, as credentials: ServerAPICredentials
+    ) async throws {
+        let body = try JSONSerialization.data(withJSONObject: ["messageIdentifier": messageID.uuidString.lowercased()])
+        _ = try await send(
+            .PUT, "/inApps/v1/messaging/default/" + Self.segment(productID, "a product id") + "/" + Self.segment(locale, "a locale"),
+            body: body, in: environment, as: credentials, expecting: [200, 204])
+    }
+}
+
+/// Apple's `UploadMessageRequestBody`, checked against Apple's limits before it is sent.
+package struct RetentionMessage: Codable, Sendable, Equatable {
+    package struct Image: Codable, Sendable, Equatable {
+        package var imageIdentifier: String
+        package var altText: String
+        package init(imageIdentifier: String, altText: String) {
+            self.imageIdentifier = imageIdentifier
+            self.altText = altText
+        }
+    }
+    package struct BulletPoint: Codable, Sendable, Equatable {
+        package var text: String
+        package var imageIdentifier: String
+        package var altText: String
+        package init(text: String, imageIdentifier: String, altText: String) {
+            self.text = text
+            self.imageIdentifier = imageIdentifier
+            self.altText = altText
+        }
+    }
+    package var header: String
+    package var body: String
+    package var image: Image?
+    /// ABOVE_BODY (Apple's default) or ABOVE_IMAGE, which needs an image.
+    package var headerPosition: String?
+    package var bulletPoints: [BulletPoint]?
+
+    package init(header: String, body: String, image: Image? = nil, headerPosition: String? = nil, bulletPoints: [BulletPoint]? = nil) {
+        self.header = header
+        self.body = body
+        self.image = image
+        self.headerPosition = headerPosition
+        self.bulletPoints = bulletPoints
+    }
+
+    /// What Apple would refuse, said field by field, or nil.
+    package var problem: String? {
+        func length(_ text: String) -> Int { text.unicodeScalars.count }
+        guard (1...66).contains(length(header)) else { return "header is 1–66 characters" }
+        guard (1...144).contains(length(body)) else { return "body is 1–144 characters" }
+        if let image, UUID(uuidString: image.imageIdentifier) == nil || length(image.altText) > 150 || image.altText.isEmpty {
+            return "image names an uploaded image by its UUID, with alt_text of 1–150 characters"
+        }
+        if let position = headerPosition {
+            guard ["ABOVE_BODY", "ABOVE_IMAGE"].contains(position) else { return "header_position is ABOVE_BODY or ABOVE_IMAGE" }
+            if position == "ABOVE_IMAGE", image == nil { return "header_position ABOVE_IMAGE needs an image" }
+        }
+        if let bullets = bulletPoints {
+            guard bullets.count <= 5 else { return "at most 5 bullet_points" }
+            for (index, bullet) in bullets.enumerated() {
+                guard (1...66).contains(length(bullet.text)), UUID(uuidString: bullet.imageIdentifier) != nil,
+                    (1...150).contains(length(bullet.altText))
+                else {
+                    return "bullet_points[\(index)] has text of 1–66 characters, an image_id (UUID) and alt_text of 1–150 characters"
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Why Apple would refuse this PNG (not a PNG; transparency, which Apple does not take), or nil.
+    package static func imageProblem(_ png: Data) -> String? {
+        let bytes = [UInt8](png)
+        let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        guard bytes.count > 33, Array(bytes[0..<8]) == signature, Array(bytes[12..<16]) == Array("IHDR".utf8) else {
+            return "the image is not a PNG"
+        }
+        // Colour types 4 and 6 carry an alpha channel; a tRNS chunk makes a colour transparent.
+        if bytes[25] == 4 || bytes[25] == 6 { return "the PNG has an alpha channel; Apple takes images without transparency" }
+        var offset = 8
+        while offset + 8 <= bytes.count {
+            let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            let type = String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)
+            if type == "tRNS" { return "the PNG has a transparent colour (tRNS); Apple takes images without transparency" }
+            if type == "IEND" { return nil }
+            offset += 12 + length
+        }
+        return "the PNG ends early"
+    }
+}
+
+package struct RetentionMessageState: Codable, Sendable, Equatable {
+    package var messageIdentifier: String
+    /// PENDING, APPROVED or REJECTED.
+    package var messageState: String?
+}
+
+package struct RetentionImageState: Codable, Sendable, Equatable {
+    package var imageIdentifier: String
+    package var imageState: String?
+    package var imageSize: String?
+}
+
+package struct MessageList: Decodable { package var messageIdentifiers: [RetentionMessageState]? }
+package struct ImageList: Decodable { package var imageIdentifiers: [RetentionImageState]? }
+
 /// Apple's `PerformanceTestConfig`.
 package struct PerformanceTestConfig: Codable, Sendable, Equatable {
     package var maxConcurrentRequests: Int?

@@ -44,7 +44,7 @@ package struct AppStoreServerAPIClient: Sendable {
     /// One request, retried as `RetryPlan` decides. `path` is Apple's path with its identifiers
     /// already checked (`segment`); `query` values are percent-encoded here.
     func send(
-        _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: Data? = nil,
+        _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: Data? = nil, contentType: String = "application/json",
         in environment: AppleEnvironment, as credentials: ServerAPICredentials, expecting expected: Set<Int> = [200]
     ) async throws -> Data {
         guard let base = configuration.baseURL(environment) else {
@@ -61,8 +61,8 @@ package struct AppStoreServerAPIClient: Sendable {
                 span?.attributes["http.response.status_code"] = status
             }
             return try await send(
-                method, base + path + queryText, endpoint: endpoint, path: path, body: body, as: credentials, expecting: expected,
-                attempts: &attempts, status: &status)
+                method, base + path + queryText, endpoint: endpoint, path: path, body: body, contentType: contentType, as: credentials,
+                expecting: expected, attempts: &attempts, status: &status)
         }
     }
 
@@ -75,8 +75,8 @@ package struct AppStoreServerAPIClient: Sendable {
     }
 
     private func send(
-        _ method: HTTPMethod, _ url: String, endpoint: String, path: String, body: Data?, as credentials: ServerAPICredentials,
-        expecting expected: Set<Int>, attempts: inout Int, status lastStatus: inout Int?
+        _ method: HTTPMethod, _ url: String, endpoint: String, path: String, body: Data?, contentType: String,
+        as credentials: ServerAPICredentials, expecting expected: Set<Int>, attempts: inout Int, status lastStatus: inout Int?
     ) async throws -> Data {
         let plan = RetryPlan(configuration: configuration)
         let elapsed = clock.start()
@@ -87,7 +87,7 @@ package struct AppStoreServerAPIClient: Sendable {
             request.headers.add(name: "Authorization", value: "Bearer " + (try tokens.token(for: credentials)))
             request.headers.add(name: "Accept", value: "application/json")
             if let body {
-                request.headers.add(name: "Content-Type", value: "application/json")
+                request.headers.add(name: "Content-Type", value: contentType)
                 request.body = .bytes(ByteBuffer(bytes: body))
             }
             let outcome: RetryPlan.Outcome

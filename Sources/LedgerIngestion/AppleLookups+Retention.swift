@@ -29,4 +29,48 @@ extension AppleLookups {
             try await api.performanceTestResult(requestID, as: try Self.key(of: try await ingestor.directory.app(bundleID)))
         }
     }
+
+    /// A message uploaded for Apple's review, checked against Apple's limits first.
+    package func uploadRetentionMessage(
+        bundleID: String, id: UUID, _ message: RetentionMessage, environment: AppleEnvironment
+    ) async throws {
+        try await LedgerError.mapping {
+            if let problem = message.problem { throw LedgerError(.invalidRetention, problem) }
+            try await api.uploadMessage(id, message, in: environment, as: try key(bundleID))
+        }
+    }
+
+    /// A PNG uploaded for Apple's review (`size`: FULL_SIZE or BULLET_POINT), checked first.
+    package func uploadRetentionImage(
+        bundleID: String, id: UUID, png: Data, size: String?, environment: AppleEnvironment
+    ) async throws {
+        try await LedgerError.mapping {
+            if let size, !["FULL_SIZE", "BULLET_POINT"].contains(size) {
+                throw LedgerError(.invalidRetention, "size is FULL_SIZE or BULLET_POINT")
+            }
+            if let problem = RetentionMessage.imageProblem(png) { throw LedgerError(.invalidRetention, problem) }
+            try await api.uploadImage(id, png: png, size: size, in: environment, as: try key(bundleID))
+        }
+    }
+
+    /// Every message and image uploaded, with Apple's review state.
+    package func retentionMessages(
+        bundleID: String, environment: AppleEnvironment
+    ) async throws -> (messages: [RetentionMessageState], images: [RetentionImageState]) {
+        try await LedgerError.mapping { try await api.messagesAndImages(in: environment, as: try key(bundleID)) }
+    }
+
+    /// The message Apple shows for `productID` in `locale` when the realtime endpoint fails.
+    package func setDefaultRetentionMessage(
+        bundleID: String, productID: String, locale: String, messageID: UUID, environment: AppleEnvironment
+    ) async throws {
+        try await LedgerError.mapping {
+            try await api.configureDefaultMessage(
+                productID: productID, locale: locale, messageID: messageID, in: environment, as: try key(bundleID))
+        }
+    }
+
+    private func key(_ bundleID: String) async throws -> ServerAPICredentials {
+        try Self.key(of: try await ingestor.directory.app(bundleID))
+    }
 }

@@ -16,7 +16,7 @@ struct Ledger: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, MigrateCommand.self, KeysCommand.self, RebuildCommand.self, VerifyCommand.self, ExportCommand.self,
             ReconcileCommand.self,
-            BackfillCommand.self, SecretsCommand.self, EraseCommand.self,
+            BackfillCommand.self, SecretsCommand.self, EraseCommand.self, RetentionCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )

@@ -32,6 +32,10 @@ import Testing
         #expect(result.result == "PASS" && result.successRate == 98 && result.numPending == 0)
         #expect(result.responseTimes?.p99 == 400 && result.failures == ["TIMED_OUT": 1, "NO_RESPONSE": 1])
         #expect(result.config?.maxConcurrentRequests == 10 && result.target == "https://example.com/retention")
+        let messages = try Self.model(MessageList.self, "getMessageListResponse").messageIdentifiers ?? []
+        #expect(messages.map(\.messageIdentifier) == ["a1b2c3d4-e5f6-7890-a1b2-c3d4e5f67890"] && messages.first?.messageState == "APPROVED")
+        let images = try Self.model(ImageList.self, "getImageListResponse").imageIdentifiers ?? []
+        #expect(images.first?.imageSize == "FULL_SIZE" && images.first?.imageState == "APPROVED")
     }
 
     @Test(.enabled(if: available, "needs ../shared/fixtures/apple (absent in a clone elsewhere)"))

@@ -157,4 +157,42 @@ import Testing
         ])
         #expect(missing.status != 0 && missing.output.contains("cannot read"), "\(missing.output)")
     }
+
+    /// `ledger retention` as an operator runs it against Apple (the simulator): a PNG and a message
+    /// uploaded, a message over Apple's limit refused before anything is sent, the review states
+    /// listed, an approved message made a product's default.
+    @Test func retentionMessagesAreManagedFromTheCommandLine() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.listener.stop() }
+        let png = fixture.folder.appendingPathComponent("gift.png")
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            [0, 0, 0, UInt8(data.count)] + Array(type.utf8) + data + [0, 0, 0, 0]
+        }
+        try Data(
+            [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", [0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]) + chunk("IDAT", [0])
+                + chunk("IEND", [])
+        ).write(to: png)
+        let (image, message) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
+        let target = ["--app", Self.bundle, "--environment", "Sandbox"]
+        let uploaded = await fixture.run(["retention", "upload-image"] + target + ["--id", image, "--file", png.path])
+        #expect(uploaded.status == 0 && uploaded.output.contains("uploaded image \(image)"), "\(uploaded.output)")
+        let sent = await fixture.run(
+            ["retention", "upload-message"] + target + [
+                "--id", message, "--header", "Stay with us", "--body", "Half price for three months.", "--image", image, "--alt-text",
+                "A gift",
+            ])
+        #expect(sent.status == 0, "\(sent.output)")
+        let tooLong = await fixture.run(
+            ["retention", "upload-message"] + target + [
+                "--id", UUID().uuidString, "--header", String(repeating: "x", count: 67), "--body", "b",
+            ])
+        #expect(tooLong.status != 0 && tooLong.output.contains("header is 1–66 characters"), "\(tooLong.output)")
+        let listed = await fixture.run(["retention", "list"] + target)
+        #expect(listed.status == 0 && listed.output.contains("message \(message)  APPROVED"), "\(listed.output)")
+        #expect(listed.output.contains("image   \(image)  APPROVED  FULL_SIZE"), "\(listed.output)")
+        let made = await fixture.run(
+            ["retention", "default"] + target + ["--product", "pro.monthly", "--locale", "en-US", "--message", message])
+        #expect(made.status == 0, "\(made.output)")
+        #expect(fixture.simulator.defaultMessages(of: fixture.app) == ["pro.monthly/en-US": message])
+    }
 }

@@ -222,4 +222,69 @@ import Testing
         #expect(result.json["success_rate"] as? Int == 100, "\(result.text)")
         #expect(try await server.eventCount(ofType: "RetentionDecided") == 100, "each of Apple's 100 requests is a decision")
     }
+
+    /// A PNG of one pixel: colour type 2 (RGB), or 6 (RGBA: transparency Apple refuses).
+    static func png(colourType: UInt8) -> Data {
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            let length = UInt32(data.count)
+            return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+                + Array(type.utf8) + data + [0, 0, 0, 0]
+        }
+        let header: [UInt8] = [0, 0, 0, 1, 0, 0, 0, 1, 8, colourType, 0, 0, 0]
+        return Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", header) + chunk("IDAT", [0]) + chunk("IEND", []))
+    }
+
+    /// Messages and images uploaded for Apple's review through the ledger, checked against Apple's
+    /// limits first; their review states listed; an approved message made a product's default.
+    @Test func messagesAndImagesAreCheckedUploadedListedAndMadeDefaults() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let admin = server.adminKey
+        let base = "/v1/apps/\(Self.bundle)/retention"
+        let image = UUID(), message = UUID(), refused = UUID()
+        let uploaded = try await server.send(
+            "PUT", "\(base)/images/\(image)?size=FULL_SIZE", key: admin, body: Self.png(colourType: 2),
+            headers: [("Content-Type", "image/png")])
+        #expect(uploaded.status == 200, "\(uploaded.text)")
+        let transparent = try await server.send(
+            "PUT", "\(base)/images/\(UUID())", key: admin, body: Self.png(colourType: 6), headers: [("Content-Type", "image/png")])
+        #expect(transparent.status == 400 && transparent.text.contains("transparency"), "\(transparent.text)")
+
+        let sent = try await server.send(
+            "PUT", "\(base)/messages/\(message)", key: admin,
+            json: [
+                "header": "Stay for 50 % off", "body": "Three months at half price, because you have been with us for two years.",
+                "image": ["image_id": image.uuidString, "alt_text": "A gift"], "header_position": "ABOVE_IMAGE",
+            ])
+        #expect(sent.status == 200, "\(sent.text)")
+        let tooLong = try await server.send(
+            "PUT", "\(base)/messages/\(UUID())", key: admin, json: ["header": String(repeating: "x", count: 67), "body": "b"])
+        #expect(tooLong.status == 400 && tooLong.errorCode == "invalid_retention" && tooLong.text.contains("header"), "\(tooLong.text)")
+        #expect(
+            server.serverAPI.seen().filter { $0.path.contains("/messaging/message/") }.count == 1, "a refused message never reaches Apple")
+        let rejected = try await server.send(
+            "PUT", "\(base)/messages/\(refused)", key: admin, json: ["header": "Please reject me", "body": "Nothing."])
+        #expect(rejected.status == 200)
+
+        let listed = try await server.send("GET", "\(base)/messages", key: try await server.key([.read]))
+        let states = Dictionary(
+            uniqueKeysWithValues: (listed.json["messages"] as? [[String: any Sendable]] ?? []).compactMap { item in
+                (item["message_id"] as? String).map { ($0, item["state"] as? String ?? "") }
+            })
+        #expect(states == [message.uuidString.lowercased(): "APPROVED", refused.uuidString.lowercased(): "REJECTED"], "\(listed.text)")
+        #expect((listed.json["images"] as? [[String: any Sendable]])?.first?["size"] as? String == "FULL_SIZE", "\(listed.text)")
+
+        let made = try await server.send("PUT", "\(base)/defaults/pro.monthly/en-US", key: admin, json: ["message": message.uuidString])
+        #expect(made.status == 200, "\(made.text)")
+        #expect(server.serverAPI.defaultMessages(of: production(server)) == ["pro.monthly/en-US": message.uuidString.lowercased()])
+        let notApproved = try await server.send(
+            "PUT", "\(base)/defaults/pro.monthly/fr-FR", key: admin, json: ["message": refused.uuidString])
+        #expect((400..<500).contains(notApproved.status), "Apple refuses a message it did not approve: \(notApproved.text)")
+    }
+
+    func production(_ server: TestServer) -> SimulatedApp {
+        var app = server.app
+        app.environment = "Production"
+        return app
+    }
 }

@@ -50,6 +50,7 @@ extension ServerAPISimulator {
                 return ["realtimeURL": url]
             }
         }
+        registerMessageRoutes(on: router)
         router.post("/:endpoint/inApps/v1/messaging/performanceTest") { request, context in
             let body = try await Self.json(request)
             return try self.answer(request, context) { store, _ in try self.startPerformanceTest(body, store: store) }
@@ -62,6 +63,78 @@ extension ServerAPISimulator {
                 return Self.report(run)
             }
         }
+    }
+
+    /// Messages, images and default messages as Apple keeps them. Apple reviews what is uploaded;
+    /// the simulator decides at once: approved, or rejected when the header (or, for an image, its
+    /// id) contains "reject" — so a test can meet both states.
+    func registerMessageRoutes(on router: Router<BasicRequestContext>) {
+        router.put("/:endpoint/inApps/v1/messaging/message/:id") { request, context in
+            let body = try await Self.json(request)
+            return try self.answer(request, context) { store, id in
+                guard UUID(uuidString: id) != nil else { throw Self.refusal(400, 4_000_161, "Invalid message identifier.") }
+                guard store.messages[id] == nil else { throw Self.refusal(409, 4_090_001, "Message identifier already exists.") }
+                guard let header = body["header"] as? String, (1...66).contains(header.count), let text = body["body"] as? String,
+                    (1...144).contains(text.count)
+                else {
+                    throw Self.refusal(400, 4_000_162, "Invalid message header or body.")
+                }
+                if let image = body["image"] as? [String: Any], store.images[image["imageIdentifier"] as? String ?? ""] == nil {
+                    throw Self.refusal(404, 4_040_015, "Image not found.")
+                }
+                let state = header.lowercased().contains("reject") ? "REJECTED" : "APPROVED"
+                self.mutate(store.app) { $0.messages[id] = (header, state) }
+                return [:]
+            }
+        }
+        router.put("/:endpoint/inApps/v1/messaging/image/:id") { request, context in
+            let png = try await request.body.collect(upTo: 16 << 20)
+            return try self.answer(request, context) { store, id in
+                guard UUID(uuidString: id) != nil else { throw Self.refusal(400, 4_000_163, "Invalid image identifier.") }
+                guard store.images[id] == nil else { throw Self.refusal(409, 4_090_000, "Image identifier already exists.") }
+                guard request.headers[.contentType] == "image/png", png.readableBytes > 8 else {
+                    throw Self.refusal(400, 4_000_164, "Invalid image.")
+                }
+                let size = request.uri.queryParameters.get("imageSize") ?? "FULL_SIZE"
+                self.mutate(store.app) { $0.images[id] = (size, id.lowercased().contains("reject") ? "REJECTED" : "APPROVED") }
+                return [:]
+            }
+        }
+        router.get("/:endpoint/inApps/v1/messaging/message/list") { request, context in
+            try self.answer(request, context) { store, _ in
+                [
+                    "messageIdentifiers": store.messages.sorted { $0.key < $1.key }.map {
+                        ["messageIdentifier": $0.key, "messageState": $0.value.state]
+                    }
+                ]
+            }
+        }
+        router.get("/:endpoint/inApps/v1/messaging/image/list") { request, context in
+            try self.answer(request, context) { store, _ in
+                [
+                    "imageIdentifiers": store.images.sorted { $0.key < $1.key }.map {
+                        ["imageIdentifier": $0.key, "imageState": $0.value.state, "imageSize": $0.value.size]
+                    }
+                ]
+            }
+        }
+        router.put("/:endpoint/inApps/v1/messaging/default/:product/:locale") { request, context in
+            let body = try await Self.json(request)
+            return try self.answer(request, context) { store, _ in
+                let key = (context.parameters.get("product") ?? "") + "/" + (context.parameters.get("locale") ?? "")
+                guard let id = body["messageIdentifier"] as? String, let message = store.messages[id] else {
+                    throw Self.refusal(404, 4_040_014, "Message not found.")
+                }
+                guard message.state == "APPROVED" else { throw Self.refusal(403, 4_030_017, "Message not approved.") }
+                self.mutate(store.app) { $0.defaultMessages[key] = id }
+                return [:]
+            }
+        }
+    }
+
+    /// The default messages set, by "product/locale".
+    package func defaultMessages(of app: SimulatedApp) -> [String: String] {
+        state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.defaultMessages ?? [:] }
     }
 
     /// Sandbox only, one run at a time, to the realtime URL set; the requests name the

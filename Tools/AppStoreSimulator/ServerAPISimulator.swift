@@ -80,6 +80,11 @@ package final class ServerAPISimulator: Sendable {
         var realtimeURL: String?
         /// Finish Transaction calls, by transaction id.
         var finished: [String: Int] = [:]
+        /// Retention messages and images by id, each with Apple's review state; default messages
+        /// by "product/locale".
+        var messages: [String: (header: String, state: String)] = [:]
+        var images: [String: (size: String, state: String)] = [:]
+        var defaultMessages: [String: String] = [:]
     }
 
     struct State {

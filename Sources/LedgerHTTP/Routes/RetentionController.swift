@@ -20,6 +20,10 @@ struct RetentionController {
         group.put("/apps/:bundle_id/retention", use: configure)
         group.get("/apps/:bundle_id/retention", use: rules)
         group.post("/apps/:bundle_id/retention/performance-test", use: startPerformanceTest)
+        group.put("/apps/:bundle_id/retention/messages/:message_id", use: uploadMessage)
+        group.put("/apps/:bundle_id/retention/images/:image_id", use: uploadImage)
+        group.get("/apps/:bundle_id/retention/messages", use: messages)
+        group.put("/apps/:bundle_id/retention/defaults/:product_id/:locale", use: defaultMessage)
         group.get("/apps/:bundle_id/retention/performance-test/:request_id", use: performanceTest)
     }
 
@@ -93,6 +97,95 @@ struct RetentionController {
                 "p95": times?.p95 ?? NSNull(), "p99": times?.p99 ?? NSNull(),
             ] as [String: Any],
         ])
+    }
+
+    /// Apple's environment a message call is for: `?environment=`, Production unless Sandbox.
+    static func environment(_ request: Request) throws -> AppleEnvironment {
+        switch request.uri.queryParameters["environment"].map(String.init) {
+        case nil, "Production"?: return .production
+        case "Sandbox"?: return .sandbox
+        default: throw LedgerError(.invalidEnvironment, "environment is Production or Sandbox")
+        }
+    }
+
+    static func uuid(_ context: LedgerRequestContext, _ name: String) throws -> UUID {
+        guard let id = UUID(uuidString: try context.parameters.require(name)) else {
+            throw LedgerError(.invalidRetention, "\(name) is a UUID the app chooses, e.g. 7e3fb20b-4cdb-47cc-936d-99d65f608138")
+        }
+        return id
+    }
+
+    /// A message for Apple's review (scope `admin`), checked against Apple's limits first.
+    @Sendable func uploadMessage(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.admin)
+        struct Body: Decodable {
+            struct Image: Decodable {
+                var image_id: String
+                var alt_text: String
+            }
+            struct Bullet: Decodable {
+                var text: String
+                var image_id: String
+                var alt_text: String
+            }
+            var header: String
+            var body: String
+            var image: Image?
+            var header_position: String?
+            var bullet_points: [Bullet]?
+        }
+        let body = try await JSONBody.decode(Body.self, from: request, context: context)
+        let id = try Self.uuid(context, "message_id")
+        let message = RetentionMessage(
+            // Image ids as the image uploads name them: lowercase.
+            header: body.header, body: body.body,
+            image: body.image.map { .init(imageIdentifier: $0.image_id.lowercased(), altText: $0.alt_text) },
+            headerPosition: body.header_position,
+            bulletPoints: body.bullet_points?.map { .init(text: $0.text, imageIdentifier: $0.image_id.lowercased(), altText: $0.alt_text) })
+        try await lookups.uploadRetentionMessage(bundleID: bundleID, id: id, message, environment: try Self.environment(request))
+        try await context.audit(audit, "app.retention_message_uploaded", target: bundleID, bundleID: bundleID, after: message)
+        return try Self.json(["message_id": id.uuidString.lowercased(), "status": "uploaded"])
+    }
+
+    /// A PNG for Apple's review (scope `admin`): the body is the image, `?size=` FULL_SIZE or BULLET_POINT.
+    @Sendable func uploadImage(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.admin)
+        let id = try Self.uuid(context, "image_id")
+        let png = try await JSONBody.bytes(request, context: context)
+        try await lookups.uploadRetentionImage(
+            bundleID: bundleID, id: id, png: png, size: request.uri.queryParameters["size"].map(String.init),
+            environment: try Self.environment(request))
+        try await context.audit(
+            audit, "app.retention_image_uploaded", target: bundleID, bundleID: bundleID, after: id.uuidString.lowercased())
+        return try Self.json(["image_id": id.uuidString.lowercased(), "status": "uploaded"])
+    }
+
+    /// Every message and image uploaded, with Apple's review state (scope `read`).
+    @Sendable func messages(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.read)
+        let (messages, images) = try await lookups.retentionMessages(bundleID: bundleID, environment: try Self.environment(request))
+        return try Self.json([
+            "messages": messages.map { ["message_id": $0.messageIdentifier, "state": $0.messageState ?? NSNull()] as [String: Any] },
+            "images": images.map {
+                ["image_id": $0.imageIdentifier, "state": $0.imageState ?? NSNull(), "size": $0.imageSize ?? NSNull()] as [String: Any]
+            },
+        ])
+    }
+
+    /// The message Apple shows for a product in a locale when the realtime endpoint fails (scope `admin`).
+    @Sendable func defaultMessage(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.admin)
+        struct Body: Decodable { var message: String }
+        let body = try await JSONBody.decode(Body.self, from: request, context: context)
+        guard let message = UUID(uuidString: body.message) else { throw LedgerError(.invalidRetention, "message is a message's UUID") }
+        let product = try context.parameters.require("product_id")
+        let locale = try context.parameters.require("locale")
+        try await lookups.setDefaultRetentionMessage(
+            bundleID: bundleID, productID: product, locale: locale, messageID: message, environment: try Self.environment(request))
+        try await context.audit(
+            audit, "app.retention_default_message", target: "\(bundleID)/\(product)/\(locale)", bundleID: bundleID,
+            after: message.uuidString.lowercased())
+        return try Self.json(["product_id": product, "locale": locale, "message": message.uuidString.lowercased()])
     }
 
     static func config(_ config: PerformanceTestConfig?) -> Any {
