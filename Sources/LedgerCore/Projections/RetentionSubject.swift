@@ -40,17 +40,21 @@ package struct RetentionSubject: Sendable, Equatable {
     ) -> RetentionSubject {
         let owned = ledger.transactions(ownedBy: userID)
         let subscription = owned.filter { $0.originalTransactionID == originalTransactionID }
+        // Refunds are kept beside the transactions they take back, by each purchase's history.
+        func revoked(_ transaction: TransactionFacts) -> Date? {
+            transaction.revocationDate ?? ledger.history(of: transaction.originalTransactionID).revocationDate(of: transaction)
+        }
         var paid: TimeInterval = 0
         for transaction in subscription where !transaction.isFreeTrial {
             guard let expires = transaction.expiresDate else { continue }
-            let end = min(expires, transaction.revocationDate ?? expires, now)
+            let end = min(expires, revoked(transaction) ?? expires, now)
             if end > transaction.purchaseDate { paid += end.timeIntervalSince(transaction.purchaseDate) }
         }
         let summary = ledger.userState(userID, at: now).subscriptions.first { $0.originalTransactionID == originalTransactionID }
         let history = History(
             paidDays: Int(paid / 86_400), renewals: max(0, subscription.count - 1),
             inBillingRetry: summary.map { $0.status == .billingRetry || $0.status == .gracePeriod } ?? false,
-            refundedBefore: owned.contains { $0.revocationDate != nil })
+            refundedBefore: owned.contains { revoked($0) != nil })
         return RetentionSubject(productID: productID, locale: locale, history: history)
     }
 }
