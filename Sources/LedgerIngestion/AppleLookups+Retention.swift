@@ -60,6 +60,17 @@ extension AppleLookups {
         try await LedgerError.mapping { try await api.messagesAndImages(in: environment, as: try key(bundleID)) }
     }
 
+    /// Where Apple sends its realtime requests in `environment` (Apple takes a production URL only
+    /// after a sandbox performance test passed).
+    package func setRealtimeURL(bundleID: String, url: String, environment: AppleEnvironment) async throws {
+        try await LedgerError.mapping {
+            guard url.utf8.count <= 256, url.hasPrefix("https://") || url.hasPrefix("http://") else {
+                throw LedgerError(.invalidRetention, "the realtime URL is an https URL of at most 256 characters")
+            }
+            try await api.setRealtimeURL(url, in: environment, as: try key(bundleID))
+        }
+    }
+
     /// The message Apple shows for `productID` in `locale` when the realtime endpoint fails.
     package func setDefaultRetentionMessage(
         bundleID: String, productID: String, locale: String, messageID: UUID, environment: AppleEnvironment

@@ -18,7 +18,7 @@ struct RetentionCommand: AsyncParsableCommand {
             shows each one's state. See docs/retention.md.
             Example: ledger retention upload-message --app com.example.game --id 0a9e… --header "Stay" --body "50 % off"
             """,
-        subcommands: [List.self, UploadMessage.self, UploadImage.self, Default.self, PerformanceTest.self])
+        subcommands: [List.self, UploadMessage.self, UploadImage.self, Default.self, RealtimeURL.self, PerformanceTest.self])
 
     struct Target: ParsableArguments {
         @OptionGroup var database: DatabaseOptions
@@ -118,6 +118,20 @@ struct RetentionCommand: AsyncParsableCommand {
                     bundleID: app, productID: product, locale: locale, messageID: message, environment: environment)
             }
             print("\(product) in \(locale): default message \(message.uuidString.lowercased())")
+        }
+    }
+
+    struct RealtimeURL: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "realtime-url",
+            abstract: "Set where Apple sends its realtime requests (production only after a sandbox performance test passed).")
+        @OptionGroup var target: Target
+        @Option(help: "https://…/v1/apps/<bundle>/apple/retention") var url: String
+
+        func run() async throws {
+            let (app, environment, url) = (target.app, try target.appleEnvironment, url)
+            try await target.withLookups { try await $0.setRealtimeURL(bundleID: app, url: url, environment: environment) }
+            print("\(environment.rawValue) realtime URL: \(url)")
         }
     }
 

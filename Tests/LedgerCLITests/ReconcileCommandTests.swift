@@ -194,5 +194,9 @@ import Testing
             ["retention", "default"] + target + ["--product", "pro.monthly", "--locale", "en-US", "--message", message])
         #expect(made.status == 0, "\(made.output)")
         #expect(fixture.simulator.defaultMessages(of: fixture.app) == ["pro.monthly/en-US": message])
+        let url = await fixture.run(
+            ["retention", "realtime-url"] + target + ["--url", "https://ledger.example.com/v1/apps/\(Self.bundle)/apple/retention"])
+        #expect(url.status == 0 && url.output.contains("Sandbox realtime URL: https://ledger.example.com"), "\(url.output)")
+        #expect(fixture.simulator.realtimeURL(of: fixture.app) == "https://ledger.example.com/v1/apps/\(Self.bundle)/apple/retention")
     }
 }

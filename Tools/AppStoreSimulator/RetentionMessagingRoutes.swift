@@ -132,6 +132,11 @@ extension ServerAPISimulator {
         }
     }
 
+    /// The realtime URL set for the app, if any.
+    package func realtimeURL(of app: SimulatedApp) -> String? {
+        state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.realtimeURL }
+    }
+
     /// The default messages set, by "product/locale".
     package func defaultMessages(of app: SimulatedApp) -> [String: String] {
         state.withLock { $0.stores[Self.storeKey(app.environment, app.bundleID)]?.defaultMessages ?? [:] }

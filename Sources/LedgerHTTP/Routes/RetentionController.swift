@@ -24,6 +24,7 @@ struct RetentionController {
         group.put("/apps/:bundle_id/retention/images/:image_id", use: uploadImage)
         group.get("/apps/:bundle_id/retention/messages", use: messages)
         group.put("/apps/:bundle_id/retention/defaults/:product_id/:locale", use: defaultMessage)
+        group.put("/apps/:bundle_id/retention/realtime-url", use: realtimeURL)
         group.get("/apps/:bundle_id/retention/performance-test/:request_id", use: performanceTest)
     }
 
@@ -170,6 +171,17 @@ struct RetentionController {
                 ["image_id": $0.imageIdentifier, "state": $0.imageState ?? NSNull(), "size": $0.imageSize ?? NSNull()] as [String: Any]
             },
         ])
+    }
+
+    /// Where Apple sends its realtime requests (scope `admin`): `{"url"}`, `?environment=`.
+    @Sendable func realtimeURL(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.admin)
+        struct Body: Decodable { var url: String }
+        let body = try await JSONBody.decode(Body.self, from: request, context: context)
+        let environment = try Self.environment(request)
+        try await lookups.setRealtimeURL(bundleID: bundleID, url: body.url, environment: environment)
+        try await context.audit(audit, "app.retention_realtime_url", target: bundleID, bundleID: bundleID, after: body.url)
+        return try Self.json(["url": body.url, "environment": environment.rawValue])
     }
 
     /// The message Apple shows for a product in a locale when the realtime endpoint fails (scope `admin`).
