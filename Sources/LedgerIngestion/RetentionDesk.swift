@@ -33,6 +33,8 @@ package struct RetentionDesk: Sendable {
     /// applies — Apple then shows the default it keeps), and the decision recorded, if any.
     package struct Answer: Sendable {
         package var body: [UInt8]
+        /// `message`, `alternate_product`, `promotional_offer`, or `none`.
+        package var kind: String
         package var decision: RetentionDecision?
     }
 
@@ -65,16 +67,16 @@ package struct RetentionDesk: Sendable {
                 } else {
                     RetentionSubject(productID: request.productId, locale: request.userLocale, history: nil)
                 }
-            var chosen = try choose(settings, subject: subject, request: request, app: app, owner: owner, ledger: ledger, now: now)
-            guard let owner else { return Answer(body: chosen.body, decision: nil) }
+            let chosen = try choose(settings, subject: subject, request: request, app: app, owner: owner, ledger: ledger, now: now)
+            let kind = chosen.answer?.kind ?? "none"
+            guard let owner, chosen.answer != nil else { return Answer(body: chosen.body, kind: kind, decision: nil) }
             let decision = RetentionDecision(
                 userID: owner, requestID: request.requestIdentifier, originalTransactionID: request.originalTransactionId,
                 productID: request.productId, locale: request.userLocale, environment: verified.environment, rule: chosen.rule,
-                answer: chosen.answer?.kind ?? "none", messageID: chosen.answer?.message.uuidString.lowercased() ?? "",
+                answer: kind, messageID: chosen.answer?.message.uuidString.lowercased() ?? "",
                 alternateProductID: chosen.alternateProduct, offerID: chosen.offer, skipped: chosen.skipped, decidedAt: now)
-            chosen.signature.map { chosen.events.append(.offerSigned($0)) }
-            if chosen.answer != nil { try await record(decision, with: chosen.events, bundleID: bundleID) }
-            return Answer(body: chosen.body, decision: chosen.answer == nil ? nil : decision)
+            try await record(decision, with: chosen.signature.map { [.offerSigned($0)] } ?? [], bundleID: bundleID)
+            return Answer(body: chosen.body, kind: kind, decision: decision)
         }
     }
 
@@ -109,7 +111,6 @@ package struct RetentionDesk: Sendable {
         var offer: String?
         var skipped: [String] = []
         var signature: OfferSignature?
-        var events: [LedgerEvent] = []
         var body: [UInt8] = Array("{}".utf8)
     }
 

@@ -40,7 +40,7 @@ struct RetentionController {
         let body = try await JSONBody.bytes(request, context: context)
         do {
             let answer = try await desk.answer(bundleID: bundleID, body: body)
-            metrics.increment("ledger_retention_requests_total", ["result": answer.decision?.answer ?? "none"])
+            metrics.increment("ledger_retention_requests_total", ["result": answer.kind])
             return JSONBody.response(bytes: answer.body)
         } catch let error as LedgerError {
             metrics.increment("ledger_retention_requests_total", ["result": error.code.rawValue])
