@@ -209,59 +209,6 @@ package struct RetentionDesk: Sendable {
         }
     }
 
-    /// How one rule (nil: the default message) fared: how often it answered, and how many of
-    /// those subscriptions renewed afterwards.
-    package struct Outcome: Sendable, Equatable {
-        package var rule: String?
-        package var shown: Int
-        package var saved: Int
-    }
-
-    /// Every rule's outcome so far, from the log: a decision counts as saved when its subscription
-    /// renewed (or recovered from billing trouble) after it was recorded.
-    package func outcomes(bundleID: String) async throws -> [Outcome] {
-        try await LedgerError.mapping {
-            let statement = EventStore.followed(
-                ofType: LedgerEventType.retentionDecided.rawValue,
-                inStreamsStartingWith: LedgerStream.user(bundleID, userID: ""), groupedBy: "rule",
-                laterTypes: [LedgerEventType.renewed.rawValue, LedgerEventType.recovered.rawValue],
-                // The decision's user stream is `user:<bundle>:<user>`; a bundle id holds no colon.
-                laterStream: LedgerStream.purchaseSQL(
-                    bundle: "split_part(d.stream, ':', 2)", originalTransactionID: "(d.data->>'originalTransactionID')"))
-            return try await ingestor.evidence.pool.query(statement.sql, statement.parameters).map { row in
-                Outcome(rule: row["key"].text, shown: try row["seen"].int(), saved: try row["followed"].int())
-            }
-        }
-    }
-
-    /// `{"<member>": {fields…, signature?}}`, keys sorted.
-    static func body(_ member: String, _ fields: [String: String], signature: (key: String, value: SignatureValue)? = nil) -> [UInt8] {
-        var json = JSONWriter(reservingCapacity: 1024)
-        json.object { json in
-            json.key(member)
-            json.object { json in
-                for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
-                    json.key(key)
-                    json.value(value)
-                }
-                guard let signature else { return }
-                json.key(signature.key)
-                switch signature.value {
-                case .jws(let jws): json.value(jws)
-                case .legacy(let fields, let timestamp):
-                    json.object { json in
-                        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
-                            json.key(key)
-                            json.value(value)
-                        }
-                        json.key("timestamp")
-                        json.value(timestamp)
-                    }
-                }
-            }
-        }
-        return json.bytes
-    }
 }
 
 extension Optional {
