@@ -9,6 +9,11 @@ package struct Backoff: Sendable, Equatable {
     package var first: Duration
     package var limit: Duration
 
+    /// How long an outbox row (an acknowledgement owed to Google, a transaction to finish at
+    /// Apple) waits after its failed tries: 5 s, 10 s, 20 s … an hour at most — well inside
+    /// the stores' deadlines however long they are away.
+    package static let outboxRetry = Backoff(first: .seconds(5), limit: .seconds(3600))
+
     package init(first: Duration = .milliseconds(100), limit: Duration = .seconds(5)) {
         self.first = first
         self.limit = max(first, limit)

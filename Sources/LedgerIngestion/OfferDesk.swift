@@ -52,11 +52,10 @@ package struct OfferDesk: Sendable {
                 signed = .jws(
                     try signer.promotionalOffer(productID: productID, offerID: offerID, transactionID: transaction, nonce: nonce, at: now))
             case .legacy:
-                let token = ledger.transactions(ownedBy: userID).last(where: { $0.appAccountToken != nil })?.appAccountToken
                 signed = .legacy(
                     try signer.legacyPromotionalOffer(
                         productID: productID, offerID: offerID,
-                        applicationUsername: token?.uuidString.lowercased() ?? "", nonce: nonce, at: now))
+                        applicationUsername: Self.applicationUsername(of: userID, in: ledger), nonce: nonce, at: now))
             }
             try await record(
                 OfferSignature(
@@ -99,6 +98,12 @@ package struct OfferDesk: Sendable {
                     keyID: signer.keyID, signedAt: now, reason: decision.reason), app: app)
             return (decision.eligible, signature, decision.reason)
         }
+    }
+
+    /// What a legacy offer signature names the user by: the appAccountToken of their latest
+    /// purchase that carries one (what the app set as the payment's applicationUsername), or "".
+    static func applicationUsername(of userID: String, in ledger: AppLedger) -> String {
+        ledger.transactions(ownedBy: userID).last(where: { $0.appAccountToken != nil })?.appAccountToken?.uuidString.lowercased() ?? ""
     }
 
     /// The app, the product and a signer with the app's key, or the error that says what is missing.

@@ -195,8 +195,7 @@ package struct RetentionDesk: Sendable {
                 productID: request.productId, offerID: offerID, transactionID: request.originalTransactionId, nonce: nonce, at: now)
             return .signed(("promotionalOfferSignatureV2", .jws(jws)), fact(.promotionalOffer, request.originalTransactionId))
         case .v1:
-            let token = ledger.transactions(ownedBy: owner).last(where: { $0.appAccountToken != nil })?.appAccountToken
-            let username = token?.uuidString.lowercased() ?? ""
+            let username = OfferDesk.applicationUsername(of: owner, in: ledger)
             let legacy = try signer.legacyPromotionalOffer(
                 productID: request.productId, offerID: offerID, applicationUsername: username, nonce: nonce, at: now)
             var fields = [

@@ -50,7 +50,7 @@ package struct AppleFinisher: Sendable {
                     "Apple refused to finish a transaction; it is not tried again",
                     metadata: ["app.bundle_id": "\(due.bundleID)", "apple.transaction_id": "\(due.transactionID)", "code": "\(error.code)"])
             } catch {
-                let delay = GoogleAcknowledger.backoff(attempts: due.attempts)
+                let delay = Backoff.outboxRetry.ceiling(afterFailures: due.attempts)
                 try? await finishes.retry(due, after: delay, failure: "\(error)")
                 outcome = "failed"
                 logger.warning(

@@ -46,7 +46,7 @@ package struct GoogleAcknowledger: Sendable {
                 outcomes[due.key] = outcome
                 observe(outcome)
             } catch {
-                let delay = Self.backoff(attempts: due.attempts)
+                let delay = Backoff.outboxRetry.ceiling(afterFailures: due.attempts)
                 try? await purchases.retry(due, after: delay, failure: "\(error)")
                 outcomes[due.key] = "failed"
                 observe("failed")
@@ -60,9 +60,6 @@ package struct GoogleAcknowledger: Sendable {
         }
         return outcomes
     }
-
-    /// 5 s, 10 s, 20 s … an hour at most: well inside Google's three days however long it is away.
-    static func backoff(attempts: Int) -> Duration { .seconds(min(3600, 5 << min(max(attempts - 1, 0), 10))) }
 
     /// The acknowledger as a background loop: what is due settled every `interval`, and at once
     /// again after a full batch (a launch day's purchases are told to Google as fast as it takes

@@ -31,4 +31,10 @@ import Testing
         #expect(streak.worked(at: start + .seconds(3)) == .recovered(failures: 2, after: .seconds(3)))
         #expect(streak.failures == 0 && streak.worked() == nil)
     }
+
+    @Test func anOutboxRowWaitsFiveSecondsDoublingToAnHour() {
+        let waits = (1...12).map { Backoff.outboxRetry.ceiling(afterFailures: $0) }
+        #expect(waits == [5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 3600, 3600].map { Duration.seconds($0) })
+        #expect(Backoff.outboxRetry.ceiling(afterFailures: 0) == .seconds(5))
+    }
 }
