@@ -12,3 +12,13 @@ package func waitUntil(seconds: Double = 20, _ condition: @Sendable () -> Bool) 
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+/// Whether `condition` holds within `seconds`, polled every 100 ms: for work a background loop does
+/// (an acknowledgement, a finish) — a bound for a hang, not a measure of speed.
+package func eventually(within seconds: Int = 120, _ condition: () -> Bool) async throws -> Bool {
+    for _ in 0..<(seconds * 10) {
+        if condition() { return true }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+    return condition()
+}

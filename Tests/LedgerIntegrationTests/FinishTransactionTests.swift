@@ -10,15 +10,6 @@ import Testing
 @Suite(.takingTurns) struct FinishTransactionTests {
     static let bundle = TestServer.bundleID
 
-    /// Waits for the background finisher: a bound for a hang, not a measure of speed.
-    static func eventually(_ condition: () -> Bool) async throws -> Bool {
-        for _ in 0..<1200 {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return condition()
-    }
-
     @Test func eachRecordedPurchaseIsFinishedAtAppleOnceThroughItsFailures() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
@@ -51,7 +42,7 @@ import Testing
         #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/notifications/apple", body: renewed).status == 200)
 
         #expect(
-            try await Self.eventually { server.serverAPI.finishedTransactions(of: server.app).count == 3 },
+            try await eventually { server.serverAPI.finishedTransactions(of: server.app).count == 3 },
             "\(server.serverAPI.finishedTransactions(of: server.app))")
         try await Task.sleep(for: .seconds(2))
         #expect(server.serverAPI.finishedTransactions(of: server.app) == ["fin-1": 1, "fin-2": 1, "fin-3": 1], "once each")

@@ -28,15 +28,6 @@ import Testing
 
     static func active(_ answer: TestServer.Answer, _ name: String) -> Bool { entitlement(answer, name)?["active"] as? Bool == true }
 
-    /// Waits for the background acknowledger: a bound for a hang, not a measure of speed.
-    static func eventually(_ condition: () -> Bool) async throws -> Bool {
-        for _ in 0..<1200 {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return condition()
-    }
-
     @Test func aSubscriptionIsVerifiedWithGoogleOwnedBesideApplesPurchasesAndAcknowledgedOnce() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
@@ -52,7 +43,7 @@ import Testing
         #expect((subscription?["original_transaction_id"] as? String)?.hasPrefix("gp:") == true)
         #expect(subscription?["original_transaction_id"] as? String == GooglePurchaseKey.of(token: token))
 
-        #expect(try await Self.eventually { server.google.subscription(token)?.acknowledged == true }, "Google was never told")
+        #expect(try await eventually { server.google.subscription(token)?.acknowledged == true }, "Google was never told")
         // Presented again: nothing new recorded, and Google is not told twice.
         let events = try await server.eventCount()
         let again = try await Self.claim(server, user: "gina", product: "pro", token: token, key: key)
@@ -150,14 +141,14 @@ import Testing
         let claimed = try await Self.claim(server, user: "cory", product: "coins_500", token: token, key: key)
         #expect(claimed.status == 200, "\(claimed.text)")
         #expect((claimed.json["balances"] as? [String: any Sendable])?["coins"] as? Int == 1000, "\(claimed.text)")
-        #expect(try await Self.eventually { server.google.product(token)?.consumed == true }, "never consumed")
+        #expect(try await eventually { server.google.product(token)?.consumed == true }, "never consumed")
         let purchase = (claimed.json["purchases"] as? [[String: any Sendable]])?.first
         #expect(purchase?["store"] as? String == "google_play")
 
         // A non-consumable is acknowledged, not consumed.
         let ads = server.google.purchaseProduct(package: Self.package, productID: "remove_ads")
         #expect(Self.active(try await Self.claim(server, user: "cory", product: "remove_ads", token: ads, key: key), "no_ads"))
-        #expect(try await Self.eventually { server.google.product(ads)?.acknowledged == true })
+        #expect(try await eventually { server.google.product(ads)?.acknowledged == true })
         #expect(server.google.product(ads)?.consumed == false)
     }
 
@@ -174,7 +165,7 @@ import Testing
         server.google.settlePendingProduct(token, paid: true)
         let paid = try await Self.claim(server, user: "pat", product: "remove_ads", token: token, key: key)
         #expect(Self.active(paid, "no_ads"), "\(paid.text)")
-        #expect(try await Self.eventually { server.google.product(token)?.acknowledged == true })
+        #expect(try await eventually { server.google.product(token)?.acknowledged == true })
     }
 
     @Test func acknowledgementOutlastsGooglesFailures() async throws {

@@ -51,7 +51,7 @@ import Testing
         let purchased = PubSubPusher.subscriptionNotification(package: Self.package, type: 4, token: token)
         #expect(try await Self.push(server, purchased, id: "m-1") == 200)
         #expect(Self.proActive(try await Self.state(server, "nina", key: key)), "attributed through the account id")
-        #expect(try await Self.eventually { server.google.subscription(token)?.acknowledged == true }, "acknowledged from the push alone")
+        #expect(try await eventually { server.google.subscription(token)?.acknowledged == true }, "acknowledged from the push alone")
         let calls = server.google.seen().filter { $0.path.contains("subscriptionsv2") }.count
         #expect(try await Self.push(server, purchased, id: "m-1") == 200)
         #expect(server.google.seen().filter { $0.path.contains("subscriptionsv2") }.count == calls, "a redelivery asks Google nothing")
@@ -193,12 +193,4 @@ import Testing
         #expect(answered.body["sampleContentProvided"] == "1" || answered.body["sampleContentProvided"] == "true", "\(answered.body)")
     }
 
-    /// Waits for the background acknowledger: a bound for a hang, not a measure of speed.
-    static func eventually(_ condition: () -> Bool) async throws -> Bool {
-        for _ in 0..<1200 {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return condition()
-    }
 }
