@@ -60,13 +60,17 @@ package struct UserErasures: Sendable {
         let streams = [LedgerStream.user(bundleID, userID: userID), LedgerStream.user(bundleID, userID: pseudonym)]
         let unshredded = sources.unshreddedEvidence
         let forgetGoogle = sources.forgetGooglePurchases
+        let holdChanges = sources.holdChanges
         let report = try await store.serialized(on: streams) { locked in
             let connection = locked[0].connection
             guard try Self.isKnown(userID, bundleID: bundleID, on: connection) else {
                 throw LedgerError(.unknownUser, "the app's log names no user \(userID): nothing to erase (an erased id names nothing)")
             }
             // The projections' batches wait for the erasure (a first projection of the user, in
-            // flight, would otherwise write the old id after the rewrite).
+            // flight, would otherwise write the old id after the rewrite: a change projection's
+            // clock row was seen so). The change projection's lock first: its batch ends by
+            // moving its checkpoint row, which the second statement holds.
+            try connection.query(holdChanges.sql, holdChanges.parameters)
             try connection.query(ProjectionRegistry.holdBatchesSQL)
             let held = try Self.purchasesHeld(by: userID, bundleID: bundleID, on: connection)
             let tokens = try Self.tokens(of: userID, carriedBy: held, bundleID: bundleID, on: connection)

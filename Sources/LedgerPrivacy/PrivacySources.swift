@@ -28,6 +28,9 @@ package struct PrivacySources: Sendable {
     package var googlePurchases: @Sendable (_ bundleID: String, _ keys: [String]) -> PipelinedStatement
     /// Forgets the tokens of the Google Play purchases among the keys.
     package var forgetGooglePurchases: @Sendable (_ bundleID: String, _ keys: [String]) -> PipelinedStatement
+    /// Holds the change projection's batches until the transaction ends: it numbers its changes
+    /// under an advisory lock of its own, not under the checkpoint rows the other batches wait on.
+    package var holdChanges: PipelinedStatement
 
     package init(
         evidence: @escaping @Sendable (_ digests: [String]) -> PipelinedStatement,
@@ -37,7 +40,8 @@ package struct PrivacySources: Sendable {
         webhookFailures: @escaping @Sendable (_ userID: String, _ bundleID: String) -> PipelinedStatement,
         backfills: @escaping @Sendable (_ userID: String, _ bundleID: String) -> PipelinedStatement,
         googlePurchases: @escaping @Sendable (_ bundleID: String, _ keys: [String]) -> PipelinedStatement,
-        forgetGooglePurchases: @escaping @Sendable (_ bundleID: String, _ keys: [String]) -> PipelinedStatement
+        forgetGooglePurchases: @escaping @Sendable (_ bundleID: String, _ keys: [String]) -> PipelinedStatement,
+        holdChanges: PipelinedStatement
     ) {
         self.evidence = evidence
         self.unshreddedEvidence = unshreddedEvidence
@@ -47,5 +51,6 @@ package struct PrivacySources: Sendable {
         self.backfills = backfills
         self.googlePurchases = googlePurchases
         self.forgetGooglePurchases = forgetGooglePurchases
+        self.holdChanges = holdChanges
     }
 }

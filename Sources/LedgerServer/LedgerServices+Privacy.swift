@@ -16,5 +16,5 @@ extension LedgerServices {
         webhookFailures: { WebhookRegistry.parked(forUser: $0, bundleID: $1) },
         backfills: { Backfill.linesDone(forUser: $0, bundleID: $1) },
         googlePurchases: { GooglePurchases.held(bundleID: $0, keys: $1) },
-        forgetGooglePurchases: { GooglePurchases.forget(bundleID: $0, keys: $1) })
+        forgetGooglePurchases: { GooglePurchases.forget(bundleID: $0, keys: $1) }, holdChanges: ChangeRelations.lock)
 }
