@@ -319,16 +319,16 @@ package struct UsersProjection: Sendable {
         on connection: PostgresConnection
     ) throws -> AppLedger {
         // One round trip: the user's own streams, and the purchase streams of everything the user
-        // ever owned, found through the owners table inside the same statement.
+        // ever owned, found through the owners table inside the same statement. One array of
+        // stream names, so the plan is an index scan however small the log: a join with the
+        // names (planned as a hash join over a scan of the whole log while it is small, a cost
+        // growing with every event) or an OR of two lists (a scan at any size) is not.
         let streams = [LedgerStream.app(bundleID), LedgerStream.consent(bundleID), LedgerStream.user(bundleID, userID: userID)]
-        // (A join, not "stream = ANY(…) OR stream IN (…)": the planner answered that OR with a
-        // sequential scan of the whole log.)
+        let purchase = LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")
         let rows = try connection.query(
             EventStore.selectEventsSQL + """
-                  JOIN (SELECT unnest($1::text[]) AS stream
-                        UNION SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o
-                         WHERE o.bundle_id = $4 AND o.user_id = $5) AS s ON e.stream = s.stream
-                 WHERE e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.recorded_at <= $3)
+                 WHERE e.stream = ANY($1::text[] || ARRAY(SELECT \(purchase) FROM \(owners) o WHERE o.bundle_id = $4 AND o.user_id = $5))
+                   AND e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.recorded_at <= $3)
                  ORDER BY e.position
                 """, [PostgresTextArray(streams), PostgresTextArray(withEvidence ? [] : Array(ignoredTypes)), recordedBy, bundleID, userID])
         var ledger = AppLedger(bundleID: bundleID)
