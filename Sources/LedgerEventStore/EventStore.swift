@@ -238,10 +238,14 @@ package final class EventStore: Sendable {
 
     /// `held`: whether committed events after `bound` wait behind the fence (a transaction older
     /// than theirs is still open), so a reader that found nothing should look again shortly.
+    /// Asked of the last event of the log alone — there is such an event exactly when the last one
+    /// is behind the fence, since the fence is above every `bound` a reader reached — so it is
+    /// one step down the index; the same question of every event after `bound` was planned as a
+    /// scan of the whole log (measured: one per ten retention requests, 0.6 ms at 12,000 events).
     package static func heldBackSQL(after bound: String) -> String {
         """
-        SELECT EXISTS (SELECT 1 FROM ledger.events e
-                        WHERE (e.tx_id, e.position) > \(bound) AND e.tx_id >= pg_snapshot_xmin(pg_current_snapshot())) AS held
+        SELECT EXISTS (SELECT 1 FROM (SELECT e.tx_id, e.position FROM ledger.events e ORDER BY e.tx_id DESC, e.position DESC LIMIT 1) l
+                        WHERE (l.tx_id, l.position) > \(bound) AND l.tx_id >= pg_snapshot_xmin(pg_current_snapshot())) AS held
         """
     }
 
