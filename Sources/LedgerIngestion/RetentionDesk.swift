@@ -98,7 +98,8 @@ package struct RetentionDesk: Sendable {
         let appending = events
         _ = try await ingestor.store.serialized(on: stream) { locked -> Bool in
             guard try locked.event(id: id) == nil else { return false }
-            _ = try locked.append(appending, expectedVersion: .exact(try locked.version()))
+            // The stream is locked: no version can move under this append, so none is asked for.
+            _ = try locked.append(appending, expectedVersion: .any)
             return true
         }
     }
