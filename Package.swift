@@ -196,11 +196,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The Merkle tree over the whole log, its signed digests and proofs.
+        .target(
+            name: "LedgerProofs",
+            dependencies: [
+                "LedgerBackground", "LedgerCore", "LedgerEventStore", "LedgerFormats", "LedgerPostgres",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // What is held about a user: the subject-access export.
         .target(
             name: "LedgerPrivacy",
             dependencies: [
                 "LedgerAccess", "LedgerCore", "LedgerEventStore", "LedgerFacts", "LedgerFormats", "LedgerPostgres", "LedgerProjections",
+                "LedgerProofs",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -259,7 +270,8 @@ let package = Package(
             name: "LedgerWebhooks",
             dependencies: [
                 "LedgerTracing",
-                "LedgerBackground", "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerSecrets", "LedgerSettings",
+                "LedgerBackground", "LedgerChanges", "LedgerCore", "LedgerEventStore", "LedgerPostgres", "LedgerProofs", "LedgerSecrets",
+                "LedgerSettings",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -299,6 +311,7 @@ let package = Package(
                 "LedgerIngestion",
                 "LedgerPrivacy",
                 "LedgerProjections",
+                "LedgerProofs",
                 "LedgerSettings",
                 "LedgerWebhooks",
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -320,8 +333,8 @@ let package = Package(
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "GooglePlay", "LedgerAccess", "LedgerBackground", "LedgerChanges", "LedgerConsole",
                 "LedgerCore", "LedgerEventStore", "LedgerHTTP",
-                "LedgerIngestion", "LedgerPostgres", "LedgerPrivacy", "LedgerProjections", "LedgerReconciliation", "LedgerSecrets",
-                "LedgerWebhooks", .product(name: "Hummingbird", package: "hummingbird"),
+                "LedgerIngestion", "LedgerPostgres", "LedgerPrivacy", "LedgerProjections", "LedgerProofs", "LedgerReconciliation",
+                "LedgerSecrets", "LedgerWebhooks", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -347,6 +360,7 @@ let package = Package(
                 "LedgerProjections",
                 "LedgerIngestion",
                 "LedgerPrivacy",
+                "LedgerProofs",
                 "LedgerCore",
                 "LedgerTracing",
                 "AppStore",
@@ -685,6 +699,7 @@ let package = Package(
                 "LedgerHTTP", "LedgerServer", "LedgerIngestion", "LedgerProjections", "LedgerEventStore", "LedgerPostgres", "LedgerSchema",
                 "LedgerTestSupport", "LedgerFacts", "EmbeddedPostgres", "AppStore", "AppStoreSimulator", "LedgerCore",
                 "LedgerChanges", "LedgerPrivacy", "LedgerSecrets", "LedgerWebhooks", "WebhookReceiver", "GooglePlay", "GooglePlaySimulator",
+                "LedgerProofs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -50,6 +50,7 @@ extension LedgerError {
         case invalidStore = "invalid_store"
         case invalidPurchaseToken = "invalid_purchase_token"
         case invalidRetention = "invalid_retention"
+        case invalidProofRequest = "invalid_proof_request"
 
         // No key, or an unknown or revoked one.
         case missingAPIKey = "missing_api_key"
@@ -75,6 +76,7 @@ extension LedgerError {
         case appleAppTransactionNotFound = "apple_app_transaction_not_found"
         case appleOrderNotFound = "apple_order_not_found"
         case googlePurchaseNotFound = "google_purchase_not_found"
+        case notInTree = "not_in_tree"
 
         // A route without that method.
         case methodNotAllowed = "method_not_allowed"
@@ -119,6 +121,7 @@ extension LedgerError {
         case productMismatch = "product_mismatch"
         case googlePlayNotConfigured = "google_play_not_configured"
         case retentionNotConfigured = "retention_not_configured"
+        case digestKeyNotConfigured = "digest_key_not_configured"
         case purchaseTokenExpired = "purchase_token_expired"
         case googleAPIUnauthorized = "google_api_unauthorized"
         case googleAPIRefused = "google_api_refused"
@@ -145,13 +148,13 @@ extension LedgerError {
                 .invalidAppPurchase, .invalidOffer, .invalidWebhook, .invalidTransactionID, .invalidDays,
                 .invalidReasonCode, .invalidRequestID, .invalidStorefront, .invalidMerge, .missingUserID, .missingTransactionID,
                 .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID, .invalidGoogleServiceAccount,
-                .invalidGooglePlay, .invalidStore, .invalidPurchaseToken, .invalidRetention:
+                .invalidGooglePlay, .invalidStore, .invalidPurchaseToken, .invalidRetention, .invalidProofRequest:
                 .invalid
             case .missingAPIKey, .invalidAPIKey, .invalidPushToken: .unauthenticated
             case .insufficientScope, .appNotAllowed: .forbidden
             case .notFound, .unknownApp, .unknownProduct, .unknownOffer, .unknownGrant, .unknownTransaction,
                 .unknownAppAccountToken, .unknownWebhook, .unknownUser, .appleTransactionNotFound, .appleAppTransactionNotFound,
-                .appleOrderNotFound, .googlePurchaseNotFound:
+                .appleOrderNotFound, .googlePurchaseNotFound, .notInTree:
                 .notFound
             case .methodNotAllowed: .methodNotAllowed
             case .conflict, .concurrentChange, .insufficientBalance, .transactionOwnedByAnotherUser,
@@ -163,7 +166,8 @@ extension LedgerError {
             case .unsupportedAlgorithm, .missingCertificateChain, .untrustedChain, .invalidSignature, .bundleMismatch,
                 .appMismatch, .environmentNotAllowed, .receiptInvalid, .sharedSecretMismatch, .sharedSecretMissing,
                 .appleAPIUnauthorized, .appleAPINotConfigured, .appleAPIRefused, .packageMismatch, .purchaseTokenExpired,
-                .googleAPIUnauthorized, .googleAPIRefused, .productMismatch, .googlePlayNotConfigured, .retentionNotConfigured:
+                .googleAPIUnauthorized, .googleAPIRefused, .productMismatch, .googlePlayNotConfigured, .retentionNotConfigured,
+                .digestKeyNotConfigured:
                 .unverifiable
             case .appleUnavailable, .googleUnavailable, .databaseUnavailable, .secretUnavailable: .unavailable
             case .internalError: .fault

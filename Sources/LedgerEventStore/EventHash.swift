@@ -44,22 +44,30 @@ package enum EventHash {
     package static func hash(previous: [UInt8], _ fields: Fields) -> [UInt8] {
         var hasher = SHA256()
         hasher.update(data: previous)
+        hasher.update(data: content(fields))
+        return Array(hasher.finalize())
+    }
+
+    /// The event's own bytes of the layout above (everything after `prev_hash`): what the chain
+    /// links, and what a leaf of the proof tree commits to.
+    package static func content(_ fields: Fields) -> [UInt8] {
+        var bytes: [UInt8] = []
         func lengthPrefixed(_ text: String) {
-            let bytes = Array(text.utf8)
-            integer(UInt32(bytes.count))
-            hasher.update(data: bytes)
+            let utf8 = Array(text.utf8)
+            integer(UInt32(utf8.count))
+            bytes += utf8
         }
         func integer<I: FixedWidthInteger>(_ value: I) {
-            withUnsafeBytes(of: value.bigEndian) { hasher.update(bufferPointer: $0) }
+            withUnsafeBytes(of: value.bigEndian) { bytes += $0 }
         }
         lengthPrefixed(fields.stream)
         integer(fields.version)
-        withUnsafeBytes(of: fields.eventID.uuid) { hasher.update(bufferPointer: $0) }
+        withUnsafeBytes(of: fields.eventID.uuid) { bytes += $0 }
         lengthPrefixed(fields.type)
         lengthPrefixed(fields.data)
         lengthPrefixed(fields.metadata)
         integer(fields.occurredAtMicros)
         integer(fields.recordedAtMicros)
-        return Array(hasher.finalize())
+        return bytes
     }
 }

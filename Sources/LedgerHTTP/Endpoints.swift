@@ -5,6 +5,7 @@ import LedgerConsole
 import LedgerIngestion
 import LedgerPrivacy
 import LedgerProjections
+import LedgerProofs
 import LedgerWebhooks
 
 /// What the routes call, each part built once by the composition root (`LedgerServer`): the
@@ -30,6 +31,8 @@ package struct Endpoints: Sendable {
     package var erasures: UserErasures
     package var feed: ChangeFeed
     package var webhooks: WebhookRegistry
+    /// The log's digests and proofs.
+    package var proofs: ProofDesk
     package var console: ConsoleContext
     package var metrics: Metrics
     /// `/readyz`'s checks, made where the database and the replicas are known.
@@ -42,7 +45,7 @@ package struct Endpoints: Sendable {
         merges: AccountMerges,
         users: UserStateReader, keys: APIKeyStore, throttle: FailureThrottle, audit: AuditLog, exports: FinanceExports,
         subjectAccess: SubjectAccess, erasures: UserErasures, feed: ChangeFeed,
-        webhooks: WebhookRegistry,
+        webhooks: WebhookRegistry, proofs: ProofDesk,
         console: ConsoleContext, metrics: Metrics, readiness: @escaping @Sendable () async -> Readiness,
         gauges: @escaping @Sendable () async -> [Metrics.Gauge]
     ) {
@@ -61,6 +64,7 @@ package struct Endpoints: Sendable {
         self.erasures = erasures
         self.feed = feed
         self.webhooks = webhooks
+        self.proofs = proofs
         self.console = console
         self.metrics = metrics
         self.readiness = readiness

@@ -48,6 +48,7 @@ package func buildApplication(
     ChangesController(directory: directory, feed: endpoints.feed).register(on: v1)
     WebhooksController(directory: directory, registry: endpoints.webhooks, audit: endpoints.audit).register(on: v1)
     AuditController(audit: endpoints.audit).register(on: v1)
+    ProofsController(proofs: endpoints.proofs).register(on: v1)
     // The templates are part of the binary: a missing one is a build fault, found by every test.
     try! ConsoleController<LedgerRequestContext>(console: endpoints.console).register(on: router)
     return Application(

@@ -5,6 +5,7 @@ import LedgerFacts
 import LedgerFormats
 import LedgerPostgres
 import LedgerProjections
+import LedgerProofs
 import Logging
 
 /// Erasing a user (`DELETE /v1/apps/{b}/users/{u}`, `ledger erase`): afterwards the user id and
@@ -72,6 +73,7 @@ package struct UserErasures: Sendable {
             // moving its checkpoint row, which the second statement holds.
             try connection.query(holdChanges.sql, holdChanges.parameters)
             try connection.query(ProjectionRegistry.holdBatchesSQL)
+            try ProofTree.hold(on: connection)
             let held = try Self.purchasesHeld(by: userID, bundleID: bundleID, on: connection)
             let tokens = try Self.tokens(of: userID, carriedBy: held, bundleID: bundleID, on: connection)
             let shred = try Self.evidenceCarrying(tokens, about: held, bundleID: bundleID, unshredded: unshredded, on: connection)
@@ -94,6 +96,8 @@ package struct UserErasures: Sendable {
                   FROM ledger.erase($1, $2, $3, $4::text[], $5::text[], $6::text[])
                 """, [bundleID, userID, pseudonym, PostgresTextArray(old), PostgresTextArray(new), PostgresTextArray(shred)])[0]
             let rechained = try JSONDecoder().decode([UserErasure.Rechained].self, from: Data(try done["rechained"].string().utf8))
+            // The proof tree keeps its leaves; the rewritten events' salts go with the identity.
+            try ProofTree.forgetRewritten(inStreams: rechained.map(\.stream), on: connection)
             let erasure = UserErasure(
                 userID: pseudonym, actor: actor, tokens: tokens.count, eventsRewritten: try done["events_rewritten"].int(),
                 evidenceShredded: try done["evidence_shredded"].int(), rechained: rechained)

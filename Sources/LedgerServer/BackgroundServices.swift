@@ -5,6 +5,7 @@ import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
+import LedgerProofs
 import LedgerReconciliation
 import LedgerWebhooks
 import Logging
@@ -89,6 +90,8 @@ extension LedgerServices {
     /// - this server's cached timelines kept true to what any process's projection batches change;
     /// - the live projection and the change projection behind it (unless `projecting` is false),
     ///   with changes announced by other servers heard through LISTEN;
+    ///   and the proof tree extended as events commit;
+    /// - with a digest key and a sink: a signed digest of the log published every `digestInterval`;
     /// - webhook deliveries (unless `delivering` is false);
     /// - with `reconcileInterval`: Apple's notification history read on start-up and every interval
     ///   (`LEDGER_APPLE_RECONCILE_INTERVAL`), CONSUMPTION_REQUESTs answered every 15 s, and Google's
@@ -123,6 +126,10 @@ extension LedgerServices {
                 followers: [WebhookQueue.follower], logger: logger)
             loops.append(heartbeats.register(worker.loop))
             loops.append(heartbeats.register(changeWorker.loop))
+            loops.append(heartbeats.register(proofs.tree.loop(heartbeat: Heartbeat("proof tree"))))
+        }
+        if proofs.key != nil, !digestPublisher.sinks.isEmpty {
+            loops.append(heartbeats.register(digestPublisher.loop(every: digestInterval, heartbeat: Heartbeat("digests"))))
         }
         if delivering {
             let dispatcher = WebhookDispatcher(

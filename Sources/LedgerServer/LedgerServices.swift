@@ -11,6 +11,7 @@ import LedgerIngestion
 import LedgerPostgres
 import LedgerPrivacy
 import LedgerProjections
+import LedgerProofs
 import LedgerReconciliation
 import LedgerSecrets
 import LedgerWebhooks
@@ -68,6 +69,11 @@ package struct LedgerServices: Sendable {
     package let keyring: Keyring
     /// How the background parts fare, for `/readyz`.
     package let heartbeats = Heartbeats()
+    /// The Merkle tree over the log, its digests and proofs.
+    package let proofs: ProofDesk
+    /// Where digests go on a schedule (nothing without a key and a sink), and how often.
+    package let digestPublisher: DigestPublisher
+    package let digestInterval: Duration
     /// How long a background part may fail while the database answers before the server counts
     /// as stuck (`LEDGER_STUCK_AFTER`).
     package let stuckAfter: Duration
@@ -78,9 +84,13 @@ package struct LedgerServices: Sendable {
         google: GooglePlayConfiguration = GooglePlayConfiguration(), replicas: [PostgresPool] = [],
         replicaWait: Duration = .milliseconds(250),
         keyCacheTTL: Duration = .seconds(2), webhookPolicy: WebhookPolicy = WebhookPolicy(), throttle: FailureThrottle = FailureThrottle(),
-        stuckAfter: Duration = .seconds(60), logger: Logger
+        stuckAfter: Duration = .seconds(60), digestKey: DigestKey? = nil, digestSinks: DigestPublisher.Sinks = DigestPublisher.Sinks(),
+        digestInterval: Duration = .seconds(3600), logger: Logger
     ) {
         self.stuckAfter = stuckAfter
+        self.proofs = ProofDesk(tree: ProofTree(pool: pool, logger: logger), key: digestKey)
+        self.digestPublisher = DigestPublisher(desk: proofs, sinks: digestSinks, targets: webhookPolicy.targets, logger: logger)
+        self.digestInterval = digestInterval
         let metrics = Metrics()
         self.pool = pool
         self.replicaPools = replicas
@@ -151,8 +161,8 @@ package struct LedgerServices: Sendable {
             pool: pool, metrics: metrics, reads: reads, users: users, keys: keys, directory: directory, actions: actions,
             evidence: evidence,
             ingestor: ingestor, lookups: lookups, throttle: throttle, audit: audit, merges: merges, erasures: erasures, changes: changes,
-            webhooks: webhooks, health: Health(pool: pool, migrator: migrator, reads: reads, heartbeats: heartbeats, stuckAfter: stuckAfter)
-        )
+            webhooks: webhooks, proofs: proofs,
+            health: Health(pool: pool, migrator: migrator, reads: reads, heartbeats: heartbeats, stuckAfter: stuckAfter))
     }
 
     /// What the HTTP edge calls.
@@ -164,7 +174,8 @@ package struct LedgerServices: Sendable {
         pool: PostgresPool, metrics: Metrics, reads: ReadReplicas, users: UserStateReader, keys: APIKeyStore, directory: AppDirectory,
         actions: UserActions, evidence: EvidenceStore, ingestor: Ingestor, lookups: AppleLookups, throttle: FailureThrottle,
         audit: AuditLog,
-        merges: AccountMerges, erasures: UserErasures, changes: ChangeNotifications, webhooks: WebhookRegistry, health: Health
+        merges: AccountMerges, erasures: UserErasures, changes: ChangeNotifications, webhooks: WebhookRegistry, proofs: ProofDesk,
+        health: Health
     ) -> Endpoints {
         let console = ConsoleContext(
             sessions: ConsoleSessions(pool: pool, keys: keys), directory: directory, reader: users, metrics: MetricsReader(reads: reads),
@@ -180,6 +191,6 @@ package struct LedgerServices: Sendable {
             merges: merges, users: users, keys: keys, throttle: throttle, audit: audit, exports: FinanceExports(reads: reads),
             subjectAccess: SubjectAccess(pool: pool, reader: UserStateReader(pool: pool), sources: Self.privacySources), erasures: erasures,
             feed: ChangeFeed(pool: pool, notifications: changes),
-            webhooks: webhooks, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
+            webhooks: webhooks, proofs: proofs, console: console, metrics: metrics, readiness: health.readiness, gauges: health.gauges)
     }
 }

@@ -58,6 +58,10 @@ struct Configuration: Sendable {
     // Stored secrets: the key they are sealed under, and the new one during a rotation.
     var secretsKey: SecretsKey?
     var newSecretsKey: SecretsKey?
+    // Digests of the log: the signing key's file, and where and how often they are published.
+    var digestKeyFile: String?
+    var digestInterval = Duration.seconds(3600)
+    var digestSinks = DigestPublisher.Sinks()
 
     /// What this process was started with, or what in it could not be read.
     static let environment = Result<Configuration, ConfigurationError> { () throws(ConfigurationError) in
@@ -100,6 +104,10 @@ struct Configuration: Sendable {
         trustedProxies = read.list("trustedProxies")
         secretsKey = read.secretsKey("secrets.key", file: "secrets.keyFile")
         newSecretsKey = read.secretsKey("secrets.newKey", file: "secrets.newKeyFile")
+        digestKeyFile = read.text("digest.keyFile")
+        digestInterval = read.interval("digest.interval") ?? digestInterval
+        digestSinks = DigestPublisher.Sinks(
+            directory: read.text("digest.directory"), url: read.text("digest.url", isSecret: true), secret: read.text("digest.secret", isSecret: true))
         tracing = TracingSettings(reader: reader.scoped(to: "otel"))
         try read.finish()
     }

@@ -16,7 +16,8 @@ struct Ledger: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, MigrateCommand.self, KeysCommand.self, RebuildCommand.self, VerifyCommand.self, ExportCommand.self,
             ReconcileCommand.self,
-            BackfillCommand.self, SecretsCommand.self, EraseCommand.self, RetentionCommand.self,
+            BackfillCommand.self, SecretsCommand.self, EraseCommand.self, RetentionCommand.self, DigestCommand.self, DigestKeyCommand.self,
+            AuditCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )

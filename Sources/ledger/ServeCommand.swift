@@ -6,6 +6,7 @@ import LedgerAccess
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
+import LedgerProofs
 import LedgerProjections
 import LedgerReconciliation
 import LedgerSchema
@@ -120,7 +121,8 @@ struct ServeCommand: AsyncParsableCommand {
             receipts: settings.verifyReceipt, serverAPI: settings.serverAPI, google: settings.google, replicas: replicas,
             replicaWait: settings.readReplicaWait, webhookPolicy: settings.webhooks,
             throttle: FailureThrottle(limit: settings.authenticationFailureLimit, trustedProxies: Set(settings.trustedProxies)),
-            stuckAfter: settings.stuckAfter ?? .seconds(60), logger: logger)
+            stuckAfter: settings.stuckAfter ?? .seconds(60), digestKey: try settings.digestKeyFile.map(DigestKey.init(contentsOf:)),
+            digestSinks: settings.digestSinks, digestInterval: settings.digestInterval, logger: logger)
         return services
     }
 

@@ -14,6 +14,7 @@ import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerProjections
+import LedgerProofs
 import LedgerSchema
 import LedgerSecrets
 import LedgerServer
@@ -84,6 +85,9 @@ final class TestServer: Sendable {
     /// `reading`: read pools' configurations given as they are (a host list, say).
     /// `appleOf`: another (possibly stopped) server whose App Store simulator this one uses, so
     /// what Apple kept while that server was down is there to reconcile.
+    /// Every test server signs digests of its log with this key.
+    static let digestKey = try! DigestKey(pem: DigestKey.generate())
+
     static func start(
         poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
         projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250),
@@ -156,7 +160,7 @@ final class TestServer: Sendable {
             pool: pool, store: store, migrator: migrator,
             verifier: SignedDataVerifier(roots: [Self.authority.root, ReceiptAuthority.shared.root]),
             keyring: Self.keyring, receipts: receipts, serverAPI: api, google: googleConfiguration, replicas: readPools,
-            replicaWait: replicaWait, keyCacheTTL: .zero, webhookPolicy: webhooks, logger: logger)
+            replicaWait: replicaWait, keyCacheTTL: .zero, webhookPolicy: webhooks, digestKey: Self.digestKey, logger: logger)
         keys = services.keys
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var serverLogger = logger
