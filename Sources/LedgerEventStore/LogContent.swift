@@ -36,7 +36,9 @@ package enum LogContent {
 
     /// The data of every event of `type` (an audit reads the erasures' records so).
     package static func data(ofType type: String, on connection: PostgresConnection) throws -> [String] {
-        try connection.query("SELECT e.data::text AS data FROM ledger.events e WHERE e.event_type = $1", [type]).map { try $0["data"].string() }
+        try connection.query("SELECT e.data::text AS data FROM ledger.events e WHERE e.event_type = $1", [type]).map {
+            try $0["data"].string()
+        }
     }
 
     private static let columns = """

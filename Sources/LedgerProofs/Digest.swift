@@ -46,13 +46,15 @@ package struct DigestKey: Sendable {
         do {
             key = try P256.Signing.PrivateKey(pemRepresentation: pem)
         } catch {
-            throw LedgerError(.digestKeyNotConfigured, "the digest key is not a PEM P-256 private key; make one with `ledger digest-key generate`")
+            throw LedgerError(
+                .digestKeyNotConfigured, "the digest key is not a PEM P-256 private key; make one with `ledger digest-key generate`")
         }
     }
 
     package init(contentsOf path: String) throws {
         guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw LedgerError(.digestKeyNotConfigured, "cannot read the digest key file \(path); make one with `ledger digest-key generate`")
+            throw LedgerError(
+                .digestKeyNotConfigured, "cannot read the digest key file \(path); make one with `ledger digest-key generate`")
         }
         try self.init(pem: pem)
     }
@@ -142,7 +144,8 @@ package struct DigestPublicKey: Sendable {
         let parts = digest.jws.split(separator: ".", omittingEmptySubsequences: false)
         struct Header: Decodable { var alg: String, kid: String? }
         struct Payload: Decodable { var tree_size: Int64, root_hash: String, signed_at: String }
-        guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let header = try? JSONDecoder().decode(Header.self, from: headerData),
+        guard parts.count == 3, let headerData = Base64URL.decode(parts[0]),
+            let header = try? JSONDecoder().decode(Header.self, from: headerData),
             let payloadData = Base64URL.decode(parts[1]), let payload = try? JSONDecoder().decode(Payload.self, from: payloadData),
             let signatureData = Base64URL.decode(parts[2])
         else {
@@ -152,7 +155,8 @@ package struct DigestPublicKey: Sendable {
         guard let key = keys.first(where: { $0.keyID == header.kid }) else {
             throw LedgerError(
                 .invalidSignature,
-                "the digest is signed by key \(header.kid ?? "(none named)"), which is not among the keys given (\(keys.map(\.keyID).joined(separator: ", ")))")
+                "the digest is signed by key \(header.kid ?? "(none named)"), which is not among the keys given (\(keys.map(\.keyID).joined(separator: ", ")))"
+            )
         }
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
             key.key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))

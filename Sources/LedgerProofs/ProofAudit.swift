@@ -52,7 +52,8 @@ package struct ProofAudit: Sendable {
         }
     }
 
-    private static func audit(_ digest: Digest, root digestRoot: [UInt8], pageSize: Int, on connection: PostgresConnection) throws -> Report {
+    private static func audit(_ digest: Digest, root digestRoot: [UInt8], pageSize: Int, on connection: PostgresConnection) throws -> Report
+    {
         let size = try ProofTree.size(on: connection)
         var report = Report(digestSize: digest.treeSize, treeSize: size)
         guard digest.treeSize <= size else {
@@ -88,7 +89,8 @@ package struct ProofAudit: Sendable {
                     } else {
                         let recomputed = ProofLeaf.commitment(salt: try leaf["salt"].bytes(), content: EventHash.content(event.fields))
                         if recomputed != commitment, report.firstBroken == nil {
-                            report.firstBroken = "\(Self.name(event)) does not match leaf \(index): it changed after the tree committed to it"
+                            report.firstBroken =
+                                "\(Self.name(event)) does not match leaf \(index): it changed after the tree committed to it"
                         }
                         commitment = recomputed
                     }

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCore
+import LedgerPostgres
 
 /// What the API answers about the log's integrity: signed digests of the tree as it stands, the
 /// key set they verify with, and proofs against any size the tree has had.
@@ -26,4 +27,7 @@ package struct ProofDesk: Sendable {
 
     /// `{"keys": […]}`: the digest key's public half, or none.
     package var keySet: String { DigestPublicKey.keySet(key.map { [$0.publicKey] } ?? []) }
+
+    /// Lower-case hex, as proofs spell hashes.
+    package static func hex(_ hash: [UInt8]) -> String { Hex.encode(hash) }
 }

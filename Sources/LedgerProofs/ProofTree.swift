@@ -105,12 +105,14 @@ package struct ProofTree: Sendable {
                 let current = try Self.size(on: connection)
                 let size = size ?? current
                 try Self.check(size: size, current: current)
-                guard let leaf = try connection.query(
-                    "SELECT leaf_index FROM ledger.proof_leaves WHERE position = $1", [position]
-                ).first.map({ try $0["leaf_index"].int64() })
+                guard
+                    let leaf = try connection.query(
+                        "SELECT leaf_index FROM ledger.proof_leaves WHERE position = $1", [position]
+                    ).first.map({ try $0["leaf_index"].int64() })
                 else {
                     throw LedgerError(
-                        .notInTree, "no leaf for position \(position): no such event, or not in the tree yet (it follows the log within seconds)")
+                        .notInTree,
+                        "no leaf for position \(position): no such event, or not in the tree yet (it follows the log within seconds)")
                 }
                 guard leaf < size else {
                     throw LedgerError(
@@ -125,7 +127,8 @@ package struct ProofTree: Sendable {
                 let lookup = Self.lookup(known)
                 return Inclusion(
                     position: position, leafIndex: leaf, treeSize: size, leafHash: try lookup(MerkleTree.Node(level: 0, index: leaf)),
-                    auditPath: try MerkleTree.inclusionPath(leaf: leaf, size: size, lookup), rootHash: try MerkleTree.root(size: size, lookup))
+                    auditPath: try MerkleTree.inclusionPath(leaf: leaf, size: size, lookup),
+                    rootHash: try MerkleTree.root(size: size, lookup))
             }
         }
     }

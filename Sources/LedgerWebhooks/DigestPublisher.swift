@@ -87,7 +87,8 @@ package struct DigestPublisher: Sendable {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: "entitlement-ledger-digests")
         if let secret = sinks.secret {
-            request.headers.add(name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: secret, at: Int64(Date().timeIntervalSince1970)))
+            request.headers.add(
+                name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: secret, at: Int64(Date().timeIntervalSince1970)))
         }
         request.body = .bytes(ByteBuffer(bytes: body))
         let status: UInt
@@ -96,7 +97,8 @@ package struct DigestPublisher: Sendable {
             _ = try? await response.body.collect(upTo: 64 * 1024)
             status = response.status.code
         } catch {
-            throw LedgerError(.internalError, "the digest receiver could not be reached: \(WebhookDispatcher.describe(error))", kind: .unavailable)
+            throw LedgerError(
+                .internalError, "the digest receiver could not be reached: \(WebhookDispatcher.describe(error))", kind: .unavailable)
         }
         guard (200..<300).contains(status) else {
             throw LedgerError(.internalError, "the digest receiver answered HTTP \(status)", kind: .unavailable)

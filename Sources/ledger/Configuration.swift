@@ -107,7 +107,8 @@ struct Configuration: Sendable {
         digestKeyFile = read.text("digest.keyFile")
         digestInterval = read.interval("digest.interval") ?? digestInterval
         digestSinks = DigestPublisher.Sinks(
-            directory: read.text("digest.directory"), url: read.text("digest.url", isSecret: true), secret: read.text("digest.secret", isSecret: true))
+            directory: read.text("digest.directory"), url: read.text("digest.url", isSecret: true),
+            secret: read.text("digest.secret", isSecret: true))
         tracing = TracingSettings(reader: reader.scoped(to: "otel"))
         try read.finish()
     }

@@ -11,7 +11,9 @@ struct DigestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "digest",
         abstract: "Print a signed digest of the whole log: {\"tree_size\", \"root_hash\", \"signed_at\", \"jws\"}.",
-        discussion: "Signed with the PEM key of --key-file (env LEDGER_DIGEST_KEY_FILE). Save the output where the database's writers cannot reach it.")
+        discussion:
+            "Signed with the PEM key of --key-file (env LEDGER_DIGEST_KEY_FILE). Save the output where the database's writers cannot reach it."
+    )
 
     @OptionGroup var database: DatabaseOptions
     @Option(help: "The digest key (PEM P-256), instead of LEDGER_DIGEST_KEY_FILE.") var keyFile: String?
@@ -19,7 +21,8 @@ struct DigestCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = LoggingSetup.logger("ledger.digest")
         guard let path = try keyFile ?? database.settings.digestKeyFile else {
-            throw ValidationError("no digest key: set LEDGER_DIGEST_KEY_FILE or pass --key-file (make one with `ledger digest-key generate`)")
+            throw ValidationError(
+                "no digest key: set LEDGER_DIGEST_KEY_FILE or pass --key-file (make one with `ledger digest-key generate`)")
         }
         let key = try DigestKey(contentsOf: path)
         try await database.withDatabase(logger: logger) { opened, _ in
@@ -94,7 +97,10 @@ struct AuditCommand: AsyncParsableCommand {
         }
         print("digest: \(report.digestSize) leaves; the tree now: \(report.treeSize) leaves")
         print("checked \(report.leavesChecked) leaves against their events (\(report.leavesErased) erased, taken as stored)")
-        print(report.extendsDigest ? "the log extends the digest" : "the log does NOT extend the digest: its first \(report.digestSize) leaves have another root")
+        print(
+            report.extendsDigest
+                ? "the log extends the digest"
+                : "the log does NOT extend the digest: its first \(report.digestSize) leaves have another root")
         print(report.matchesStoredTree ? "the stored tree matches the events" : "the stored tree does NOT match the events")
         if let broken = report.firstBroken { print("first broken: \(broken)") }
         if !report.passed { throw ExitCode(1) }

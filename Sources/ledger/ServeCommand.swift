@@ -6,8 +6,8 @@ import LedgerAccess
 import LedgerEventStore
 import LedgerHTTP
 import LedgerPostgres
-import LedgerProofs
 import LedgerProjections
+import LedgerProofs
 import LedgerReconciliation
 import LedgerSchema
 import LedgerServer

@@ -27,7 +27,8 @@ import Testing
             return hash
         }
         for n in 1...40 {
-            let leaf = ProofVerifier.leafHash(position: Int64(n * 3), commitment: (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let leaf = ProofVerifier.leafHash(
+                position: Int64(n * 3), commitment: (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
             leaves.append(leaf)
             for (node, hash) in appender.append(leafHash: leaf) { nodes[node] = hash }
             let size = Int64(n)
@@ -39,7 +40,9 @@ import Testing
                     ProofVerifier.verifyInclusion(leafIndex: m, treeSize: size, leafHash: leaves[Int(m)], path: path, root: appender.root),
                     "leaf \(m) of \(size)")
                 // A path does not prove another leaf.
-                #expect(!ProofVerifier.verifyInclusion(leafIndex: m, treeSize: size, leafHash: ProofVerifier.sha256([1]), path: path, root: appender.root))
+                #expect(
+                    !ProofVerifier.verifyInclusion(
+                        leafIndex: m, treeSize: size, leafHash: ProofVerifier.sha256([1]), path: path, root: appender.root))
             }
             for m in 1...size {
                 let proof = try MerkleTree.consistencyProof(from: m, to: size, lookup)
@@ -77,7 +80,9 @@ import Testing
         for position in positions {
             let proof = try await server.send("GET", "/v1/ledger/proofs/inclusion?position=\(position)&tree_size=\(size)", key: read)
             #expect(proof.status == 200, "\(proof.text)")
-            #expect(proof.json["position"] as? Int == Int(position) && proof.json["root_hash"] as? String == digestAnswer.json["root_hash"] as? String)
+            #expect(
+                proof.json["position"] as? Int == Int(position)
+                    && proof.json["root_hash"] as? String == digestAnswer.json["root_hash"] as? String)
             #expect(
                 ProofVerifier.verifyInclusion(
                     leafIndex: Int64(proof.json["leaf_index"] as! Int), treeSize: size,

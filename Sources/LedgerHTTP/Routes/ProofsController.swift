@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import LedgerAccess
 import LedgerCore
-import LedgerPostgres
 import LedgerProofs
 
 /// The log's integrity, for auditors (scope `read`): `GET /v1/ledger/digest` (the tree's size and
@@ -53,8 +52,8 @@ struct ProofsController {
         let proof = try await proofs.tree.inclusion(position: position, size: size)
         return try JSONBody.response(
             InclusionBody(
-                position: proof.position, leaf_index: proof.leafIndex, tree_size: proof.treeSize, leaf_hash: Hex.encode(proof.leafHash),
-                audit_path: proof.auditPath.map(Hex.encode), root_hash: Hex.encode(proof.rootHash)))
+                position: proof.position, leaf_index: proof.leafIndex, tree_size: proof.treeSize, leaf_hash: ProofDesk.hex(proof.leafHash),
+                audit_path: proof.auditPath.map(ProofDesk.hex), root_hash: ProofDesk.hex(proof.rootHash)))
     }
 
     @Sendable func consistency(_ request: Request, context: LedgerRequestContext) async throws -> Response {
@@ -65,8 +64,8 @@ struct ProofsController {
         let proof = try await proofs.tree.consistency(from: from, to: to)
         return try JSONBody.response(
             ConsistencyBody(
-                from: proof.from, to: proof.to, proof: proof.proof.map(Hex.encode), from_root_hash: Hex.encode(proof.fromRoot),
-                to_root_hash: Hex.encode(proof.toRoot)))
+                from: proof.from, to: proof.to, proof: proof.proof.map(ProofDesk.hex), from_root_hash: ProofDesk.hex(proof.fromRoot),
+                to_root_hash: ProofDesk.hex(proof.toRoot)))
     }
 
     private static func authorize(_ context: LedgerRequestContext) throws {
