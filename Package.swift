@@ -380,7 +380,9 @@ let package = Package(
             name: "ledger-bench",
             dependencies: [
                 "LedgerAccess",
+                "LedgerBackground",
                 "LedgerPostgres",
+                "LedgerProofs",
                 "LedgerSchema",
                 "EmbeddedPostgres",
                 "LedgerEventStore",
