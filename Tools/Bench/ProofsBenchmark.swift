@@ -147,8 +147,11 @@ struct ProofsBenchmark: AsyncParsableCommand {
         var batch = 0
         while have + added < target {
             let count = min(500, target - have - added)
-            let events = (0..<count).map { _ in NewEvent(id: UUID(), type: "PurchaseRecorded", data: AppendBenchmark.payload, occurredAt: Date()) }
-            try await store.append(batch: events.enumerated().map { StreamAppend(stream: "bulk-\(batch)-\($0.offset)", events: [$0.element]) })
+            let events = (0..<count).map { _ in
+                NewEvent(id: UUID(), type: "PurchaseRecorded", data: AppendBenchmark.payload, occurredAt: Date())
+            }
+            try await store.append(
+                batch: events.enumerated().map { StreamAppend(stream: "bulk-\(batch)-\($0.offset)", events: [$0.element]) })
             added += count
             batch += 1
             if batch % 200 == 0 { FileHandle.standardError.write(Data("\rlog grown to \(have + added) events".utf8)) }
