@@ -6,7 +6,7 @@ struct FinanceColumns {
     var bundleIDs: [String] = [], originals: [String] = [], seqs: [String] = [], kinds: [String] = [], transactionIDs: [String] = []
     var userIDs: [String?] = [], productIDs: [String] = [], quantities: [String] = [], prices: [String?] = [], currencies: [String?] = []
     var storefronts: [String?] = [], environments: [String] = [], times: [String] = [], recorded: [String] = []
-    var offerTypes: [String?] = [], offerIDs: [String?] = [], offerDiscounts: [String?] = []
+    var offerTypes: [String?] = [], offerIDs: [String?] = [], offerDiscounts: [String?] = [], positions: [String?] = []
 
     mutating func append(_ transaction: TransactionKey, seq: Int, _ row: FinanceRow) {
         bundleIDs.append(transaction.bundleID); originals.append(transaction.originalTransactionID); seqs.append(String(seq))
@@ -17,6 +17,7 @@ struct FinanceColumns {
         recorded.append(row.recordedAt.postgresText)
         offerTypes.append(row.offerType.map { String($0) }); offerIDs.append(row.offerIdentifier);
         offerDiscounts.append(row.offerDiscountType)
+        positions.append(row.position.map { String($0) })
     }
 
     var parameters: [(any PostgresBindable)?] {
@@ -27,6 +28,7 @@ struct FinanceColumns {
             PostgresNullableTextArray(prices), PostgresNullableTextArray(currencies), PostgresNullableTextArray(storefronts),
             PostgresTextArray(environments), PostgresTextArray(times), PostgresTextArray(recorded),
             PostgresNullableTextArray(offerTypes), PostgresNullableTextArray(offerIDs), PostgresNullableTextArray(offerDiscounts),
+            PostgresNullableTextArray(positions),
         ]
     }
 }

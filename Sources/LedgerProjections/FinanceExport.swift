@@ -33,7 +33,7 @@ package struct FinanceExport: Sendable {
     package static let columns = [
         "transaction_id", "original_transaction_id", "user_id", "product_id", "kind", "quantity",
         "price", "price_milliunits", "currency", "occurred_at", "environment", "storefront", "recorded_at",
-        "offer_type", "offer_id", "offer_discount_type", "store",
+        "offer_type", "offer_id", "offer_discount_type", "store", "position",
     ]
 
     /// Calls `body` with each page of rows, in (occurred_at, original transaction, seq) order.
@@ -67,7 +67,7 @@ package struct FinanceExport: Sendable {
             let rows = try await pool.query(
                 """
                 SELECT kind, transaction_id, original_transaction_id, user_id, product_id, quantity, price, currency, storefront,
-                       environment, occurred_at, recorded_at, seq, offer_type, offer_id, offer_discount_type
+                       environment, occurred_at, recorded_at, seq, offer_type, offer_id, offer_discount_type, position
                   FROM ledger.finance_rows
                  WHERE \(conditions.joined(separator: " AND "))
                  ORDER BY occurred_at, original_transaction_id, seq
@@ -87,7 +87,7 @@ package struct FinanceExport: Sendable {
                         environment: AppleEnvironment(rawValue: try row["environment"].string()) ?? environment,
                         storefront: row["storefront"].text, recordedAt: try row["recorded_at"].date(),
                         offerType: row["offer_type"].text.flatMap { Int($0) }, offerIdentifier: row["offer_id"].text,
-                        offerDiscountType: row["offer_discount_type"].text))
+                        offerDiscountType: row["offer_discount_type"].text, position: row["position"].text.flatMap { Int64($0) }))
                 after = (try row["occurred_at"].date(), try row["original_transaction_id"].string(), try row["seq"].int())
             }
             if !page.isEmpty { try await body(page) }
@@ -151,6 +151,7 @@ package struct FinanceExport: Sendable {
         for (column, value) in zip(columns, fields(row)) { object[column] = value ?? NSNull() }
         object["quantity"] = row.quantity
         object["price_milliunits"] = row.price.map { $0 as Any } ?? NSNull()
+        object["position"] = row.position.map { $0 as Any } ?? NSNull()
         let data =
             (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self) + "\n"
@@ -170,6 +171,7 @@ package struct FinanceExport: Sendable {
             row.price.map(units), row.price.map { String($0) }, row.currency,
             RFC3339.string(row.occurredAt), row.environment.rawValue, row.storefront, RFC3339.string(row.recordedAt),
             row.offerTypeName, row.offerIdentifier, row.offerDiscountType, Store(purchaseKey: row.originalTransactionID).rawValue,
+            row.position.map { String($0) },
         ]
     }
 }

@@ -130,7 +130,7 @@ package struct ProjectionRebuilder: Sendable {
                 try load(
                     "COPY \(projection.finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, "
                         + "product_id, quantity, price, currency, storefront, environment, occurred_at, recorded_at, offer_type, offer_id, "
-                        + "offer_discount_type) FROM STDIN", finance)
+                        + "offer_discount_type, position) FROM STDIN", finance)
                 try index("finance", "finance_time")
             },
             {
@@ -216,6 +216,7 @@ package struct ProjectionRebuilder: Sendable {
                     $0.field(PostgresTimestamp.format(row.recordedAt)); $0.field(row.offerType.map(Int64.init));
                     $0.field(row.offerIdentifier)
                     $0.field(row.offerDiscountType)
+                    $0.field(row.position)
                 }
             }
         }

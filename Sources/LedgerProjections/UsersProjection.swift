@@ -303,9 +303,11 @@ package struct UsersProjection: Sendable {
             PipelinedStatement(
                 """
                 INSERT INTO \(finance) (bundle_id, original_transaction_id, seq, kind, transaction_id, user_id, product_id, quantity, price,
-                                        currency, storefront, environment, occurred_at, recorded_at, offer_type, offer_id, offer_discount_type)
+                                        currency, storefront, environment, occurred_at, recorded_at, offer_type, offer_id, offer_discount_type,
+                                        position)
                 SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bigint[],
-                                     $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::int[], $16::text[], $17::text[])
+                                     $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::int[], $16::text[], $17::text[],
+                                     $18::bigint[])
                 """, columns.parameters))
         return writes
     }

@@ -130,7 +130,7 @@ import Testing
         }
         #expect(
             books.status == 0 && lines(books.output).count == 13
-                && lines(books.output).first?.hasSuffix(",recorded_at,offer_type,offer_id,offer_discount_type,store") == true,
+                && lines(books.output).first?.hasSuffix(",recorded_at,offer_type,offer_id,offer_discount_type,store,position") == true,
             "\(books.output)")
         #expect(closedBooks.status == 0 && lines(closedBooks.output).count == 1, "only the header: \(closedBooks.output)")
         let second = await fixture.run(["backfill", "--app", Self.bundle, "--file", file])

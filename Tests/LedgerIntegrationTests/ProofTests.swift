@@ -90,6 +90,14 @@ import Testing
                     path: (proof.json["audit_path"] as! [String]).map(ProofVerifier.bytes), root: root), "position \(position)")
         }
 
+        // Each finance row names the fact it comes from: one of those proven above.
+        let books = try await server.send(
+            "GET", "/v1/apps/\(Self.bundle)/exports/transactions?environment=Sandbox&format=csv", key: server.adminKey)
+        let lines = books.text.split(separator: "\r\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        let column = try #require(lines.first?.firstIndex(of: "position"), "\(books.text)")
+        let rows = lines.dropFirst().filter { $0.contains("mallory-victim") }
+        #expect(rows.count == 2 && rows.allSatisfy { Int64($0[column]).map(positions.contains) == true }, "\(books.text)")
+
         // Bad requests: named, never a 500.
         for (path, status, code) in [
             ("/v1/ledger/proofs/inclusion?position=999999999", 404, "not_in_tree"),

@@ -81,10 +81,13 @@ import Testing
         let rows = export.text.split(separator: "\r\n").map(String.init),
             rowsClosed = exportClosed.text.split(separator: "\r\n").map(String.init)
         #expect(
-            rows.first?.hasSuffix(",storefront,recorded_at,offer_type,offer_id,offer_discount_type,store") == true, "\(rows.first ?? "")")
+            rows.first?.hasSuffix(",storefront,recorded_at,offer_type,offer_id,offer_discount_type,store,position") == true,
+            "\(rows.first ?? "")")
         #expect(rows.count == 3 && rows[1].contains(",purchase,") && rows[2].contains(",refund,"), "\(export.text)")
         #expect(rowsClosed.count == 2 && rowsClosed[1] == rows[1], "the closed books: the purchase alone, as it was\n\(exportClosed.text)")
-        let refundRecorded = try #require(rows[2].split(separator: ",").last.map(String.init))
+        let header = rows[0].split(separator: ",", omittingEmptySubsequences: false)
+        let recordedColumn = try #require(header.firstIndex(of: "recorded_at"))
+        let refundRecorded = String(rows[2].split(separator: ",", omittingEmptySubsequences: false)[recordedColumn])
         #expect(refundRecorded > close, "the refund row says it arrived after the close: \(refundRecorded) vs \(close)")
     }
 

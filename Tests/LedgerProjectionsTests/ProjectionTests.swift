@@ -46,7 +46,7 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
     try await pool.query(
         """
         SELECT kind, transaction_id, original_transaction_id, user_id, product_id, quantity, price, currency, occurred_at,
-               environment, storefront, recorded_at, offer_type, offer_id, offer_discount_type
+               environment, storefront, recorded_at, offer_type, offer_id, offer_discount_type, position
           FROM ledger.finance_rows WHERE environment = 'Production'
          ORDER BY occurred_at, transaction_id, kind
         """
@@ -59,7 +59,8 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
             occurredAt: try row["occurred_at"].date(), environment: AppleEnvironment(rawValue: try row["environment"].string())!,
             storefront: row["storefront"].optionalString(), recordedAt: try row["recorded_at"].date(),
             offerType: row["offer_type"].isNull ? nil : try row["offer_type"].int(), offerIdentifier: row["offer_id"].optionalString(),
-            offerDiscountType: row["offer_discount_type"].optionalString())
+            offerDiscountType: row["offer_discount_type"].optionalString(),
+            position: row["position"].isNull ? nil : try row["position"].int64())
     }
 }
 

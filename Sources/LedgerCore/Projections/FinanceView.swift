@@ -25,11 +25,15 @@ package struct FinanceRow: Codable, Sendable, Equatable {
     package var offerType: Int?
     package var offerIdentifier: String?
     package var offerDiscountType: String?
+    /// The log position of the fact the row comes from (a purchase's first recording, the refund,
+    /// the reversal): what an auditor proves the row by (`GET /v1/ledger/proofs/inclusion`). Nil
+    /// on rows projected before the ledger kept it, until a rebuild.
+    package var position: Int64?
 
     package init(
         kind: Kind, transactionID: String, originalTransactionID: String, userID: String?, productID: String, quantity: Int,
         price: Int64?, currency: String?, occurredAt: Date, environment: AppleEnvironment, storefront: String?, recordedAt: Date,
-        offerType: Int? = nil, offerIdentifier: String? = nil, offerDiscountType: String? = nil
+        offerType: Int? = nil, offerIdentifier: String? = nil, offerDiscountType: String? = nil, position: Int64? = nil
     ) {
         self.kind = kind
         self.transactionID = transactionID
@@ -46,6 +50,7 @@ package struct FinanceRow: Codable, Sendable, Equatable {
         self.offerType = offerType
         self.offerIdentifier = offerIdentifier
         self.offerDiscountType = offerDiscountType
+        self.position = position
     }
 
     /// Apple's offer types by name; a type Apple adds later by its number.
@@ -76,7 +81,8 @@ enum FinanceView {
                     rows.append(
                         row(
                             t, kind: t.transactionID == t.originalTransactionID ? .purchase : .renewal,
-                            price: t.price, at: t.purchaseDate, recorded: firstRecorded[t.transactionID] ?? fact.recordedAt, owner: owner))
+                            price: t.price, at: t.purchaseDate, recorded: firstRecorded[t.transactionID] ?? fact.recordedAt,
+                            position: fact.sequence, owner: owner))
                 }
                 transactions[t.transactionID] = t
             case .refunded(let r):
@@ -90,7 +96,7 @@ enum FinanceView {
                 rows.append(
                     row(
                         t, kind: .refund, price: t.price.map { -($0 * share / 100_000) }, at: r.revocationDate, recorded: fact.recordedAt,
-                        owner: owner))
+                        position: fact.sequence, owner: owner))
             case .revoked(let r):
                 refundedShare[r.transactionID] = nil // the latest revocation moved no money: nor will its reversal
             case .refundReversed(let reversal):
@@ -107,7 +113,7 @@ enum FinanceView {
                 rows.append(
                     row(
                         t, kind: .refundReversed, price: t.price.map { $0 * share / 100_000 }, at: reversal.signedDate,
-                        recorded: fact.recordedAt,
+                        recorded: fact.recordedAt, position: fact.sequence,
                         owner: owner))
             default: continue
             }
@@ -116,13 +122,14 @@ enum FinanceView {
     }
 
     private static func row(
-        _ t: TransactionFacts, kind: FinanceRow.Kind, price: Int64?, at: Date, recorded: Date,
+        _ t: TransactionFacts, kind: FinanceRow.Kind, price: Int64?, at: Date, recorded: Date, position: Int64,
         owner: (String) -> String?
     ) -> FinanceRow {
         FinanceRow(
             kind: kind, transactionID: t.transactionID, originalTransactionID: t.originalTransactionID,
             userID: owner(t.originalTransactionID), productID: t.productID, quantity: t.quantity,
             price: price, currency: t.currency, occurredAt: at, environment: t.environment, storefront: t.storefront,
-            recordedAt: recorded, offerType: t.offerType, offerIdentifier: t.offerIdentifier, offerDiscountType: t.offerDiscountType)
+            recordedAt: recorded, offerType: t.offerType, offerIdentifier: t.offerIdentifier, offerDiscountType: t.offerDiscountType,
+            position: position)
     }
 }
