@@ -54,7 +54,11 @@ package struct DigestPublisher: Sendable {
         let digest = try await desk.digest(at: now)
         let body = Array((digest.json + "\n").utf8)
         if let directory = sinks.directory { try write(body, digest: digest, into: directory, at: now) }
-        if let url = sinks.url { try await post(body, to: url) }
+        if let url = sinks.url {
+            // As a webhook delivery is shaped: an id (also in `Ledger-Webhook-Id`), a type, and the digest.
+            let id = "digest-\(digest.treeSize)-\(Int64(now.timeIntervalSince1970))"
+            try await post(Array(#"{"digest":\#(digest.json),"id":"\#(id)","type":"ledger.digest"}"#.utf8), id: id, to: url)
+        }
         logger.info("digest published", metadata: ["tree_size": "\(digest.treeSize)", "root_hash": "\(digest.rootHash)"])
         return digest
     }
@@ -73,7 +77,7 @@ package struct DigestPublisher: Sendable {
         }
     }
 
-    private func post(_ body: [UInt8], to url: String) async throws {
+    private func post(_ body: [UInt8], id: String, to url: String) async throws {
         guard case .allowed(let host, let addresses) = await targets.check(url: url) else {
             throw LedgerError(.invalidWebhook, "LEDGER_DIGEST_URL is not an address digests may be sent to", kind: .unavailable)
         }
@@ -86,10 +90,12 @@ package struct DigestPublisher: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: "entitlement-ledger-digests")
-        if let secret = sinks.secret {
-            request.headers.add(
-                name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: secret, at: Int64(Date().timeIntervalSince1970)))
+        request.headers.add(name: WebhookSignature.idHeader, value: id)
+        guard let secret = sinks.secret else {
+            throw LedgerError(.invalidWebhook, "LEDGER_DIGEST_URL needs LEDGER_DIGEST_SECRET: digests are sent signed", kind: .unavailable)
         }
+        request.headers.add(
+            name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: secret, at: Int64(Date().timeIntervalSince1970)))
         request.body = .bytes(ByteBuffer(bytes: body))
         let status: UInt
         do {

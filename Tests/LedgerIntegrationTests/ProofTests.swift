@@ -6,8 +6,11 @@ import LedgerCore
 import LedgerEventStore
 import LedgerPostgres
 import LedgerProofs
+import LedgerServer
 import LedgerTestSupport
+import LedgerWebhooks
 import Testing
+import WebhookReceiver
 
 /// The Merkle tree over the log, checked the way an auditor would: every proof the ledger answers
 /// is verified by `ProofVerifier`, written from RFC 9162 apart from the tree's code; a digest's
@@ -241,5 +244,48 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
         }
         Issue.record("the proof tree did not catch up with the log in 60 s")
+    }
+}
+
+/// The published copies: a folder and a receiver signed like a webhook delivery.
+@Suite(.takingTurns) struct DigestPublicationTests {
+    @Test func aDigestIsWrittenToTheFolderAndPostedSignedToTheReceiver() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        _ = try await ProofTests.buy(on: server, user: "published")
+        try await ProofTests.waitForTree(server)
+        let secret = "whsec_digests_0123456789abcdef"
+        let receiver = WebhookReceiver(secret: secret)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("digests-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let publisher = DigestPublisher(
+            desk: server.services.proofs, sinks: .init(directory: folder.path, url: receiver.url, secret: secret),
+            targets: WebhookTargets(allowPrivateNetworks: true), logger: TestCluster.quietLogger)
+        let digest = try await publisher.publish()
+        #expect(digest.treeSize > 0)
+
+        let saved = try JSONDecoder().decode(Digest.self, from: Data(contentsOf: folder.appendingPathComponent("latest.json")))
+        #expect(saved == digest)
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(files.count == 2 && files.contains { $0.hasPrefix("digest-\(digest.treeSize)-") && $0.hasSuffix(".json") }, "\(files)")
+        let keySet = try await server.send("GET", "/v1/ledger/digest-keys", key: try await server.key([.read])).json
+        #expect(ProofVerifier.verifyJWS(saved.jws, keySet: keySet)?["tree_size"] as? Int == Int(digest.treeSize))
+
+        let delivered = try #require(receiver.accepted.first)
+        #expect(receiver.accepted.count == 1 && delivered.signatureValid && delivered.type == "ledger.digest", "\(delivered.body)")
+        #expect(delivered.body.contains(digest.jws))
+
+        // Never to an address webhooks may not reach, never unsigned.
+        let metadata = DigestPublisher(
+            desk: server.services.proofs, sinks: .init(url: "http://169.254.169.254/latest", secret: secret),
+            targets: WebhookTargets(allowPrivateNetworks: true), logger: TestCluster.quietLogger)
+        await #expect(throws: LedgerError.self) { try await metadata.publish() }
+        let unsigned = DigestPublisher(
+            desk: server.services.proofs, sinks: .init(url: receiver.url), targets: WebhookTargets(allowPrivateNetworks: true),
+            logger: TestCluster.quietLogger)
+        await #expect(throws: LedgerError.self) { try await unsigned.publish() }
+        #expect(receiver.accepted.count == 1)
     }
 }
