@@ -96,11 +96,14 @@ package struct RetentionDesk: Sendable {
             events.append(made.event)
         }
         let appending = events
-        _ = try await ingestor.store.serialized(on: stream) { locked -> Bool in
-            guard try locked.event(id: id) == nil else { return false }
-            // The stream is locked: no version can move under this append, so none is asked for.
-            _ = try locked.append(appending, expectedVersion: .any)
-            return true
+        do {
+            _ = try await ingestor.store.serialized(on: stream) { locked in
+                // The stream is locked: no version can move under this append, so none is asked for.
+                try locked.append(appending, expectedVersion: .any)
+            }
+        } catch EventStoreError.idempotencyConflict(_, let ids) where ids.contains(id.uuidString.lowercased()) {
+            // Apple sent this request before: its decision stands as first recorded (the id is
+            // the request's; the content differs only by when it was decided).
         }
     }
 

@@ -90,6 +90,15 @@ import Testing
         #expect(claims["transactionId"] as? String == "rt-1" && claims["offerIdentifier"] as? String == "loyal-50", "\(claims)")
         #expect(devoted.json.count == 1, "exactly one member: \(devoted.text)")
 
+        // Apple sending one request again (same id, later): answered again, recorded once.
+        let decisionsBefore = try await server.eventCount(ofType: "RetentionDecided")
+        let resent = try server.app.realtimeRequest(originalTransactionID: "rt-2", productID: "pro.monthly", requestID: UUID())
+        for _ in 0..<2 {
+            #expect(try await server.send("POST", "/v1/apps/\(Self.bundle)/apple/retention", body: resent).status == 200)
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(try await server.eventCount(ofType: "RetentionDecided") == decisionsBefore + 1, "one decision per Apple request id")
+
         // Ten days in: not loyal yet, so the switch to yearly.
         let newish = try await Self.ask(server, "rt-2")
         let alternate = try #require(newish.json["alternateProduct"] as? [String: any Sendable], "\(newish.text)")
