@@ -58,6 +58,9 @@ import WebhookReceiver
             environment["LEDGER_WEBHOOK_ALLOW_PRIVATE_NETWORKS"] = "1"
             environment["LEDGER_AUTH_FAILURE_LIMIT"] = "100000" // schemathesis sends wrong keys on purpose, and many
             environment["LEDGER_LOG_LEVEL"] = "warning"
+            // Digests signed, so their answer is checked against its schema too.
+            try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: URL(fileURLWithPath: folder + "/digest.pem"))
+            environment["LEDGER_DIGEST_KEY_FILE"] = folder + "/digest.pem"
             let created = try await ChildProcess.run(
                 LedgerCommandTests.ledgerBinary, ["keys", "create", "--name", "contract", "--scopes", "admin"], environment: environment)
             let key = try #require(created.output.split(separator: "\n").last { $0.hasPrefix("lk_") }.map(String.init), "\(created.output)")
