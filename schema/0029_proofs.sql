@@ -27,10 +27,11 @@ CREATE TABLE ledger.proof_leaves (
 );
 COMMENT ON TABLE ledger.proof_leaves IS 'Each leaf of the Merkle tree: the event''s position and its keyed commitment.';
 
--- Every complete subtree: level 0 is the leaves' hashes, level l index i covers leaves
--- [i·2^l, (i+1)·2^l). Any root or proof is computed from O(log² n) of them.
+-- Every complete subtree above the leaves: level l index i covers leaves [i·2^l, (i+1)·2^l)
+-- (a leaf's own hash, level 0, is computed from its row). Any root or proof is computed from
+-- O(log² n) of them.
 CREATE TABLE ledger.proof_nodes (
-    level smallint NOT NULL CHECK (level BETWEEN 0 AND 62),
+    level smallint NOT NULL CHECK (level BETWEEN 1 AND 62),
     index bigint NOT NULL CHECK (index >= 0),
     hash  bytea NOT NULL CHECK (length(hash) = 32),
     PRIMARY KEY (level, index)

@@ -59,7 +59,8 @@ package struct ProofTree: Sendable {
             leaves.position.append(String(entry.place.position))
             leaves.salt.append(Hex.encode(salt))
             leaves.commitment.append(Hex.encode(commitment))
-            made += appender.append(leafHash: ProofLeaf.hash(position: entry.place.position, commitment: commitment))
+            // A leaf's own hash is not stored: it is recomputed from the leaf's row when read.
+            made += appender.append(leafHash: ProofLeaf.hash(position: entry.place.position, commitment: commitment)).dropFirst()
         }
         _ = try connection.query(
             """
@@ -189,18 +190,30 @@ package struct ProofTree: Sendable {
         }
     }
 
-    /// The stored hashes of `wanted`, in one query: levels and indexes as two lists, both index
-    /// conditions on the primary key (a join with a list of pairs is planned as a scan of every
-    /// node while the tree is small), the pairs not wanted left out here.
+    /// The stored hashes of `wanted`: leaves' hashes recomputed from their rows, the others read.
+    /// Each read is one query, levels and indexes as two lists, both index conditions on the
+    /// primary key (a join with a list of pairs is planned as a scan of every node while the tree
+    /// is small), the pairs not wanted left out here.
     static func nodes(_ wanted: Set<MerkleTree.Node>, on connection: PostgresConnection) throws -> [MerkleTree.Node: [UInt8]] {
-        guard !wanted.isEmpty else { return [:] }
+        var found: [MerkleTree.Node: [UInt8]] = [:]
+        let leaves = wanted.filter { $0.level == 0 }.map(\.index)
+        if !leaves.isEmpty {
+            let rows = try connection.query(
+                "SELECT leaf_index, position, commitment FROM ledger.proof_leaves WHERE leaf_index = ANY($1::text[]::bigint[])",
+                [PostgresTextArray(leaves.map(String.init))])
+            for row in rows {
+                found[MerkleTree.Node(level: 0, index: try row["leaf_index"].int64())] = ProofLeaf.hash(
+                    position: try row["position"].int64(), commitment: try row["commitment"].bytes())
+            }
+        }
+        let inner = wanted.filter { $0.level > 0 }
+        guard !inner.isEmpty else { return found }
         let rows = try connection.query(
             "SELECT level, index, hash FROM ledger.proof_nodes WHERE level = ANY($1::text[]::smallint[]) AND index = ANY($2::text[]::bigint[])",
-            [PostgresTextArray(Set(wanted.map(\.level)).map(String.init)), PostgresTextArray(Set(wanted.map(\.index)).map(String.init))])
-        var found: [MerkleTree.Node: [UInt8]] = [:]
+            [PostgresTextArray(Set(inner.map(\.level)).map(String.init)), PostgresTextArray(Set(inner.map(\.index)).map(String.init))])
         for row in rows {
             let node = MerkleTree.Node(level: Int(try row["level"].int64()), index: try row["index"].int64())
-            if wanted.contains(node) { found[node] = try row["hash"].bytes() }
+            if inner.contains(node) { found[node] = try row["hash"].bytes() }
         }
         return found
     }

@@ -64,6 +64,29 @@ package struct SecretVault: Sendable {
         return report
     }
 
+    /// What `ledger doctor` asks, changing nothing: whether the keyring holds a key the database
+    /// lists (nil when none is listed yet: the first server lists its own), and which stored
+    /// secrets it cannot open.
+    package func check(_ connection: PostgresConnection) throws -> (listed: [String]?, unopened: [String]) {
+        let listed = try connection.query("SELECT key_id, proof FROM ledger.secrets_keys ORDER BY added_at, key_id")
+            .map { (id: try $0["key_id"].string(), proof: try $0["proof"].string()) }
+        if !listed.isEmpty {
+            let held = listed.filter { keyring.ids.contains($0.id) }
+            guard !held.isEmpty, held.allSatisfy({ (try? keyring.open($0.proof, for: Self.proofBinding($0.id))) == Self.proofText }) else {
+                throw SecretVaultError.wrongKey(listed: listed.map(\.id), held: keyring.ids)
+            }
+        }
+        var unopened: [String] = []
+        for column in StoredSecrets.columns {
+            for row in try connection.query(column.rowsSQL) {
+                let binding = column.binding(try row["bundle_id"].string(), try row["part"].string())
+                let stored = try row["value"].string()
+                if Keyring.isSealed(stored), (try? keyring.open(stored, for: binding)) == nil { unopened.append("\(binding)") }
+            }
+        }
+        return (listed.isEmpty ? nil : listed.map(\.id), unopened)
+    }
+
     /// Checks the keyring against the listed keys (listing them if none are) and lists the
     /// keyring's other keys. One server at a time, so two first servers cannot list two keys.
     private func admit(_ connection: PostgresConnection) throws -> Report {

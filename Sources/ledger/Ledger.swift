@@ -17,7 +17,7 @@ struct Ledger: AsyncParsableCommand {
             ServeCommand.self, MigrateCommand.self, KeysCommand.self, RebuildCommand.self, VerifyCommand.self, ExportCommand.self,
             ReconcileCommand.self,
             BackfillCommand.self, SecretsCommand.self, EraseCommand.self, RetentionCommand.self, DigestCommand.self, DigestKeyCommand.self,
-            AuditCommand.self,
+            AuditCommand.self, DoctorCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )
