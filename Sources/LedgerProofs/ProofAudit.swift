@@ -43,12 +43,10 @@ package struct ProofAudit: Sendable {
             throw LedgerError(.malformed, "the digest's root_hash is not 64 hex digits")
         }
         let pageSize = self.pageSize
-        return try await pool.withConnection { connection in
-            // One snapshot for the whole read, so a tree extended meanwhile is not half seen.
-            try connection.transaction { connection in
-                _ = try connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                return try Self.audit(digest, root: digestRoot, pageSize: pageSize, on: connection)
-            }
+        // One snapshot for the whole read, so a tree extended meanwhile is not half seen.
+        return try await pool.withTransaction { connection in
+            _ = try connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return try Self.audit(digest, root: digestRoot, pageSize: pageSize, on: connection)
         }
     }
 

@@ -24,7 +24,7 @@ package struct ProofTree: Sendable {
     // MARK: Extending
 
     /// The writer as a background part: a full batch is followed at once, else it looks again
-    /// after `pollInterval` (digests are signed hourly; a proof of the newest event waits that long).
+    /// after `pollInterval` — so an event can be proven about a second after its commit.
     package func loop(heartbeat: Heartbeat, pollInterval: Duration = .seconds(1)) -> BackgroundLoop {
         let tree = self
         return BackgroundLoop(reportingTo: heartbeat, logger: logger) {
@@ -38,9 +38,7 @@ package struct ProofTree: Sendable {
     @discardableResult
     package func extend() async throws -> Int {
         let limit = batchSize
-        return try await pool.withConnection { connection in
-            try connection.transaction { try Self.extend(on: $0, limit: limit) }
-        }
+        return try await pool.withTransaction { try Self.extend(on: $0, limit: limit) }
     }
 
     static func extend(on connection: PostgresConnection, limit: Int) throws -> Int {
@@ -92,69 +90,67 @@ package struct ProofTree: Sendable {
     /// The tree's size and root now.
     package func head() async throws -> (size: Int64, root: [UInt8]) {
         try await pool.withConnection { connection in
-            try connection.transaction { connection in
-                let size = try Self.size(on: connection)
-                return (size, try Self.root(size: size, on: connection))
-            }
+            let size = try Self.size(on: connection)
+            return (size, try Self.root(size: size, on: connection))
         }
     }
 
     /// The audit path of the event at `position` in the tree of `size` leaves (nil: as it stands).
     package func inclusion(position: Int64, size: Int64?) async throws -> Inclusion {
+        // No transaction: a size read once, and the complete subtrees of any size up to it,
+        // which never change.
         try await pool.withConnection { connection in
-            try connection.transaction { connection in
-                let current = try Self.size(on: connection)
-                let size = size ?? current
-                try Self.check(size: size, current: current)
-                guard
-                    let leaf = try connection.query(
-                        "SELECT leaf_index FROM ledger.proof_leaves WHERE position = $1", [position]
-                    ).first.map({ try $0["leaf_index"].int64() })
-                else {
-                    throw LedgerError(
-                        .notInTree,
-                        "no leaf for position \(position): no such event, or not in the tree yet (it follows the log within seconds)")
-                }
-                guard leaf < size else {
-                    throw LedgerError(
-                        .invalidProofRequest, "position \(position) is leaf \(leaf), which a tree of \(size) leaves does not hold yet")
-                }
-                let known = try Self.nodes(
-                    MerkleTree.nodes { lookup in
-                        _ = try MerkleTree.inclusionPath(leaf: leaf, size: size, lookup)
-                        _ = try MerkleTree.root(size: size, lookup)
-                        _ = try lookup(MerkleTree.Node(level: 0, index: leaf))
-                    }, on: connection)
-                let lookup = Self.lookup(known)
-                return Inclusion(
-                    position: position, leafIndex: leaf, treeSize: size, leafHash: try lookup(MerkleTree.Node(level: 0, index: leaf)),
-                    auditPath: try MerkleTree.inclusionPath(leaf: leaf, size: size, lookup),
-                    rootHash: try MerkleTree.root(size: size, lookup))
+            let current = try Self.size(on: connection)
+            let size = size ?? current
+            try Self.check(size: size, current: current)
+            guard
+                let leaf = try connection.query(
+                    "SELECT leaf_index FROM ledger.proof_leaves WHERE position = $1", [position]
+                ).first.map({ try $0["leaf_index"].int64() })
+            else {
+                throw LedgerError(
+                    .notInTree,
+                    "no leaf for position \(position): no such event, or not in the tree yet (it follows the log within seconds)")
             }
+            guard leaf < size else {
+                throw LedgerError(
+                    .invalidProofRequest, "position \(position) is leaf \(leaf), which a tree of \(size) leaves does not hold yet")
+            }
+            let known = try Self.nodes(
+                MerkleTree.nodes { lookup in
+                    _ = try MerkleTree.inclusionPath(leaf: leaf, size: size, lookup)
+                    _ = try MerkleTree.root(size: size, lookup)
+                    _ = try lookup(MerkleTree.Node(level: 0, index: leaf))
+                }, on: connection)
+            let lookup = Self.lookup(known)
+            return Inclusion(
+                position: position, leafIndex: leaf, treeSize: size, leafHash: try lookup(MerkleTree.Node(level: 0, index: leaf)),
+                auditPath: try MerkleTree.inclusionPath(leaf: leaf, size: size, lookup),
+                rootHash: try MerkleTree.root(size: size, lookup))
         }
     }
 
     /// That the tree of `from` leaves is a prefix of the tree of `to` (nil: as it stands).
     package func consistency(from: Int64, to: Int64?) async throws -> Consistency {
+        // No transaction: a size read once, and the complete subtrees of any size up to it,
+        // which never change.
         try await pool.withConnection { connection in
-            try connection.transaction { connection in
-                let current = try Self.size(on: connection)
-                let to = to ?? current
-                try Self.check(size: to, current: current)
-                guard from >= 1, from <= to else {
-                    throw LedgerError(.invalidProofRequest, "from (\(from)) must be at least 1 and at most to (\(to))")
-                }
-                let known = try Self.nodes(
-                    MerkleTree.nodes { lookup in
-                        _ = try MerkleTree.consistencyProof(from: from, to: to, lookup)
-                        _ = try MerkleTree.root(size: from, lookup)
-                        _ = try MerkleTree.root(size: to, lookup)
-                    }, on: connection)
-                let lookup = Self.lookup(known)
-                return Consistency(
-                    from: from, to: to, proof: try MerkleTree.consistencyProof(from: from, to: to, lookup),
-                    fromRoot: try MerkleTree.root(size: from, lookup), toRoot: try MerkleTree.root(size: to, lookup))
+            let current = try Self.size(on: connection)
+            let to = to ?? current
+            try Self.check(size: to, current: current)
+            guard from >= 1, from <= to else {
+                throw LedgerError(.invalidProofRequest, "from (\(from)) must be at least 1 and at most to (\(to))")
             }
+            let known = try Self.nodes(
+                MerkleTree.nodes { lookup in
+                    _ = try MerkleTree.consistencyProof(from: from, to: to, lookup)
+                    _ = try MerkleTree.root(size: from, lookup)
+                    _ = try MerkleTree.root(size: to, lookup)
+                }, on: connection)
+            let lookup = Self.lookup(known)
+            return Consistency(
+                from: from, to: to, proof: try MerkleTree.consistencyProof(from: from, to: to, lookup),
+                fromRoot: try MerkleTree.root(size: from, lookup), toRoot: try MerkleTree.root(size: to, lookup))
         }
     }
 
