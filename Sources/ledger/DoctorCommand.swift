@@ -87,26 +87,20 @@ struct DoctorCommand: AsyncParsableCommand {
             findings.append(Finding(ok: false, what: "schema", detail: "\(error)", todo: "run `ledger migrate` as the database owner"))
         }
         do {
-            let application = try PostgresConnection.connect(opened.application)
-            let row = try application.query(
-                """
-                SELECT current_user AS role, has_table_privilege('ledger.events', 'INSERT') AS inserts,
-                       has_table_privilege('ledger.events', 'UPDATE') OR has_table_privilege('ledger.events', 'DELETE') AS rewrites,
-                       (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) AS superuser
-                """)[0]
-            let role = try row["role"].string()
-            if try !row["inserts"].bool() {
+            let privileges = try LogPrivileges.of(PostgresConnection.connect(opened.application))
+            let role = privileges.role
+            if !privileges.mayAppend {
                 findings.append(
                     Finding(
-                        ok: false, what: "roles", detail: "\(role) may not append to ledger.events",
+                        ok: false, what: "roles", detail: "\(role) may not append to the log",
                         todo: "run `ledger migrate` as the owner: it grants the application role what it needs"))
-            } else if try row["rewrites"].bool() {
+            } else if privileges.mayRewrite {
                 findings.append(
                     Finding(
                         ok: false, what: "roles", detail: "\(role) may update or delete events",
-                        todo: "REVOKE UPDATE, DELETE ON ledger.events FROM \(role): the log is append-only (docs/event-store.md)"))
+                        todo: "revoke UPDATE and DELETE on the log from \(role): it is append-only (docs/event-store.md)"))
             } else {
-                let login = try row["superuser"].bool() ? " (the login is a superuser: a least-privileged login is safer)" : ""
+                let login = privileges.loginIsSuperuser ? " (the login is a superuser: a least-privileged login is safer)" : ""
                 findings.append(Finding(ok: true, what: "roles", detail: "the server runs as \(role): appends, never rewrites\(login)"))
             }
         } catch {
