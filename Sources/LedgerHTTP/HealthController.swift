@@ -16,7 +16,7 @@ struct HealthController: Sendable {
     }
 
     @Sendable func live(_ request: Request, context: LedgerRequestContext) async throws -> Status {
-        Status(status: "ok", checks: [:])
+        Status(status: "ok", checks: [:], version: BuildInfo.version, commit: BuildInfo.commit)
     }
 
     /// 503 with `Retry-After` while not ready, so a load balancer routes around this server.
@@ -33,6 +33,9 @@ struct HealthController: Sendable {
     struct Status: ResponseCodable {
         var status: String
         var checks: [String: String]
+        /// `/healthz` only: what is running.
+        var version: String? = nil
+        var commit: String? = nil
     }
 }
 

@@ -13,6 +13,7 @@ struct Ledger: AsyncParsableCommand {
             With no LEDGER_DATABASE_URL, every command uses a private PostgreSQL cluster in ./.ledger/postgres,
             started from this machine's PostgreSQL binaries and stopped on exit.
             """,
+        version: BuildInfo.description,
         subcommands: [
             ServeCommand.self, MigrateCommand.self, KeysCommand.self, RebuildCommand.self, VerifyCommand.self, ExportCommand.self,
             ReconcileCommand.self,

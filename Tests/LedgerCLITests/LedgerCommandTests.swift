@@ -1,6 +1,7 @@
 import EmbeddedPostgres
 import Foundation
 import LedgerEventStore
+import LedgerHTTP
 import LedgerPostgres
 import LedgerSecrets
 import LedgerTestSupport
@@ -35,6 +36,11 @@ import Testing
         let ready = try await poll("http://127.0.0.1:\(port)/readyz", until: 200)
         let health = try await get("http://127.0.0.1:\(port)/healthz")
         #expect(health.0 == 200 && health.1.contains("\"ok\""))
+        #expect(
+            health.1.contains("\"version\":\"\(BuildInfo.version)\"") && health.1.contains("\"commit\":\"\(BuildInfo.commit)\""),
+            "\(health.1)")
+        let version = try await ChildProcess.run(Self.ledgerBinary, ["--version"], environment: environment)
+        #expect(version.status == 0 && version.output.contains(BuildInfo.description), "\(version.output)")
         #expect(ready?.0 == 200, "readyz: \(String(describing: ready)); log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         #expect(ready?.1.contains(#""migrations":"ok""#) == true)
         // The embedded database's secrets key was made on first use, readable by its owner only.
