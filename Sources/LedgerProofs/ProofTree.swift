@@ -41,6 +41,19 @@ package struct ProofTree: Sendable {
         return try await pool.withTransaction { try Self.extend(on: $0, limit: limit) }
     }
 
+    /// Extends the tree over everything committed so far, as a command does before it signs or
+    /// audits: batch after batch, and while events wait behind the fence (a transaction older
+    /// than theirs still open anywhere in the cluster), for them, up to `patience`.
+    package func catchUp(patience: Duration = .seconds(60)) async throws {
+        let started = ContinuousClock.now
+        while true {
+            if try await extend() > 0 { continue }
+            let held = try await pool.query(EventStore.heldBackSQL(after: "(SELECT tx_id, position FROM ledger.proof_tree)"))
+            guard try held[0]["held"].bool(), ContinuousClock.now - started < patience else { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     static func extend(on connection: PostgresConnection, limit: Int) throws -> Int {
         let place = try connection.query("SELECT tx_id::text AS tx_id, position, size FROM ledger.proof_tree FOR UPDATE")[0]
         let bound = LogPosition(transactionID: try place["tx_id"].uint64(), position: try place["position"].int64())

@@ -29,7 +29,7 @@ struct DigestCommand: AsyncParsableCommand {
             let pool = PostgresPool(configuration: opened.owner, size: 1, logger: logger)
             let desk = ProofDesk(tree: ProofTree(pool: pool, logger: logger), key: key)
             let signed = await Result { () async throws -> Digest in
-                while try await desk.tree.extend() > 0 {}
+                try await desk.tree.catchUp()
                 return try await desk.digest()
             }
             await pool.close()
@@ -89,7 +89,7 @@ struct AuditCommand: AsyncParsableCommand {
         let report = try await database.withDatabase(logger: logger) { opened, _ in
             let pool = PostgresPool(configuration: opened.owner, size: 1, logger: logger)
             let audited = await Result { () async throws -> ProofAudit.Report in
-                while try await ProofTree(pool: pool, logger: logger).extend() > 0 {}
+                try await ProofTree(pool: pool, logger: logger).catchUp()
                 return try await ProofAudit(pool: pool).audit(saved, keys: trusted)
             }
             await pool.close()

@@ -72,11 +72,14 @@ import Testing
         // Bounded means: twice the rows, not twice the memory. The first 50,000 rows (one every
         // 20 s from October 1st) end on October 12th; everything is 100,000.
         let baseline = Self.residentKiB(pid)
-        let half = try await download(
-            base + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv&to=2026-10-12T13:46:41Z", key: key, pid: pid)
+        // The half twice: a 5 ms sampler on a busy machine can miss a download's peak, and a
+        // missed first peak would make the second look like growth.
+        let halfURL = base + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv&to=2026-10-12T13:46:41Z"
+        let half = try await download(halfURL, key: key, pid: pid)
+        let halfAgain = try await download(halfURL, key: key, pid: pid)
         let everything = try await download(base + "/v1/apps/\(Self.bundle)/exports/transactions?format=csv", key: key, pid: pid)
         #expect(half.lines == 50_001 && everything.lines == 100_001, "a header and every row: \(half.lines), \(everything.lines)")
-        let first = half.peak - baseline, second = everything.peak - baseline
+        let first = max(half.peak, halfAgain.peak) - baseline, second = everything.peak - baseline
         print(
             "ledger serve: \(baseline) KiB at rest; +\(first) KiB streaming \(half.kib) KiB, +\(second) KiB streaming \(everything.kib) KiB"
         )
