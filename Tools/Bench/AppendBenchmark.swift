@@ -115,22 +115,7 @@ struct AppendBenchmark: AsyncParsableCommand {
 
     /// Runs `body` from `writers` concurrent tasks for `seconds`; returns calls per second.
     private func timedLoop(_ body: @escaping @Sendable (Int, Int) async throws -> Void) async throws -> Double {
-        let started = Date()
-        let deadline = started.addingTimeInterval(seconds)
-        let total = try await withThrowingTaskGroup(of: Int.self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    var n = 0
-                    while Date() < deadline {
-                        try await body(writer, n)
-                        n += 1
-                    }
-                    return n
-                }
-            }
-            return try await group.reduce(0, +)
-        }
-        return Double(total) / Date().timeIntervalSince(started)
+        try await concurrentRate(writers: writers, seconds: seconds, body)
     }
 
     /// COPY of the same rows an append batch writes, into the plain or the events-shaped table.

@@ -79,3 +79,24 @@ func benchRate(seconds: Double, _ body: () async throws -> Void) async throws ->
     }
     return Double(count) / Date().timeIntervalSince(started)
 }
+
+/// Calls `body(writer, n)` from `writers` concurrent tasks, each back to back, for `seconds`;
+/// returns calls per second across them.
+func concurrentRate(writers: Int, seconds: Double, _ body: @escaping @Sendable (Int, Int) async throws -> Void) async throws -> Double {
+    let started = Date()
+    let deadline = started.addingTimeInterval(seconds)
+    let total = try await withThrowingTaskGroup(of: Int.self) { group in
+        for writer in 0..<writers {
+            group.addTask {
+                var n = 0
+                while Date() < deadline {
+                    try await body(writer, n)
+                    n += 1
+                }
+                return n
+            }
+        }
+        return try await group.reduce(0, +)
+    }
+    return Double(total) / Date().timeIntervalSince(started)
+}

@@ -48,10 +48,10 @@ struct ProofsBenchmark: AsyncParsableCommand {
         }
 
         let size = try await tree.head().size
-        let inclusion = try await perSecond { _ in
+        let inclusion = try await concurrentRate(writers: writers, seconds: proofSeconds) { _, _ in
             _ = try await tree.inclusion(position: Int64.random(in: 1...size), size: nil)
         }
-        let consistency = try await perSecond { _ in
+        let consistency = try await concurrentRate(writers: writers, seconds: proofSeconds) { _, _ in
             _ = try await tree.consistency(from: Int64.random(in: 1...size), to: nil)
         }
 
@@ -100,44 +100,13 @@ struct ProofsBenchmark: AsyncParsableCommand {
         print("all rounds: without=\(without.map { String(format: "%.0f", $0) }) with=\(with.map { String(format: "%.0f", $0) })")
     }
 
+    /// One-event appends from `writers` tasks for `seconds`, as `ledger-bench append` makes them.
     private func appends(_ store: EventStore) async throws -> Double {
-        let started = Date()
-        let deadline = started.addingTimeInterval(seconds)
-        let total = try await withThrowingTaskGroup(of: Int.self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    var n = 0
-                    while Date() < deadline {
-                        try await store.append(
-                            [NewEvent(id: UUID(), type: "PurchaseRecorded", data: AppendBenchmark.payload, occurredAt: Date())],
-                            to: "user-\(writer)-\(n % 50)")
-                        n += 1
-                    }
-                    return n
-                }
-            }
-            return try await group.reduce(0, +)
+        try await concurrentRate(writers: writers, seconds: seconds) { writer, n in
+            try await store.append(
+                [NewEvent(id: UUID(), type: "PurchaseRecorded", data: AppendBenchmark.payload, occurredAt: Date())],
+                to: "user-\(writer)-\(n % 50)")
         }
-        return Double(total) / Date().timeIntervalSince(started)
-    }
-
-    private func perSecond(_ body: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
-        let started = Date()
-        let deadline = started.addingTimeInterval(proofSeconds)
-        let total = try await withThrowingTaskGroup(of: Int.self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    var n = 0
-                    while Date() < deadline {
-                        try await body(writer)
-                        n += 1
-                    }
-                    return n
-                }
-            }
-            return try await group.reduce(0, +)
-        }
-        return Double(total) / Date().timeIntervalSince(started)
     }
 
     /// Appends in batches of 500 streams until the log holds `target` events.
