@@ -51,15 +51,7 @@ import Testing
             script: """
                 SET session_replication_role = replica;
                 UPDATE ledger.events SET data = '{"n": 99}' WHERE stream = 'user-7' AND version = 2;
-                DO $$ DECLARE r record; v_prev bytea := '\\x0000000000000000000000000000000000000000000000000000000000000000'; v_hash bytea;
-                BEGIN
-                  FOR r IN SELECT * FROM ledger.events WHERE stream = 'user-7' ORDER BY version LOOP
-                    v_hash := ledger.event_hash(v_prev, r.stream, r.version, r.event_id, r.event_type, r.data, r.metadata, r.occurred_at, r.recorded_at);
-                    UPDATE ledger.events SET prev_hash = v_prev, hash = v_hash WHERE position = r.position;
-                    v_prev := v_hash;
-                  END LOOP;
-                  UPDATE ledger.streams SET last_hash = v_prev WHERE stream = 'user-7';
-                END $$;
+                \(HostileEdits.rechainSQL("user-7"));
                 """)
         #expect(try await ledger(["verify"]).status == 0, "the chain was recomputed: verify sees nothing")
         let caught = try await ledger(["audit", "--digest", saved, "--key-file", key])

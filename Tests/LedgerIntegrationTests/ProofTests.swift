@@ -125,18 +125,7 @@ import WebhookReceiver
         let stream = try await owner.query("SELECT stream FROM ledger.events WHERE position = $1", [target])[0]["stream"].string()
         _ = try await owner.query("SET session_replication_role = replica")
         _ = try await owner.query("UPDATE ledger.events SET data = data || '{\"forged\": true}' WHERE position = $1", [target])
-        _ = try await owner.query(
-            """
-            DO $$ DECLARE r record; v_prev bytea := '\\x0000000000000000000000000000000000000000000000000000000000000000'; v_hash bytea;
-            BEGIN
-              FOR r IN SELECT * FROM ledger.events WHERE stream = '\(stream)' ORDER BY version LOOP
-                v_hash := ledger.event_hash(v_prev, r.stream, r.version, r.event_id, r.event_type, r.data, r.metadata, r.occurred_at, r.recorded_at);
-                UPDATE ledger.events SET prev_hash = v_prev, hash = v_hash WHERE position = r.position;
-                v_prev := v_hash;
-              END LOOP;
-              UPDATE ledger.streams SET last_hash = v_prev WHERE stream = '\(stream)';
-            END $$
-            """)
+        _ = try await owner.query(HostileEdits.rechainSQL(stream))
         _ = try await owner.query("SET session_replication_role = DEFAULT")
         #expect(try await ChainVerifier(pool: owner).verify().isIntact)
 
