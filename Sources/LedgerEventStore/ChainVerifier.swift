@@ -102,11 +102,7 @@ package struct ChainVerifier: Sendable {
             if version != lastVersion + 1 { return (lastVersion + 1, .missing) }
             let stored = try row["hash"].bytes()
             if try row["prev_hash"].bytes() != lastHash { return (version, .linkBroken) }
-            let fields = EventHash.Fields(
-                stream: name, version: version, eventID: try row["event_id"].uuid(), type: try row["event_type"].string(),
-                data: try row["data"].string(), metadata: try row["metadata"].string(),
-                occurredAtMicros: try row["occurred_us"].int64(), recordedAtMicros: try row["recorded_us"].int64())
-            if EventHash.hash(previous: lastHash, fields) != stored { return (version, .contentChanged) }
+            if EventHash.hash(previous: lastHash, try EventHash.Fields(row: row)) != stored { return (version, .contentChanged) }
             lastVersion = version
             lastHash = stored
             return nil
@@ -122,9 +118,7 @@ package struct ChainVerifier: Sendable {
     }
 
     static let scanSQL = """
-        SELECT e.stream, e.version, e.event_id, e.event_type, e.data::text AS data, e.metadata::text AS metadata,
-               (extract(epoch FROM e.occurred_at) * 1000000)::bigint AS occurred_us,
-               (extract(epoch FROM e.recorded_at) * 1000000)::bigint AS recorded_us,
+        SELECT \(EventHash.Fields.columns),
                e.prev_hash, e.hash, s.version AS head_version, s.last_hash AS head_hash
           FROM ledger.events e
           JOIN ledger.streams s ON s.stream = e.stream

@@ -41,20 +41,28 @@ package enum LogContent {
         }
     }
 
-    private static let columns = """
-        SELECT e.tx_id::text AS tx_id, e.position, e.stream, e.version, e.event_id, e.event_type,
-               e.data::text AS data, e.metadata::text AS metadata,
-               (extract(epoch FROM e.occurred_at) * 1000000)::bigint AS occurred_us,
-               (extract(epoch FROM e.recorded_at) * 1000000)::bigint AS recorded_us
-          FROM ledger.events e
-        """
+    private static let columns = "SELECT e.tx_id::text AS tx_id, e.position, " + EventHash.Fields.columns + " FROM ledger.events e"
 
     private static func entry(_ row: PostgresRow) throws -> Entry {
         Entry(
             place: LogPosition(transactionID: try row["tx_id"].uint64(), position: try row["position"].int64()),
-            fields: EventHash.Fields(
-                stream: try row["stream"].string(), version: try row["version"].int64(), eventID: try row["event_id"].uuid(),
-                type: try row["event_type"].string(), data: try row["data"].string(), metadata: try row["metadata"].string(),
-                occurredAtMicros: try row["occurred_us"].int64(), recordedAtMicros: try row["recorded_us"].int64()))
+            fields: try EventHash.Fields(row: row))
+    }
+}
+
+extension EventHash.Fields {
+    /// The columns of `ledger.events e` the fields are read from, times in microseconds as the
+    /// hash takes them: the chain's verifier and the proof tree read an event's content alike.
+    static let columns = """
+        e.stream, e.version, e.event_id, e.event_type, e.data::text AS data, e.metadata::text AS metadata,
+        (extract(epoch FROM e.occurred_at) * 1000000)::bigint AS occurred_us,
+        (extract(epoch FROM e.recorded_at) * 1000000)::bigint AS recorded_us
+        """
+
+    init(row: PostgresRow) throws {
+        self.init(
+            stream: try row["stream"].string(), version: try row["version"].int64(), eventID: try row["event_id"].uuid(),
+            type: try row["event_type"].string(), data: try row["data"].string(), metadata: try row["metadata"].string(),
+            occurredAtMicros: try row["occurred_us"].int64(), recordedAtMicros: try row["recorded_us"].int64())
     }
 }
