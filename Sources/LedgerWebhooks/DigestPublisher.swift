@@ -81,6 +81,11 @@ package struct DigestPublisher: Sendable {
         guard case .allowed(let host, let addresses) = await targets.check(url: url) else {
             throw LedgerError(.invalidWebhook, "LEDGER_DIGEST_URL is not an address digests may be sent to", kind: .unavailable)
         }
+        guard let secret = sinks.secret else {
+            throw LedgerError(.invalidWebhook, "LEDGER_DIGEST_URL needs LEDGER_DIGEST_SECRET: digests are sent signed", kind: .unavailable)
+        }
+        // A client of its own, pinned as the dispatcher's are (the address checked, no redirects),
+        // and shut down after: one POST an hour does not warrant the dispatcher's pool of them.
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.dnsOverride = [host: addresses[0].description]
         configuration.tracing.tracer = nil
@@ -91,9 +96,6 @@ package struct DigestPublisher: Sendable {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: "entitlement-ledger-digests")
         request.headers.add(name: WebhookSignature.idHeader, value: id)
-        guard let secret = sinks.secret else {
-            throw LedgerError(.invalidWebhook, "LEDGER_DIGEST_URL needs LEDGER_DIGEST_SECRET: digests are sent signed", kind: .unavailable)
-        }
         request.headers.add(
             name: WebhookSignature.header, value: WebhookSignature.sign(body, secret: secret, at: Int64(Date().timeIntervalSince1970)))
         request.body = .bytes(ByteBuffer(bytes: body))
