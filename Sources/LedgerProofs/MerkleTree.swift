@@ -93,7 +93,7 @@ package enum MerkleTree {
     }
 
     /// The complete subtrees an answer reads: `answer` run once against a lookup that records.
-    package static func nodes(readBy answer: (Lookup) throws -> Void) rethrows -> Set<Node> {
+    package static func nodes(readBy answer: (@escaping Lookup) throws -> Void) rethrows -> Set<Node> {
         var needed = Set<Node>()
         try answer { node in
             needed.insert(node)

@@ -129,17 +129,12 @@ package struct ProofTree: Sendable {
                 throw LedgerError(
                     .invalidProofRequest, "position \(position) is leaf \(leaf), which a tree of \(size) leaves does not hold yet")
             }
-            let known = try Self.nodes(
-                MerkleTree.nodes { lookup in
-                    _ = try MerkleTree.inclusionPath(leaf: leaf, size: size, lookup)
-                    _ = try MerkleTree.root(size: size, lookup)
-                    _ = try lookup(MerkleTree.Node(level: 0, index: leaf))
-                }, on: connection)
-            let lookup = Self.lookup(known)
-            return Inclusion(
-                position: position, leafIndex: leaf, treeSize: size, leafHash: try lookup(MerkleTree.Node(level: 0, index: leaf)),
-                auditPath: try MerkleTree.inclusionPath(leaf: leaf, size: size, lookup),
-                rootHash: try MerkleTree.root(size: size, lookup))
+            return try Self.answer(on: connection) { lookup in
+                Inclusion(
+                    position: position, leafIndex: leaf, treeSize: size, leafHash: try lookup(MerkleTree.Node(level: 0, index: leaf)),
+                    auditPath: try MerkleTree.inclusionPath(leaf: leaf, size: size, lookup),
+                    rootHash: try MerkleTree.root(size: size, lookup))
+            }
         }
     }
 
@@ -154,16 +149,11 @@ package struct ProofTree: Sendable {
             guard from >= 1, from <= to else {
                 throw LedgerError(.invalidProofRequest, "from (\(from)) must be at least 1 and at most to (\(to))")
             }
-            let known = try Self.nodes(
-                MerkleTree.nodes { lookup in
-                    _ = try MerkleTree.consistencyProof(from: from, to: to, lookup)
-                    _ = try MerkleTree.root(size: from, lookup)
-                    _ = try MerkleTree.root(size: to, lookup)
-                }, on: connection)
-            let lookup = Self.lookup(known)
-            return Consistency(
-                from: from, to: to, proof: try MerkleTree.consistencyProof(from: from, to: to, lookup),
-                fromRoot: try MerkleTree.root(size: from, lookup), toRoot: try MerkleTree.root(size: to, lookup))
+            return try Self.answer(on: connection) { lookup in
+                Consistency(
+                    from: from, to: to, proof: try MerkleTree.consistencyProof(from: from, to: to, lookup),
+                    fromRoot: try MerkleTree.root(size: from, lookup), toRoot: try MerkleTree.root(size: to, lookup))
+            }
         }
     }
 
@@ -189,8 +179,14 @@ package struct ProofTree: Sendable {
     }
 
     static func root(size: Int64, on connection: PostgresConnection) throws -> [UInt8] {
-        let known = try nodes(MerkleTree.nodes { _ = try MerkleTree.root(size: size, $0) }, on: connection)
-        return try MerkleTree.root(size: size, lookup(known))
+        try answer(on: connection) { try MerkleTree.root(size: size, $0) }
+    }
+
+    /// `compute` run once to learn the complete subtrees it reads, then again with them fetched
+    /// in one round: the same code says what it needs and uses it, so the two cannot drift.
+    static func answer<T>(on connection: PostgresConnection, _ compute: (MerkleTree.Lookup) throws -> T) throws -> T {
+        let known = try nodes(MerkleTree.nodes { _ = try compute($0) }, on: connection)
+        return try compute(lookup(known))
     }
 
     private static func check(size: Int64, current: Int64) throws {
