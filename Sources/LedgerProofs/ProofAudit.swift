@@ -113,16 +113,9 @@ package struct ProofAudit: Sendable {
 
     /// The streams recorded erasures re-chained, as named after the erasure.
     private static func erasedStreams(on connection: PostgresConnection) throws -> Set<String> {
-        struct Erased: Decodable {
-            struct Rechained: Decodable { var stream: String }
-            var rechained: [Rechained]?
-        }
-        var streams = Set<String>()
-        for data in try LogContent.data(ofType: LedgerEventType.userErased.rawValue, on: connection) {
-            for rechained in (try? JSONDecoder().decode(Erased.self, from: Data(data.utf8)))?.rechained ?? [] {
-                streams.insert(rechained.stream)
-            }
-        }
-        return streams
+        try Set(
+            LogContent.data(ofType: LedgerEventType.userErased.rawValue, on: connection).flatMap {
+                ((try? StorageDecoder.decode(UserErasure.self, from: $0))?.rechained ?? []).map(\.stream)
+            })
     }
 }
