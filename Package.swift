@@ -604,7 +604,7 @@ let package = Package(
             name: "LedgerIngestionTests",
             dependencies: [
                 "LedgerIngestion", "LedgerCore", "LedgerDomainTestSupport", "LedgerEventStore", "LedgerFacts", "LedgerFormats",
-                "LedgerPostgres",
+                "LedgerPostgres", "LedgerTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

@@ -43,6 +43,11 @@ package enum LedgerStream {
         "'purchase:' || \(bundle) || ':' || \(originalTransactionID)"
     }
 
+    /// The SQL expression of `user(_:userID:)` for two text expressions.
+    package static func userSQL(bundle: String, userID: String) -> String {
+        "'user:' || \(bundle) || ':' || \(userID)"
+    }
+
     /// The SQL pattern (`LIKE`) of every app's configuration stream.
     package static let appStreamsPattern = "app:%"
 

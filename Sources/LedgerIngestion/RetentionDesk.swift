@@ -16,8 +16,13 @@ import LedgerProjections
 /// Every answer to a known user is a `RetentionDecided` fact of theirs.
 package struct RetentionDesk: Sendable {
     let ingestor: Ingestor
+    /// Decisions are facts at no particular version of the user's stream: committed in groups.
+    let decisions: GroupedAppends
 
-    package init(ingestor: Ingestor) { self.ingestor = ingestor }
+    package init(ingestor: Ingestor) {
+        self.ingestor = ingestor
+        self.decisions = GroupedAppends(store: ingestor.store)
+    }
 
     /// The request Apple signs (`DecodedRealtimeRequestBody`); every field is Apple's required one.
     struct Request: Decodable {
@@ -55,10 +60,9 @@ package struct RetentionDesk: Sendable {
                 throw LedgerError(
                     .malformed, "the realtime request lacks originalTransactionId, productId, userLocale or requestIdentifier")
             }
-            let owner = try await PurchaseStream.read(
-                ingestor.store, bundleID: bundleID, originalTransactionID: request.originalTransactionId
-            ).owner
-            let ledger = try await owner.asyncMap { try await ingestor.users.ledger(bundleID: bundleID, userID: $0) }
+            let read = try await ingestor.users.ledger(bundleID: bundleID, owning: request.originalTransactionId)
+            let owner = read.owner
+            let ledger = owner == nil ? nil : read.ledger
             let subject =
                 if let owner, let ledger {
                     RetentionSubject.of(
@@ -80,9 +84,10 @@ package struct RetentionDesk: Sendable {
         }
     }
 
-    /// Records the decision (and the offer it signed) on the user's stream as its only writer for
-    /// the moment: Apple sends many requests at once, often about one subscriber (its performance
-    /// test sends a hundred about one), and racing appends to one stream would fail some. The
+    /// Records the decision (and the offer it signed) on the user's stream, at whatever version it
+    /// has: an append at any version takes the stream's row lock inside `append_events`, so the
+    /// many requests Apple sends at once about one subscriber (its performance test sends a
+    /// hundred about one) queue there instead of failing; concurrent ones commit together. The
     /// ids derive from Apple's request id, so a request Apple sends again is recorded once.
     private func record(_ decision: RetentionDecision, with others: [LedgerEvent], bundleID: String) async throws {
         let id = StableID.make(bundleID, "retention", decision.requestID)
@@ -95,12 +100,8 @@ package struct RetentionDesk: Sendable {
             stream = made.stream
             events.append(made.event)
         }
-        let appending = events
         do {
-            _ = try await ingestor.store.serialized(on: stream) { locked in
-                // The stream is locked: no version can move under this append, so none is asked for.
-                try locked.append(appending, expectedVersion: .any)
-            }
+            try await decisions.append(events, to: stream)
         } catch EventStoreError.idempotencyConflict(_, let ids) where ids.contains(id.uuidString.lowercased()) {
             // Apple sent this request before: its decision stands as first recorded (the id is
             // the request's; the content differs only by when it was decided).
@@ -210,13 +211,5 @@ package struct RetentionDesk: Sendable {
             return .signed(
                 ("promotionalOfferSignatureV1", .legacy(fields, timestamp: legacy.timestamp)), fact(.promotionalOfferLegacy, nil))
         }
-    }
-
-}
-
-extension Optional {
-    fileprivate func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let value = self else { return nil }
-        return try await transform(value)
     }
 }

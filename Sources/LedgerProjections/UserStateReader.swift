@@ -67,6 +67,17 @@ package struct UserStateReader: Sendable {
             withEvidence: withEvidence, on: connection)
     }
 
+    /// Who owns `originalTransactionID` now (nil: nobody the ledger knows) and every fact about
+    /// them, read from the log as `ledger(…)` reads it, in one round trip: for an answer Apple
+    /// waits for about a subscription it names.
+    package func ledger(bundleID: String, owning originalTransactionID: String) async throws -> (owner: String?, ledger: AppLedger) {
+        let ledger = try await pool.withConnection { connection in
+            try UsersProjection.subscriptionLedger(
+                bundleID: bundleID, originalTransactionID: originalTransactionID, owners: "ledger.transaction_owners", on: connection)
+        }
+        return (ledger.owner(of: originalTransactionID), ledger)
+    }
+
     /// Every fact that touched the user, in recording order, Apple's notifications included:
     /// what a support agent reads to answer "why can't I access premium?".
     /// `knownAt`: only the facts recorded by then (what the trail showed at that instant).

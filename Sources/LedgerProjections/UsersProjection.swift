@@ -19,6 +19,24 @@ package struct UsersProjection: Sendable {
         LedgerEventType.massRenewalExtensionRequested.rawValue,
         LedgerEventType.appAccountTokenSent.rawValue,
     ]
+    /// `ignoredTypes` left out, spelt as the predicate of the index of facts by stream (schema
+    /// 0031): the planner uses a partial index only for a query whose condition implies its own,
+    /// so the list is written into the statement, in that order, not passed as a parameter.
+    static let factsOnlySQL = "e.event_type NOT IN (" + ignoredTypes.sorted().map { "'\($0)'" }.joined(separator: ", ") + ")"
+    /// The events of the streams named by `names` (a text array expression, a name in it perhaps
+    /// twice) that meet `condition`, in log order. Each stream is read down its own index, one after the other: a plan the
+    /// planner cannot trade for a scan of the whole log, which it chose for `stream = ANY(…)` on
+    /// some connections once the condition made a partial index the one to use (its estimate of
+    /// an array built in the statement is blind), and for a join with the names while the log
+    /// is small. `OFFSET 0` keeps the read of each stream from being merged into such a join.
+    static func eventsOfStreamsSQL(_ names: String, where condition: String) -> String {
+        """
+        SELECT e.* FROM (SELECT DISTINCT unnest(\(names))) AS s(name),
+          LATERAL (\(EventStore.selectEventsSQL) WHERE e.stream = s.name AND \(condition) OFFSET 0) AS e
+         ORDER BY e.position
+        """
+    }
+
     package let version: Int
 
     package init(version: Int) { self.version = version }
@@ -210,12 +228,10 @@ package struct UsersProjection: Sendable {
         var trip = RoundTrip()
         let ownedSlot = trip.add(
             PipelinedStatement("SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o WHERE \(owned)", keys))
+        let purchase = LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")
+        let names = "$4::text[] || ARRAY(SELECT \(purchase) FROM \(owners) o WHERE \(owned))"
         let eventsSlot = trip.add(
-            PipelinedStatement(
-                EventStore.selectEventsSQL + """
-                     WHERE e.stream = ANY($4::text[] || ARRAY(SELECT \(LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")) FROM \(owners) o WHERE \(owned)))
-                       AND e.event_type <> ALL($5::text[]) ORDER BY e.position
-                    """, keys + [PostgresTextArray(Array(streams)), PostgresTextArray(Array(Self.ignoredTypes))]))
+            PipelinedStatement(Self.eventsOfStreamsSQL(names, where: Self.factsOnlySQL), keys + [PostgresTextArray(Array(streams))]))
         return Reads(trip: trip, owned: ownedSlot, events: eventsSlot)
     }
 
@@ -321,18 +337,40 @@ package struct UsersProjection: Sendable {
         on connection: PostgresConnection
     ) throws -> AppLedger {
         // One round trip: the user's own streams, and the purchase streams of everything the user
-        // ever owned, found through the owners table inside the same statement. One array of
-        // stream names, so the plan is an index scan however small the log: a join with the
-        // names (planned as a hash join over a scan of the whole log while it is small, a cost
-        // growing with every event) or an OR of two lists (a scan at any size) is not.
+        // ever owned, found through the owners table inside the same statement.
         let streams = [LedgerStream.app(bundleID), LedgerStream.consent(bundleID), LedgerStream.user(bundleID, userID: userID)]
         let purchase = LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")
         let rows = try connection.query(
-            EventStore.selectEventsSQL + """
-                 WHERE e.stream = ANY($1::text[] || ARRAY(SELECT \(purchase) FROM \(owners) o WHERE o.bundle_id = $4 AND o.user_id = $5))
-                   AND e.event_type <> ALL($2::text[]) AND ($3::timestamptz IS NULL OR e.recorded_at <= $3)
-                 ORDER BY e.position
-                """, [PostgresTextArray(streams), PostgresTextArray(withEvidence ? [] : Array(ignoredTypes)), recordedBy, bundleID, userID])
+            eventsOfStreamsSQL(
+                "$1::text[] || ARRAY(SELECT \(purchase) FROM \(owners) o WHERE o.bundle_id = $3 AND o.user_id = $4)",
+                where: "($2::timestamptz IS NULL OR e.recorded_at <= $2)" + (withEvidence ? "" : " AND " + factsOnlySQL)),
+            [PostgresTextArray(streams), recordedBy, bundleID, userID])
+        var ledger = AppLedger(bundleID: bundleID)
+        for row in rows {
+            if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
+        }
+        return ledger
+    }
+
+    /// Every fact about whoever ever owned `originalTransactionID` — its stream, their own streams
+    /// and their other purchases — in one round trip, for a decision about a subscription a store
+    /// names rather than a user: who owns it now is then told by its stream's facts, as always.
+    static func subscriptionLedger(
+        bundleID: String, originalTransactionID: String, owners: String, on connection: PostgresConnection
+    ) throws -> AppLedger {
+        let streams = [
+            LedgerStream.app(bundleID), LedgerStream.consent(bundleID),
+            LedgerStream.purchase(bundleID, originalTransactionID: originalTransactionID),
+        ]
+        let owning = "o.bundle_id = $2 AND o.original_transaction_id = $3"
+        let rows = try connection.query(
+            eventsOfStreamsSQL(
+                """
+                $1::text[] || ARRAY(SELECT \(LedgerStream.userSQL(bundle: "o.bundle_id", userID: "o.user_id")) FROM \(owners) o WHERE \(owning))
+                  || ARRAY(SELECT \(LedgerStream.purchaseSQL(bundle: "p.bundle_id", originalTransactionID: "p.original_transaction_id"))
+                             FROM \(owners) o JOIN \(owners) p ON p.bundle_id = o.bundle_id AND p.user_id = o.user_id WHERE \(owning))
+                """, where: factsOnlySQL),
+            [PostgresTextArray(streams), bundleID, originalTransactionID])
         var ledger = AppLedger(bundleID: bundleID)
         for row in rows {
             if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }

@@ -112,6 +112,45 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         await pool.close()
     }
 
+    /// A store names a subscription, not a user: its owner and their facts are read in one round
+    /// trip, and answer as the domain does over the whole log.
+    @Test func aSubscriptionsOwnerAndTheirFactsAreReadAsTheDomainKnowsThem() async throws {
+        let configuration = try await TestCluster.database()
+        let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
+        let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
+        let history = RandomHistory(seed: 77, steps: 60)
+        try await append(history.facts, to: store)
+        try await drainLive(pool)
+        let expected = try computed(from: configuration)
+        let reader = UserStateReader(pool: pool)
+        let originals = Set(history.facts.compactMap(\.event.originalTransactionID))
+        #expect(!originals.isEmpty)
+        for original in originals.sorted() {
+            let read = try await reader.ledger(bundleID: bundleID, owning: original)
+            #expect(read.owner == expected.owner(of: original), "\(original)")
+            if let owner = read.owner {
+                #expect(read.ledger.timeline(of: owner) == expected.timeline(of: owner), "\(original) of \(owner)")
+            }
+        }
+        let nobody = try await reader.ledger(bundleID: bundleID, owning: "no-such-transaction")
+        #expect(nobody.owner == nil)
+        await pool.close()
+    }
+
+    /// The reads of a user's facts name the evidence they leave out in the statement itself, so
+    /// that PostgreSQL may use the partial index of facts by stream: only when both lists are the
+    /// same does it (with a list that differs, the read was planned as a scan of the whole log).
+    @Test func theIndexOfFactsLeavesOutExactlyWhatTheReadsLeaveOut() async throws {
+        let configuration = try await TestCluster.database()
+        let pool = PostgresPool(configuration: configuration, size: 1, logger: TestCluster.quietLogger)
+        let definition = try await pool.query(
+            "SELECT pg_get_expr(indpred, indrelid) AS p FROM pg_index WHERE indexrelid = 'ledger.events_facts_by_stream_idx'::regclass"
+        )[0]["p"].string()
+        let named = Set(definition.split(separator: "'").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) })
+        #expect(named == UsersProjection.ignoredTypes, "the index's predicate: \(definition)")
+        await pool.close()
+    }
+
     @Test func aRebuildWhileTheWorkerRunsAndEventsArriveSwitchesToAnEqualVersion() async throws {
         let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 4, logger: TestCluster.quietLogger)
