@@ -13,6 +13,12 @@ extension PostgresError: LedgerErrorConvertible {
             return LedgerError(
                 .databaseUnavailable, "the ledger was switching to a rebuilt projection; try again shortly", underlying: self)
         }
+        if code == .requestDeadline {
+            return LedgerError(
+                .databaseUnavailable,
+                "the database did not answer within the request's deadline; try again shortly (a request sent again is recorded once)",
+                underlying: self)
+        }
         if isTransient { return LedgerError(.databaseUnavailable, "the database is unavailable; try again shortly", underlying: self) }
         // Text PostgreSQL cannot store (U+0000 in text or jsonb; a character outside the
         // database's encoding) came from the request: the caller's to fix, whatever field it was

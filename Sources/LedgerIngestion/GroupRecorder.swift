@@ -43,7 +43,7 @@ final class GroupRecorder: Sendable {
 
     private struct Waiting {
         var request: Request
-        var continuation: CheckedContinuation<(Result, Int), any Error>
+        var waiter: GroupWaiter<(Result, Int)>
         /// The request's trace: a group's writes are traced as the work of its first request.
         var context = ServiceContext.current
     }
@@ -74,10 +74,10 @@ final class GroupRecorder: Sendable {
     func record(_ request: Request) async throws -> FactRecorder.Outcome {
         guard request.work.allSatisfy(\.isDecided) else { return try await recordAlone(request) }
         let result = try await Spans.child("group commit") { span in
-            let (result, size) = try await withCheckedThrowingContinuation {
-                (continuation: CheckedContinuation<(Result, Int), any Error>) in
-                let arrival = queue.withLock { $0.arrive(Waiting(request: request, continuation: continuation)) }
-                if arrival == .write { Task { await self.writeWhileWaiting() } }
+            let (result, size) = try await GroupWaiter<(Result, Int)>.wait(by: RequestDeadline.current) { waiter in
+                let arrival = queue.withLock { $0.arrive(Waiting(request: request, waiter: waiter)) }
+                // The writer serves every request that joins, not the first one's deadline.
+                if arrival == .write { Task { await RequestDeadline.detached { await self.writeWhileWaiting() } } }
             }
             span?.attributes["ledger.group.size"] = size
             return result
@@ -109,9 +109,9 @@ final class GroupRecorder: Sendable {
                         return try await write(group.map(\.request))
                     }
                 }
-                for (waiting, result) in zip(group, results) { waiting.continuation.resume(returning: (result, group.count)) }
+                for (waiting, result) in zip(group, results) { waiting.waiter.answer(.success((result, group.count))) }
             } catch {
-                for waiting in group { waiting.continuation.resume(throwing: error) }
+                for waiting in group { waiting.waiter.answer(.failure(error)) }
             }
             written(group.count, ContinuousClock.now - started)
         }

@@ -1,4 +1,5 @@
 import LedgerEventStore
+import LedgerTracing
 import Synchronization
 
 /// Group commit for appends that need no stream version: facts recorded as they happen, such
@@ -13,7 +14,7 @@ import Synchronization
 package final class GroupedAppends: Sendable {
     private struct Waiting {
         var append: StreamAppend
-        var continuation: CheckedContinuation<AppendResult, any Error>
+        var waiter: GroupWaiter<AppendResult>
     }
 
     private let store: EventStore
@@ -27,11 +28,9 @@ package final class GroupedAppends: Sendable {
     /// Appends `events` to `stream` at whatever version it has, with the appends waiting beside.
     @discardableResult
     package func append(_ events: [NewEvent], to stream: String) async throws -> AppendResult {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AppendResult, any Error>) in
-            let arrival = queue.withLock {
-                $0.arrive(Waiting(append: StreamAppend(stream: stream, events: events), continuation: continuation))
-            }
-            if arrival == .write { Task { await self.writeWhileWaiting() } }
+        try await GroupWaiter<AppendResult>.wait(by: RequestDeadline.current) { waiter in
+            let arrival = queue.withLock { $0.arrive(Waiting(append: StreamAppend(stream: stream, events: events), waiter: waiter)) }
+            if arrival == .write { Task { await RequestDeadline.detached { await self.writeWhileWaiting() } } }
         }
     }
 
@@ -39,15 +38,14 @@ package final class GroupedAppends: Sendable {
     private func writeWhileWaiting() async {
         while case .write(let group) = queue.withLock({ $0.nextGroup() }) {
             if group.count > 1, let results = try? await store.append(batch: group.map(\.append)) {
-                for (waiting, result) in zip(group, results) { waiting.continuation.resume(returning: result) }
+                for (waiting, result) in zip(group, results) { waiting.waiter.answer(.success(result)) }
                 continue
             }
             for waiting in group {
                 do {
-                    let result = try await store.append(waiting.append.events, to: waiting.append.stream, expectedVersion: .any)
-                    waiting.continuation.resume(returning: result)
+                    waiting.waiter.answer(.success(try await store.append(waiting.append.events, to: waiting.append.stream)))
                 } catch {
-                    waiting.continuation.resume(throwing: error)
+                    waiting.waiter.answer(.failure(error))
                 }
             }
         }

@@ -141,8 +141,8 @@ package final class PostgresConnection: @unchecked Sendable {
         prepared[sql]?.summary ?? StatementSummary.of(sql)
     }
 
-    /// When a call starting now must have its answer.
-    func callDeadline() -> ContinuousClock.Instant? { deadline.map { ContinuousClock.now + $0 } }
+    /// When a call starting now must have its answer: its own deadline, or the request's if sooner.
+    func callDeadline() -> ContinuousClock.Instant? { RequestDeadline.capping(deadline.map { ContinuousClock.now + $0 }) }
 
     /// The result of the statement sent last, as `PQexec` would return it (its last result, or
     /// its first error), read without blocking past `deadline`.
@@ -186,6 +186,7 @@ package final class PostgresConnection: @unchecked Sendable {
 
     private func deadlineExceeded() -> PostgresError {
         broken = true
+        if RequestDeadline.hasPassed { return PostgresError.requestDeadlinePassed() }
         let limit = deadline.map { " within \($0)" } ?? ""
         return PostgresError(
             code: .deadlineExceeded,

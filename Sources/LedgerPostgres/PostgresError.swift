@@ -22,6 +22,9 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDe
         /// COMMIT waiting for a synchronous standby that is gone, a server that stopped
         /// answering). The connection is dropped: what the statement did is unknown.
         package static let deadlineExceeded = Code("deadline_exceeded")
+        /// The request being served reached its deadline (`RequestDeadline`) before the database
+        /// answered; a connection waited on is dropped, and what its statement did is unknown.
+        package static let requestDeadline = Code("request_deadline")
         /// No connection became free within the pool's wait limit.
         package static let poolTimeout = Code("pool_timeout")
         /// The pool was shut down.
@@ -69,7 +72,7 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDe
     /// failure or deadlock was reported. Anything else is a fault to fix, not to wait out.
     package var isTransient: Bool {
         switch code {
-        case .connectionFailed, .connectionLost, .poolTimeout, .deadlineExceeded, .changedMeanwhile: return true
+        case .connectionFailed, .connectionLost, .poolTimeout, .deadlineExceeded, .requestDeadline, .changedMeanwhile: return true
         case .server:
             // 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 08xxx connection,
             // 53300 too many connections, 25006 read-only transaction (a primary that became a standby).
@@ -77,6 +80,11 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDe
             return state.hasPrefix("08") || state.hasPrefix("57P") || ["40001", "40P01", "53300", "25006"].contains(state)
         default: return false
         }
+    }
+
+    /// The request's deadline passed while it waited on the database (or before it asked).
+    package static func requestDeadlinePassed() -> PostgresError {
+        PostgresError(code: .requestDeadline, message: "the request reached its deadline before PostgreSQL answered")
     }
 
     /// This error with `doing` as its outermost context.

@@ -1,3 +1,4 @@
+import LedgerTracing
 import Logging
 import NIOPosix
 import Synchronization
@@ -46,16 +47,22 @@ package final class PostgresPool: Sendable {
     }
 
     /// Runs `body` with exclusive use of one connection, on a pool thread.
+    /// A request's deadline (`RequestDeadline`) bounds the wait for a connection, the making of
+    /// one and every answer `body` waits for; past it the call fails as `deadlineExceeded`.
     package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        let slot = try await acquire()
+        let deadline = RequestDeadline.current
+        if RequestDeadline.hasPassed { throw PostgresError.requestDeadlinePassed() }
+        let slot = try await acquire(by: deadline)
         let configuration = self.configuration
         let logger = self.logger
-        // The pool's threads are not the caller's task: its trace goes along by hand.
+        // The pool's threads are not the caller's task: its trace and deadline go along by hand.
         let context = ServiceContext.current
         let outcome: (Slot, Result<T, any Error>)
         do {
             outcome = try await threads.runIfActive {
-                ServiceContext.withValue(context) { self.run(slot, body, configuration: configuration, logger: logger) }
+                ServiceContext.withValue(context) {
+                    RequestDeadline.$current.withValue(deadline) { self.run(slot, body, configuration: configuration, logger: logger) }
+                }
             }
         } catch {
             release(Slot(connection: nil))
@@ -74,7 +81,7 @@ package final class PostgresPool: Sendable {
         if let idle = slot.connection, !idle.checkAlive() { slot.connection = nil }
         do {
             let opened = slot.connection == nil
-            let connection = try slot.connection ?? PostgresConnection.connect(configuration)
+            let connection = try slot.connection ?? PostgresConnection.connect(Self.within(RequestDeadline.current, configuration))
             slot.connection = connection
             let result = Result { try body(connection) }
             if !connection.isHealthy {
@@ -130,7 +137,17 @@ package final class PostgresPool: Sendable {
 
     // MARK: - Slots
 
-    private func acquire() async throws -> Slot {
+    /// `configuration` with its connect timeout cut to what is left before `deadline`, in whole
+    /// seconds as libpq takes it (at least one).
+    private static func within(_ deadline: ContinuousClock.Instant?, _ configuration: PostgresConfiguration) -> PostgresConfiguration {
+        guard let deadline else { return configuration }
+        let left = (deadline - .now).components.seconds + 1
+        var cut = configuration
+        cut.connectTimeoutSeconds = Int(max(1, min(Int64(configuration.connectTimeoutSeconds), left)))
+        return cut
+    }
+
+    private func acquire(by deadline: ContinuousClock.Instant?) async throws -> Slot {
         enum Immediate { case slot(Slot), closed, wait }
         let immediate: Immediate = state.withLock { state in
             if state.closed { return .closed }
@@ -148,9 +165,15 @@ package final class PostgresPool: Sendable {
             return state.nextWaiterID
         }
         let waitLimit = self.waitLimit
+        let ownLimit = ContinuousClock.now + waitLimit
         let timeout = Task { [weak self] in
-            try await Task.sleep(for: waitLimit)
-            self?.expireWaiter(id, error: PostgresError(code: .poolTimeout, message: "no connection became free within \(waitLimit)"))
+            if let deadline, deadline < ownLimit {
+                try await Task.sleep(until: deadline)
+                self?.expireWaiter(id, error: PostgresError.requestDeadlinePassed())
+            } else {
+                try await Task.sleep(until: ownLimit)
+                self?.expireWaiter(id, error: PostgresError(code: .poolTimeout, message: "no connection became free within \(waitLimit)"))
+            }
         }
         defer { timeout.cancel() }
         return try await withTaskCancellationHandler {

@@ -92,7 +92,8 @@ final class TestServer: Sendable {
         poolSize: Int = 4, configure: Bool = true, cluster given: EmbeddedPostgres? = nil, sharing: TestServer? = nil,
         projecting: Bool = true, replicas: [EmbeddedPostgres] = [], replicaWait: Duration = .milliseconds(250),
         appleOf: TestServer? = nil, webhooks: WebhookPolicy = TestServer.quickWebhooks,
-        connecting: (owner: PostgresConfiguration, application: PostgresConfiguration)? = nil, reading: [PostgresConfiguration] = []
+        connecting: (owner: PostgresConfiguration, application: PostgresConfiguration)? = nil, reading: [PostgresConfiguration] = [],
+        limits: RequestLimits = RequestLimits()
     ) async throws -> TestServer {
         let owner: PostgresConfiguration
         if let connecting {
@@ -110,14 +111,14 @@ final class TestServer: Sendable {
         let server = try await TestServer(
             owner: owner, application: connecting?.application ?? TestCluster.applicationRole(owner), migrator: migrator,
             poolSize: poolSize,
-            projecting: projecting, replicas: readers, replicaWait: replicaWait, appleOf: appleOf, webhooks: webhooks)
+            projecting: projecting, replicas: readers, replicaWait: replicaWait, appleOf: appleOf, webhooks: webhooks, limits: limits)
         if configure { try await server.configureDefaultApp() }
         return server
     }
 
     private init(
         owner: PostgresConfiguration, application: PostgresConfiguration, migrator: Migrator, poolSize: Int, projecting: Bool,
-        replicas: [PostgresConfiguration], replicaWait: Duration, appleOf: TestServer?, webhooks: WebhookPolicy
+        replicas: [PostgresConfiguration], replicaWait: Duration, appleOf: TestServer?, webhooks: WebhookPolicy, limits: RequestLimits
     ) async throws {
         let logger = TestCluster.quietLogger
         configuration = owner
@@ -165,7 +166,9 @@ final class TestServer: Sendable {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var serverLogger = logger
         serverLogger.logLevel = .critical // a cancelled server's closing connections are not news
-        let application = services.application(host: "127.0.0.1", port: 0, logger: serverLogger) { port in continuation.yield(port) }
+        let application = services.application(host: "127.0.0.1", port: 0, limits: limits, logger: serverLogger) { port in
+            continuation.yield(port)
+        }
         // As `ledger serve` runs it: a service group, stopped by a graceful shutdown (last listed first).
         let group = ServiceGroup(
             configuration: .init(

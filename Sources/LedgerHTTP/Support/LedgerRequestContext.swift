@@ -72,9 +72,15 @@ package struct LedgerRequestContext: RequestContext, ConsoleRequestContext {
 /// Limits on what a request may send, from the configuration `ledger serve` reads.
 package struct RequestLimits: Sendable {
     package static let defaultMaximumBody = 1 << 20
+    package static let defaultDeadline = Duration.seconds(10)
     package var maximumBody: Int
+    /// How long a request may take to be answered (a long poll: this beyond its `wait`).
+    package var deadline: Duration
 
-    package init(maximumBody: Int = RequestLimits.defaultMaximumBody) { self.maximumBody = maximumBody }
+    package init(maximumBody: Int = RequestLimits.defaultMaximumBody, deadline: Duration = RequestLimits.defaultDeadline) {
+        self.maximumBody = maximumBody
+        self.deadline = deadline
+    }
 }
 
 /// Puts the configured limits on every request's context (a context is made per request, from
@@ -88,7 +94,14 @@ struct LimitsMiddleware: RouterMiddleware {
     ) async throws -> Response {
         var context = context
         context.maxUploadSize = limits.maximumBody
-        return try await next(request, context)
+        // Every wait the request makes on the database ends by this instant (`RequestDeadline`);
+        // the refusal is a 503 with `Retry-After`, made where the request's error is answered.
+        // A long poll is given its `wait` on top (at most what the feed accepts; a `wait` it
+        // refuses is refused before anything waits).
+        let waiting = request.uri.queryParameters["wait"].flatMap { Int($0) }.map { Duration.seconds(min(max($0, 0), 3_600)) }
+        return try await RequestDeadline.$current.withValue(.now + limits.deadline + (waiting ?? .zero)) {
+            try await next(request, context)
+        }
     }
 }
 
