@@ -45,6 +45,7 @@ import Testing
             "LEDGER_APPLE_SERVER_API_SANDBOX_URL": "http://127.0.0.1:9001/sandbox",
             "LEDGER_APPLE_RECONCILE_INTERVAL": "15m",
             "LEDGER_MAX_BODY_BYTES": "2048",
+            "LEDGER_REQUEST_DEADLINE": "30s",
             "LEDGER_WEBHOOK_TIMEOUT": "5",
             "LEDGER_WEBHOOK_RETRY_WINDOW": "24h",
             "LEDGER_WEBHOOK_FIRST_RETRY_MS": "250",
@@ -79,6 +80,7 @@ import Testing
         #expect(settings.serverAPI.sandboxURL == "http://127.0.0.1:9001/sandbox")
         #expect(settings.reconcileInterval == .seconds(900))
         #expect(settings.limits.maximumBody == 2048)
+        #expect(settings.limits.deadline == .seconds(30))
         #expect(settings.webhooks.attemptTimeout == .seconds(5))
         #expect(settings.webhooks.retryWindow == .seconds(24 * 3600))
         #expect(settings.webhooks.firstRetry == .milliseconds(250))
@@ -115,6 +117,7 @@ import Testing
             #expect(settings.serverAPI.sandboxURL == "https://api.storekit-sandbox.apple.com")
             #expect(settings.reconcileInterval == .seconds(3600))
             #expect(settings.limits.maximumBody == 1_048_576)
+            #expect(settings.limits.deadline == .seconds(10))
             #expect(settings.webhooks.retryWindow == .seconds(72 * 3600))
             #expect(!settings.webhooks.targets.allowPrivateNetworks)
             #expect(settings.authenticationFailureLimit == 20)

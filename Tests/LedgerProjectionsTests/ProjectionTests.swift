@@ -93,15 +93,18 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
         await pool.close()
     }
 
-    @Test func validTimeReadsFromTheLogEqualTheDomainComputation() async throws {
+    /// A random history appended and projected live, with what the domain computes of it.
+    private func projected(_ history: RandomHistory) async throws -> (pool: PostgresPool, reader: UserStateReader, expected: AppLedger) {
         let configuration = try await TestCluster.database()
         let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
-        let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
-        let history = RandomHistory(seed: 4242, steps: 50)
-        try await append(history.facts, to: store)
+        try await append(history.facts, to: EventStore(pool: pool, logger: TestCluster.quietLogger))
         try await drainLive(pool)
-        let expected = try computed(from: configuration)
-        let reader = UserStateReader(pool: pool)
+        return (pool, UserStateReader(pool: pool), try computed(from: configuration))
+    }
+
+    @Test func validTimeReadsFromTheLogEqualTheDomainComputation() async throws {
+        let history = RandomHistory(seed: 4242, steps: 50)
+        let (pool, reader, expected) = try await projected(history)
         for instant in history.instants.striding(5) {
             for user in RandomHistory.users {
                 #expect(
@@ -115,14 +118,8 @@ private func storedFinance(_ pool: PostgresPool) async throws -> [FinanceRow] {
     /// A store names a subscription, not a user: its owner and their facts are read in one round
     /// trip, and answer as the domain does over the whole log.
     @Test func aSubscriptionsOwnerAndTheirFactsAreReadAsTheDomainKnowsThem() async throws {
-        let configuration = try await TestCluster.database()
-        let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 2, logger: TestCluster.quietLogger)
-        let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
         let history = RandomHistory(seed: 77, steps: 60)
-        try await append(history.facts, to: store)
-        try await drainLive(pool)
-        let expected = try computed(from: configuration)
-        let reader = UserStateReader(pool: pool)
+        let (pool, reader, expected) = try await projected(history)
         let originals = Set(history.facts.compactMap(\.event.originalTransactionID))
         #expect(!originals.isEmpty)
         for original in originals.sorted() {
