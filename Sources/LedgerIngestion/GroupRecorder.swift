@@ -54,6 +54,7 @@ final class GroupRecorder: Sendable {
     /// Applies each group's appends in its transaction, so its requests are answered at commit.
     let projection: any GroupProjection
     private let queue: Mutex<GroupQueue<Waiting>>
+    private let deadlines = DeadlineWatch<(Result, Int)>()
     private let guess = Mutex(NewStreamGuess())
     /// Told each group's size and how long its transaction took (for the metrics).
     private let written: @Sendable (_ size: Int, _ took: Duration) -> Void
@@ -74,7 +75,7 @@ final class GroupRecorder: Sendable {
     func record(_ request: Request) async throws -> FactRecorder.Outcome {
         guard request.work.allSatisfy(\.isDecided) else { return try await recordAlone(request) }
         let result = try await Spans.child("group commit") { span in
-            let (result, size) = try await GroupWaiter<(Result, Int)>.wait(by: RequestDeadline.current) { waiter in
+            let (result, size) = try await GroupWaiter<(Result, Int)>.wait(by: RequestDeadline.current, watch: deadlines) { waiter in
                 let arrival = queue.withLock { $0.arrive(Waiting(request: request, waiter: waiter)) }
                 // The writer serves every request that joins, not the first one's deadline.
                 if arrival == .write { Task { await RequestDeadline.detached { await self.writeWhileWaiting() } } }

@@ -19,6 +19,7 @@ package final class GroupedAppends: Sendable {
 
     private let store: EventStore
     private let queue: Mutex<GroupQueue<Waiting>>
+    private let deadlines = DeadlineWatch<AppendResult>()
 
     package init(store: EventStore, maximumGroup: Int = 64) {
         self.store = store
@@ -28,7 +29,7 @@ package final class GroupedAppends: Sendable {
     /// Appends `events` to `stream` at whatever version it has, with the appends waiting beside.
     @discardableResult
     package func append(_ events: [NewEvent], to stream: String) async throws -> AppendResult {
-        try await GroupWaiter<AppendResult>.wait(by: RequestDeadline.current) { waiter in
+        try await GroupWaiter<AppendResult>.wait(by: RequestDeadline.current, watch: deadlines) { waiter in
             let arrival = queue.withLock { $0.arrive(Waiting(append: StreamAppend(stream: stream, events: events), waiter: waiter)) }
             if arrival == .write { Task { await RequestDeadline.detached { await self.writeWhileWaiting() } } }
         }
