@@ -48,7 +48,7 @@ package final class PostgresPool: Sendable {
 
     /// Runs `body` with exclusive use of one connection, on a pool thread.
     /// A request's deadline (`RequestDeadline`) bounds the wait for a connection, the making of
-    /// one and every answer `body` waits for; past it the call fails as `deadlineExceeded`.
+    /// one and every answer `body` waits for; past it the call fails as `requestDeadline`.
     package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         let deadline = RequestDeadline.current
         if RequestDeadline.hasPassed { throw PostgresError.requestDeadlinePassed() }

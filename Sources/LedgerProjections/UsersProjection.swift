@@ -24,8 +24,9 @@ package struct UsersProjection: Sendable {
     /// so the list is written into the statement, in that order, not passed as a parameter.
     static let factsOnlySQL = "e.event_type NOT IN (" + ignoredTypes.sorted().map { "'\($0)'" }.joined(separator: ", ") + ")"
     /// The events of the streams named by `names` (a text array expression, a name in it perhaps
-    /// twice) that meet `condition`, in log order. Each stream is read down its own index, one after the other: a plan the
-    /// planner cannot trade for a scan of the whole log, which it chose for `stream = ANY(…)` on
+    /// twice) that meet `condition`, in log order. Each stream is read down its own index, one
+    /// after the other: a plan the planner cannot trade for a scan of the whole log, which it
+    /// chose for `stream = ANY(…)` on
     /// some connections once the condition made a partial index the one to use (its estimate of
     /// an array built in the statement is blind), and for a join with the names while the log
     /// is small. `OFFSET 0` keeps the read of each stream from being merged into such a join.
@@ -345,6 +346,11 @@ package struct UsersProjection: Sendable {
                 "$1::text[] || ARRAY(SELECT \(purchase) FROM \(owners) o WHERE o.bundle_id = $3 AND o.user_id = $4)",
                 where: "($2::timestamptz IS NULL OR e.recorded_at <= $2)" + (withEvidence ? "" : " AND " + factsOnlySQL)),
             [PostgresTextArray(streams), recordedBy, bundleID, userID])
+        return try ledger(bundleID: bundleID, of: rows)
+    }
+
+    /// The ledger of the facts `rows` hold (`eventsOfStreamsSQL`'s), in their order.
+    private static func ledger(bundleID: String, of rows: PostgresRows) throws -> AppLedger {
         var ledger = AppLedger(bundleID: bundleID)
         for row in rows {
             if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
@@ -371,11 +377,7 @@ package struct UsersProjection: Sendable {
                              FROM \(owners) o JOIN \(owners) p ON p.bundle_id = o.bundle_id AND p.user_id = o.user_id WHERE \(owning))
                 """, where: factsOnlySQL),
             [PostgresTextArray(streams), bundleID, originalTransactionID])
-        var ledger = AppLedger(bundleID: bundleID)
-        for row in rows {
-            if let (_, fact) = try StoredFacts.fact(from: RecordedEvent(row: row)) { ledger.apply(fact) }
-        }
-        return ledger
+        return try ledger(bundleID: bundleID, of: rows)
     }
 }
 

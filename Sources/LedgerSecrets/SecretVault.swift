@@ -68,14 +68,7 @@ package struct SecretVault: Sendable {
     /// lists (nil when none is listed yet: the first server lists its own), and which stored
     /// secrets it cannot open.
     package func check(_ connection: PostgresConnection) throws -> (listed: [String]?, unopened: [String]) {
-        let listed = try connection.query("SELECT key_id, proof FROM ledger.secrets_keys ORDER BY added_at, key_id")
-            .map { (id: try $0["key_id"].string(), proof: try $0["proof"].string()) }
-        if !listed.isEmpty {
-            let held = listed.filter { keyring.ids.contains($0.id) }
-            guard !held.isEmpty, held.allSatisfy({ (try? keyring.open($0.proof, for: Self.proofBinding($0.id))) == Self.proofText }) else {
-                throw SecretVaultError.wrongKey(listed: listed.map(\.id), held: keyring.ids)
-            }
-        }
+        let listed = try listedKeys(connection)
         var unopened: [String] = []
         for column in StoredSecrets.columns {
             for row in try connection.query(column.rowsSQL) {
@@ -87,19 +80,25 @@ package struct SecretVault: Sendable {
         return (listed.isEmpty ? nil : listed.map(\.id), unopened)
     }
 
+    /// The keys the database lists, refused unless the keyring holds one of them and opens the
+    /// proof of every one it holds: what start-up and `ledger doctor` both check.
+    private func listedKeys(_ connection: PostgresConnection) throws -> [(id: String, proof: String)] {
+        let listed = try connection.query("SELECT key_id, proof FROM ledger.secrets_keys ORDER BY added_at, key_id")
+            .map { (id: try $0["key_id"].string(), proof: try $0["proof"].string()) }
+        guard !listed.isEmpty else { return listed }
+        let held = listed.filter { keyring.ids.contains($0.id) }
+        guard !held.isEmpty, held.allSatisfy({ (try? keyring.open($0.proof, for: Self.proofBinding($0.id))) == Self.proofText }) else {
+            throw SecretVaultError.wrongKey(listed: listed.map(\.id), held: keyring.ids)
+        }
+        return listed
+    }
+
     /// Checks the keyring against the listed keys (listing them if none are) and lists the
     /// keyring's other keys. One server at a time, so two first servers cannot list two keys.
     private func admit(_ connection: PostgresConnection) throws -> Report {
         try connection.transaction { connection in
             _ = try connection.query("SELECT pg_advisory_xact_lock(hashtext('ledger.secrets_keys'))")
-            let listed = try connection.query("SELECT key_id, proof FROM ledger.secrets_keys ORDER BY added_at, key_id")
-                .map { (id: try $0["key_id"].string(), proof: try $0["proof"].string()) }
-            if !listed.isEmpty {
-                let held = listed.filter { keyring.ids.contains($0.id) }
-                guard !held.isEmpty,
-                    held.allSatisfy({ (try? keyring.open($0.proof, for: Self.proofBinding($0.id))) == Self.proofText })
-                else { throw SecretVaultError.wrongKey(listed: listed.map(\.id), held: keyring.ids) }
-            }
+            let listed = try listedKeys(connection)
             var report = Report()
             for key in keyring.keys where !listed.contains(where: { $0.id == key.id }) {
                 let proof = Keyring.envelope(Self.proofText, key: key, binding: Self.proofBinding(key.id))

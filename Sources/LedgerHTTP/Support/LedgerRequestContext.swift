@@ -98,7 +98,9 @@ struct LimitsMiddleware: RouterMiddleware {
         // the refusal is a 503 with `Retry-After`, made where the request's error is answered.
         // A long poll is given its `wait` on top (at most what the feed accepts; a `wait` it
         // refuses is refused before anything waits).
-        let waiting = request.uri.queryParameters["wait"].flatMap { Int($0) }.map { Duration.seconds(min(max($0, 0), 3_600)) }
+        let waiting = request.uri.queryParameters["wait"].flatMap { Int($0) }.map {
+            Duration.seconds(min(max($0, 0), ChangesController.longestWait))
+        }
         return try await RequestDeadline.$current.withValue(.now + limits.deadline + (waiting ?? .zero)) {
             try await next(request, context)
         }
