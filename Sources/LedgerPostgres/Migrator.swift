@@ -35,6 +35,33 @@ package struct Migration: Sendable, Equatable {
         return accepted
     }
 
+    /// Declared by a line `-- ledger: outside a transaction`: for `CREATE INDEX CONCURRENTLY`, which
+    /// builds an index on a log that servers keep writing to (a plain `CREATE INDEX` would hold
+    /// their appends for as long as the build takes), and which PostgreSQL refuses inside one.
+    package var runsOutsideTransaction: Bool {
+        sql.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == "-- ledger: outside a transaction" }
+    }
+
+    /// The statements of a migration run outside a transaction, each sent alone (several in one
+    /// message would make an implicit transaction): they end with `;` at the end of a line, and
+    /// comment lines are dropped. Such a migration must be safe to run again from the top after
+    /// failing part-way, since nothing rolls its earlier statements back.
+    package var statements: [String] {
+        var statements: [String] = []
+        var current: [Substring] = []
+        for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("--") || trimmed.isEmpty { continue }
+            current.append(line)
+            if trimmed.hasSuffix(";") {
+                statements.append(current.joined(separator: "\n"))
+                current = []
+            }
+        }
+        if !current.isEmpty { statements.append(current.joined(separator: "\n")) }
+        return statements
+    }
+
     package init?(fileName: String, sql: String) {
         guard fileName.hasSuffix(".sql") else { return nil }
         let stem = fileName.dropLast(4)
@@ -46,7 +73,8 @@ package struct Migration: Sendable, Equatable {
 package enum MigrationError: Error, CustomStringConvertible, Equatable {
     case duplicateVersion(Int)
     case changedAfterApply(version: Int, name: String)
-    /// The database has migrations this binary does not know: it is older than the schema.
+    /// The database has migrations this binary does not know while one it knows is missing: not a
+    /// later release's schema but another line of history.
     case unknownApplied(versions: [Int])
     /// Migrations are pending and the connected login may not apply them (a runtime login).
     case needsOwner(pending: [String], login: String, cause: String)
@@ -57,7 +85,8 @@ package enum MigrationError: Error, CustomStringConvertible, Equatable {
         case .changedAfterApply(let version, let name):
             "migration \(version) (\(name)) was edited after it was applied; add a new migration instead"
         case .unknownApplied(let versions):
-            "the database has migrations \(versions) that this ledger binary does not know; run a newer ledger"
+            "the database has migrations \(versions) that this ledger binary does not know, and lacks some it knows: "
+                + "it was not migrated by a later release of this ledger; run the ledger that migrated it"
         case .needsOwner(let pending, let login, let cause):
             "migrations \(pending.joined(separator: ", ")) are pending and login \(login) may not apply them (\(cause)); "
                 + "run `ledger migrate` once with the owner's LEDGER_DATABASE_URL, then start the server again. See docs/deployment.md."
@@ -69,6 +98,9 @@ package enum MigrationError: Error, CustomStringConvertible, Equatable {
 package struct MigrationReport: Sendable {
     package var applied: [Migration] = []
     package var alreadyApplied: Int = 0
+    /// Migrations of a later release already applied: during a rolling upgrade (or after a roll
+    /// back) this release serves on that schema, since migrations only expand it.
+    package var ahead: [Int] = []
 }
 
 /// Applies migrations in order, each in its own transaction, recorded in `ledger.schema_migrations`,
@@ -116,7 +148,7 @@ package struct Migrator: Sendable {
 
     private func migrate(_ connection: PostgresConnection, rolePrepared: Bool) throws -> MigrationReport {
         if !rolePrepared { try role.prepare(on: connection) }
-        try connection.query("SELECT pg_advisory_lock($1)", [Self.advisoryLockKey])
+        try waitForTheLock(connection)
         defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [Self.advisoryLockKey]) }
         try whilePostgres("creating the ledger schema") {
             // Only when absent: CREATE … IF NOT EXISTS checks the CREATE privilege first.
@@ -136,9 +168,14 @@ package struct Migrator: Sendable {
         let applied = try appliedChecksums(connection)
         let known = Set(migrations.map(\.version))
         let unknown = applied.keys.filter { !known.contains($0) }.sorted()
-        guard unknown.isEmpty else { throw MigrationError.unknownApplied(versions: unknown) }
+        if !unknown.isEmpty {
+            guard migrations.allSatisfy({ applied[$0.version] != nil }) else { throw MigrationError.unknownApplied(versions: unknown) }
+            logger.notice(
+                "the database is ahead of this release: a later one applied these migrations; this release serves on its schema",
+                metadata: ["migration.versions": "\(unknown)"])
+        }
 
-        var report = MigrationReport()
+        var report = MigrationReport(ahead: unknown)
         for migration in migrations {
             if let checksum = applied[migration.version] {
                 guard migration.acceptedChecksums.contains(checksum) else {
@@ -148,11 +185,16 @@ package struct Migrator: Sendable {
                 continue
             }
             try whilePostgres("applying migration \(migration.fileStem)") {
-                try connection.transaction { connection in
-                    try connection.execute(script: role.substitute(into: migration.sql))
-                    try connection.query(
-                        "INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                        [migration.version, migration.name, migration.checksum])
+                let record = "INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)"
+                let values: [(any PostgresBindable)?] = [migration.version, migration.name, migration.checksum]
+                if migration.runsOutsideTransaction {
+                    for statement in migration.statements { try connection.execute(script: role.substitute(into: statement)) }
+                    try connection.query(record, values)
+                } else {
+                    try connection.transaction { connection in
+                        try connection.execute(script: role.substitute(into: migration.sql))
+                        try connection.query(record, values)
+                    }
                 }
             }
             logger.info(
@@ -160,6 +202,19 @@ package struct Migrator: Sendable {
             report.applied.append(migration)
         }
         return report
+    }
+
+    /// Takes the migrations' advisory lock, asking again every tenth of a second rather than
+    /// waiting inside `pg_advisory_lock`: a session waiting there holds a snapshot, and a
+    /// `CREATE INDEX CONCURRENTLY` run by the holder waits for every older snapshot to end — the
+    /// holder and the waiter would each wait for the other until one is cancelled as a deadlock.
+    private func waitForTheLock(_ connection: PostgresConnection) throws {
+        var waited = false
+        while try !connection.query("SELECT pg_try_advisory_lock($1) AS taken", [Self.advisoryLockKey])[0]["taken"].bool() {
+            if !waited { logger.info("waiting for another ledger migrate to finish") }
+            waited = true
+            Thread.sleep(forTimeInterval: 0.1)
+        }
     }
 
     /// Migrations not yet applied (for readiness checks). Does not take the lock.

@@ -20,6 +20,11 @@ struct MigrateCommand: AsyncParsableCommand {
                 PostgresConnection.connect(opened.owner))
         }
         print("applied \(report.applied.count) migration(s); \(report.alreadyApplied) already applied")
+        if !report.ahead.isEmpty {
+            print(
+                "the database also has migrations \(report.ahead.map(String.init).joined(separator: ", ")) of a later release: "
+                    + "this release serves on that schema (a rolling upgrade, or a roll back)")
+        }
         // Values stored in clear before sealing existed are sealed now if the key is at hand, or
         // else by the first server that starts with it.
         let settings = try database.settings

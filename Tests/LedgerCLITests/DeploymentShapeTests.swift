@@ -35,13 +35,24 @@ import Testing
             .connectionString
         }
 
-        func ledger(_ arguments: [String], login: String = "ledger", extra: [String: String] = [:]) async throws -> ChildProcess.Outcome {
+        func ledger(
+            _ arguments: [String], login: String = "ledger", extra: [String: String] = [:], binary: String = LedgerCommandTests.ledgerBinary
+        ) async throws -> ChildProcess.Outcome {
             var environment = ProcessInfo.processInfo.environment
             environment["LEDGER_DATABASE_URL"] = url(login)
             environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
             environment.removeValue(forKey: "LEDGER_DATABASE_ROLE")
             environment.merge(extra) { $1 }
-            return try await ChildProcess.run(LedgerCommandTests.ledgerBinary, arguments, environment: environment)
+            return try await ChildProcess.run(binary, arguments, environment: environment)
+        }
+
+        /// The environment `ledger serve` is started with as `login`.
+        func environment(login: String, extra: [String: String] = [:]) -> [String: String] {
+            var environment = ProcessInfo.processInfo.environment
+            environment["LEDGER_DATABASE_URL"] = url(login)
+            environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
+            environment.removeValue(forKey: "LEDGER_DATABASE_ROLE")
+            return environment.merging(extra) { $1 }
         }
 
         /// `ledger serve` as `login` until `body` returns; `body` gets the base URL.

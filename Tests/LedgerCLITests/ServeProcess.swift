@@ -24,14 +24,15 @@ struct ServeProcess {
         var description: String
     }
 
-    /// Starts `ledger serve` (with `arguments` after its port) and returns once it answers.
+    /// Starts `ledger serve` (with `arguments` after its port) and returns once it answers; `binary`
+    /// is this tree's unless another release's is named.
     /// Throws with its log when it ends first or does not answer within `limit`; it is then stopped.
     static func start(
-        environment: [String: String], log: String, arguments: [String] = [], within limit: Duration = .seconds(300)
+        environment: [String: String], log: String, arguments: [String] = [], within limit: Duration = .seconds(300),
+        binary: String = LedgerCommandTests.ledgerBinary
     ) async throws -> ServeProcess {
         let port = try freePort()
-        let pid = try ChildProcess.spawn(
-            LedgerCommandTests.ledgerBinary, ["serve", "--port", String(port)] + arguments, environment: environment, outputPath: log)
+        let pid = try ChildProcess.spawn(binary, ["serve", "--port", String(port)] + arguments, environment: environment, outputPath: log)
         let served = ServeProcess(pid: pid, port: port, log: log)
         let clock = ContinuousClock()
         let deadline = clock.now + limit

@@ -37,6 +37,41 @@ import Testing
         #expect(try rows[0]["n"].int() == migrations.count)
     }
 
+    @Test func anIndexBuiltConcurrentlyIsAppliedOnceWhileOtherMigratorsWaitForTheLock() async throws {
+        // CREATE INDEX CONCURRENTLY fails inside a transaction, and waits for every older snapshot:
+        // a migrator waiting for the lock inside pg_advisory_lock would hold one, and deadlock.
+        let cluster = try await TestCluster.cluster()
+        let name = "m_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        try await offThePool { try cluster.createDatabase(name) }
+        let configuration = cluster.configuration(database: name)
+        let concurrently = Migration(
+            version: 9002, name: "concurrently",
+            sql: """
+                -- ledger: outside a transaction
+                DROP INDEX CONCURRENTLY IF EXISTS ledger.events_by_type_test_idx;
+                CREATE INDEX CONCURRENTLY events_by_type_test_idx
+                    ON ledger.events (event_type);
+                """)
+        #expect(concurrently.runsOutsideTransaction)
+        #expect(concurrently.statements.count == 2)
+        let migrations = try LedgerSchema.migrations() + [concurrently]
+        let appliedCounts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    try await offThePool {
+                        let connection = try PostgresConnection.connect(configuration)
+                        return try Migrator(migrations: migrations, logger: TestCluster.quietLogger).migrate(connection).applied.count
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(appliedCounts.reduce(0, +) == migrations.count)
+        let index = try PostgresConnection.connect(configuration).query(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = 'ledger.events_by_type_test_idx'::regclass")
+        #expect(try index.count == 1 && index[0]["indisvalid"].bool())
+    }
+
     @Test func anEditedMigrationIsRefused() async throws {
         let connection = try await PostgresConnection.connect(TestCluster.database())
         var migrations = try LedgerSchema.migrations()
@@ -46,12 +81,20 @@ import Testing
         }
     }
 
-    @Test func aDatabaseAheadOfTheBinaryIsRefused() async throws {
+    @Test func aDatabaseALaterReleaseMigratedIsServedAndOneOfAnotherHistoryRefused() async throws {
+        // A later release's migration: this release migrates nothing and serves on that schema.
         let connection = try await PostgresConnection.connect(TestCluster.database())
         try connection.query("INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES (9999, 'future', 'x')")
-        #expect(throws: MigrationError.unknownApplied(versions: [9999])) {
-            try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger).migrate(connection)
-        }
+        let migrator = try Migrator(migrations: LedgerSchema.migrations(), logger: TestCluster.quietLogger)
+        let report = try migrator.migrate(connection)
+        #expect(report.applied.isEmpty && report.ahead == [9999])
+        #expect(try migrator.migrateIfNeeded(connection).applied.isEmpty)
+        // One it knows missing beside one it does not: another line of history, refused.
+        let longer = try Migrator(
+            migrations: LedgerSchema.migrations() + [Migration(version: 9998, name: "mine", sql: "SELECT 1;")],
+            logger: TestCluster.quietLogger)
+        #expect(throws: MigrationError.unknownApplied(versions: [9999])) { try longer.migrate(connection) }
+        try connection.query("DELETE FROM ledger.schema_migrations WHERE version = 9999")
     }
 
     @Test func aFailingMigrationLeavesNothingBehind() async throws {
