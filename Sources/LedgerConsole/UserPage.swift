@@ -118,7 +118,13 @@ struct UserPage {
             return m.amount >= 0
                 ? "\(m.amount) \(m.currency) moved in from \(m.counterpartUserID) (\(m.reason))"
                 : "\(-m.amount) \(m.currency) moved out to \(m.counterpartUserID) (\(m.reason))"
-        case .consumed(let c): return "spent \(c.amount) \(c.currency) (\(c.idempotencyKey))"
+        case .consumed(let c):
+            return "spent \(c.amount) \(c.currency) (\(c.idempotencyKey))" + (c.reason.map { " on \($0)" } ?? "")
+                + (c.reference.map { ", \($0)" } ?? "")
+        case .currencyGranted(let g):
+            return "\(g.amount) \(g.currency) granted: \(g.reason)" + (g.expiresAt.map { ", until \(RFC3339.string($0))" } ?? "")
+                + (g.actor.map { ", by \($0)" } ?? "")
+        case .spendReversed(let r): return "spend \(r.idempotencyKey) reversed: \(r.reason)" + (r.actor.map { ", by \($0)" } ?? "")
         case .promotionalGranted(let g):
             return "\(g.entitlement) granted \(g.expiresAt.map { "until \(RFC3339.string($0))" } ?? "until revoked"): \(g.reason)"
                 + (g.actor.map { ", by \($0)" } ?? "")
@@ -157,7 +163,7 @@ struct UserPage {
         case .consentRescinded(let c):
             return
                 "a parent or guardian withdrew consent for the app (app transaction \(c.appTransactionID)); nothing revoked, the app decides"
-        case .appConfigured, .productConfigured: return "app configuration"
+        case .appConfigured, .productConfigured, .currencyConfigured: return "app configuration"
         }
     }
 

@@ -51,6 +51,8 @@ extension LedgerError {
         case invalidPurchaseToken = "invalid_purchase_token"
         case invalidRetention = "invalid_retention"
         case invalidProofRequest = "invalid_proof_request"
+        case invalidCurrency = "invalid_currency"
+        case invalidReference = "invalid_reference"
 
         // No key, or an unknown or revoked one.
         case missingAPIKey = "missing_api_key"
@@ -68,6 +70,8 @@ extension LedgerError {
         case unknownProduct = "unknown_product"
         case unknownOffer = "unknown_offer"
         case unknownGrant = "unknown_grant"
+        case unknownCurrency = "unknown_currency"
+        case unknownSpend = "unknown_spend"
         case unknownTransaction = "unknown_transaction"
         case unknownAppAccountToken = "unknown_app_account_token"
         case unknownWebhook = "unknown_webhook"
@@ -148,11 +152,13 @@ extension LedgerError {
                 .invalidAppPurchase, .invalidOffer, .invalidWebhook, .invalidTransactionID, .invalidDays,
                 .invalidReasonCode, .invalidRequestID, .invalidStorefront, .invalidMerge, .missingUserID, .missingTransactionID,
                 .notASubscription, .malformed, .invalidAppAccountToken, .notOriginalTransactionID, .invalidGoogleServiceAccount,
-                .invalidGooglePlay, .invalidStore, .invalidPurchaseToken, .invalidRetention, .invalidProofRequest:
+                .invalidGooglePlay, .invalidStore, .invalidPurchaseToken, .invalidRetention, .invalidProofRequest, .invalidCurrency,
+                .invalidReference:
                 .invalid
             case .missingAPIKey, .invalidAPIKey, .invalidPushToken: .unauthenticated
             case .insufficientScope, .appNotAllowed: .forbidden
-            case .notFound, .unknownApp, .unknownProduct, .unknownOffer, .unknownGrant, .unknownTransaction,
+            case .notFound, .unknownApp, .unknownProduct, .unknownOffer, .unknownGrant, .unknownCurrency, .unknownSpend,
+                .unknownTransaction,
                 .unknownAppAccountToken, .unknownWebhook, .unknownUser, .appleTransactionNotFound, .appleAppTransactionNotFound,
                 .appleOrderNotFound, .googlePurchaseNotFound, .notInTree:
                 .notFound

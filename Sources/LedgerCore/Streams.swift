@@ -53,7 +53,7 @@ package enum LedgerStream {
 
     package static func stream(of event: LedgerEvent, bundleID: String) -> String {
         switch event {
-        case .appConfigured, .productConfigured:
+        case .appConfigured, .productConfigured, .currencyConfigured:
             return app(bundleID)
         case .consentRescinded:
             return consent(bundleID)
@@ -97,6 +97,8 @@ extension LedgerEvent {
     package var userID: String? {
         switch self {
         case .consumed(let c): c.userID
+        case .currencyGranted(let g): g.userID
+        case .spendReversed(let r): r.userID
         case .promotionalGranted(let g): g.userID
         case .promotionalRevoked(let r): r.userID
         case .userErased(let e): e.userID

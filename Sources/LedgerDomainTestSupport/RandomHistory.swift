@@ -14,7 +14,12 @@ package enum SampleCatalogue {
     package static let season = ProductDefinition(
         productID: "season.pass", type: .nonRenewing, entitlements: ["season"], duration: ISODuration("P30D"))
     package static let free = ProductDefinition(productID: "free.tier", type: .freeSubscription, entitlements: ["basic"])
-    package static let all = [monthly, yearly, premium, lifetime, coins, season, free]
+    /// A subscription that grants gems for each period paid (trials too).
+    package static let vip = ProductDefinition(
+        productID: "vip.monthly", type: .autoRenewable, entitlements: ["vip"], grants: ["gems": 500], grantsOnOffers: true)
+    /// Gems: each grant lasts 20 days.
+    package static let gems = CurrencyDefinition(code: "gems", name: "Gems", expiresAfter: ISODuration("P20D"))
+    package static let all = [monthly, yearly, premium, lifetime, coins, season, free, vip]
 
     package static func transaction(
         _ id: String, original: String? = nil, product: String, at date: Date, expires: Date? = nil,
@@ -55,6 +60,7 @@ package struct RandomHistory {
     private var transactions: [(id: String, original: String)] = []
     private var refunded: [(id: String, original: String)] = []
     private var grants: [(id: String, user: String)] = []
+    private var spends: [(key: String, user: String)] = []
     private var counter = 0
 
     package init(seed: UInt64, steps: Int) {
@@ -62,10 +68,11 @@ package struct RandomHistory {
         for definition in [
             SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins,
             SampleCatalogue.season,
-            SampleCatalogue.free,
+            SampleCatalogue.free, SampleCatalogue.vip,
         ] {
             record(.productConfigured(definition), at: day(-100))
         }
+        record(.currencyConfigured(SampleCatalogue.gems), at: day(-100))
         // The app was paid before version 2: its buyers keep `founder`.
         record(
             .appConfigured(AppSettings(appPurchase: AppPurchaseRule(entitlements: ["founder"], originallyBeforeVersion: "2.0"))),
@@ -88,7 +95,8 @@ package struct RandomHistory {
     private mutating func step() {
         clock += Double(Int.random(in: 1...300, using: &rng)) * 3_600 // 1 hour … 12.5 days, always forward
         let user = Self.users.randomElement(using: &rng)!
-        switch Int.random(in: 0..<13, using: &rng) {
+        switch Int.random(in: 0..<15, using: &rng) {
+        case 13, 14: gems(user)
         case 0, 1, 2: buy(user)
         case 3, 4: renew()
         case 5: refund()
@@ -105,7 +113,7 @@ package struct RandomHistory {
         let product = [
             SampleCatalogue.monthly, SampleCatalogue.yearly, SampleCatalogue.premium, SampleCatalogue.lifetime, SampleCatalogue.coins,
             SampleCatalogue.coins,
-            SampleCatalogue.season, SampleCatalogue.free,
+            SampleCatalogue.season, SampleCatalogue.free, SampleCatalogue.vip,
         ]
         .randomElement(using: &rng)!
         let id = next()
@@ -156,7 +164,9 @@ package struct RandomHistory {
     private mutating func renew() {
         guard let original = originals.filter({ $0.product.type == .autoRenewable }).randomElement(using: &rng) else { return }
         let id = next()
-        let product = [original.product.productID, "premium.monthly", "pro.monthly"].randomElement(using: &rng)!
+        let product =
+            original.product.productID == SampleCatalogue.vip.productID
+            ? original.product.productID : [original.product.productID, "premium.monthly", "pro.monthly"].randomElement(using: &rng)!
         let recovered = Int.random(in: 0..<4, using: &rng) == 0
         let facts = SampleCatalogue.transaction(id, original: original.id, product: product, at: clock, expires: clock + 30 * 86_400)
         record(recovered ? .recovered(facts) : .renewed(facts))
@@ -197,6 +207,32 @@ package struct RandomHistory {
         let balance = ledger.userState(user, at: clock).balances["coins"] ?? 0
         let request = Consumption(userID: user, currency: "coins", amount: Int64.random(in: 1...250, using: &rng), idempotencyKey: next())
         if case .success(let accepted) = Decide.consumption(request, balance: balance) { record(.consumed(accepted)) }
+    }
+
+    /// The game server's side of gems: a grant (now and then expiring sooner than the currency's
+    /// policy), a spend decided against the balance at its time, or a spend taken back.
+    private mutating func gems(_ user: String) {
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0:
+            let expires: Date? = Bool.random(using: &rng) ? clock + Double(Int.random(in: 1...10, using: &rng)) * 86_400 : nil
+            record(
+                .currencyGranted(
+                    CurrencyGrant(
+                        grantID: next(), userID: user, currency: "gems", amount: Int64.random(in: 10...300, using: &rng), reason: "event",
+                        expiresAt: expires)))
+        case 1:
+            let balance = ledger.userState(user, at: clock).balances["gems"] ?? 0
+            let request = Consumption(
+                userID: user, currency: "gems", amount: Int64.random(in: 1...400, using: &rng), idempotencyKey: next(), reason: "item",
+                reference: "sku-\(counter)")
+            if case .success(let accepted) = Decide.consumption(request, balance: balance) {
+                record(.consumed(accepted))
+                spends.append((accepted.idempotencyKey, user))
+            }
+        default:
+            guard let spend = spends.randomElement(using: &rng) else { return }
+            record(.spendReversed(SpendReversal(userID: spend.user, idempotencyKey: spend.key, reason: "item refunded")))
+        }
     }
 
     private mutating func grantOrRevoke(_ user: String) {

@@ -230,6 +230,16 @@ package final class AppDirectory: Sendable {
         return try await fresh(bundleID)
     }
 
+    /// Sets up or changes a currency of a configured app, effective now: grants made from now on
+    /// expire by the new policy, earlier ones as they were set up.
+    package func define(_ currency: CurrencyDefinition, in bundleID: String) async throws -> AppConfiguration {
+        guard let app = try await find(bundleID) else { throw LedgerError.unknownApp(bundleID) }
+        if !app.catalogue.currentCurrencies.contains(currency) {
+            try await append(.currencyConfigured(currency), bundleID: bundleID, after: app.version)
+        }
+        return try await fresh(bundleID)
+    }
+
     /// Reads the app again and replaces the cached copy.
     private func fresh(_ bundleID: String) async throws -> AppConfiguration {
         cache.withLock { _ = $0.removeValue(forKey: bundleID) }

@@ -31,6 +31,11 @@ package struct Identifier: Sendable {
     package static let mergedUserID = Identifier(field: "from", code: .invalidMerge, maximumLength: 255, reservedPrefix: ErasedUser.prefix)
     package static let idempotencyKey = Identifier(field: "idempotency_key", code: .invalidIdempotencyKey, maximumLength: 255)
     package static let currency = Identifier(field: "currency", code: .invalidAmount, maximumLength: 100)
+    /// A currency's code as set up (`PUT …/currencies/{code}`).
+    package static let currencyCode = Identifier(field: "code", code: .invalidCurrency, maximumLength: 100)
+    /// What a spend bought, in the game's words, and its id of it.
+    package static let spendReason = Identifier(field: "reason", code: .invalidReference, maximumLength: 200)
+    package static let spendReference = Identifier(field: "reference", code: .invalidReference, maximumLength: 255)
     package static let entitlement = Identifier(field: "entitlement", code: .invalidGrant, maximumLength: 200)
     package static let appPurchaseEntitlement = Identifier(
         field: "app_purchase.entitlements", code: .invalidAppPurchase, maximumLength: 200)

@@ -29,15 +29,21 @@ package struct UserActions: Sendable {
         package var replayed: Bool
     }
 
+    /// Spends `amount` of `currency`, from the lots that expire soonest; `reason` and `reference`
+    /// say what it bought, in the game's words and by the game's id.
     package func consume(
-        bundleID: String, userID: String, currency: String, amount: Int64, idempotencyKey: String
+        bundleID: String, userID: String, currency: String, amount: Int64, idempotencyKey: String, reason: String? = nil,
+        reference: String? = nil
     ) async throws -> ConsumptionResult {
         try await LedgerError.mapping {
             try Identifier.userID.check(userID)
             try Identifier.idempotencyKey.check(idempotencyKey)
             try Identifier.currency.check(currency)
-            _ = try await directory.app(bundleID)
-            let request = Consumption(userID: userID, currency: currency, amount: amount, idempotencyKey: idempotencyKey)
+            if let reason { try Identifier.spendReason.check(reason) }
+            if let reference { try Identifier.spendReference.check(reference) }
+            try Self.known(currency, in: try await directory.app(bundleID))
+            let request = Consumption(
+                userID: userID, currency: currency, amount: amount, idempotencyKey: idempotencyKey, reason: reason, reference: reference)
             let stream = LedgerStream.user(bundleID, userID: userID)
             let id = StableID.make(stream, LedgerEventType.consumed.rawValue, idempotencyKey)
             // Decided and appended as the stream's only writer: concurrent spends take turns, and
@@ -136,7 +142,7 @@ package struct UserActions: Sendable {
     }
 
     /// Read-your-writes: the caller's next read of the user sees this change.
-    private func caughtUp(_ result: AppendResult) async throws {
+    func caughtUp(_ result: AppendResult) async throws {
         guard let position = result.events.last?.position else { return }
         try await freshness.wait(for: position, logger: logger)
     }

@@ -27,7 +27,7 @@ package struct BatchConcerns {
                 newOwners.append((bundleID, transfer.originalTransactionID, transfer.toUserID))
                 newOwners.append((bundleID, transfer.originalTransactionID, transfer.fromUserID))
                 users.formUnion([transfer.fromUserID, transfer.toUserID].map { UserKey(bundleID: bundleID, userID: $0) })
-            case .appConfigured, .productConfigured:
+            case .appConfigured, .productConfigured, .currencyConfigured:
                 apps.insert(bundleID)
             case .consentRescinded(let rescission):
                 appTransactions.insert(AppTransactionKey(bundleID: bundleID, appTransactionID: rescission.appTransactionID))

@@ -154,7 +154,8 @@ import Testing
                     case .entitlementGranted, .entitlementRenewed: active[change.subject.entitlement!] = true
                     case .entitlementExpired, .entitlementRevoked: active[change.subject.entitlement!] = false
                     case .balanceCredited: balances[change.subject.currency!, default: 0] += change.subject.amount!
-                    case .balanceDebited, .balanceReversed: balances[change.subject.currency!, default: 0] -= change.subject.amount!
+                    case .balanceDebited, .balanceReversed, .currencyExpired:
+                        balances[change.subject.currency!, default: 0] -= change.subject.amount!
                     default: break
                     }
                 }

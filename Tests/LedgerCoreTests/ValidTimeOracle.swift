@@ -125,7 +125,7 @@ enum ValidTimeOracle {
             case .promotionalGranted(let g) where g.userID == user: grants[g.grantID] = (g, g.expiresAt)
             case .promotionalRevoked(let r) where r.userID == user:
                 if let granted = grants[r.grantID] { grants[r.grantID]!.end = min(granted.end ?? fact.occurredAt, fact.occurredAt) }
-            case .consumed(let c) where c.userID == user && fact.occurredAt <= instant: coins -= c.amount
+            case .consumed(let c) where c.userID == user && c.currency == "coins" && fact.occurredAt <= instant: coins -= c.amount
             default: break
             }
         }

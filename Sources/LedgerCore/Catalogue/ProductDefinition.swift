@@ -31,8 +31,11 @@ package struct ProductDefinition: Codable, Sendable, Equatable {
     package var type: ProductType
     /// Entitlement names it unlocks; several products may unlock the same one ("pro").
     package var entitlements: [String]
-    /// Consumable currencies granted per unit bought, e.g. `["coins": 100]`.
+    /// Currencies granted per unit bought, e.g. `["coins": 100]`; for an auto-renewable
+    /// subscription, per paid period (each renewal grants again, a refunded period takes its back).
     package var grants: [String: Int64]
+    /// Whether a subscription's free trials and offer periods grant too (nil: only full-price ones).
+    package var grantsOnOffers: Bool?
     /// For non-renewing subscriptions: how long one purchase lasts.
     package var duration: ISODuration?
     /// Offer id (as set up in App Store Connect) → who may receive it; nil: no offers declared.
@@ -40,8 +43,9 @@ package struct ProductDefinition: Codable, Sendable, Equatable {
 
     package init(
         productID: String, type: ProductType, entitlements: [String] = [], grants: [String: Int64] = [:], duration: ISODuration? = nil,
-        offers: [String: OfferRule]? = nil, store: Store = .appStore
+        offers: [String: OfferRule]? = nil, store: Store = .appStore, grantsOnOffers: Bool? = nil
     ) {
+        self.grantsOnOffers = grantsOnOffers
         self.productID = productID
         self.store = store.stored
         self.type = type
@@ -52,7 +56,7 @@ package struct ProductDefinition: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case productID = "product_id", type, entitlements, grants, duration, offers, store
+        case productID = "product_id", type, entitlements, grants, duration, offers, store, grantsOnOffers = "grants_on_offers"
     }
 
     /// What the catalogue knows it by.
@@ -76,8 +80,31 @@ package struct Catalogue: Sendable, Equatable {
     }
 
     private var history: [Key: [(from: Date, definition: ProductDefinition)]] = [:]
+    private var currencies: [String: [(from: Date, definition: CurrencyDefinition)]] = [:]
 
     package init() {}
+
+    package mutating func define(_ currency: CurrencyDefinition, from date: Date) {
+        currencies[currency.code, default: []].append((date, currency))
+        currencies[currency.code]!.sort { $0.from < $1.from }
+    }
+
+    /// The currency's definition in force at `date` (the first one for a grant made before it was
+    /// set up); nil for a currency never set up, which a product's grants still credit, unexpiring.
+    package func currency(_ code: String, at date: Date) -> CurrencyDefinition? {
+        guard let entries = currencies[code], let first = entries.first else { return nil }
+        return entries.last { $0.from <= date }?.definition ?? first.definition
+    }
+
+    /// The latest definition of every currency set up.
+    package var currentCurrencies: [CurrencyDefinition] {
+        currencies.sorted { $0.key < $1.key }.compactMap { $0.value.last?.definition }
+    }
+
+    /// Whether a spend may name `code`: set up as a currency, or granted by some product.
+    package func knowsCurrency(_ code: String) -> Bool {
+        currencies[code] != nil || history.values.contains { $0.contains { $0.definition.grants[code] != nil } }
+    }
 
     package mutating func define(_ definition: ProductDefinition, from date: Date) {
         var entries = history[definition.key] ?? []
@@ -101,5 +128,7 @@ package struct Catalogue: Sendable, Equatable {
     package static func == (a: Catalogue, b: Catalogue) -> Bool {
         a.history.mapValues { $0.map(\.definition) } == b.history.mapValues { $0.map(\.definition) }
             && a.history.mapValues { $0.map(\.from) } == b.history.mapValues { $0.map(\.from) }
+            && a.currencies.mapValues { $0.map(\.definition) } == b.currencies.mapValues { $0.map(\.definition) }
+            && a.currencies.mapValues { $0.map(\.from) } == b.currencies.mapValues { $0.map(\.from) }
     }
 }

@@ -16,6 +16,8 @@ package struct Change: Sendable, Equatable {
         case balanceCredited = "balance.credited"
         case balanceDebited = "balance.debited"
         case balanceReversed = "balance.reversed"
+        /// What was left of a lot when it expired.
+        case currencyExpired = "currency.expired"
         case ownershipTransferred = "ownership.transferred"
         case purchaseRefunded = "purchase.refunded"
         case refundReversed = "purchase.refund_reversed"

@@ -177,36 +177,50 @@ struct ChangeDiff {
         return changes
     }
 
-    /// Entries the fact added (and, for a reversed refund, took away), each with the balance
-    /// before and after it.
+    /// The movements of the user's currencies the fact added (and those it took away: a refund
+    /// reversed, a spend that now draws on other lots), each with the balance before and after
+    /// it. Movements up to the instant are compared, expiries included, so a receiver that adds
+    /// up the changes holds each balance exactly.
     private func balances() -> [Change] {
-        var remaining = stateBefore.balanceEntries
-        var added: [BalanceEntry] = []
-        for entry in stateAfter.balanceEntries {
-            if let index = remaining.firstIndex(of: entry) { remaining.remove(at: index) } else { added.append(entry) }
+        guard before.balanceEntries != after.balanceEntries else { return [] }
+        var remaining = Wallet.replay(stateBefore.balanceEntries, until: instant).movements.map(Self.comparable)
+        var added: [Wallet.Movement] = []
+        for movement in Wallet.replay(stateAfter.balanceEntries, until: instant).movements {
+            if let index = remaining.firstIndex(of: Self.comparable(movement)) {
+                remaining.remove(at: index)
+            } else {
+                added.append(movement)
+            }
         }
         var balance = stateBefore.balances
         var changes: [Change] = []
         // What is left in `remaining` was taken away: its opposite moved the balance.
         let moves = added.map { ($0, false) } + remaining.map { ($0, true) }
-        for (index, (entry, undone)) in moves.enumerated() {
+        for (index, (movement, undone)) in moves.enumerated() {
             let kind: Change.Kind
-            switch (entry.kind, undone) {
-            case (.credit, false), (.debit, true), (.reversal, true): kind = .balanceCredited
-            case (.debit, false): kind = .balanceDebited
-            case (.reversal, false), (.credit, true): kind = .balanceReversed
+            switch (movement.kind, undone) {
+            case (.granted, false), (.restored, false), (.spent, true), (.reversed, true), (.expired, true): kind = .balanceCredited
+            case (.spent, false), (.restored, true): kind = .balanceDebited
+            case (.reversed, false), (.granted, true): kind = .balanceReversed
+            case (.expired, false): kind = .currencyExpired
             }
             let credit = kind == .balanceCredited
-            let from = balance[entry.currency] ?? 0
-            let to = from + (credit ? entry.amount : -entry.amount)
-            balance[entry.currency] = to
+            let from = balance[movement.currency] ?? 0
+            let to = from + (credit ? movement.amount : -movement.amount)
+            balance[movement.currency] = to
+            let reason = undone ? (movement.kind == .granted ? "refund_reversed" : "recomputed") : movement.reason
             changes.append(
                 change(
-                    kind, "\(entry.currency):\(entry.reference):\(index)",
-                    .init(
-                        currency: entry.currency, amount: entry.amount, reason: undone ? "refund_reversed" : nil,
-                        from: .number(from), to: .number(to))))
+                    kind, "\(movement.currency):\(movement.reference):\(index)",
+                    .init(currency: movement.currency, amount: movement.amount, reason: reason, from: .number(from), to: .number(to))))
         }
         return changes
+    }
+
+    /// A movement without the balance after it, which a fact before it changes without changing it.
+    private static func comparable(_ movement: Wallet.Movement) -> Wallet.Movement {
+        var movement = movement
+        movement.balanceAfter = 0
+        return movement
     }
 }

@@ -112,7 +112,29 @@ package struct ChangeLog: Sendable {
                 end = accessEnd(next).flatMap { $0 > ending ? $0 : nil }
             }
         }
+        changes += currencyExpiries(userID: userID, timeline: timeline, from: from, until: instant)
         return changes.sorted { $0.occurredAt < $1.occurredAt }
+    }
+
+    /// What was left in lots whose expiry fell after `from` and at or before `instant`.
+    static func currencyExpiries(userID: String, timeline: UserTimeline, from: Date, until instant: Date) -> [Change] {
+        let movements = Wallet.replay(timeline.balanceEntries, until: instant).movements
+        var balance = Wallet.replay(timeline.balanceEntries, until: from).wallet.balances
+        var changes: [Change] = []
+        for movement in movements where movement.at > from {
+            let before = balance[movement.currency] ?? 0
+            balance[movement.currency] = movement.balanceAfter
+            guard movement.kind == .expired else { continue }
+            changes.append(
+                Change(
+                    kind: .currencyExpired, userID: userID, occurredAt: movement.at, recordedAt: instant,
+                    identity: "\(movement.currency):\(movement.reference)@\(micros(movement.at))",
+                    subject: .init(
+                        currency: movement.currency, amount: movement.amount, reason: movement.reference, from: .number(before),
+                        to: .number(movement.balanceAfter)),
+                    state: timeline.state(at: movement.at)))
+        }
+        return changes
     }
 
     /// When the next active entitlement runs out after `checkedUntil` (what the clock sweep waits for).
@@ -121,7 +143,9 @@ package struct ChangeLog: Sendable {
     }
 
     package static func nextExpiry(of timeline: UserTimeline, after instant: Date) -> Date? {
-        timeline.state(at: instant).entitlements.values.filter(\.active).compactMap(accessEnd).filter { $0 >= instant }.min()
+        let access = timeline.state(at: instant).entitlements.values.filter(\.active).compactMap(accessEnd).filter { $0 >= instant }.min()
+        let lot = Wallet.replay(timeline.balanceEntries, until: instant).wallet.nextExpiry(after: instant)
+        return [access, lot].compactMap { $0 }.min()
     }
 
     /// Every change of one user's whole history, and the expiries up to `instant`: the reference

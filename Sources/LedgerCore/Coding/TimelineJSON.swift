@@ -84,5 +84,8 @@ package enum TimelineJSON {
         json.field("amount", entry.amount)
         json.field("at", entry.at)
         json.field("reference", entry.reference)
+        json.field("expiresAt", entry.expiresAt)
+        json.field("reason", entry.reason)
+        json.field("detail", entry.detail)
     }
 }

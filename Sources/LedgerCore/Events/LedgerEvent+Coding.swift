@@ -29,6 +29,9 @@ extension LedgerEvent {
         switch self {
         case .appConfigured(let value): try Self.encoder.encode(value)
         case .productConfigured(let value): try Self.encoder.encode(value)
+        case .currencyConfigured(let value): try Self.encoder.encode(value)
+        case .currencyGranted(let value): try Self.encoder.encode(value)
+        case .spendReversed(let value): try Self.encoder.encode(value)
         case .purchased(let value), .restored(let value), .renewed(let value), .recovered(let value):
             try StoredEventJSON.bytes(value).map { Data($0) } ?? Self.encoder.encode(value)
         case .autoRenewChanged(let value), .renewalPreferenceChanged(let value), .renewalFailed(let value), .expired(let value):
@@ -82,6 +85,9 @@ extension LedgerEvent {
         switch type {
         case .appConfigured: self = .appConfigured(try decode(AppSettings.self))
         case .productConfigured: self = .productConfigured(try decode(ProductDefinition.self))
+        case .currencyConfigured: self = .currencyConfigured(try decode(CurrencyDefinition.self))
+        case .currencyGranted: self = .currencyGranted(try decode(CurrencyGrant.self))
+        case .spendReversed: self = .spendReversed(try decode(SpendReversal.self))
         case .purchased: self = .purchased(try decode(TransactionFacts.self))
         case .restored: self = .restored(try decode(TransactionFacts.self))
         case .renewed: self = .renewed(try decode(TransactionFacts.self))

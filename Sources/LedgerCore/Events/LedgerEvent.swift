@@ -22,6 +22,7 @@ package indirect enum LedgerEvent: Sendable, Equatable {
     // App configuration (stream app:<bundle>)
     case appConfigured(AppSettings)
     case productConfigured(ProductDefinition)
+    case currencyConfigured(CurrencyDefinition)
 
     // Apple's facts about one original transaction (stream purchase:<bundle>:<original id>)
     case purchased(TransactionFacts)
@@ -44,6 +45,8 @@ package indirect enum LedgerEvent: Sendable, Equatable {
     case transactionClaimed(Claim)
     case ownershipTransferred(Transfer)
     case consumed(Consumption)
+    case currencyGranted(CurrencyGrant)
+    case spendReversed(SpendReversal)
     case promotionalGranted(PromotionalGrant)
     case promotionalRevoked(PromotionalRevocation)
     /// Currency moved between two accounts of one person when they were merged: recorded on both
@@ -77,6 +80,7 @@ package indirect enum LedgerEvent: Sendable, Equatable {
         switch self {
         case .appConfigured: .appConfigured
         case .productConfigured: .productConfigured
+        case .currencyConfigured: .currencyConfigured
         case .purchased: .purchased
         case .restored: .restored
         case .renewed: .renewed
@@ -91,6 +95,8 @@ package indirect enum LedgerEvent: Sendable, Equatable {
         case .transactionClaimed: .transactionClaimed
         case .ownershipTransferred: .ownershipTransferred
         case .consumed: .consumed
+        case .currencyGranted: .currencyGranted
+        case .spendReversed: .spendReversed
         case .promotionalGranted: .promotionalGranted
         case .promotionalRevoked: .promotionalRevoked
         case .balanceMoved: .balanceMoved
@@ -113,6 +119,7 @@ package indirect enum LedgerEvent: Sendable, Equatable {
 package enum LedgerEventType: String, Sendable, CaseIterable {
     case appConfigured = "AppConfigured"
     case productConfigured = "ProductConfigured"
+    case currencyConfigured = "CurrencyConfigured"
     case purchased = "Purchased"
     case restored = "Restored"
     case renewed = "Renewed"
@@ -127,6 +134,8 @@ package enum LedgerEventType: String, Sendable, CaseIterable {
     case transactionClaimed = "TransactionClaimed"
     case ownershipTransferred = "OwnershipTransferred"
     case consumed = "Consumed"
+    case currencyGranted = "CurrencyGranted"
+    case spendReversed = "SpendReversed"
     case promotionalGranted = "PromotionalGranted"
     case promotionalRevoked = "PromotionalRevoked"
     case balanceMoved = "BalanceMoved"
@@ -254,11 +263,18 @@ package struct Consumption: Codable, Sendable, Equatable {
     package var currency: String
     package var amount: Int64
     package var idempotencyKey: String
-    package init(userID: String, currency: String, amount: Int64, idempotencyKey: String) {
+    /// What it was spent on, in the game's words ("sword", "revive"); absent in spends recorded
+    /// before spends carried one.
+    package var reason: String?
+    /// The game's own id of what it bought, for "what did the 120 gems buy?".
+    package var reference: String?
+    package init(userID: String, currency: String, amount: Int64, idempotencyKey: String, reason: String? = nil, reference: String? = nil) {
         self.userID = userID
         self.currency = currency
         self.amount = amount
         self.idempotencyKey = idempotencyKey
+        self.reason = reason
+        self.reference = reference
     }
 }
 

@@ -36,12 +36,14 @@ package struct AppLedger: Sendable {
         let index = facts.count
         facts.append(fact)
         switch fact.event {
-        case .appConfigured, .productConfigured: appFacts.append(index)
+        case .appConfigured, .productConfigured, .currencyConfigured: appFacts.append(index)
         default: break
         }
         if let original = fact.event.originalTransactionID { transactionFacts[original, default: []].append(index) }
         switch fact.event {
         case .consumed(let c): userFacts[c.userID, default: []].append(index)
+        case .currencyGranted(let g): userFacts[g.userID, default: []].append(index)
+        case .spendReversed(let r): userFacts[r.userID, default: []].append(index)
         case .promotionalGranted(let g): userFacts[g.userID, default: []].append(index)
         case .promotionalRevoked(let r): userFacts[r.userID, default: []].append(index)
         case .balanceMoved(let m): userFacts[m.userID, default: []].append(index)
@@ -93,12 +95,16 @@ package struct AppLedger: Sendable {
         return settings
     }
 
-    /// Every product definition known, each effective from when it was configured (a purchase made
-    /// before its product was first configured uses the first definition).
+    /// Every product and currency definition known, each effective from when it was configured (a
+    /// purchase made before its product was first configured uses the first definition).
     package func catalogue() -> Catalogue {
         var catalogue = Catalogue()
         for fact in businessOrdered(appFacts) {
-            if case .productConfigured(let definition) = fact.event { catalogue.define(definition, from: fact.occurredAt) }
+            switch fact.event {
+            case .productConfigured(let definition): catalogue.define(definition, from: fact.occurredAt)
+            case .currencyConfigured(let currency): catalogue.define(currency, from: fact.occurredAt)
+            default: break
+            }
         }
         return catalogue
     }

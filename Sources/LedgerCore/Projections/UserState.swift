@@ -68,18 +68,40 @@ package struct BalanceEntry: Codable, Sendable, Equatable {
     /// Always positive; `kind` says which way it moves the balance.
     package var amount: Int64
     package var at: Date
-    /// The purchase (credit, reversal) or the idempotency key (debit).
+    /// The purchase or grant (credit, reversal: the lot's name) or the idempotency key (debit, and
+    /// the credit of a spend reversed).
     package var reference: String
+    /// When a credit's lot expires (nil: never).
+    package var expiresAt: Date? = nil
+    /// Why, in the words of whoever moved it: a grant's or spend's reason, `renewal`,
+    /// `spend_reversed` (the credit that gives a reversed spend back to its lots).
+    package var reason: String? = nil
+    /// A spend's reference: the game's id of what it bought.
+    package var detail: String? = nil
+
+    package init(
+        kind: Kind, currency: String, amount: Int64, at: Date, reference: String, expiresAt: Date? = nil, reason: String? = nil,
+        detail: String? = nil
+    ) {
+        self.kind = kind
+        self.currency = currency
+        self.amount = amount
+        self.at = at
+        self.reference = reference
+        self.expiresAt = expiresAt
+        self.reason = reason
+        self.detail = detail
+    }
+
+    /// The reason of the credit that returns a reversed spend to the lots it drew from.
+    package static let spendReversed = "spend_reversed"
 }
 
 extension UserState {
-    /// Balance = credits − debits − reversals, exactly (the invariant the property tests check).
-    static func balances(of entries: [BalanceEntry]) -> [String: Int64] {
-        var result: [String: Int64] = [:]
-        for entry in entries {
-            result[entry.currency, default: 0] += entry.kind == .credit ? entry.amount : -entry.amount
-        }
-        return result
+    /// Balance = what is left in the lots − debt, with every lot past its expiry emptied (the
+    /// invariant the property tests check; `Wallet` keeps the lots).
+    static func balances(of entries: [BalanceEntry], at instant: Date) -> [String: Int64] {
+        Wallet.replay(entries, until: instant).wallet.balances
     }
 
     /// Collapses periods into one entitlement per name: an active source wins, the one lasting

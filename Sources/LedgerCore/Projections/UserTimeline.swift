@@ -33,7 +33,7 @@ package struct UserTimeline: Codable, Sendable, Equatable {
         return UserState(
             userID: userID, asOf: instant,
             entitlements: UserState.entitlements(from: periods, at: instant),
-            balances: UserState.balances(of: entries),
+            balances: UserState.balances(of: entries, at: instant),
             // A subscription is listed from its first period on (asked about the past, one bought
             // later is not there yet).
             subscriptions: subscriptions.filter { subscription in

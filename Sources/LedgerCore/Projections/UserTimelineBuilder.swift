@@ -32,11 +32,17 @@ struct UserTimelineBuilder {
             case .autoRenewable?,
                 nil where transaction.expiresDate != nil:
                 addSubscriptionPeriod(transaction, definition: definition, history: history)
+                // Each paid period grants its currencies; a trial or offer period only if the
+                // product says so. A refund of that period takes its share back.
+                if let definition, transaction.offerType == nil || definition.grantsOnOffers == true {
+                    let first = transaction.transactionID == transaction.originalTransactionID
+                    addCredits(transaction, definition, history.refundShares(of: transaction), reason: first ? "purchase" : "renewal")
+                }
             case .nonRenewing?:
                 nonRenewing[transaction.productID, default: []].append((transaction, revokedAt, definition!))
                 addPurchase(transaction, definition, revokedAt)
             case .consumable?:
-                addCredits(transaction, definition!, history.refundShares(of: transaction))
+                addCredits(transaction, definition!, history.refundShares(of: transaction), reason: "purchase")
                 addPurchase(transaction, definition, revokedAt)
             case .nonConsumable?, .freeSubscription?:
                 periods.append(period(transaction, definition!.entitlements, start: transaction.purchaseDate, end: nil))
@@ -88,11 +94,30 @@ struct UserTimelineBuilder {
 
     mutating func add(userFacts: [RecordedFact]) {
         var grants: [String: PromotionalGrant] = [:]
+        var spends: [String: Consumption] = [:]
         for fact in userFacts {
             switch fact.event {
             case .consumed(let c):
+                spends[c.idempotencyKey] = c
                 entries.append(
-                    BalanceEntry(kind: .debit, currency: c.currency, amount: c.amount, at: fact.occurredAt, reference: c.idempotencyKey))
+                    BalanceEntry(
+                        kind: .debit, currency: c.currency, amount: c.amount, at: fact.occurredAt, reference: c.idempotencyKey,
+                        reason: c.reason, detail: c.reference))
+            case .currencyGranted(let grant):
+                let policy = catalogue.currency(grant.currency, at: fact.occurredAt)
+                entries.append(
+                    BalanceEntry(
+                        kind: .credit, currency: grant.currency, amount: grant.amount, at: fact.occurredAt,
+                        reference: "grant:\(grant.grantID)",
+                        expiresAt: policy?.expiry(ofGrantAt: fact.occurredAt, own: grant.expiresAt) ?? grant.expiresAt, reason: grant.reason
+                    ))
+            case .spendReversed(let reversal):
+                if let spend = spends.removeValue(forKey: reversal.idempotencyKey) {
+                    entries.append(
+                        BalanceEntry(
+                            kind: .credit, currency: spend.currency, amount: spend.amount, at: fact.occurredAt,
+                            reference: reversal.idempotencyKey, reason: BalanceEntry.spendReversed, detail: reversal.reason))
+                }
             case .balanceMoved(let move) where move.amount != 0:
                 entries.append(
                     BalanceEntry(
@@ -184,18 +209,22 @@ struct UserTimelineBuilder {
                 store: latest.store))
     }
 
-    /// Consumables: credit quantity × amount per unit (catalogue as at the purchase); a refund
+    /// Consumables, and each period of a subscription that grants: credit quantity × amount per
+    /// unit (catalogue as at the purchase), a lot expiring by its currency's policy; a refund
     /// reverses its share of the credit (all of it, or a prorated refund's share, as the books
     /// take that share of the money), even if it was spent — the debt is recorded, never hidden —
     /// and Apple's reversal of the refund credits it again.
     private mutating func addCredits(
-        _ transaction: TransactionFacts, _ definition: ProductDefinition, _ refunds: [(from: Date, until: Date?, share: Int64)]
+        _ transaction: TransactionFacts, _ definition: ProductDefinition, _ refunds: [(from: Date, until: Date?, share: Int64)],
+        reason: String
     ) {
         for (currency, perUnit) in definition.grants.sorted(by: { $0.key < $1.key }) {
             let amount = perUnit * Int64(transaction.quantity)
+            let expiresAt = catalogue.currency(currency, at: transaction.purchaseDate)?.expiry(ofGrantAt: transaction.purchaseDate)
             entries.append(
                 BalanceEntry(
-                    kind: .credit, currency: currency, amount: amount, at: transaction.purchaseDate, reference: transaction.transactionID))
+                    kind: .credit, currency: currency, amount: amount, at: transaction.purchaseDate, reference: transaction.transactionID,
+                    expiresAt: expiresAt, reason: reason))
             for refund in refunds {
                 let taken = amount * refund.share / 100_000
                 guard taken > 0 else { continue }

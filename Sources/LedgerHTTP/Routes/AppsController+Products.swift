@@ -54,9 +54,12 @@ extension AppsController {
         if type == .nonRenewing, duration == nil {
             throw LedgerError(.invalidDuration, "a non_renewing product needs a duration (e.g. P30D)")
         }
+        if body.grants_on_offers != nil, type != .autoRenewable {
+            throw LedgerError(.invalidGrants, "grants_on_offers is for auto_renewable products: only a subscription has offer periods")
+        }
         return ProductDefinition(
             productID: productID, type: type, entitlements: body.entitlements ?? [], grants: grants, duration: duration,
-            offers: try body.offers.map(Self.offers), store: store)
+            offers: try body.offers.map(Self.offers), store: store, grantsOnOffers: body.grants_on_offers)
     }
 
     /// Offer ids as App Store Connect allows them (letters, digits, `.`, `_`, `-`), each with a rule.

@@ -17,6 +17,8 @@ struct AppsController {
         group.get("/apps/:bundle_id", use: configuration)
         group.put("/apps/:bundle_id/products/:product_id", use: defineProduct)
         group.get("/apps/:bundle_id/products", use: products)
+        group.put("/apps/:bundle_id/currencies/:code", use: defineCurrency)
+        group.get("/apps/:bundle_id/currencies", use: currencies)
     }
 
     /// The app's settings and secrets, replaced as a whole; the secrets are never answered back.

@@ -20,7 +20,7 @@ extension UsersController {
         let body = try await JSONBody.decode(Wire.ConsumptionRequest.self, from: request, context: context)
         let result = try await actions.consume(
             bundleID: bundleID, userID: userID, currency: body.currency, amount: body.amount,
-            idempotencyKey: body.idempotency_key)
+            idempotencyKey: body.idempotency_key, reason: body.reason, reference: body.reference)
         return try JSONBody.response(Wire.ConsumptionResponse(balance: result.balance, currency: body.currency, replayed: result.replayed))
     }
 }

@@ -24,6 +24,9 @@ struct UsersController {
         group.get("/apps/:bundle_id/users/:user_id/export", use: export)
         group.delete("/apps/:bundle_id/users/:user_id", use: erase)
         group.post("/apps/:bundle_id/users/:user_id/consumptions", use: consume)
+        group.post("/apps/:bundle_id/users/:user_id/consumptions/:idempotency_key/reverse", use: reverseSpend)
+        group.post("/apps/:bundle_id/users/:user_id/currencies/:code/grants", use: grantCurrency)
+        group.get("/apps/:bundle_id/users/:user_id/currencies/:code/history", use: currencyHistory)
         group.post("/apps/:bundle_id/users/:user_id/grants", use: grant)
         group.post("/apps/:bundle_id/users/:user_id/grants/:grant_id/revoke", use: revokeGrant)
     }

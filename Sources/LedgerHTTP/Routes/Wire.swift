@@ -125,11 +125,14 @@ enum Wire {
         var offers: [String: OfferBody]?
         /// `app_store` (the default) or `google_play`: the same id in two stores is two products.
         var store: String?
+        /// For a subscription: whether trial and offer periods grant too (default: only full-price).
+        var grants_on_offers: Bool?
 
         init(
             type: String, productID: String?, entitlements: [String], grants: [String: Int64], duration: String?,
-            offers: [String: OfferBody]? = nil, store: String? = nil
+            offers: [String: OfferBody]? = nil, store: String? = nil, grantsOnOffers: Bool? = nil
         ) {
+            self.grants_on_offers = grantsOnOffers
             self.type = type
             self.product_id = productID
             self.entitlements = entitlements
@@ -144,7 +147,7 @@ enum Wire {
                 type: d.type.rawValue, productID: d.productID, entitlements: d.entitlements, grants: d.grants,
                 duration: d.duration?.description,
                 offers: d.offers?.mapValues { OfferBody(eligible: $0.eligible.rawValue, lapsed_for: $0.lapsedFor?.description) },
-                store: (d.store ?? .appStore).rawValue)
+                store: (d.store ?? .appStore).rawValue, grantsOnOffers: d.grantsOnOffers)
         }
     }
 
@@ -194,8 +197,45 @@ enum Wire {
         }
     }
 
-    struct ConsumptionRequest: Decodable { var currency: String; var amount: Int64; var idempotency_key: String }
+    struct ConsumptionRequest: Decodable {
+        var currency: String
+        var amount: Int64
+        var idempotency_key: String
+        /// What it bought, in the game's words, and the game's id of it.
+        var reason: String?
+        var reference: String?
+    }
     struct ConsumptionResponse: Encodable { var balance: Int64; var currency: String; var replayed: Bool }
+
+    struct CurrencyBody: Codable {
+        var code: String?
+        var name: String
+        /// ISO 8601 duration: each grant expires this long after it is made.
+        var expires_after: String?
+        /// RFC 3339: every grant expires by then.
+        var expires_at: String?
+
+        init(name: String, code: String? = nil, expiresAfter: String? = nil, expiresAt: String? = nil) {
+            self.name = name
+            self.code = code
+            self.expires_after = expiresAfter
+            self.expires_at = expiresAt
+        }
+
+        init(_ c: CurrencyDefinition) {
+            self.init(name: c.name, code: c.code, expiresAfter: c.expiresAfter?.description, expiresAt: c.expiresAt.map(RFC3339.string))
+        }
+    }
+
+    struct CurrencyGrantRequest: Decodable {
+        var amount: Int64
+        var reason: String
+        var grant_id: String?
+        /// RFC 3339, sooner than the currency's own policy.
+        var expires_at: String?
+    }
+
+    struct SpendReversalRequest: Decodable { var reason: String }
 
     struct GrantRequest: Decodable {
         var entitlement: String
