@@ -207,4 +207,32 @@ import WebhookReceiver
         #expect(abs(occurred.timeIntervalSince(ends)) < 0.002, "occurred_at is when access ended, not when it was noticed")
         #expect(expired.body.contains(#""active":false"#))
     }
+
+    @Test func whatIsLeftOfALotWhenItExpiresIsAnnouncedByTheClock() async throws {
+        let (server, receiver) = try await started()
+        defer {
+            Task {
+                await server.stop(); await receiver.stop()
+            }
+        }
+        #expect(try await subscribe(server, receiver).status == 201)
+        let app = "/v1/apps/\(Self.bundle)"
+        let set = try await server.send(
+            "PUT", app + "/currencies/tickets", key: server.adminKey, json: ["name": "Tickets", "expires_after": "PT2S"])
+        #expect(set.status == 200, "\(set.text)")
+        let granted = try await server.send(
+            "POST", app + "/users/erin/currencies/tickets/grants", key: server.adminKey, json: ["amount": 10, "reason": "flash event"])
+        #expect(granted.status == 201, "\(granted.text)")
+        let key = try await server.key([.ingest, .read])
+        let spent = try await server.send(
+            "POST", app + "/users/erin/consumptions", key: key, json: ["currency": "tickets", "amount": 4, "idempotency_key": "k"])
+        #expect(spent.status == 200, "\(spent.text)")
+        try await waitUntil(seconds: 60) { receiver.accepted.count >= 3 }
+        #expect(receiver.accepted.map(\.type) == ["balance.credited", "balance.debited", "currency.expired"])
+        let expired = try #require(receiver.accepted.last)
+        let fields = try JSONSerialization.jsonObject(with: Data(expired.body.utf8)) as? [String: Any] ?? [:]
+        let change = fields["change"] as? [String: Any] ?? [:]
+        #expect(change["amount"] as? Int == 6 && change["from"] as? Int == 6 && change["to"] as? Int == 0, "\(expired.body)")
+        #expect(expired.body.contains(#""balances":{"tickets":0}"#), "\(expired.body)")
+    }
 }

@@ -208,7 +208,10 @@ struct ChangeDiff {
             let from = balance[movement.currency] ?? 0
             let to = from + (credit ? movement.amount : -movement.amount)
             balance[movement.currency] = to
-            let reason = undone ? (movement.kind == .granted ? "refund_reversed" : "recomputed") : movement.reason
+            // The documented reasons only: a refund undone, a spend taken back.
+            let reason: String? =
+                undone
+                ? (movement.kind == .granted ? "refund_reversed" : nil) : movement.kind == .restored ? BalanceEntry.spendReversed : nil
             changes.append(
                 change(
                     kind, "\(movement.currency):\(movement.reference):\(index)",

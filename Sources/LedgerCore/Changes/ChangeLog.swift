@@ -130,7 +130,7 @@ package struct ChangeLog: Sendable {
                     kind: .currencyExpired, userID: userID, occurredAt: movement.at, recordedAt: instant,
                     identity: "\(movement.currency):\(movement.reference)@\(micros(movement.at))",
                     subject: .init(
-                        currency: movement.currency, amount: movement.amount, reason: movement.reference, from: .number(before),
+                        currency: movement.currency, amount: movement.amount, from: .number(before),
                         to: .number(movement.balanceAfter)),
                     state: timeline.state(at: movement.at)))
         }
