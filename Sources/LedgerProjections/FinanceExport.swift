@@ -194,6 +194,9 @@ package struct FinanceExports: Sendable {
         }
     }
 
+    /// The node a whole-app read goes to (the currency ledger's).
+    package func pool() async throws -> PostgresPool { try await reads.pool(atLeast: await reads.requiredForAll()) }
+
     package func open(_ export: FinanceExport) async throws -> Opened {
         Opened(export: export, pool: try await reads.pool(atLeast: await reads.requiredForAll()))
     }

@@ -152,3 +152,62 @@ import Testing
         }
     }
 }
+
+/// The currency ledger finance closes: per currency and day, opening, issued, spent, expired,
+/// reversed, closing — each day's closing the next day's opening, the last closing what the users
+/// hold, every figure from the users' movements.
+@Suite struct CurrencyLedgerTests {
+    static func timelines(_ ledger: AppLedger) -> [UserTimeline] { ledger.users.map { ledger.timeline(of: $0) } }
+
+    /// Midnight UTC, n days after the one the sample calendar starts in (books are kept by UTC day).
+    static func midnight(_ n: Double) -> Date { CurrencyLedger.day(of: day(0)) + n * 86_400 }
+
+    @Test func aMonthOfGemsClosesDayByDayToWhatTheUsersHold() async {
+        await propertyCheck(count: 40, input: Gen.uint64(in: 0 ... .max)) { seed in
+            let history = RandomHistory(seed: seed, steps: 80)
+            let ledger = AppLedger(bundleID: "com.example.app", facts: history.facts)
+            let from = Self.midnight(10), to = Self.midnight(70)
+            let days = CurrencyLedger.days(of: Self.timelines(ledger), from: from, to: to)
+            for currency in Set(days.map(\.currency)) {
+                let own = days.filter { $0.currency == currency }
+                #expect(own.count == 60, "seed \(seed): one row a day")
+                for (today, tomorrow) in zip(own, own.dropFirst()) {
+                    #expect(today.closing == tomorrow.opening, "seed \(seed), \(currency) \(today.day)")
+                }
+                func held(at instant: Date) -> Int64 {
+                    RandomHistory.users.map { ledger.userState($0, at: instant).balances[currency] ?? 0 }.reduce(0, +)
+                }
+                #expect(own.first?.opening == held(at: from - 0.001), "seed \(seed), \(currency)")
+                #expect(own.last?.closing == held(at: to - 0.001), "seed \(seed), \(currency)")
+                #expect(own.allSatisfy { $0.moved == 0 || RandomHistory.users.count > 1 })
+            }
+            // As known at a close: the books of that instant, whatever was recorded after it.
+            let close = history.facts[history.facts.count / 2].recordedAt
+            let then = AppLedger(bundleID: "com.example.app", facts: history.facts.filter { $0.recordedAt <= close })
+            #expect(
+                CurrencyLedger.days(of: Self.timelines(ledger.known(at: close)), from: from, to: to)
+                    == CurrencyLedger.days(of: Self.timelines(then), from: from, to: to), "seed \(seed)")
+        }
+    }
+
+    @Test func eachMovementLandsInItsColumn() {
+        var s = CurrencyTests.scenario()
+        s.buy("v1", "vip.monthly", at: Self.midnight(0.5), expires: Self.midnight(30))
+        s.record(
+            .currencyGranted(
+                CurrencyGrant(grantID: "g", userID: "alice", currency: "gems", amount: 40, reason: "event", expiresAt: Self.midnight(1.5))),
+            at: Self.midnight(0.6))
+        s.record(.consumed(Consumption(userID: "alice", currency: "gems", amount: 100, idempotencyKey: "k")), at: Self.midnight(0.7))
+        s.record(.spendReversed(SpendReversal(userID: "alice", idempotencyKey: "k", reason: "undo")), at: Self.midnight(0.8))
+        s.record(.consumed(Consumption(userID: "alice", currency: "gems", amount: 30, idempotencyKey: "k2")), at: Self.midnight(0.9))
+        s.refund("v1", at: Self.midnight(2.5), kind: .refundProrated, percentage: 50_000)
+        let days = CurrencyLedger.days(of: [s.ledger.timeline(of: "alice")], from: Self.midnight(0), to: Self.midnight(3)).filter {
+            $0.currency == "gems"
+        }
+        #expect(days.map(\.issuedPaid) == [500, 0, 0] && days.map(\.issuedFree) == [40, 0, 0])
+        #expect(days.map(\.spent) == [30, 0, 0], "100 spent and taken back, then 30")
+        #expect(days.map(\.expired) == [0, 10, 0], "what was left of the grant on day 1.5")
+        #expect(days.map(\.reversed) == [0, 0, 250])
+        #expect(days.map(\.closing) == [510, 500, 250])
+    }
+}

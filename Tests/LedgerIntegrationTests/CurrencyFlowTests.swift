@@ -114,5 +114,31 @@ import Testing
         }
         let bob = try await server.send("GET", app + "/users/bob", key: game)
         #expect((bob.json["balances"] as? [String: any Sendable])?["gems"] as? Int == 1_000, "\(bob.text)")
+
+        // Finance's books: a row per currency and day, each closing the next day's opening.
+        let finance = try await server.key([.finance])
+        let today = String(RFC3339.string(Date()).prefix(10))
+        let from = String(RFC3339.string(Date(timeIntervalSinceNow: -45 * 86_400)).prefix(10))
+        let tomorrow = String(RFC3339.string(Date(timeIntervalSinceNow: 86_400)).prefix(10))
+        let books = try await server.send("GET", app + "/exports/currencies?from=\(from)&to=\(tomorrow)&format=jsonl", key: finance)
+        #expect(books.status == 200, "\(books.text)")
+        let rows = books.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(rows.count == 2 * 46, "tickets and gems, 46 days each: \(rows.count)")
+        for currency in ["gems", "tickets"] {
+            let own = rows.filter { $0["currency"] as? String == currency }
+            for (day, next) in zip(own, own.dropFirst()) {
+                #expect(day["closing"] as? Int == next["opening"] as? Int, "\(currency) \(day)")
+            }
+        }
+        let ticketsToday = rows.first { $0["currency"] as? String == "tickets" && $0["day"] as? String == today }
+        #expect(ticketsToday?["issued_free"] as? Int == 50 && ticketsToday?["spent"] as? Int == 0 && ticketsToday?["closing"] as? Int == 50)
+        #expect(rows.filter { $0["currency"] as? String == "gems" }.compactMap { $0["issued_paid"] as? Int }.reduce(0, +) == 1_000)
+        #expect(rows.last { $0["currency"] as? String == "gems" }?["closing"] as? Int == 1_000)
+        let csv = try await server.send("GET", app + "/exports/currencies?from=\(today)&to=\(tomorrow)", key: finance)
+        #expect(csv.text.hasPrefix("currency,day,opening,issued_paid,issued_free,spent,expired,reversed,moved,closing\r\n"), "\(csv.text)")
+        let open = try await server.send("GET", app + "/exports/currencies?from=\(today)", key: finance)
+        #expect(open.status == 400 && open.errorCode == "invalid_time")
+        let notFinance = try await server.send("GET", app + "/exports/currencies?from=\(today)&to=\(tomorrow)", key: game)
+        #expect(notFinance.status == 403)
     }
 }

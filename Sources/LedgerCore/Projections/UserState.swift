@@ -95,6 +95,12 @@ package struct BalanceEntry: Codable, Sendable, Equatable {
 
     /// The reason of the credit that returns a reversed spend to the lots it drew from.
     package static let spendReversed = "spend_reversed"
+    /// The reason of the credit that gives a refund's share back when the store reverses it.
+    package static let refundReversed = "refund_reversed"
+    /// The reason of a balance moved between two accounts merged (nothing issued or spent).
+    package static let moved = "ledger:moved"
+    /// The reasons of a grant paid for in a store: a purchase, a subscription's renewal.
+    package static let paid: Set<String> = ["purchase", "renewal"]
 }
 
 extension UserState {

@@ -122,7 +122,7 @@ struct UserTimelineBuilder {
                 entries.append(
                     BalanceEntry(
                         kind: move.amount > 0 ? .credit : .debit, currency: move.currency, amount: Int64(clamping: move.amount.magnitude),
-                        at: fact.occurredAt, reference: "\(move.reason):\(move.counterpartUserID)"))
+                        at: fact.occurredAt, reference: "\(move.reason):\(move.counterpartUserID)", reason: BalanceEntry.moved))
             case .promotionalGranted(let grant):
                 grants[grant.grantID] = grant
             case .promotionalRevoked(let revocation):
@@ -232,7 +232,9 @@ struct UserTimelineBuilder {
                     BalanceEntry(kind: .reversal, currency: currency, amount: taken, at: refund.from, reference: transaction.transactionID))
                 if let until = refund.until {
                     entries.append(
-                        BalanceEntry(kind: .credit, currency: currency, amount: taken, at: until, reference: transaction.transactionID))
+                        BalanceEntry(
+                            kind: .credit, currency: currency, amount: taken, at: until, reference: transaction.transactionID,
+                            reason: BalanceEntry.refundReversed))
                 }
             }
         }

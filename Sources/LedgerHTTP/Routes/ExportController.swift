@@ -13,6 +13,31 @@ struct ExportController {
 
     func register(on group: RouterGroup<LedgerRequestContext>) {
         group.get("/apps/:bundle_id/exports/transactions", use: transactions)
+        group.get("/apps/:bundle_id/exports/currencies", use: currencies)
+    }
+
+    /// The currency ledger, a row per currency and UTC day from `from` to `to` (dates, at most
+    /// 366 days), as known at `known_at`.
+    @Sendable func currencies(_ request: Request, context: LedgerRequestContext) async throws -> Response {
+        let bundleID = try context.app(.finance)
+        _ = try await directory.app(bundleID)
+        guard let from = try request.instant("from"), let to = try request.instant("to") else {
+            throw LedgerError(.invalidTime, "from and to are required: the days to close, e.g. from=2026-10-01&to=2026-11-01")
+        }
+        guard from < to, to.timeIntervalSince(from) <= 366 * 86_400 else {
+            throw LedgerError(.invalidTime, "from must be before to, and at most 366 days before it")
+        }
+        let format = try Self.format(request)
+        let export = CurrencyExport(bundleID: bundleID, from: from, to: to, knownAt: try request.knownAt())
+        let days = try await export.days(on: exports.pool())
+        var text = format == .csv ? CurrencyExport.csvHeader() : ""
+        for day in days { text += format == .csv ? CurrencyExport.csvLine(day) : CurrencyExport.jsonLine(day) }
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: format == .csv ? "text/csv; charset=utf-8; header=present" : "application/x-ndjson",
+                .contentDisposition: "attachment; filename=\"\(bundleID)-currencies.\(format.rawValue)\"",
+            ], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     @Sendable func transactions(_ request: Request, context: LedgerRequestContext) async throws -> Response {

@@ -1,0 +1,89 @@
+import Foundation
+
+/// One currency's day in an app's books: what users held at its start, what was issued (paid for
+/// in a store, or given free by the game), spent, expired and taken back by refunds, and what they
+/// held at its end — the liability finance closes. Every figure is a sum of the users' wallet
+/// movements, so it is re-derived from the events alone.
+package struct CurrencyDay: Sendable, Equatable {
+    package var currency: String
+    /// Midnight UTC of the day.
+    package var day: Date
+    package var opening: Int64 = 0
+    /// Granted by purchases and subscriptions' paid periods.
+    package var issuedPaid: Int64 = 0
+    /// Granted by the game server.
+    package var issuedFree: Int64 = 0
+    /// Spent, less spends taken back.
+    package var spent: Int64 = 0
+    package var expired: Int64 = 0
+    /// Taken back by refunds, less refunds reversed.
+    package var reversed: Int64 = 0
+    /// Moved between accounts merged: across the app, nothing.
+    package var moved: Int64 = 0
+
+    package var closing: Int64 { opening + issuedPaid + issuedFree + moved - spent - expired - reversed }
+}
+
+package enum CurrencyLedger {
+    static let dayLength: TimeInterval = 86_400
+
+    /// Midnight UTC of the day `instant` falls in.
+    package static func day(of instant: Date) -> Date {
+        Date(timeIntervalSince1970: (instant.timeIntervalSince1970 / dayLength).rounded(.down) * dayLength)
+    }
+
+    /// The days from `from`'s to the one before `to`'s, for every currency any of the users ever
+    /// held, in order of currency then day; `timelines` as known at the close asked about.
+    package static func days(of timelines: [UserTimeline], from: Date, to: Date) -> [CurrencyDay] {
+        let first = day(of: from), end = day(of: to - 0.001) + dayLength
+        var books: [String: [Date: CurrencyDay]] = [:]
+        var openings: [String: Int64] = [:]
+        for timeline in timelines {
+            let (_, movements) = Wallet.replay(timeline.balanceEntries, until: end - 0.001)
+            for movement in movements {
+                let currency = movement.currency
+                if books[currency] == nil { books[currency] = [:] }
+                guard movement.at >= first else {
+                    openings[currency, default: 0] += signed(movement)
+                    continue
+                }
+                let date = day(of: movement.at)
+                var entry = books[currency]![date] ?? CurrencyDay(currency: currency, day: date)
+                add(movement, to: &entry)
+                books[currency]![date] = entry
+            }
+        }
+        var result: [CurrencyDay] = []
+        for currency in books.keys.sorted() {
+            var opening = openings[currency] ?? 0
+            var date = first
+            while date < end {
+                var entry = books[currency]![date] ?? CurrencyDay(currency: currency, day: date)
+                entry.opening = opening
+                opening = entry.closing
+                result.append(entry)
+                date += dayLength
+            }
+        }
+        return result
+    }
+
+    private static func signed(_ movement: Wallet.Movement) -> Int64 {
+        [.granted, .restored].contains(movement.kind) ? movement.amount : -movement.amount
+    }
+
+    private static func add(_ movement: Wallet.Movement, to day: inout CurrencyDay) {
+        let amount = movement.amount
+        switch movement.kind {
+        case .granted where movement.reason == BalanceEntry.moved: day.moved += amount
+        case .granted where movement.reason == BalanceEntry.refundReversed: day.reversed -= amount
+        case .granted where movement.reason.map(BalanceEntry.paid.contains) == true: day.issuedPaid += amount
+        case .granted: day.issuedFree += amount
+        case .spent where movement.reason == BalanceEntry.moved: day.moved -= amount
+        case .spent: day.spent += amount
+        case .restored: day.spent -= amount
+        case .expired: day.expired += amount
+        case .reversed: day.reversed += amount
+        }
+    }
+}
