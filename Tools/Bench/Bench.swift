@@ -18,7 +18,7 @@ struct Bench: AsyncParsableCommand {
             AppendBenchmark.self, RebuildBenchmark.self, JWSBenchmark.self, HTTPBenchmark.self, ReplicaBenchmark.self,
             BackfillBenchmark.self,
             TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self, OfferBenchmark.self, FailoverBenchmark.self,
-            TracingBenchmark.self, GoogleBenchmark.self, RetentionBenchmark.self, ProofsBenchmark.self,
+            TracingBenchmark.self, GoogleBenchmark.self, RetentionBenchmark.self, ProofsBenchmark.self, SpendBenchmark.self,
         ]
     )
 }
