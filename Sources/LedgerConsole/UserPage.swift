@@ -9,7 +9,11 @@ import LedgerProjections
 /// user with a thousand events is not a page of megabytes).
 struct UserPage {
     struct Row: Sendable { var name: String; var sentence: String; var active: Bool; var product: String; var source: String }
-    struct Balance: Sendable { var currency: String; var amount: Int64; var debt: Bool }
+    struct Balance: Sendable {
+        var currency: String; var amount: Int64; var debt: Bool
+        /// The lots with something left, in the order spends draw on them: "20 of 50 from grant:event-1, until 4 Dec 2026".
+        var lots: [String]
+    }
     struct Subscription: Sendable {
         var original: String; var product: String; var status: String; var expires: String; var renews: String
         /// "App Store" or "Google Play".
@@ -65,7 +69,16 @@ struct UserPage {
                     sentence: Explanation.sentence(for: entitlement, at: state.asOf, subscription: subscription, revoked: revoked),
                     active: entitlement.active, product: entitlement.productID, source: entitlement.ownership.rawValue))
         }
-        page.balances = state.balances.sorted { $0.key < $1.key }.map { Balance(currency: $0.key, amount: $0.value, debt: $0.value < 0) }
+        let wallet = Wallet.replay(state.balanceEntries, until: state.asOf).wallet
+        page.balances = state.balances.sorted { $0.key < $1.key }.map { currency, amount in
+            let open = wallet.lots.filter { $0.currency == currency && $0.remaining > 0 }
+                .sorted { ($0.expiresAt ?? .distantFuture, $0.grantedAt) < ($1.expiresAt ?? .distantFuture, $1.grantedAt) }
+            return Balance(
+                currency: currency, amount: amount, debt: amount < 0,
+                lots: open.map { lot in
+                    "\(lot.remaining) of \(lot.granted) from \(lot.reference)" + (lot.expiresAt.map { ", until \(Explanation.day($0))" } ?? "")
+                })
+        }
         page.subscriptions = state.subscriptions.map {
             Subscription(
                 original: $0.originalTransactionID, product: $0.productID,

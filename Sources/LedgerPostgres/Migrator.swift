@@ -188,6 +188,10 @@ package struct Migrator: Sendable {
                 let record = "INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)"
                 let values: [(any PostgresBindable)?] = [migration.version, migration.name, migration.checksum]
                 if migration.runsOutsideTransaction {
+                    // What such a migration's guards say ("does not exist, skipping") is no news to
+                    // an operator: libpq would print it on the command's standard error.
+                    try connection.execute(script: "SET client_min_messages TO warning")
+                    defer { _ = try? connection.execute(script: "RESET client_min_messages") }
                     for statement in migration.statements { try connection.execute(script: role.substitute(into: statement)) }
                     try connection.query(record, values)
                 } else {

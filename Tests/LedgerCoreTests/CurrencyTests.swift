@@ -68,6 +68,25 @@ import Testing
         #expect(s.state(at: day(361)).balances["gems"] == 200, "the next month pays the debt first")
     }
 
+    @Test func aGooglePlaySubscriptionGrantsForEachPaidPeriodLikeApples() {
+        var s = Self.scenario()
+        s.record(
+            .productConfigured(
+                ProductDefinition(
+                    productID: "vip.monthly", type: .autoRenewable, entitlements: ["vip"], grants: ["gems": 300], store: .googlePlay)),
+            at: day(-100))
+        var first = Scenario.transaction("GPA.1", product: "vip.monthly", at: day(0), expires: day(30))
+        first.store = .googlePlay
+        var renewal = Scenario.transaction("GPA.1..0", original: "GPA.1", product: "vip.monthly", at: day(30), expires: day(60))
+        renewal.store = .googlePlay
+        s.record(.purchased(first), at: day(0))
+        s.record(.transactionClaimed(Claim(originalTransactionID: "GPA.1", userID: "alice")), at: day(0))
+        s.record(.renewed(renewal), at: day(30))
+        #expect(s.state(at: day(31)).balances["gems"] == 600, "Google's definition of the product, not Apple's 500")
+        s.refund("GPA.1..0", original: "GPA.1", at: day(35))
+        #expect(s.state(at: day(36)).balances["gems"] == 300)
+    }
+
     @Test func trialAndOfferPeriodsGrantOnlyWhenTheProductSaysSo() {
         var trial = Scenario.transaction("v1", product: "vip.monthly", at: day(0), expires: day(7))
         trial.offerType = 1
