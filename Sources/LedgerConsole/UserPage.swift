@@ -76,7 +76,8 @@ struct UserPage {
             return Balance(
                 currency: currency, amount: amount, debt: amount < 0,
                 lots: open.map { lot in
-                    "\(lot.remaining) of \(lot.granted) from \(lot.reference)" + (lot.expiresAt.map { ", until \(Explanation.day($0))" } ?? "")
+                    "\(lot.remaining) of \(lot.granted) from \(lot.reference)"
+                        + (lot.expiresAt.map { ", until \(Explanation.day($0))" } ?? "")
                 })
         }
         page.subscriptions = state.subscriptions.map {
