@@ -135,6 +135,10 @@ import Testing
         await propertyCheck(count: 60, input: Gen.uint64(in: 0 ... .max)) { seed in
             let history = RandomHistory(seed: seed, steps: 80)
             let ledger = AppLedger(bundleID: "com.example.app", facts: history.facts)
+            let transferredAway = Set(
+                history.facts.compactMap { fact -> String? in
+                    if case .ownershipTransferred(let t) = fact.event { t.fromUserID } else { nil }
+                })
             for user in RandomHistory.users {
                 for instant in history.instants.striding(6) {
                     let state = ledger.userState(user, at: instant)
@@ -152,6 +156,16 @@ import Testing
                     #expect(
                         wallet.lots.allSatisfy { $0.remaining >= 0 && ($0.expiresAt.map { $0 > instant } ?? true || $0.remaining == 0) })
                     Self.checkDrawOrder(state.balanceEntries, movements: movements, seed: seed)
+                    // Never negative but by a refund's debt — for a user who never handed a purchase
+                    // to another (a transfer takes its lots back from the past, as it takes access).
+                    if !transferredAway.contains(user) {
+                        #expect(!movements.contains { $0.kind == .spent && $0.lots.contains { $0.lot == Wallet.debtLot } }, "seed \(seed)")
+                        for (currency, balance) in state.balances where balance < 0 {
+                            #expect(
+                                movements.contains { $0.currency == currency && $0.kind == .reversed },
+                                "seed \(seed), \(user): \(currency) \(balance) with no refund")
+                        }
+                    }
                 }
             }
         }
