@@ -183,9 +183,15 @@ struct ChangeDiff {
     /// up the changes holds each balance exactly.
     private func balances() -> [Change] {
         guard before.balanceEntries != after.balanceEntries else { return [] }
-        var remaining = Wallet.replay(stateBefore.balanceEntries, until: instant).movements.map(Self.comparable)
+        let old = Wallet.replay(stateBefore.balanceEntries, until: instant).movements.map(Self.comparable)
+        let new = Wallet.replay(stateAfter.balanceEntries, until: instant).movements
+        // Most facts add to the end of a long history: only what follows the common beginning is
+        // matched one against another, so a wallet of thousands of movements costs one pass.
+        var start = 0
+        while start < old.count, start < new.count, old[start] == Self.comparable(new[start]) { start += 1 }
+        var remaining = Array(old[start...])
         var added: [Wallet.Movement] = []
-        for movement in Wallet.replay(stateAfter.balanceEntries, until: instant).movements {
+        for movement in new[start...] {
             if let index = remaining.firstIndex(of: Self.comparable(movement)) {
                 remaining.remove(at: index)
             } else {
