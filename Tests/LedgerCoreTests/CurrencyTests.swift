@@ -175,7 +175,7 @@ import Testing
     /// open lots soonest to expire.
     static func checkDrawOrder(_ entries: [BalanceEntry], movements: [Wallet.Movement], seed: UInt64) {
         let expiries = Dictionary(
-            entries.filter { $0.kind == .credit && $0.reason != BalanceEntry.spendReversed }.map { ($0.reference, $0.expiresAt) },
+            entries.filter { $0.kind == .credit && $0.origin != .spendReversed }.map { ($0.reference, $0.expiresAt) },
             uniquingKeysWith: { first, _ in first })
         for spend in movements where spend.kind == .spent {
             let drawn = spend.lots.filter { $0.lot != Wallet.debtLot }.map { expiries[$0.lot] ?? nil }
@@ -221,6 +221,18 @@ import Testing
                 CurrencyLedger.days(of: Self.timelines(ledger.known(at: close)), from: from, to: to)
                     == CurrencyLedger.days(of: Self.timelines(then), from: from, to: to), "seed \(seed)")
         }
+    }
+
+    @Test func aGrantIsFreeWhateverWordsItsReasonUses() {
+        var s = CurrencyTests.scenario()
+        for (index, reason) in ["purchase", "renewal", "spend_reversed", "refund_reversed", "ledger:moved"].enumerated() {
+            s.record(
+                .currencyGranted(CurrencyGrant(grantID: "g\(index)", userID: "alice", currency: "gems", amount: 10, reason: reason)),
+                at: Self.midnight(0.5))
+        }
+        let days = CurrencyLedger.days(of: [s.ledger.timeline(of: "alice")], from: Self.midnight(0), to: Self.midnight(1))
+        #expect(days.map(\.issuedFree) == [50] && days.map(\.issuedPaid) == [0] && days.map(\.closing) == [50])
+        #expect(s.state(at: Self.midnight(1)).balances["gems"] == 50)
     }
 
     @Test func eachMovementLandsInItsColumn() {

@@ -136,11 +136,13 @@ import Testing
                     #expect((state.balances["coins"] ?? 0) == (byKind[.credit] ?? 0) - (byKind[.debit] ?? 0) - (byKind[.reversal] ?? 0))
                 }
             }
-            // Right after every accepted consumption, the spender's balance, as known then, is not negative.
+            // Right after every accepted consumption, the spender's balance of what was spent, as
+            // known then, is not negative (another currency may hold a refund's debt).
             for fact in history.facts {
                 guard case .consumed(let c) = fact.event else { continue }
                 #expect(
-                    (ledger.userState(c.userID, at: fact.occurredAt, knownAt: fact.recordedAt).balances["coins"] ?? 0) >= 0, "seed \(seed)")
+                    (ledger.userState(c.userID, at: fact.occurredAt, knownAt: fact.recordedAt).balances[c.currency] ?? 0) >= 0,
+                    "seed \(seed), \(c.currency)")
             }
         }
     }

@@ -61,7 +61,8 @@ import Testing
             transactionID: "t", originalTransactionID: "o", productID: "p", type: .nonRenewing, purchaseDate: at,
             quantity: 3, revokedAt: at, store: .googlePlay)
         let entry = BalanceEntry(
-            kind: .credit, currency: "coins", amount: 100, at: at, reference: "r", expiresAt: at + 5, reason: "renewal", detail: "sword-7")
+            kind: .credit, currency: "coins", amount: 100, at: at, reference: "r", expiresAt: at + 5, origin: .renewal, reason: "a month",
+            detail: "sword-7")
         let timeline = UserTimeline(
             userID: "u\n1", periods: [period], subscriptions: [subscription], purchases: [purchase], balanceEntries: [entry],
             consentRescindedAt: at + 4,

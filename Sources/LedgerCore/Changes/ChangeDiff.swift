@@ -217,7 +217,7 @@ struct ChangeDiff {
             // The documented reasons only: a refund undone, a spend taken back.
             let reason: String? =
                 undone
-                ? (movement.kind == .granted ? "refund_reversed" : nil) : movement.kind == .restored ? BalanceEntry.spendReversed : nil
+                ? (movement.kind == .granted ? "refund_reversed" : nil) : movement.origin == .spendReversed ? "spend_reversed" : nil
             changes.append(
                 change(
                     kind, "\(movement.currency):\(movement.reference):\(index)",

@@ -85,6 +85,7 @@ package enum TimelineJSON {
         json.field("at", entry.at)
         json.field("reference", entry.reference)
         json.field("expiresAt", entry.expiresAt)
+        json.field("origin", entry.origin?.rawValue)
         json.field("reason", entry.reason)
         json.field("detail", entry.detail)
     }

@@ -75,11 +75,11 @@ package enum CurrencyLedger {
     private static func add(_ movement: Wallet.Movement, to day: inout CurrencyDay) {
         let amount = movement.amount
         switch movement.kind {
-        case .granted where movement.reason == BalanceEntry.moved: day.moved += amount
-        case .granted where movement.reason == BalanceEntry.refundReversed: day.reversed -= amount
-        case .granted where movement.reason.map(BalanceEntry.paid.contains) == true: day.issuedPaid += amount
+        case .granted where movement.origin == .moved: day.moved += amount
+        case .granted where movement.origin == .refundReversed: day.reversed -= amount
+        case .granted where movement.origin == .purchase || movement.origin == .renewal: day.issuedPaid += amount
         case .granted: day.issuedFree += amount
-        case .spent where movement.reason == BalanceEntry.moved: day.moved -= amount
+        case .spent where movement.origin == .moved: day.moved -= amount
         case .spent: day.spent += amount
         case .restored: day.spent -= amount
         case .expired: day.expired += amount

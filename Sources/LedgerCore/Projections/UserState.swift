@@ -73,16 +73,32 @@ package struct BalanceEntry: Codable, Sendable, Equatable {
     package var reference: String
     /// When a credit's lot expires (nil: never).
     package var expiresAt: Date? = nil
-    /// Why, in the words of whoever moved it: a grant's or spend's reason, `renewal`,
-    /// `spend_reversed` (the credit that gives a reversed spend back to its lots).
+    /// What moved it: the lots, finance's columns and the changes go by this, never by `reason`,
+    /// which is whoever moved it's own words (a grant's, a spend's, a reversal's).
+    package var origin: Origin? = nil
     package var reason: String? = nil
     /// A spend's reference: the game's id of what it bought.
     package var detail: String? = nil
 
+    package enum Origin: String, Codable, Sendable {
+        /// A purchase, or a subscription's first period; a renewal's period.
+        case purchase, renewal
+        /// The game server's grant.
+        case grant
+        case spend
+        /// A store's refund taking its share back, and the store reversing it.
+        case refund, refundReversed = "refund_reversed"
+        /// A spend the game took back: its amount returns to the lots it drew from.
+        case spendReversed = "spend_reversed"
+        /// A balance moved between two accounts merged.
+        case moved
+    }
+
     package init(
-        kind: Kind, currency: String, amount: Int64, at: Date, reference: String, expiresAt: Date? = nil, reason: String? = nil,
-        detail: String? = nil
+        kind: Kind, currency: String, amount: Int64, at: Date, reference: String, expiresAt: Date? = nil, origin: Origin? = nil,
+        reason: String? = nil, detail: String? = nil
     ) {
+        self.origin = origin
         self.kind = kind
         self.currency = currency
         self.amount = amount
@@ -93,14 +109,6 @@ package struct BalanceEntry: Codable, Sendable, Equatable {
         self.detail = detail
     }
 
-    /// The reason of the credit that returns a reversed spend to the lots it drew from.
-    package static let spendReversed = "spend_reversed"
-    /// The reason of the credit that gives a refund's share back when the store reverses it.
-    package static let refundReversed = "refund_reversed"
-    /// The reason of a balance moved between two accounts merged (nothing issued or spent).
-    package static let moved = "ledger:moved"
-    /// The reasons of a grant paid for in a store: a purchase, a subscription's renewal.
-    package static let paid: Set<String> = ["purchase", "renewal"]
 }
 
 extension UserState {

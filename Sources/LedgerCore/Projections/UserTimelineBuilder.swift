@@ -36,13 +36,13 @@ struct UserTimelineBuilder {
                 // product says so. A refund of that period takes its share back.
                 if let definition, transaction.offerType == nil || definition.grantsOnOffers == true {
                     let first = transaction.transactionID == transaction.originalTransactionID
-                    addCredits(transaction, definition, history.refundShares(of: transaction), reason: first ? "purchase" : "renewal")
+                    addCredits(transaction, definition, history.refundShares(of: transaction), origin: first ? .purchase : .renewal)
                 }
             case .nonRenewing?:
                 nonRenewing[transaction.productID, default: []].append((transaction, revokedAt, definition!))
                 addPurchase(transaction, definition, revokedAt)
             case .consumable?:
-                addCredits(transaction, definition!, history.refundShares(of: transaction), reason: "purchase")
+                addCredits(transaction, definition!, history.refundShares(of: transaction), origin: .purchase)
                 addPurchase(transaction, definition, revokedAt)
             case .nonConsumable?, .freeSubscription?:
                 periods.append(period(transaction, definition!.entitlements, start: transaction.purchaseDate, end: nil))
@@ -102,27 +102,27 @@ struct UserTimelineBuilder {
                 entries.append(
                     BalanceEntry(
                         kind: .debit, currency: c.currency, amount: c.amount, at: fact.occurredAt, reference: c.idempotencyKey,
-                        reason: c.reason, detail: c.reference))
+                        origin: .spend, reason: c.reason, detail: c.reference))
             case .currencyGranted(let grant):
                 let policy = catalogue.currency(grant.currency, at: fact.occurredAt)
                 entries.append(
                     BalanceEntry(
                         kind: .credit, currency: grant.currency, amount: grant.amount, at: fact.occurredAt,
                         reference: "grant:\(grant.grantID)",
-                        expiresAt: policy?.expiry(ofGrantAt: fact.occurredAt, own: grant.expiresAt) ?? grant.expiresAt, reason: grant.reason
-                    ))
+                        expiresAt: policy?.expiry(ofGrantAt: fact.occurredAt, own: grant.expiresAt) ?? grant.expiresAt, origin: .grant,
+                        reason: grant.reason))
             case .spendReversed(let reversal):
                 if let spend = spends.removeValue(forKey: reversal.idempotencyKey) {
                     entries.append(
                         BalanceEntry(
                             kind: .credit, currency: spend.currency, amount: spend.amount, at: fact.occurredAt,
-                            reference: reversal.idempotencyKey, reason: BalanceEntry.spendReversed, detail: reversal.reason))
+                            reference: reversal.idempotencyKey, origin: .spendReversed, reason: reversal.reason))
                 }
             case .balanceMoved(let move) where move.amount != 0:
                 entries.append(
                     BalanceEntry(
                         kind: move.amount > 0 ? .credit : .debit, currency: move.currency, amount: Int64(clamping: move.amount.magnitude),
-                        at: fact.occurredAt, reference: "\(move.reason):\(move.counterpartUserID)", reason: BalanceEntry.moved))
+                        at: fact.occurredAt, reference: "\(move.reason):\(move.counterpartUserID)", origin: .moved))
             case .promotionalGranted(let grant):
                 grants[grant.grantID] = grant
             case .promotionalRevoked(let revocation):
@@ -216,7 +216,7 @@ struct UserTimelineBuilder {
     /// and Apple's reversal of the refund credits it again.
     private mutating func addCredits(
         _ transaction: TransactionFacts, _ definition: ProductDefinition, _ refunds: [(from: Date, until: Date?, share: Int64)],
-        reason: String
+        origin: BalanceEntry.Origin
     ) {
         for (currency, perUnit) in definition.grants.sorted(by: { $0.key < $1.key }) {
             let amount = perUnit * Int64(transaction.quantity)
@@ -224,17 +224,19 @@ struct UserTimelineBuilder {
             entries.append(
                 BalanceEntry(
                     kind: .credit, currency: currency, amount: amount, at: transaction.purchaseDate, reference: transaction.transactionID,
-                    expiresAt: expiresAt, reason: reason))
+                    expiresAt: expiresAt, origin: origin))
             for refund in refunds {
                 let taken = amount * refund.share / 100_000
                 guard taken > 0 else { continue }
                 entries.append(
-                    BalanceEntry(kind: .reversal, currency: currency, amount: taken, at: refund.from, reference: transaction.transactionID))
+                    BalanceEntry(
+                        kind: .reversal, currency: currency, amount: taken, at: refund.from, reference: transaction.transactionID,
+                        origin: .refund))
                 if let until = refund.until {
                     entries.append(
                         BalanceEntry(
                             kind: .credit, currency: currency, amount: taken, at: until, reference: transaction.transactionID,
-                            reason: BalanceEntry.refundReversed))
+                            expiresAt: expiresAt, origin: .refundReversed))
                 }
             }
         }

@@ -26,6 +26,8 @@ package struct Wallet: Sendable {
         package var at: Date
         /// The lot (granted, expired, reversed) or the spend's idempotency key (spent, restored).
         package var reference: String
+        /// What moved it (nil: an expiry, which time did).
+        package var origin: BalanceEntry.Origin?
         package var reason: String?
         /// A spend's reference: the game's id of what it bought.
         package var detail: String?
@@ -100,7 +102,8 @@ package struct Wallet: Sendable {
             let lot = lots[index]
             return Movement(
                 kind: .expired, currency: lot.currency, amount: amount, at: max(lot.expiresAt!, lastMoved), reference: lot.reference,
-                reason: nil, detail: nil, lots: [Share(lot: lot.reference, amount: amount)], balanceAfter: balance(lot.currency))
+                origin: nil, reason: nil, detail: nil, lots: [Share(lot: lot.reference, amount: amount)],
+                balanceAfter: balance(lot.currency))
         }
     }
 
@@ -140,8 +143,8 @@ package struct Wallet: Sendable {
         let currency = entry.currency
         func movement(_ kind: Movement.Kind, _ amount: Int64, _ lots: [Share]) -> Movement {
             Movement(
-                kind: kind, currency: currency, amount: amount, at: entry.at, reference: entry.reference, reason: entry.reason,
-                detail: entry.detail, lots: lots, balanceAfter: balance(currency))
+                kind: kind, currency: currency, amount: amount, at: entry.at, reference: entry.reference, origin: entry.origin,
+                reason: entry.reason, detail: entry.detail, lots: lots, balanceAfter: balance(currency))
         }
         switch entry.kind {
         case .debit:
@@ -153,7 +156,7 @@ package struct Wallet: Sendable {
             let own = lots.indices.filter { lots[$0].reference == entry.reference && lots[$0].currency == currency }
             let parts = take(entry.amount, currency: currency, from: own + drawable(currency, at: entry.at).filter { !own.contains($0) })
             return [movement(.reversed, entry.amount, named(parts))]
-        case .credit where entry.reason == BalanceEntry.spendReversed:
+        case .credit where entry.origin == .spendReversed:
             // Back to the lots the spend drew from, as far as they are still open.
             var left = entry.amount
             var given: [Share] = []

@@ -94,6 +94,8 @@ extension Wire {
         var amount: Int64
         var at: String
         var reference: String
+        /// What moved it: purchase, renewal, grant, spend, refund, refund_reversed, spend_reversed, moved; absent for an expiry.
+        var origin: String?
         var reason: String?
         var detail: String?
         var lots: [Share]
@@ -105,6 +107,7 @@ extension Wire {
             amount = movement.amount
             at = RFC3339.string(movement.at)
             reference = movement.reference
+            origin = movement.origin?.rawValue
             reason = movement.reason
             detail = movement.detail
             lots = movement.lots.map { Share(lot: $0.lot, amount: $0.amount) }
