@@ -43,7 +43,21 @@ extension ConsoleController {
                 "grants": product.grants.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "),
             ]
         }
+        let outstanding = try await console.reader.outstandingBalances(bundleID: bundleID)
+        let defined = Dictionary(app.catalogue.currentCurrencies.map { ($0.code, $0) }, uniquingKeysWith: { a, _ in a })
+        let codes = Set(defined.keys).union(app.products.flatMap(\.grants.keys)).union(outstanding?.keys ?? [:].keys).sorted()
+        let currencies = codes.map { code -> [String: String] in
+            let currency = defined[code]
+            let expiry = [currency?.expiresAfter.map { "\($0) after each grant" }, currency?.expiresAt.map { "by \(Explanation.day($0))" }]
+                .compactMap { $0 }.joined(separator: ", ")
+            return [
+                "code": code, "name": currency?.name ?? "(granted by a product, not set up)",
+                "expiry": expiry.isEmpty ? "never" : expiry,
+                "outstanding": outstanding.map { String($0[code] ?? 0) } ?? "see the currency export (over 5,000 users)",
+            ]
+        }
         let values: [String: Any] = [
+            "currencies": currencies,
             "environments": app.settings.environments.map(\.rawValue).joined(separator: ", "),
             "appleAppID": app.settings.appleAppID.map(String.init) ?? "not set",
             "restorePolicy": app.settings.restorePolicy.rawValue,

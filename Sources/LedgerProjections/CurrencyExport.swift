@@ -28,6 +28,24 @@ package struct CurrencyExport: Sendable {
     ]
 
     package func days(on pool: PostgresPool) async throws -> [CurrencyDay] {
+        CurrencyLedger.days(of: try await Self.timelines(bundleID: bundleID, knownAt: knownAt, on: pool), from: from, to: to)
+    }
+
+    /// What the app's users hold of each currency at `instant`, or nil when the app has more than
+    /// `limit` users (each is read: the console asks this on a page, the export at night).
+    package static func outstanding(bundleID: String, at instant: Date, limit: Int, on pool: PostgresPool) async throws -> [String: Int64]?
+    {
+        let count = try await pool.query("SELECT count(*) AS n FROM ledger.user_timelines WHERE bundle_id = $1", [bundleID])[0]["n"].int()
+        guard count <= limit else { return nil }
+        var held: [String: Int64] = [:]
+        for timeline in try await timelines(bundleID: bundleID, knownAt: nil, on: pool) {
+            held.merge(Wallet.replay(timeline.balanceEntries, until: instant).wallet.balances, uniquingKeysWith: +)
+        }
+        return held
+    }
+
+    /// Every user's timeline, from the log as known at `knownAt`.
+    static func timelines(bundleID: String, knownAt: Date?, on pool: PostgresPool) async throws -> [UserTimeline] {
         let users = try await pool.query(
             "SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 ORDER BY user_id", [bundleID]
         ).map { try $0["user_id"].string() }
@@ -42,7 +60,7 @@ package struct CurrencyExport: Sendable {
                 }
             }
         }
-        return CurrencyLedger.days(of: timelines, from: from, to: to)
+        return timelines
     }
 
     static func fields(_ day: CurrencyDay) -> [String] {

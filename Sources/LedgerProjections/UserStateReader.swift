@@ -15,6 +15,12 @@ package struct UserStateReader: Sendable {
     package let cache: TimelineCache?
     let replicas: ReadReplicas
 
+    /// What the app's users hold of each currency now, for an app of at most `limit` users (nil
+    /// beyond: the currency export gives it).
+    package func outstandingBalances(bundleID: String, limit: Int = 5_000) async throws -> [String: Int64]? {
+        try await CurrencyExport.outstanding(bundleID: bundleID, at: Date(), limit: limit, on: pool)
+    }
+
     package init(pool: PostgresPool, cache: TimelineCache? = nil, replicas: ReadReplicas? = nil) {
         self.pool = pool
         self.cache = cache

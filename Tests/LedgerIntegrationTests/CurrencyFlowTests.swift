@@ -140,5 +140,13 @@ import Testing
         #expect(open.status == 400 && open.errorCode == "invalid_time")
         let notFinance = try await server.send("GET", app + "/exports/currencies?from=\(today)&to=\(tomorrow)", key: game)
         #expect(notFinance.status == 403)
+
+        // Support's view: the app's outstanding balances, and a user's lots.
+        let support = try await ConsoleTests.signIn(server, key: try await server.key([.read]))
+        let appPage = try await server.send("GET", "/console/apps/\(Self.bundle)", headers: [("Cookie", support.cookie)])
+        #expect(appPage.text.contains("<td>tickets</td><td>Tickets</td><td>P7D after each grant</td><td>50</td>"), "\(appPage.text)")
+        #expect(appPage.text.contains("<td>gems</td><td>(granted by a product, not set up)</td><td>never</td><td>1000</td>"))
+        let userPage = try await server.send("GET", "/console/apps/\(Self.bundle)/users/alice", headers: [("Cookie", support.cookie)])
+        #expect(userPage.text.contains("50 of 50 from grant:event-1, until"), "\(userPage.text)")
     }
 }
