@@ -62,6 +62,12 @@ import Testing
         backups.started.withLock { $0.append(restored) }
         let owner = PostgresConfiguration.unixSocket(
             directory: restored.socketDirectory.path, port: restored.options.port, database: database, user: TestCluster.owner)
+        // The server accepts connections while it still replays the log (read-only); the restore
+        // is done when it has promoted itself at the instant.
+        let promoted = try await eventually {
+            (try? PostgresConnection.connect(owner).query("SELECT pg_is_in_recovery() AS replaying")[0]["replaying"].bool()) == false
+        }
+        try #require(promoted, "the restored cluster did not finish its recovery and promote")
 
         // `ledger verify`: the chain of every stream intact after the restore.
         let pool = PostgresPool(configuration: TestCluster.applicationRole(owner), size: 2, logger: TestCluster.quietLogger)
