@@ -56,7 +56,7 @@ package struct WebhookRegistry: Sendable {
         guard (16...256).contains(secret.unicodeScalars.count) else {
             throw LedgerError(.invalidWebhook, "secret: 16 to 256 characters (32 random bytes, hex-encoded, is a good secret)")
         }
-        let known = Set(Change.Kind.allCases.map(\.rawValue))
+        let known = Set(Change.Kind.allCases.map(\.rawValue)).union(Change.renamed.keys)
         if let unknown = types?.first(where: { !known.contains($0) }) {
             throw LedgerError(.invalidWebhook, "types: unknown change type '\(unknown)'; known: \(known.sorted().joined(separator: ", "))")
         }
@@ -64,8 +64,10 @@ package struct WebhookRegistry: Sendable {
     }
 
     /// Creates or replaces a webhook (true: created). A new one delivers the changes announced
-    /// from now on; a replaced one keeps its place.
+    /// from now on; a replaced one keeps its place. A renamed type is stored under both its names,
+    /// so it matches changes stored under either.
     package func put(bundleID: String, name: String, url: String, secret: String, types: [String]?) async throws -> Bool {
+        let types = types.map(Change.withOtherNames)
         // A host that does not resolve yet is accepted: every delivery checks it again.
         if case .refused(let reason) = await targets.check(url: url) { throw LedgerError(.invalidWebhook, "url: \(reason)") }
         let sealed = keyring.seal(secret, for: StoredSecrets.webhookSecret(of: bundleID, webhook: name))

@@ -218,7 +218,7 @@ import WebhookReceiver
             #expect(
                 Set(listed.map(\.type)).isSuperset(of: [
                     "entitlement.granted", "entitlement.renewed", "entitlement.revoked", "purchase.refunded",
-                    "balance.credited", "balance.debited",
+                    "currency.granted", "currency.spent",
                 ]), "\(Set(listed.map(\.type)))")
             #expect(accepted.allSatisfy { $0.signatureValid }, "every delivery carries a valid signature")
             #expect(listed.map(\.position) == listed.map(\.position).sorted() && Set(listed.map(\.id)).count == listed.count)

@@ -37,7 +37,7 @@ import Testing
         // A later fact finds the same expiry on its way: the same identity, so one announcement.
         s.buy("c1", "coins.100", at: day(35))
         let later = changes(s, until: day(36))
-        #expect(kinds(later) == ["entitlement.granted pro", "entitlement.expired pro", "balance.credited coins"])
+        #expect(kinds(later) == ["entitlement.granted pro", "entitlement.expired pro", "currency.granted coins"])
         #expect(later[1].identity == swept[1].identity)
     }
 
@@ -75,7 +75,7 @@ import Testing
         s.record(.consumed(Consumption(userID: "alice", currency: "coins", amount: 150, idempotencyKey: "k1")), at: day(1))
         s.refund("c1", at: day(2))
         let all = changes(s, until: day(3))
-        #expect(kinds(all) == ["balance.credited coins", "balance.debited coins", "purchase.refunded c1", "balance.reversed coins"])
+        #expect(kinds(all) == ["currency.granted coins", "currency.spent coins", "purchase.refunded c1", "currency.reversed coins"])
         #expect(all.map(\.subject.to) == [.number(200), .number(50), .date(day(2)), .number(-150)], "a debt is shown as such")
     }
 
@@ -153,8 +153,8 @@ import Testing
                     switch change.kind {
                     case .entitlementGranted, .entitlementRenewed: active[change.subject.entitlement!] = true
                     case .entitlementExpired, .entitlementRevoked: active[change.subject.entitlement!] = false
-                    case .balanceCredited: balances[change.subject.currency!, default: 0] += change.subject.amount!
-                    case .balanceDebited, .balanceReversed, .currencyExpired:
+                    case .currencyGranted: balances[change.subject.currency!, default: 0] += change.subject.amount!
+                    case .currencySpent, .currencyReversed, .currencyExpired:
                         balances[change.subject.currency!, default: 0] -= change.subject.amount!
                     default: break
                     }

@@ -72,6 +72,25 @@ import Testing
         #expect(try index.count == 1 && index[0]["indisvalid"].bool())
     }
 
+    @Test func webhooksFilteringOnTheCurrencysOldChangeNamesAreGivenTheNewOnesToo() async throws {
+        let cluster = try await TestCluster.cluster()
+        let name = "m_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        try await offThePool { try cluster.createDatabase(name) }
+        let connection = try await PostgresConnection.connect(cluster.configuration(database: name))
+        let all = try LedgerSchema.migrations()
+        try Migrator(migrations: all.filter { $0.version <= 31 }, logger: TestCluster.quietLogger).migrate(connection)
+        for (webhook, types) in [("w1", "{balance.debited,entitlement.granted}"), ("w2", nil), ("w3", "{entitlement.granted}")] {
+            try connection.query(
+                "INSERT INTO ledger.webhooks (bundle_id, name, url, secret, types, starts_after) VALUES ('a', $1, 'https://x.test/h', $2, $3::text[], 0)",
+                [webhook, String(repeating: "s", count: 32), types])
+        }
+        try Migrator(migrations: all, logger: TestCluster.quietLogger).migrate(connection)
+        let rows = try connection.query("SELECT name, types::text AS types FROM ledger.webhooks ORDER BY name")
+        #expect(
+            try rows.map { try $0["types"].isNull ? "null" : $0["types"].string() }
+                == ["{balance.debited,currency.spent,entitlement.granted}", "null", "{entitlement.granted}"])
+    }
+
     @Test func anEditedMigrationIsRefused() async throws {
         let connection = try await PostgresConnection.connect(TestCluster.database())
         var migrations = try LedgerSchema.migrations()

@@ -53,7 +53,7 @@ struct WebhookBenchmark: AsyncParsableCommand {
         clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
 
-        /// A new user's purchase of coins: one change (balance.credited) for `user`.
+        /// A new user's purchase of coins: one change (currency.granted) for `user`.
         func body(_ user: String) throws -> [UInt8] {
             let purchase = SimulatedTransaction(
                 transactionID: "t-\(user)", productID: "coins.100", type: "Consumable", purchaseDate: Date(timeIntervalSinceNow: -60))

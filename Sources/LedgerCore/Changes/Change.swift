@@ -13,9 +13,11 @@ package struct Change: Sendable, Equatable {
         case billingIssue = "subscription.billing_issue"
         case gracePeriod = "subscription.grace_period"
         case productChanged = "subscription.product_changed"
-        case balanceCredited = "balance.credited"
-        case balanceDebited = "balance.debited"
-        case balanceReversed = "balance.reversed"
+        /// Currency granted, or given back (a refund reversed, a spend taken back).
+        case currencyGranted = "currency.granted"
+        case currencySpent = "currency.spent"
+        /// A refund's share taken back.
+        case currencyReversed = "currency.reversed"
         /// What was left of a lot when it expired.
         case currencyExpired = "currency.expired"
         case ownershipTransferred = "ownership.transferred"
@@ -24,6 +26,22 @@ package struct Change: Sendable, Equatable {
         case consentRescinded = "consent.rescinded"
         case userErased = "user.erased"
         case retentionOffered = "retention.offered"
+    }
+
+    /// The names the currency's changes went by before 0.10 (`balance.*`), and theirs now: changes
+    /// stored then keep them, and a webhook's types may name either (it is stored with both).
+    package static let renamed: [String: Kind] = [
+        "balance.credited": .currencyGranted, "balance.debited": .currencySpent, "balance.reversed": .currencyReversed,
+    ]
+
+    /// `types` with each renamed type's other name beside it, in order, once each.
+    package static func withOtherNames(_ types: [String]) -> [String] {
+        var all = types
+        for type in types {
+            if let now = renamed[type] { all.append(now.rawValue) }
+            all += renamed.filter { $0.value.rawValue == type }.map(\.key)
+        }
+        return Array(Set(all)).sorted()
     }
 
     package var kind: Kind

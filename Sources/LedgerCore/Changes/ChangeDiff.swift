@@ -205,12 +205,12 @@ struct ChangeDiff {
         for (index, (movement, undone)) in moves.enumerated() {
             let kind: Change.Kind
             switch (movement.kind, undone) {
-            case (.granted, false), (.restored, false), (.spent, true), (.reversed, true), (.expired, true): kind = .balanceCredited
-            case (.spent, false), (.restored, true): kind = .balanceDebited
-            case (.reversed, false), (.granted, true): kind = .balanceReversed
+            case (.granted, false), (.restored, false), (.spent, true), (.reversed, true), (.expired, true): kind = .currencyGranted
+            case (.spent, false), (.restored, true): kind = .currencySpent
+            case (.reversed, false), (.granted, true): kind = .currencyReversed
             case (.expired, false): kind = .currencyExpired
             }
-            let credit = kind == .balanceCredited
+            let credit = kind == .currencyGranted
             let from = balance[movement.currency] ?? 0
             let to = from + (credit ? movement.amount : -movement.amount)
             balance[movement.currency] = to
