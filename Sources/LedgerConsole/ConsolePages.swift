@@ -45,7 +45,7 @@ extension ConsoleController {
         }
         let outstanding = try await console.reader.outstandingBalances(bundleID: bundleID)
         let defined = Dictionary(app.catalogue.currentCurrencies.map { ($0.code, $0) }, uniquingKeysWith: { a, _ in a })
-        let codes = Set(defined.keys).union(app.products.flatMap(\.grants.keys)).union(outstanding?.keys ?? [:].keys).sorted()
+        let codes = Set(defined.keys).union(app.products.flatMap(\.grants.keys)).union((outstanding ?? [:]).keys).sorted()
         let currencies = codes.map { code -> [String: String] in
             let currency = defined[code]
             let expiry = [currency?.expiresAfter.map { "\($0) after each grant" }, currency?.expiresAt.map { "by \(Explanation.day($0))" }]

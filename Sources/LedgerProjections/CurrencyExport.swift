@@ -63,9 +63,13 @@ package struct CurrencyExport: Sendable {
         return timelines
     }
 
+    /// The figures after the currency and the day, in the columns' order.
+    static func figures(_ day: CurrencyDay) -> [Int64] {
+        [day.opening, day.issuedPaid, day.issuedFree, day.spent, day.expired, day.reversed, day.moved, day.closing]
+    }
+
     static func fields(_ day: CurrencyDay) -> [String] {
-        [day.currency, String(RFC3339.string(day.day).prefix(10))]
-            + [day.opening, day.issuedPaid, day.issuedFree, day.spent, day.expired, day.reversed, day.moved, day.closing].map(String.init)
+        [day.currency, String(RFC3339.string(day.day).prefix(10))] + figures(day).map(String.init)
     }
 
     package static func csvHeader() -> String { columns.joined(separator: ",") + "\r\n" }
@@ -79,7 +83,7 @@ package struct CurrencyExport: Sendable {
 
     package static func jsonLine(_ day: CurrencyDay) -> String {
         var object: [String: Any] = ["currency": day.currency, "day": String(RFC3339.string(day.day).prefix(10))]
-        for (column, value) in zip(columns.dropFirst(2), fields(day).dropFirst(2)) { object[column] = Int64(value)! }
+        for (column, value) in zip(columns.dropFirst(2), figures(day)) { object[column] = value }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self) + "\n"
     }
