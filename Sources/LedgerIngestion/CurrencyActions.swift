@@ -8,8 +8,8 @@ import LedgerProjections
 /// reward, a compensation) and spends it takes back. Each decided as the user stream's only
 /// writer, like a spend, and idempotent: the same grant id or spend key again changes nothing.
 extension UserActions {
-    /// A spend may name a currency set up for the app or one some product grants.
-    static func known(_ currency: String, in app: AppConfiguration) throws {
+    /// A spend, a grant or a history may name a currency set up for the app or one some product grants.
+    package static func known(_ currency: String, in app: AppConfiguration) throws {
         guard app.catalogue.knowsCurrency(currency) else {
             throw LedgerError(
                 .unknownCurrency,

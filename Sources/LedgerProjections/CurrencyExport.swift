@@ -74,12 +74,7 @@ package struct CurrencyExport: Sendable {
 
     package static func csvHeader() -> String { columns.joined(separator: ",") + "\r\n" }
 
-    package static func csvLine(_ day: CurrencyDay) -> String {
-        fields(day).map { field in
-            guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else { return field }
-            return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        }.joined(separator: ",") + "\r\n"
-    }
+    package static func csvLine(_ day: CurrencyDay) -> String { FinanceExport.csvRecord(fields(day)) }
 
     package static func jsonLine(_ day: CurrencyDay) -> String {
         var object: [String: Any] = ["currency": day.currency, "day": String(RFC3339.string(day.day).prefix(10))]

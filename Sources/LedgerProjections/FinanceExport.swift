@@ -137,9 +137,12 @@ package struct FinanceExport: Sendable {
 
     package static func csvHeader() -> String { columns.joined(separator: ",") + "\r\n" }
 
-    /// One RFC 4180 record (CRLF-terminated; fields with commas, quotes or line breaks quoted).
-    package static func csvLine(_ row: FinanceRow) -> String {
-        fields(row).map { field in
+    package static func csvLine(_ row: FinanceRow) -> String { csvRecord(fields(row)) }
+
+    /// One RFC 4180 record (CRLF-terminated; fields with commas, quotes or line breaks quoted;
+    /// nil fields empty): every export's CSV.
+    static func csvRecord(_ fields: [String?]) -> String {
+        fields.map { field in
             guard let field else { return "" }
             guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else { return field }
             return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""

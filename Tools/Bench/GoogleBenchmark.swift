@@ -100,15 +100,15 @@ struct GoogleBenchmark: AsyncParsableCommand {
         return Double(done) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
-    /// One request; anything but 200 ends the benchmark, saying what the server answered.
-    static func send(_ method: String, _ url: String, key: String, _ json: [String: Any]) async throws {
+    /// One request; any status but `status` ends the benchmark, saying what the server answered.
+    static func send(_ method: String, _ url: String, key: String, _ json: [String: Any]?, expecting status: Int = 200) async throws {
         var request = HTTPClientRequest(url: url)
         request.method = .init(rawValue: method)
         request.headers.add(name: "Authorization", value: "Bearer \(key)")
-        request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json)))
+        if let json { request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))) }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
-        let body = try await response.body.collect(upTo: 1 << 20)
-        guard response.status == .ok else {
+        let body = try await response.body.collect(upTo: 1 << 22)
+        guard Int(response.status.code) == status else {
             throw ValidationError("\(method) \(url) answered \(response.status.code): \(String(buffer: body).prefix(300))")
         }
     }

@@ -1,11 +1,8 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
 import LedgerAccess
 import LedgerCore
 import LedgerServer
-import NIOCore
-import NIOHTTP1
 
 /// `ledger-bench spends`: currency spent per second through the API — on one wallet that every
 /// request contends for (each spend decided as the wallet's only writer, on its lots), and across
@@ -29,21 +26,23 @@ struct SpendBenchmark: AsyncParsableCommand {
         let bundle = "com.example.bench"
         let admin = try await server.services.keys.create(name: "bench", scopes: [.admin], bundleID: nil).secret
         let app = server.base + "/v1/apps/\(bundle)"
-        try await Self.send("PUT", app, key: admin, ["environments": ["Sandbox"]], expecting: 200)
-        try await Self.send("PUT", app + "/currencies/gems", key: admin, ["name": "Gems", "expires_after": "P60D"], expecting: 200)
+        try await GoogleBenchmark.send("PUT", app, key: admin, ["environments": ["Sandbox"]], expecting: 200)
+        try await GoogleBenchmark.send(
+            "PUT", app + "/currencies/gems", key: admin, ["name": "Gems", "expires_after": "P60D"], expecting: 200)
         // Lots of every wallet: some expiring within days, most by the currency's policy.
         for wallet in 0...wallets {
             for lot in 0..<lots {
                 var grant: [String: Any] = ["amount": 1_000_000, "reason": "seed", "grant_id": "seed-\(wallet)-\(lot)"]
                 if lot % 4 == 0 { grant["expires_at"] = RFC3339.string(Date(timeIntervalSinceNow: Double(lot + 1) * 86_400)) }
-                try await Self.send("POST", app + "/users/player-\(wallet)/currencies/gems/grants", key: admin, grant, expecting: 201)
+                try await GoogleBenchmark.send(
+                    "POST", app + "/users/player-\(wallet)/currencies/gems/grants", key: admin, grant, expecting: 201)
             }
         }
         let next = Counter()
         let run = UInt32.random(in: 0...UInt32.max)
         @Sendable func spend(_ wallet: Int) async throws {
             let n = next.add(1)
-            try await Self.send(
+            try await GoogleBenchmark.send(
                 "POST", app + "/users/player-\(wallet)/consumptions", key: admin,
                 ["currency": "gems", "amount": 3, "idempotency_key": "s\(run)-\(n)", "reason": "item", "reference": "sku-\(n % 97)"],
                 expecting: 200)
@@ -54,7 +53,7 @@ struct SpendBenchmark: AsyncParsableCommand {
         for _ in 1...rounds {
             reads.append(
                 try await RetentionBenchmark.measure(seconds: seconds, connections: connections) { index in
-                    try await Self.send("GET", app + "/users/player-\(1 + index % wallets)", key: admin, nil, expecting: 200)
+                    try await GoogleBenchmark.send("GET", app + "/users/player-\(1 + index % wallets)", key: admin, nil, expecting: 200)
                 })
             one.append(try await RetentionBenchmark.measure(seconds: seconds, connections: connections) { _ in try await spend(0) })
             spread.append(
@@ -73,17 +72,5 @@ struct SpendBenchmark: AsyncParsableCommand {
                     + String(format: "%5.1f %%", median(measurements.map(\.rate)) / median(reads.map(\.rate)) * 100) + " of reads")
         }
         print("  rounds: reads=\(reads.map { Int($0.rate) }) one=\(one.map { Int($0.rate) }) spread=\(spread.map { Int($0.rate) })")
-    }
-
-    static func send(_ method: String, _ url: String, key: String, _ json: [String: Any]?, expecting status: Int) async throws {
-        var request = HTTPClientRequest(url: url)
-        request.method = .init(rawValue: method)
-        request.headers.add(name: "Authorization", value: "Bearer \(key)")
-        if let json { request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
-        let body = try await response.body.collect(upTo: 1 << 22)
-        guard Int(response.status.code) == status else {
-            throw ValidationError("\(method) \(url) answered \(response.status.code): \(String(buffer: body).prefix(300))")
-        }
     }
 }

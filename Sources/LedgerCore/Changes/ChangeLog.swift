@@ -118,13 +118,14 @@ package struct ChangeLog: Sendable {
 
     /// What was left in lots whose expiry fell after `from` and at or before `instant`.
     static func currencyExpiries(userID: String, timeline: UserTimeline, from: Date, until instant: Date) -> [Change] {
-        let movements = Wallet.replay(timeline.balanceEntries, until: instant).movements
-        var balance = Wallet.replay(timeline.balanceEntries, until: from).wallet.balances
+        // One replay: the movements come in time order, each with the balance it left, so the
+        // balance before an expiry is the one the movement before it left.
+        var balance: [String: Int64] = [:]
         var changes: [Change] = []
-        for movement in movements where movement.at > from {
+        for movement in Wallet.replay(timeline.balanceEntries, until: instant).movements {
             let before = balance[movement.currency] ?? 0
             balance[movement.currency] = movement.balanceAfter
-            guard movement.kind == .expired else { continue }
+            guard movement.at > from, movement.kind == .expired else { continue }
             changes.append(
                 Change(
                     kind: .currencyExpired, userID: userID, occurredAt: movement.at, recordedAt: instant,

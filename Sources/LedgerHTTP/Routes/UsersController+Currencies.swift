@@ -47,10 +47,7 @@ extension UsersController {
     @Sendable func currencyHistory(_ request: Request, context: LedgerRequestContext) async throws -> Response {
         let (bundleID, userID) = try context.appAndUser(.read)
         let currency = try context.parameters.require("code")
-        let app = try await directory.app(bundleID)
-        guard app.catalogue.knowsCurrency(currency) else {
-            throw LedgerError(.unknownCurrency, "currency \(currency) is neither set up for \(bundleID) nor granted by any of its products")
-        }
+        try UserActions.known(currency, in: try await directory.app(bundleID))
         let after = try request.cursor(), limit = try request.pageLimit()
         let (at, knownAt) = try Self.instants(request)
         let instant = at ?? knownAt ?? Date()
