@@ -14,6 +14,11 @@ package struct Backoff: Sendable, Equatable {
     /// the stores' deadlines however long they are away.
     package static let outboxRetry = Backoff(first: .seconds(5), limit: .seconds(3600))
 
+    /// How long a round that asks a store (Apple, Google) waits after failing as a whole — its
+    /// database away, the apps unreadable: 5 s, 10 s … a minute at most. The store's own refusals
+    /// are each row's business and never fail the round.
+    package static let storeRound = Backoff(first: .seconds(5), limit: .seconds(60))
+
     package init(first: Duration = .milliseconds(100), limit: Duration = .seconds(5)) {
         self.first = first
         self.limit = max(first, limit)

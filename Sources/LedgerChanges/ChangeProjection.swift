@@ -29,11 +29,6 @@ package struct ChangeProjection: Sendable {
     /// Whoever else learns of new changes in the statement that writes them.
     let followers: [ChangeFollower]
 
-    package init(batchSize: Int = 500, followers: [ChangeFollower] = []) {
-        self.batchSize = batchSize
-        self.followers = followers
-    }
-
     package struct Outcome: Sendable {
         /// Events of the log this batch covered (0: nothing new, or another server is at it).
         package var events = 0

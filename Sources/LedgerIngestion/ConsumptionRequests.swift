@@ -23,11 +23,6 @@ package struct ConsumptionRequests: Sendable {
     let pool: PostgresPool
     let store: EventStore
 
-    package init(pool: PostgresPool, store: EventStore) {
-        self.pool = pool
-        self.store = store
-    }
-
     /// Remembers a request to answer; the same request again changes nothing.
     func enqueue(_ notification: AppleNotification, transaction: TransactionFacts, bundleID: String) async throws {
         guard let uuid = notification.notificationUUID, [.production, .sandbox].contains(transaction.environment) else { return }

@@ -27,9 +27,7 @@ package struct ProofTree: Sendable {
     /// after `pollInterval` — so an event can be proven about a second after its commit.
     package func loop(heartbeat: Heartbeat, pollInterval: Duration = .seconds(1)) -> BackgroundLoop {
         let tree = self
-        return BackgroundLoop(reportingTo: heartbeat, logger: logger) {
-            try await tree.extend() == tree.batchSize ? .again : .after(pollInterval)
-        }
+        return .draining(batch: batchSize, every: pollInterval, reportingTo: heartbeat, logger: logger) { _ in try await tree.extend() }
     }
 
     /// Adds a leaf for each event committed since the tree's place, up to a batch, in one

@@ -65,8 +65,8 @@ package struct AppleFinisher: Sendable {
 
     /// What is due finished every `interval`, and at once again after a full batch.
     package func loop(every interval: Duration, batch: Int = 50) -> BackgroundLoop {
-        BackgroundLoop(reportingTo: heartbeat, backoff: Backoff(first: .seconds(5), limit: .seconds(60)), logger: logger) {
-            try await finishDue(limit: batch).count == batch ? .again : .after(interval)
+        .draining(batch: batch, every: interval, reportingTo: heartbeat, backoff: .storeRound, logger: logger) {
+            try await finishDue(limit: $0).count
         }
     }
 }

@@ -70,10 +70,7 @@ package struct ConsumptionResponder: Sendable {
     /// fails only when the requests cannot be claimed (the database away); one request Apple did
     /// not take is its own line and waits for its own retry.
     package func loop(every interval: Duration) -> BackgroundLoop {
-        BackgroundLoop(reportingTo: heartbeat, backoff: Backoff(first: .seconds(5), limit: .seconds(60)), logger: logger) {
-            try await answerPending()
-            return .after(interval)
-        }
+        .periodic(every: interval, reportingTo: heartbeat, backoff: .storeRound, logger: logger) { try await answerPending() }
     }
 
     /// One request: the policy checked, the facts read, Apple told, the answer recorded.

@@ -66,8 +66,8 @@ package struct GoogleAcknowledger: Sendable {
     /// them). A round fails only when the outbox cannot be read; one purchase Google did not take
     /// waits for its own retry.
     package func loop(every interval: Duration, batch: Int = 50) -> BackgroundLoop {
-        BackgroundLoop(reportingTo: heartbeat, backoff: Backoff(first: .seconds(5), limit: .seconds(60)), logger: logger) {
-            try await settleDue(limit: batch).count == batch ? .again : .after(interval)
+        .draining(batch: batch, every: interval, reportingTo: heartbeat, backoff: .storeRound, logger: logger) {
+            try await settleDue(limit: $0).count
         }
     }
 

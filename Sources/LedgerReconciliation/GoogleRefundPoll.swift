@@ -31,10 +31,7 @@ package struct GoogleRefundPoll: Sendable {
     }
 
     package var loop: BackgroundLoop {
-        BackgroundLoop(reportingTo: heartbeat, backoff: Backoff(first: .seconds(5), limit: .seconds(60)), logger: logger) {
-            _ = try await pass()
-            return .after(interval)
-        }
+        .periodic(every: interval, reportingTo: heartbeat, backoff: .storeRound, logger: logger) { try await pass() }
     }
 
     /// One pass over every app with a service account: how many voided purchases recorded something

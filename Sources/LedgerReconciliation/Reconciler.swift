@@ -26,10 +26,7 @@ package struct Reconciler: Sendable {
     /// The reconciler as a background loop: a pass a step, `interval` apart. A pass that could not
     /// list the apps is tried again after the loop's backoff, from a few seconds up to a minute.
     package var loop: BackgroundLoop {
-        BackgroundLoop(reportingTo: heartbeat, backoff: Backoff(first: .seconds(5), limit: .seconds(60)), logger: logger) {
-            _ = try await pass()
-            return .after(interval)
-        }
+        .periodic(every: interval, reportingTo: heartbeat, backoff: .storeRound, logger: logger) { try await pass() }
     }
 
     /// One pass over every app with a key; the reports of those that ran. Each app's failure is

@@ -12,11 +12,6 @@ package struct SettingProblem: Sendable, Hashable {
     /// Never a secret's value.
     package var complaint: String
 
-    package init(keys: [ConfigKey], complaint: String) {
-        self.keys = keys
-        self.complaint = complaint
-    }
-
     /// The sentence an operator reads, each key named as `name` says (`LEDGER_PORT is '80a': …`).
     package func sentence(naming name: (ConfigKey) -> String) -> String {
         keys.map(name).joined(separator: " and ") + " " + complaint

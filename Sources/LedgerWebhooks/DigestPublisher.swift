@@ -42,10 +42,7 @@ package struct DigestPublisher: Sendable {
 
     package func loop(every interval: Duration, heartbeat: Heartbeat) -> BackgroundLoop {
         let publisher = self
-        return BackgroundLoop(reportingTo: heartbeat, logger: logger) {
-            try await publisher.publish()
-            return .after(interval)
-        }
+        return .periodic(every: interval, reportingTo: heartbeat, logger: logger) { try await publisher.publish() }
     }
 
     /// Signs the tree as it stands and hands the digest to every sink.

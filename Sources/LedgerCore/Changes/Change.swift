@@ -73,20 +73,6 @@ package struct Change: Sendable, Equatable {
         package var from: Value = .absent
         package var to: Value = .absent
 
-        package init(
-            entitlement: String? = nil, productID: String? = nil, originalTransactionID: String? = nil, transactionID: String? = nil,
-            currency: String? = nil, amount: Int64? = nil, reason: String? = nil, from: Value = .absent, to: Value = .absent
-        ) {
-            self.entitlement = entitlement
-            self.productID = productID
-            self.originalTransactionID = originalTransactionID
-            self.transactionID = transactionID
-            self.currency = currency
-            self.amount = amount
-            self.reason = reason
-            self.from = from
-            self.to = to
-        }
     }
 
     /// An old or new value: an expiry (nil: never), a flag, a product or user, an amount.

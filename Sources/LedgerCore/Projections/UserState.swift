@@ -93,22 +93,6 @@ package struct BalanceEntry: Codable, Sendable, Equatable {
         /// A balance moved between two accounts merged.
         case moved
     }
-
-    package init(
-        kind: Kind, currency: String, amount: Int64, at: Date, reference: String, expiresAt: Date? = nil, origin: Origin? = nil,
-        reason: String? = nil, detail: String? = nil
-    ) {
-        self.origin = origin
-        self.kind = kind
-        self.currency = currency
-        self.amount = amount
-        self.at = at
-        self.reference = reference
-        self.expiresAt = expiresAt
-        self.reason = reason
-        self.detail = detail
-    }
-
 }
 
 extension UserState {
