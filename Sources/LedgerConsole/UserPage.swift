@@ -69,7 +69,7 @@ struct UserPage {
                     sentence: Explanation.sentence(for: entitlement, at: state.asOf, subscription: subscription, revoked: revoked),
                     active: entitlement.active, product: entitlement.productID, source: entitlement.ownership.rawValue))
         }
-        let wallet = Wallet.replay(state.balanceEntries, until: state.asOf).wallet
+        let wallet = Wallet.replayed(state.balanceEntries, until: state.asOf)
         page.balances = state.balances.sorted { $0.key < $1.key }.map { currency, amount in
             let open = wallet.lots.filter { $0.currency == currency && $0.remaining > 0 }
                 .sorted { ($0.expiresAt ?? .distantFuture, $0.grantedAt) < ($1.expiresAt ?? .distantFuture, $1.grantedAt) }

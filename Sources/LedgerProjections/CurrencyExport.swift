@@ -39,7 +39,7 @@ package struct CurrencyExport: Sendable {
         guard count <= limit else { return nil }
         var held: [String: Int64] = [:]
         for timeline in try await timelines(bundleID: bundleID, knownAt: nil, on: pool) {
-            held.merge(Wallet.replay(timeline.balanceEntries, until: instant).wallet.balances, uniquingKeysWith: +)
+            held.merge(Wallet.replayed(timeline.balanceEntries, until: instant).balances, uniquingKeysWith: +)
         }
         return held
     }

@@ -145,7 +145,7 @@ package struct ChangeLog: Sendable {
 
     package static func nextExpiry(of timeline: UserTimeline, after instant: Date) -> Date? {
         let access = timeline.state(at: instant).entitlements.values.filter(\.active).compactMap(accessEnd).filter { $0 >= instant }.min()
-        let lot = Wallet.replay(timeline.balanceEntries, until: instant).wallet.nextExpiry(after: instant)
+        let lot = Wallet.replayed(timeline.balanceEntries, until: instant).nextExpiry(after: instant)
         return [access, lot].compactMap { $0 }.min()
     }
 

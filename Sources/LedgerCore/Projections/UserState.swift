@@ -99,7 +99,7 @@ extension UserState {
     /// Balance = what is left in the lots − debt, with every lot past its expiry emptied (the
     /// invariant the property tests check; `Wallet` keeps the lots).
     static func balances(of entries: [BalanceEntry], at instant: Date) -> [String: Int64] {
-        Wallet.replay(entries, until: instant).wallet.balances
+        Wallet.replayed(entries, until: instant).balances
     }
 
     /// Collapses periods into one entitlement per name: an active source wins, the one lasting

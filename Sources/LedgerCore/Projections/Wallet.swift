@@ -52,31 +52,57 @@ package struct Wallet: Sendable {
 
     package private(set) var lots: [Lot] = []
     package private(set) var debt: [String: Int64] = [:]
+    /// Σ remaining per currency that ever had a lot: the balance after each movement, without a
+    /// pass over every lot (a wallet gathers lots with every purchase and grant).
+    private var held: [String: Int64] = [:]
+    /// Each lot by its currency and name: a credit to a lot that exists (a refund reversed) and a
+    /// reversal's own lot are found at once.
+    private var named: [LotName: Int] = [:]
+    /// The lots of each currency that may still hold something; emptied ones leave it lazily.
+    private var open: [String: [Int]] = [:]
+    /// The lots with an expiry that may still hold something, soonest last, so the next to expire
+    /// is looked at without a pass over the others; one emptied by spending leaves it lazily.
+    private var expiring: [Int] = []
     /// What each spend drew, lot by lot, for its reversal.
     private var drawn: [String: [(lot: Int, amount: Int64)]] = [:]
     /// The instant of the last entry applied: nothing expires before what already happened.
     private var lastMoved = Date.distantPast
 
+    private struct LotName: Hashable {
+        var currency: String
+        var reference: String
+    }
+
     package init() {}
 
     /// Σ remaining − debt, per currency that ever moved.
     package var balances: [String: Int64] {
-        var result: [String: Int64] = [:]
-        for lot in lots { result[lot.currency, default: 0] += lot.remaining }
+        var result = held
         for (currency, owed) in debt { result[currency, default: 0] -= owed }
         return result
     }
 
     /// The wallet at `instant` and every movement up to it, expiries at their own instants.
     package static func replay(_ entries: [BalanceEntry], until instant: Date) -> (wallet: Wallet, movements: [Movement]) {
+        var movements: [Movement]? = []
+        let wallet = replay(entries, until: instant, recording: &movements)
+        return (wallet, movements ?? [])
+    }
+
+    /// The wallet at `instant` alone: what a balance needs, without the movements' records.
+    package static func replayed(_ entries: [BalanceEntry], until instant: Date) -> Wallet {
+        var none: [Movement]? = nil
+        return replay(entries, until: instant, recording: &none)
+    }
+
+    private static func replay(_ entries: [BalanceEntry], until instant: Date, recording movements: inout [Movement]?) -> Wallet {
         var wallet = Wallet()
-        var movements: [Movement] = []
         for entry in entries.sorted(by: Self.order) where entry.at <= instant {
-            movements += wallet.expire(upTo: entry.at)
-            movements += wallet.apply(entry)
+            wallet.expire(upTo: entry.at, recording: &movements)
+            wallet.apply(entry, recording: &movements)
         }
-        movements += wallet.expire(upTo: instant)
-        return (wallet, movements)
+        wallet.expire(upTo: instant, recording: &movements)
+        return wallet
     }
 
     /// The next instant after `instant` at which a lot with something left expires (what the
@@ -89,28 +115,55 @@ package struct Wallet: Sendable {
         (a.at, a.kind.rawValue, a.reference) < (b.at, b.kind.rawValue, b.reference)
     }
 
-    private func balance(_ currency: String) -> Int64 { balances[currency] ?? 0 }
+    private func balance(_ currency: String) -> Int64 { (held[currency] ?? 0) - (debt[currency] ?? 0) }
+
+    // MARK: Lots
+
+    /// Whether `a` expires before `b`: by instant, then by age in the wallet.
+    private func expiresBefore(_ a: Int, _ b: Int) -> Bool { (lots[a].expiresAt!, a) < (lots[b].expiresAt!, b) }
+
+    /// Adds to a lot's remaining, putting a lot that was empty back among the open and expiring.
+    private mutating func refill(_ index: Int, by amount: Int64) {
+        let wasEmpty = lots[index].remaining == 0
+        lots[index].remaining += amount
+        held[lots[index].currency, default: 0] += amount
+        guard wasEmpty else { return }
+        if !open[lots[index].currency, default: []].contains(index) { open[lots[index].currency, default: []].append(index) }
+        if lots[index].expiresAt != nil, !expiring.contains(index) {
+            // Soonest last: everything after the insertion point expires before this lot.
+            let position = expiring.firstIndex { expiresBefore($0, index) } ?? expiring.endIndex
+            expiring.insert(index, at: position)
+        }
+    }
+
+    private mutating func draw(_ amount: Int64, from index: Int) {
+        lots[index].remaining -= amount
+        held[lots[index].currency, default: 0] -= amount
+    }
 
     /// Empties the lots that expire by `date` (a lot expiring at an instant is no longer there to
     /// spend at it), each at its own instant — or at `date`, for a lot given back after it.
-    private mutating func expire(upTo date: Date) -> [Movement] {
-        let order = lots.indices.filter { lots[$0].remaining > 0 && lots[$0].expiresAt.map { $0 <= date } == true }
-            .sorted { (lots[$0].expiresAt!, $0) < (lots[$1].expiresAt!, $1) }
-        return order.map { index in
+    private mutating func expire(upTo date: Date, recording movements: inout [Movement]?) {
+        while let index = expiring.last, lots[index].expiresAt! <= date {
+            expiring.removeLast()
             let amount = lots[index].remaining
-            lots[index].remaining = 0
+            guard amount > 0 else { continue }
+            draw(amount, from: index)
             let lot = lots[index]
-            return Movement(
-                kind: .expired, currency: lot.currency, amount: amount, at: max(lot.expiresAt!, lastMoved), reference: lot.reference,
-                origin: nil, reason: nil, detail: nil, lots: [Share(lot: lot.reference, amount: amount)],
-                balanceAfter: balance(lot.currency))
+            movements?.append(
+                Movement(
+                    kind: .expired, currency: lot.currency, amount: amount, at: max(lot.expiresAt!, lastMoved), reference: lot.reference,
+                    origin: nil, reason: nil, detail: nil, lots: [Share(lot: lot.reference, amount: amount)],
+                    balanceAfter: balance(lot.currency)))
         }
     }
 
     /// Lots of `currency` that may be drawn at `date`, soonest-expiring first (lots that never
     /// expire last), then oldest first.
-    private func drawable(_ currency: String, at date: Date) -> [Int] {
-        lots.indices.filter { lots[$0].currency == currency && lots[$0].remaining > 0 && (lots[$0].expiresAt.map { $0 > date } ?? true) }
+    private mutating func drawable(_ currency: String, at date: Date) -> [Int] {
+        let holding = (open[currency] ?? []).filter { lots[$0].remaining > 0 }
+        open[currency] = holding
+        return holding.filter { lots[$0].expiresAt.map { $0 > date } ?? true }
             .sorted { a, b in
                 (lots[a].expiresAt ?? .distantFuture, lots[a].grantedAt, a) < (lots[b].expiresAt ?? .distantFuture, lots[b].grantedAt, b)
             }
@@ -123,7 +176,7 @@ package struct Wallet: Sendable {
         for index in order where left > 0 {
             let part = min(left, lots[index].remaining)
             guard part > 0 else { continue }
-            lots[index].remaining -= part
+            draw(part, from: index)
             left -= part
             taken.append((index, part))
         }
@@ -134,28 +187,33 @@ package struct Wallet: Sendable {
         return taken
     }
 
-    private func named(_ parts: [(lot: Int?, amount: Int64)]) -> [Share] {
+    private func shares(_ parts: [(lot: Int?, amount: Int64)]) -> [Share] {
         parts.map { Share(lot: $0.lot.map { lots[$0].reference } ?? Self.debtLot, amount: $0.amount) }
     }
 
-    private mutating func apply(_ entry: BalanceEntry) -> [Movement] {
+    // MARK: Entries
+
+    private mutating func apply(_ entry: BalanceEntry, recording movements: inout [Movement]?) {
         lastMoved = entry.at
         let currency = entry.currency
-        func movement(_ kind: Movement.Kind, _ amount: Int64, _ lots: [Share]) -> Movement {
-            Movement(
-                kind: kind, currency: currency, amount: amount, at: entry.at, reference: entry.reference, origin: entry.origin,
-                reason: entry.reason, detail: entry.detail, lots: lots, balanceAfter: balance(currency))
+        func record(_ kind: Movement.Kind, _ amount: Int64, _ lots: @autoclosure () -> [Share]) {
+            guard movements != nil else { return }
+            movements?.append(
+                Movement(
+                    kind: kind, currency: currency, amount: amount, at: entry.at, reference: entry.reference, origin: entry.origin,
+                    reason: entry.reason, detail: entry.detail, lots: lots(), balanceAfter: balance(currency)))
         }
+        let own = named[LotName(currency: currency, reference: entry.reference)]
         switch entry.kind {
         case .debit:
             let parts = take(entry.amount, currency: currency, from: drawable(currency, at: entry.at))
             drawn[entry.reference, default: []] += parts.compactMap { part in part.lot.map { ($0, part.amount) } }
-            return [movement(.spent, entry.amount, named(parts))]
+            record(.spent, entry.amount, shares(parts))
         case .reversal:
             // From the lot it granted first, then as a spend would, then as debt.
-            let own = lots.indices.filter { lots[$0].reference == entry.reference && lots[$0].currency == currency }
-            let parts = take(entry.amount, currency: currency, from: own + drawable(currency, at: entry.at).filter { !own.contains($0) })
-            return [movement(.reversed, entry.amount, named(parts))]
+            let order = own.map { own in [own] + drawable(currency, at: entry.at).filter { $0 != own } } ?? drawable(currency, at: entry.at)
+            let parts = take(entry.amount, currency: currency, from: order)
+            record(.reversed, entry.amount, shares(parts))
         case .credit where entry.origin == .spendReversed:
             // Back to the lots the spend drew from, as far as they are still open.
             var left = entry.amount
@@ -166,12 +224,12 @@ package struct Wallet: Sendable {
                 parts[position].amount -= amount
                 left -= amount
                 guard lots[part.lot].expiresAt.map({ $0 > entry.at }) ?? true else { continue }
-                lots[part.lot].remaining += amount
+                refill(part.lot, by: amount)
                 given.append(Share(lot: lots[part.lot].reference, amount: amount))
             }
             drawn[entry.reference] = parts
             let restored = given.map(\.amount).reduce(0, +)
-            return restored > 0 ? [movement(.restored, restored, given)] : []
+            if restored > 0 { record(.restored, restored, given) }
         case .credit:
             var left = entry.amount
             var parts: [Share] = []
@@ -182,18 +240,21 @@ package struct Wallet: Sendable {
                 parts.append(Share(lot: Self.debtLot, amount: paid))
             }
             if left > 0 {
-                if let index = lots.firstIndex(where: { $0.reference == entry.reference && $0.currency == currency }) {
-                    lots[index].remaining += left // a refund reversed: the lot it took from again
+                if let own {
+                    refill(own, by: left) // a refund reversed: the lot it took from again
                 } else {
+                    named[LotName(currency: currency, reference: entry.reference)] = lots.count
                     lots.append(
                         Lot(
-                            reference: entry.reference, currency: currency, granted: left, remaining: left, grantedAt: entry.at,
+                            reference: entry.reference, currency: currency, granted: left, remaining: 0, grantedAt: entry.at,
                             expiresAt: entry.expiresAt))
+                    refill(lots.count - 1, by: left)
                 }
                 parts.append(Share(lot: entry.reference, amount: left))
             }
+            record(.granted, entry.amount, parts)
             // A refund reversed after its lot expired gives back what then expires at once.
-            return [movement(.granted, entry.amount, parts)] + expire(upTo: entry.at)
+            expire(upTo: entry.at, recording: &movements)
         }
     }
 }
