@@ -58,7 +58,8 @@ package struct Wallet: Sendable {
     /// Each lot by its currency and name: a credit to a lot that exists (a refund reversed) and a
     /// reversal's own lot are found at once.
     private var named: [LotName: Int] = [:]
-    /// The lots of each currency that may still hold something; emptied ones leave it lazily.
+    /// The lots of each currency that may still hold something, in the order spends draw them;
+    /// the ones spends emptied leave it from the front, others when next drawn past.
     private var open: [String: [Int]] = [:]
     /// The lots with an expiry that may still hold something, soonest last, so the next to expire
     /// is looked at without a pass over the others; one emptied by spending leaves it lazily.
@@ -128,7 +129,11 @@ package struct Wallet: Sendable {
         lots[index].remaining += amount
         held[lots[index].currency, default: 0] += amount
         guard wasEmpty else { return }
-        if !open[lots[index].currency, default: []].contains(index) { open[lots[index].currency, default: []].append(index) }
+        let currency = lots[index].currency
+        if !open[currency, default: []].contains(index) {
+            let position = open[currency, default: []].firstIndex { drawsBefore(index, $0) } ?? open[currency, default: []].endIndex
+            open[currency, default: []].insert(index, at: position)
+        }
         if lots[index].expiresAt != nil, !expiring.contains(index) {
             // Soonest last: everything after the insertion point expires before this lot.
             let position = expiring.firstIndex { expiresBefore($0, index) } ?? expiring.endIndex
@@ -158,22 +163,32 @@ package struct Wallet: Sendable {
         }
     }
 
-    /// Lots of `currency` that may be drawn at `date`, soonest-expiring first (lots that never
-    /// expire last), then oldest first.
-    private mutating func drawable(_ currency: String, at date: Date) -> [Int] {
-        let holding = (open[currency] ?? []).filter { lots[$0].remaining > 0 }
+    /// Whether a spend draws `a` before `b`: soonest-expiring first (lots that never expire
+    /// last), then oldest first.
+    private func drawsBefore(_ a: Int, _ b: Int) -> Bool {
+        (lots[a].expiresAt ?? .distantFuture, lots[a].grantedAt, a) < (lots[b].expiresAt ?? .distantFuture, lots[b].grantedAt, b)
+    }
+
+    /// The open lots of `currency` in the order a spend draws them. Expiries are applied up to
+    /// each entry before it, so none of them is past its expiry; an emptied lot among them is
+    /// passed over by `take`.
+    private mutating func drawable(_ currency: String) -> [Int] {
+        guard var holding = open[currency] else { return [] }
+        if let first = holding.firstIndex(where: { lots[$0].remaining > 0 }) {
+            holding.removeFirst(first)
+        } else {
+            holding = []
+        }
         open[currency] = holding
-        return holding.filter { lots[$0].expiresAt.map { $0 > date } ?? true }
-            .sorted { a, b in
-                (lots[a].expiresAt ?? .distantFuture, lots[a].grantedAt, a) < (lots[b].expiresAt ?? .distantFuture, lots[b].grantedAt, b)
-            }
+        return holding
     }
 
     /// Takes `amount` from the lots in `order`; what they do not hold becomes debt.
     private mutating func take(_ amount: Int64, currency: String, from order: [Int]) -> [(lot: Int?, amount: Int64)] {
         var left = amount
         var taken: [(lot: Int?, amount: Int64)] = []
-        for index in order where left > 0 {
+        for index in order {
+            guard left > 0 else { break }
             let part = min(left, lots[index].remaining)
             guard part > 0 else { continue }
             draw(part, from: index)
@@ -206,12 +221,12 @@ package struct Wallet: Sendable {
         let own = named[LotName(currency: currency, reference: entry.reference)]
         switch entry.kind {
         case .debit:
-            let parts = take(entry.amount, currency: currency, from: drawable(currency, at: entry.at))
+            let parts = take(entry.amount, currency: currency, from: drawable(currency))
             drawn[entry.reference, default: []] += parts.compactMap { part in part.lot.map { ($0, part.amount) } }
             record(.spent, entry.amount, shares(parts))
         case .reversal:
             // From the lot it granted first, then as a spend would, then as debt.
-            let order = own.map { own in [own] + drawable(currency, at: entry.at).filter { $0 != own } } ?? drawable(currency, at: entry.at)
+            let order = own.map { own in [own] + drawable(currency).filter { $0 != own } } ?? drawable(currency)
             let parts = take(entry.amount, currency: currency, from: order)
             record(.reversed, entry.amount, shares(parts))
         case .credit where entry.origin == .spendReversed:
