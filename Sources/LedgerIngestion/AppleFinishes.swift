@@ -15,6 +15,7 @@ package struct AppleFinishes: Sendable {
     }
 
     let pool: PostgresPool
+    var book: OutboxBook { OutboxBook(table: "ledger.apple_finishes", key: "transaction_id", done: "finished_at", pool: pool) }
 
     package init(pool: PostgresPool) { self.pool = pool }
 
@@ -66,20 +67,11 @@ package struct AppleFinishes: Sendable {
 
     /// Apple confirmed, or refused for good (`note` says why): nothing more to send.
     package func finished(_ due: Due, note: String? = nil) async throws {
-        try await pool.query(
-            """
-            UPDATE ledger.apple_finishes SET finished_at = now(), claimed_by = NULL, claimed_until = NULL, last_error = $3
-             WHERE bundle_id = $1 AND transaction_id = $2
-            """, [due.bundleID, due.transactionID, note.map { String($0.prefix(500)) }])
+        try await book.settle(bundleID: due.bundleID, key: due.transactionID, note: note)
     }
 
     /// Not yet: tried again after `delay`, with why it failed.
     package func retry(_ due: Due, after delay: Duration, failure: String) async throws {
-        try await pool.query(
-            """
-            UPDATE ledger.apple_finishes
-               SET next_attempt_at = now() + make_interval(secs => $3), claimed_by = NULL, claimed_until = NULL, last_error = $4
-             WHERE bundle_id = $1 AND transaction_id = $2
-            """, [due.bundleID, due.transactionID, Double(delay.components.seconds), String(failure.prefix(500))])
+        try await book.retry(bundleID: due.bundleID, key: due.transactionID, after: delay, failure: failure)
     }
 }

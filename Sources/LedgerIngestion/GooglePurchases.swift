@@ -30,6 +30,7 @@ package struct GooglePurchases: Sendable {
     }
 
     let pool: PostgresPool
+    var book: OutboxBook { OutboxBook(table: "ledger.google_purchases", key: "purchase_key", done: "settled_at", pool: pool) }
 
     package init(pool: PostgresPool) { self.pool = pool }
 
@@ -176,21 +177,12 @@ package struct GooglePurchases: Sendable {
 
     /// Google confirmed (or had nothing left to be told): settled for good.
     package func settled(_ purchase: Unsettled, note: String? = nil) async throws {
-        try await pool.query(
-            """
-            UPDATE ledger.google_purchases SET settled_at = now(), claimed_by = NULL, claimed_until = NULL, last_error = $3
-             WHERE bundle_id = $1 AND purchase_key = $2
-            """, [purchase.bundleID, purchase.key, note.map { String($0.prefix(500)) }])
+        try await book.settle(bundleID: purchase.bundleID, key: purchase.key, note: note)
     }
 
     /// Not yet: tried again after `delay`, with why it failed.
     package func retry(_ purchase: Unsettled, after delay: Duration, failure: String) async throws {
-        try await pool.query(
-            """
-            UPDATE ledger.google_purchases
-               SET next_attempt_at = now() + make_interval(secs => $3), claimed_by = NULL, claimed_until = NULL, last_error = $4
-             WHERE bundle_id = $1 AND purchase_key = $2
-            """, [purchase.bundleID, purchase.key, Double(delay.components.seconds), String(failure.prefix(500))])
+        try await book.retry(bundleID: purchase.bundleID, key: purchase.key, after: delay, failure: failure)
     }
 
     /// How many paid purchases Google has not confirmed for longer than `age`, and how old the
