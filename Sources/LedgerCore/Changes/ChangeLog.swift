@@ -91,7 +91,7 @@ package struct ChangeLog: Sendable {
     /// The same for a stored timeline (the clock sweep reads the projection's).
     package static func expiries(userID: String, timeline: UserTimeline, from: Date, until instant: Date) -> [Change] {
         var changes: [Change] = []
-        for (name, entitlement) in timeline.state(at: from).entitlements.sorted(by: { $0.key < $1.key }) where entitlement.active {
+        for (name, entitlement) in timeline.entitlements(at: from).sorted(by: { $0.key < $1.key }) where entitlement.active {
             var end = accessEnd(entitlement)
             // A run can end and start again inside one gap (a pass stacked after a pause): follow it.
             for _ in 0..<8 {
@@ -118,6 +118,11 @@ package struct ChangeLog: Sendable {
 
     /// What was left in lots whose expiry fell after `from` and at or before `instant`.
     static func currencyExpiries(userID: String, timeline: UserTimeline, from: Date, until instant: Date) -> [Change] {
+        // A lot empties at its expiry, or at the entry that gave it back after its expiry: with
+        // neither in the window there is nothing to find, and no replay to pay for (the window
+        // between one fact and the next is most often empty).
+        let window = { (date: Date) in date > from && date <= instant }
+        guard timeline.balanceEntries.contains(where: { window($0.at) || $0.expiresAt.map(window) == true }) else { return [] }
         // One replay: the movements come in time order, each with the balance it left, so the
         // balance before an expiry is the one the movement before it left.
         var balance: [String: Int64] = [:]
@@ -144,7 +149,7 @@ package struct ChangeLog: Sendable {
     }
 
     package static func nextExpiry(of timeline: UserTimeline, after instant: Date) -> Date? {
-        let access = timeline.state(at: instant).entitlements.values.filter(\.active).compactMap(accessEnd).filter { $0 >= instant }.min()
+        let access = timeline.entitlements(at: instant).values.filter(\.active).compactMap(accessEnd).filter { $0 >= instant }.min()
         let lot = Wallet.replayed(timeline.balanceEntries, until: instant).nextExpiry(after: instant)
         return [access, lot].compactMap { $0 }.min()
     }

@@ -135,7 +135,7 @@ package struct AppLedger: Sendable {
         guard let owner = history.owner(at: instant) else { return false }
         var builder = UserTimelineBuilder(userID: owner, catalogue: catalogue)
         builder.add(history)
-        return builder.build().state(at: instant).entitlements.values.contains {
+        return builder.build().entitlements(at: instant).values.contains {
             $0.active && $0.originalTransactionID == originalTransactionID
         }
     }

@@ -28,11 +28,17 @@ package struct UserTimeline: Codable, Sendable, Equatable {
         self.appPurchase = appPurchase
     }
 
+    /// The entitlements alone at `instant`: what a question about access needs, without the
+    /// balances' replay.
+    package func entitlements(at instant: Date) -> [String: Entitlement] {
+        UserState.entitlements(from: periods, at: instant)
+    }
+
     package func state(at instant: Date) -> UserState {
         let entries = balanceEntries.filter { $0.at <= instant }
         return UserState(
             userID: userID, asOf: instant,
-            entitlements: UserState.entitlements(from: periods, at: instant),
+            entitlements: entitlements(at: instant),
             balances: UserState.balances(of: entries, at: instant),
             // A subscription is listed from its first period on (asked about the past, one bought
             // later is not there yet).
