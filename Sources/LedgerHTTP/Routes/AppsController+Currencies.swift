@@ -39,13 +39,7 @@ extension AppsController {
             else { throw LedgerError(.invalidCurrency, "expires_after is a positive ISO 8601 duration, e.g. P7D or PT12H") }
             after = duration
         }
-        var at: Date?
-        if let text = body.expires_at {
-            guard let instant = RFC3339.parseInstant(text) else {
-                throw LedgerError(.invalidCurrency, "expires_at is an RFC 3339 time, e.g. 2026-12-06T23:59:59Z")
-            }
-            at = instant
-        }
+        let at = try Wire.instant(body.expires_at, field: "expires_at", refusedAs: .invalidCurrency)
         return CurrencyDefinition(code: code, name: body.name, expiresAfter: after, expiresAt: at)
     }
 }

@@ -12,12 +12,7 @@ extension UsersController {
         let (bundleID, userID) = try context.appAndUser(.admin)
         let currency = try context.parameters.require("code")
         let body = try await JSONBody.decode(Wire.CurrencyGrantRequest.self, from: request, context: context)
-        let expiresAt = try body.expires_at.map { text in
-            guard let instant = RFC3339.parseInstant(text) else {
-                throw LedgerError(.invalidGrant, "expires_at is an RFC 3339 time, e.g. 2026-12-06T23:59:59Z")
-            }
-            return instant
-        }
+        let expiresAt = try Wire.instant(body.expires_at, field: "expires_at", refusedAs: .invalidGrant)
         let result = try await actions.grantCurrency(
             bundleID: bundleID, userID: userID, currency: currency, amount: body.amount, reason: body.reason, grantID: body.grant_id,
             expiresAt: expiresAt, actor: context.key?.name)

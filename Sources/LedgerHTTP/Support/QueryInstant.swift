@@ -25,3 +25,15 @@ extension Request {
         return knownAt
     }
 }
+
+extension Wire {
+    /// A body's instant field read as RFC 3339 (or a plain date, midnight UTC), nil when absent;
+    /// one that does not parse is refused with `code`, the field named.
+    static func instant(_ text: String?, field: String, refusedAs code: LedgerError.Code) throws -> Date? {
+        guard let text else { return nil }
+        guard let instant = RFC3339.parseInstant(text) else {
+            throw LedgerError(code, "\(field) is an RFC 3339 time, e.g. 2026-12-06T23:59:59Z")
+        }
+        return instant
+    }
+}
