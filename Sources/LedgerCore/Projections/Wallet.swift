@@ -173,14 +173,11 @@ package struct Wallet: Sendable {
     /// each entry before it, so none of them is past its expiry; an emptied lot among them is
     /// passed over by `take`.
     private mutating func drawable(_ currency: String) -> [Int] {
-        guard var holding = open[currency] else { return [] }
-        if let first = holding.firstIndex(where: { lots[$0].remaining > 0 }) {
-            holding.removeFirst(first)
-        } else {
-            holding = []
-        }
-        open[currency] = holding
-        return holding
+        guard let holding = open[currency] else { return [] }
+        let drained = holding.firstIndex { lots[$0].remaining > 0 } ?? holding.endIndex
+        guard drained > 0 else { return holding }
+        open[currency]?.removeFirst(drained)
+        return open[currency] ?? []
     }
 
     /// Takes `amount` from the lots in `order`; what they do not hold becomes debt.
