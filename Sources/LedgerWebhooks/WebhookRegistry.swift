@@ -171,3 +171,21 @@ package struct WebhookRegistry: Sendable {
         }
     }
 }
+
+extension Webhook {
+    /// The URL as answers and the audit log show it: each value of its query and any password
+    /// replaced by `***`. A receiver that authenticates by a token in its URL would otherwise see
+    /// that token repeated to every admin key and kept in the audit log for good; the names stay,
+    /// so an operator still sees what the URL carries. Deliveries use the URL whole.
+    package var shownURL: String { Self.shown(url) }
+
+    package static func shown(_ url: String) -> String {
+        guard var parts = URLComponents(string: url) else { return "***" }
+        if parts.password != nil { parts.password = "***" }
+        if let items = parts.queryItems {
+            parts.queryItems = items.map { URLQueryItem(name: $0.name, value: $0.value == nil ? nil : "***") }
+        }
+        if parts.fragment != nil { parts.fragment = "***" }
+        return parts.string ?? "***"
+    }
+}

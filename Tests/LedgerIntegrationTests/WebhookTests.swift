@@ -84,6 +84,32 @@ import WebhookReceiver
         #expect(try await server.send("GET", "/v1/apps/\(Self.bundle)/changes?after=x", key: reader).errorCode == "invalid_cursor")
     }
 
+    /// A receiver that authenticates by a token in its URL gets the token with every delivery, and
+    /// no one else sees it: the definition's answers and the audit log show the query's names with
+    /// their values hidden.
+    @Test func aTokenInTheURLGoesWithEveryDeliveryAndIsNeverShown() async throws {
+        let (server, receiver) = try await started()
+        defer {
+            Task {
+                await server.stop(); await receiver.stop()
+            }
+        }
+        let token = "tok-5f1c2e9a7b31"
+        let created = try await server.send(
+            "PUT", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey,
+            json: ["url": receiver.url + "?token=\(token)&v=2", "secret": Self.secret])
+        #expect(created.status == 201, "\(created.text)")
+        let shown = try await server.send("GET", "/v1/apps/\(Self.bundle)/webhooks/game", key: server.adminKey)
+        #expect(shown.json["url"] as? String == receiver.url + "?token=***&v=***", "\(shown.text)")
+        let audit = try await server.send("GET", "/v1/audit-log?limit=1000", key: server.adminKey)
+        #expect(audit.status == 200 && audit.text.contains("webhook.defined"), "\(audit.text)")
+        for answer in [created, shown, audit] { #expect(!answer.text.contains(token), "the token is never shown: \(answer.text)") }
+
+        try await buy(server, "tok-1", user: "alice", key: try await server.key([.ingest]))
+        #expect(try await eventually { !receiver.accepted.isEmpty }, "the purchase is delivered")
+        #expect(receiver.accepted.allSatisfy { $0.query == "token=\(token)&v=2" }, "\(receiver.accepted.map(\.query))")
+    }
+
     @Test func aPurchaseASpendAndARefundArriveSignedInOrderAndTheFeedListsTheSame() async throws {
         let (server, receiver) = try await started()
         defer {

@@ -16,6 +16,8 @@ package final class WebhookReceiver: Sendable {
         package var body: String
         package var signatureValid: Bool
         package var arrivedAt: Date
+        /// The query of the URL it was sent to, if any.
+        package var query: String?
         /// The W3C trace context the delivery came with, if any.
         package var traceparent: String?
     }
@@ -70,7 +72,7 @@ package final class WebhookReceiver: Sendable {
                 id: id, userID: fields["user_id"] as? String ?? "", type: fields["type"] as? String ?? "",
                 position: (fields["position"] as? NSNumber)?.int64Value ?? 0, body: String(decoding: body, as: UTF8.self),
                 signatureValid: Self.verify(signature, body: body, secret: secret) && fields["id"] as? String == id,
-                arrivedAt: Date(), traceparent: request.headers[.init("traceparent")!])
+                arrivedAt: Date(), query: request.uri.query, traceparent: request.headers[.init("traceparent")!])
             state.withLock { $0.accepted.append(delivery) }
             return Response(status: .noContent)
         }

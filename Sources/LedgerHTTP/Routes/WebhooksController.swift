@@ -30,7 +30,7 @@ struct WebhooksController {
         var users_failing: Int
 
         init(_ webhook: Webhook) {
-            (name, url, starts_after) = (webhook.name, webhook.url, webhook.startsAfter)
+            (name, url, starts_after) = (webhook.name, webhook.shownURL, webhook.startsAfter)
             types = webhook.types
             (created_at, updated_at) = (RFC3339.string(webhook.createdAt), RFC3339.string(webhook.updatedAt))
             (users_waiting, users_failing) = (webhook.backlog, webhook.failing)
