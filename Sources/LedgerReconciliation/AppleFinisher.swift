@@ -34,33 +34,32 @@ package struct AppleFinisher: Sendable {
     /// Finishes what is due (at most `limit`); the outcome of each, by transaction id.
     @discardableResult
     package func finishDue(limit: Int = 50) async throws -> [String: String] {
-        var outcomes: [String: String] = [:]
-        for due in try await finishes.claim(limit: limit, holder: holder) {
-            let outcome: String
-            do {
-                let app = try await directory.app(due.bundleID)
-                try await api.finishTransaction(due.transactionID, in: due.environment, as: try AppleLookups.key(of: app))
-                try await finishes.finished(due)
-                outcome = "finished"
-            } catch let error as LedgerError where error.kind != .unavailable {
-                // Refused for good (not found, no key, unauthorized): settled, the reason kept.
-                try await finishes.finished(due, note: "\(error.code): \(error.message)")
-                outcome = "refused"
-                logger.warning(
-                    "Apple refused to finish a transaction; it is not tried again",
-                    metadata: ["app.bundle_id": "\(due.bundleID)", "apple.transaction_id": "\(due.transactionID)", "code": "\(error.code)"])
-            } catch {
-                let delay = Backoff.outboxRetry.ceiling(afterFailures: due.attempts)
-                try? await finishes.retry(due, after: delay, failure: "\(error)")
-                outcome = "failed"
-                logger.warning(
-                    "a transaction could not be finished at Apple yet; it is tried again",
-                    metadata: ["app.bundle_id": "\(due.bundleID)", "apple.transaction_id": "\(due.transactionID)", "retry_in": "\(delay)"])
-            }
-            outcomes[due.transactionID] = outcome
-            observe(outcome)
+        await OutboxRound.run(
+            try await finishes.claim(limit: limit, holder: holder), key: \.transactionID, observe: observe, work: finish
+        ) { due, error in
+            let delay = Backoff.outboxRetry.ceiling(afterFailures: due.attempts)
+            try? await finishes.retry(due, after: delay, failure: "\(error)")
+            logger.warning(
+                "a transaction could not be finished at Apple yet; it is tried again",
+                metadata: ["app.bundle_id": "\(due.bundleID)", "apple.transaction_id": "\(due.transactionID)", "retry_in": "\(delay)"])
         }
-        return outcomes
+    }
+
+    /// One transaction finished at Apple, or settled with the reason Apple refused it for good.
+    func finish(_ due: AppleFinishes.Due) async throws -> String {
+        do {
+            let app = try await directory.app(due.bundleID)
+            try await api.finishTransaction(due.transactionID, in: due.environment, as: try AppleLookups.key(of: app))
+            try await finishes.finished(due)
+            return "finished"
+        } catch let error as LedgerError where error.kind != .unavailable {
+            // Refused for good (not found, no key, unauthorized): settled, the reason kept.
+            try await finishes.finished(due, note: "\(error.code): \(error.message)")
+            logger.warning(
+                "Apple refused to finish a transaction; it is not tried again",
+                metadata: ["app.bundle_id": "\(due.bundleID)", "apple.transaction_id": "\(due.transactionID)", "code": "\(error.code)"])
+            return "refused"
+        }
     }
 
     /// What is due finished every `interval`, and at once again after a full batch.

@@ -42,28 +42,21 @@ package struct ConsumptionResponder: Sendable {
     /// Answers what is waiting (at most `limit`); the outcome of each, by notification UUID.
     @discardableResult
     package func answerPending(limit: Int = 50) async throws -> [String: String] {
-        var outcomes: [String: String] = [:]
-        for pending in try await requests.claim(limit: limit, holder: holder) {
-            do {
-                let outcome = try await answer(pending)
-                try await requests.settle(pending, outcome: outcome)
-                outcomes[pending.notificationUUID] = outcome
-                observe(outcome)
-            } catch {
-                // Apple away, the database away: the request stays and is tried again.
-                let delay = Duration.seconds(min(3600, 30 << min(pending.attempts, 7)))
-                try? await requests.retry(pending, after: delay, failure: "\(error)")
-                outcomes[pending.notificationUUID] = "failed"
-                observe("failed")
-                logger.warning(
-                    "a CONSUMPTION_REQUEST could not be answered yet; it is tried again",
-                    metadata: [
-                        "app.bundle_id": "\(pending.bundleID)", "apple.notification_uuid": "\(pending.notificationUUID)",
-                        "error": "\(error)",
-                    ])
-            }
+        await OutboxRound.run(try await requests.claim(limit: limit, holder: holder), key: \.notificationUUID, observe: observe) {
+            pending in
+            let outcome = try await answer(pending)
+            try await requests.settle(pending, outcome: outcome)
+            return outcome
+        } handBack: { pending, error in
+            // Apple away, the database away: the request stays and is tried again.
+            let delay = Duration.seconds(min(3600, 30 << min(pending.attempts, 7)))
+            try? await requests.retry(pending, after: delay, failure: "\(error)")
+            logger.warning(
+                "a CONSUMPTION_REQUEST could not be answered yet; it is tried again",
+                metadata: [
+                    "app.bundle_id": "\(pending.bundleID)", "apple.notification_uuid": "\(pending.notificationUUID)", "error": "\(error)",
+                ])
         }
-        return outcomes
     }
 
     /// The responder as a background loop: what is waiting answered every `interval`. A round

@@ -38,27 +38,19 @@ package struct GoogleAcknowledger: Sendable {
     /// Settles what is due (at most `limit`); the outcome of each, by purchase key.
     @discardableResult
     package func settleDue(limit: Int = 50) async throws -> [String: String] {
-        var outcomes: [String: String] = [:]
-        for due in try await purchases.claim(limit: limit, holder: holder) {
-            do {
-                let outcome = try await settle(due)
-                try await purchases.settled(due, note: outcome == "settled" ? nil : outcome)
-                outcomes[due.key] = outcome
-                observe(outcome)
-            } catch {
-                let delay = Backoff.outboxRetry.ceiling(afterFailures: due.attempts)
-                try? await purchases.retry(due, after: delay, failure: "\(error)")
-                outcomes[due.key] = "failed"
-                observe("failed")
-                logger.warning(
-                    "Google could not be told of a purchase yet; it is tried again",
-                    metadata: [
-                        "app.bundle_id": "\(due.bundleID)", "google.purchase_key": "\(due.key)", "retry_in": "\(delay)",
-                        "error": "\(error)",
-                    ])
-            }
+        await OutboxRound.run(try await purchases.claim(limit: limit, holder: holder), key: \.key, observe: observe) { due in
+            let outcome = try await settle(due)
+            try await purchases.settled(due, note: outcome == "settled" ? nil : outcome)
+            return outcome
+        } handBack: { due, error in
+            let delay = Backoff.outboxRetry.ceiling(afterFailures: due.attempts)
+            try? await purchases.retry(due, after: delay, failure: "\(error)")
+            logger.warning(
+                "Google could not be told of a purchase yet; it is tried again",
+                metadata: [
+                    "app.bundle_id": "\(due.bundleID)", "google.purchase_key": "\(due.key)", "retry_in": "\(delay)", "error": "\(error)",
+                ])
         }
-        return outcomes
     }
 
     /// The acknowledger as a background loop: what is due settled every `interval`, and at once
