@@ -38,17 +38,60 @@ package final class AutoFailover: @unchecked Sendable {
     }
 
     private static func startBlocking(logger: Logger) throws -> AutoFailover {
-        let port = Int.random(in: 20_000..<60_000)
-        let formation = try AutoFailover(basePort: port, logger: logger)
-        try formation.createMonitor()
-        let (first, second) = (formation.nodes[0], formation.nodes[1])
-        try formation.createNode(first)
-        // The second node is made from the first's data: it must find a primary to copy.
-        try formation.waitForStatesBlocking([first.name: "single"], within: .seconds(90))
-        try formation.createNode(second)
-        try formation.waitForStatesBlocking([first.name: "primary", second.name: "secondary"], within: .seconds(90))
-        try TestCluster.prepareRoles(admin: formation.admin(port: formation.nodes[0].port))
-        return formation
+        // Once in a CI run the new standby stayed in `catchingup` for the whole wait, the primary in
+        // `wait_primary`: the monitor never moved it on. The formation is the test's ground, not
+        // what it tests, so a second one is made on other ports, and what the monitor saw of the
+        // first is logged; a second failure fails the test with that account.
+        do {
+            return try formed(logger: logger)
+        } catch let first as AutoFailoverError {
+            logger.error("pg_auto_failover did not form; a new formation is made", metadata: ["error": "\(first)"])
+            return try formed(logger: logger)
+        }
+    }
+
+    /// A monitor and two nodes on ports below Linux's range for outgoing connections (32768 and
+    /// up), so no connection of the suite's own holds one of them.
+    private static func formed(logger: Logger) throws -> AutoFailover {
+        let formation = try AutoFailover(basePort: Int.random(in: 20_000..<32_000), logger: logger)
+        do {
+            try formation.createMonitor()
+            let (first, second) = (formation.nodes[0], formation.nodes[1])
+            try formation.createNode(first)
+            // The second node is made from the first's data: it must find a primary to copy.
+            try formation.waitForStatesBlocking([first.name: "single"], within: .seconds(90))
+            try formation.createNode(second)
+            try formation.waitForStatesBlocking([first.name: "primary", second.name: "secondary"], within: .seconds(90))
+            try TestCluster.prepareRoles(admin: formation.admin(port: formation.nodes[0].port))
+            return formation
+        } catch let error as AutoFailoverError {
+            let account = AutoFailoverError.notFormed(error, monitor: formation.monitorView(), logs: formation.logTails())
+            formation.stop()
+            throw account
+        }
+    }
+
+    /// Each node as the monitor sees it: reported and goal state, health (1 good, 0 bad, -1 not
+    /// checked yet), the WAL position reported.
+    private func monitorView() -> String {
+        guard let connection = try? PostgresConnection.connect(admin(port: monitorPort, database: "pg_auto_failover")),
+            let rows = try? connection.query(
+                "SELECT nodename, reportedstate::text AS reported, goalstate::text AS goal, health::text AS health, reportedlsn::text AS lsn"
+                    + " FROM pgautofailover.node ORDER BY nodeid")
+        else { return "the monitor did not answer" }
+        return rows.map { row in
+            ["nodename", "reported", "goal", "health", "lsn"].map { "\($0)=\(row[$0].optionalString() ?? "-")" }
+                .joined(separator: " ")
+        }.joined(separator: "; ")
+    }
+
+    /// The last lines each keeper wrote.
+    private func logTails(lines: Int = 6) -> String {
+        (["monitor.log"] + nodes.map { "\($0.name).log" })
+            .map { name in
+                let text = (try? String(contentsOf: root.appendingPathComponent(name), encoding: .utf8)) ?? ""
+                return "\(name): " + text.split(separator: "\n").suffix(lines).joined(separator: " | ")
+            }.joined(separator: "\n")
     }
 
     private init(basePort: Int, logger: Logger) throws {
@@ -289,11 +332,13 @@ package final class AutoFailover: @unchecked Sendable {
 package enum AutoFailoverError: Error, CustomStringConvertible {
     case noPrimary([String: String])
     case timedOut(wanted: [String: String], last: [String: String])
+    indirect case notFormed(AutoFailoverError, monitor: String, logs: String)
 
     package var description: String {
         switch self {
         case .noPrimary(let states): "no node is primary: \(states)"
         case .timedOut(let wanted, let last): "pg_auto_failover did not reach \(wanted); last states \(last)"
+        case .notFormed(let error, let monitor, let logs): "\(error); the monitor: \(monitor)\n\(logs)"
         }
     }
 }
