@@ -71,8 +71,7 @@ struct UserPage {
         }
         let wallet = Wallet.replayed(state.balanceEntries, until: state.asOf)
         page.balances = state.balances.sorted { $0.key < $1.key }.map { currency, amount in
-            let open = wallet.lots.filter { $0.currency == currency && $0.remaining > 0 }
-                .sorted { ($0.expiresAt ?? .distantFuture, $0.grantedAt) < ($1.expiresAt ?? .distantFuture, $1.grantedAt) }
+            let open = wallet.openLots(of: currency)
             return Balance(
                 currency: currency, amount: amount, debt: amount < 0,
                 lots: open.map { lot in

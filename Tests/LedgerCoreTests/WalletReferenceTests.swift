@@ -71,6 +71,11 @@ import Testing
                 #expect(wallet.balances == reference.balances, "seed \(seed) at \(instant)")
                 #expect(Wallet.replayed(entries, until: instant).balances == reference.balances, "seed \(seed): without the records")
                 #expect(wallet.nextExpiry(after: instant) == reference.nextExpiry(after: instant), "seed \(seed)")
+                for currency in ["gems", "coins"] {
+                    let drawOrder = reference.lots.filter { $0.currency == currency && $0.remaining > 0 }
+                        .sorted { ($0.expiresAt ?? .distantFuture, $0.grantedAt) < ($1.expiresAt ?? .distantFuture, $1.grantedAt) }
+                    #expect(wallet.openLots(of: currency) == drawOrder, "seed \(seed): the open lots in draw order")
+                }
             }
         }
     }

@@ -106,6 +106,11 @@ package struct Wallet: Sendable {
         return wallet
     }
 
+    /// The lots of `currency` that still hold something, in the order the next spend draws them.
+    package func openLots(of currency: String) -> [Lot] {
+        (open[currency] ?? []).filter { lots[$0].remaining > 0 }.map { lots[$0] }
+    }
+
     /// The next instant after `instant` at which a lot with something left expires (what the
     /// change feed's clock waits for).
     package func nextExpiry(after instant: Date) -> Date? {
