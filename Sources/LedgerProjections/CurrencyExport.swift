@@ -8,7 +8,8 @@ import LedgerPostgres
 ///
 /// Every user is read, not only those whose stored timeline holds currency: a stored timeline may
 /// predate a rule (a subscription's period granting, say) until the projection is rebuilt, and the
-/// books must not. One read per user; `ledger-bench` has no figure for it yet.
+/// books must not. The users are read a page at a time and counted into the books as they come
+/// (`CurrencyBooks`), so a close holds one page of histories however many players the app has.
 package struct CurrencyExport: Sendable {
     package var bundleID: String
     package var from: Date
@@ -16,7 +17,12 @@ package struct CurrencyExport: Sendable {
     /// Only what was recorded by then (nil: everything known now).
     package var knownAt: Date?
 
-    package init(bundleID: String, from: Date, to: Date, knownAt: Date? = nil) {
+    /// A close of the days from `from`'s to the one before `to`'s: at most 366 of them, a row a
+    /// currency and day.
+    package init(bundleID: String, from: Date, to: Date, knownAt: Date? = nil) throws {
+        guard from < to, to.timeIntervalSince(from) <= 366 * 86_400 else {
+            throw LedgerError(.invalidTime, "from must be before to, and at most 366 days before it")
+        }
         self.bundleID = bundleID
         self.from = from
         self.to = to
@@ -27,40 +33,56 @@ package struct CurrencyExport: Sendable {
         "currency", "day", "opening", "issued_paid", "issued_free", "spent", "expired", "reversed", "moved", "closing",
     ]
 
-    package func days(on pool: PostgresPool) async throws -> [CurrencyDay] {
-        CurrencyLedger.days(of: try await Self.timelines(bundleID: bundleID, knownAt: knownAt, on: pool), from: from, to: to)
+    /// Users read in one round trip: the app's own streams once for them all, their events
+    /// decoded together; `ledger-bench currency-export` measured the sizes (docs/performance.md).
+    package static let pageSize = 500
+
+    package func days(on pool: PostgresPool, pageSize: Int = Self.pageSize) async throws -> [CurrencyDay] {
+        var books = CurrencyBooks(from: from, to: to)
+        try await Self.forEachPage(bundleID: bundleID, knownAt: knownAt, pageSize: pageSize, on: pool) { page in
+            for timeline in page { books.add(timeline) }
+        }
+        return books.days
     }
 
     /// What the app's users hold of each currency at `instant`, or nil when the app has more than
-    /// `limit` users (each is read: the console asks this on a page, the export at night).
+    /// `limit` users (the console asks this on a page; the export is the way for more).
     package static func outstanding(bundleID: String, at instant: Date, limit: Int, on pool: PostgresPool) async throws -> [String: Int64]?
     {
         let count = try await pool.query("SELECT count(*) AS n FROM ledger.user_timelines WHERE bundle_id = $1", [bundleID])[0]["n"].int()
         guard count <= limit else { return nil }
         var held: [String: Int64] = [:]
-        for timeline in try await timelines(bundleID: bundleID, knownAt: nil, on: pool) {
-            held.merge(Wallet.replayed(timeline.balanceEntries, until: instant).balances, uniquingKeysWith: +)
+        try await forEachPage(bundleID: bundleID, knownAt: nil, pageSize: pageSize, on: pool) { page in
+            for timeline in page {
+                held.merge(Wallet.replayed(timeline.balanceEntries, until: instant).balances, uniquingKeysWith: +)
+            }
         }
         return held
     }
 
-    /// Every user's timeline, from the log as known at `knownAt`.
-    static func timelines(bundleID: String, knownAt: Date?, on pool: PostgresPool) async throws -> [UserTimeline] {
-        let users = try await pool.query(
-            "SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 ORDER BY user_id", [bundleID]
-        ).map { try $0["user_id"].string() }
-        var timelines: [UserTimeline] = []
-        for start in stride(from: 0, to: users.count, by: 200) {
-            let chunk = Array(users[start..<min(start + 200, users.count)])
-            timelines += try await pool.withConnection { [bundleID, knownAt] connection in
-                try chunk.map { user in
-                    try UsersProjection.userLedger(
-                        bundleID: bundleID, userID: user, owners: "ledger.transaction_owners", recordedBy: knownAt, on: connection
-                    ).timeline(of: user)
-                }
+    /// Every user's timeline from the log as known at `knownAt`, `pageSize` users at a time in the
+    /// order of their ids (a page starts after the last id of the one before, so a user who
+    /// arrives meanwhile is read or not, never twice).
+    static func forEachPage(
+        bundleID: String, knownAt: Date?, pageSize: Int, on pool: PostgresPool, _ body: ([UserTimeline]) throws -> Void
+    ) async throws {
+        // Every user id has a character, so the first page starts after the empty one.
+        var after = ""
+        while true {
+            let (users, timelines) = try await pool.withConnection { [after] connection in
+                let users = try connection.query(
+                    "SELECT user_id FROM ledger.user_timelines WHERE bundle_id = $1 AND user_id > $2 ORDER BY user_id LIMIT $3",
+                    [bundleID, after, pageSize]
+                ).map { UserKey(bundleID: bundleID, userID: try $0["user_id"].string()) }
+                guard !users.isEmpty else { return (users, [UserTimeline]()) }
+                let ledgers = try UsersProjection.userLedgers(
+                    users, owners: "ledger.transaction_owners", recordedBy: knownAt, on: connection)
+                return (users, users.map { (ledgers[$0] ?? AppLedger(bundleID: bundleID)).timeline(of: $0.userID) })
             }
+            try body(timelines)
+            guard users.count == pageSize, let last = users.last else { return }
+            after = last.userID
         }
-        return timelines
     }
 
     /// The figures after the currency and the day, in the columns' order.

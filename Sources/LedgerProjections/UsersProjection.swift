@@ -176,15 +176,12 @@ package struct UsersProjection: Sendable {
         if let (reads, part) = second?.reads {
             let read = secondResults[part]
             owned = read[reads.owned]
-            for row in read[reads.events] {
-                let recorded = try RecordedEvent(row: row)
-                if let (bundleID, fact) = try StoredFacts.fact(from: recorded) { facts.append((recorded.stream, bundleID, fact)) }
-            }
+            facts = try Self.facts(of: read[reads.events])
         }
 
         var changes = Changes(users: users.map { ($0.bundleID, $0.userID) })
         if !users.isEmpty {
-            let ledgers = try userLedgers(users, owned: owned, facts: facts)
+            let ledgers = try Self.userLedgers(users, owned: owned, facts: facts)
             var texts: [String] = []
             for user in users {
                 let timeline = (ledgers[user] ?? AppLedger(bundleID: user.bundleID)).timeline(of: user.userID)
@@ -217,6 +214,11 @@ package struct UsersProjection: Sendable {
     /// owners table inside the statement, as `userLedger` does for one user) or is in `alsoStreams`.
     /// Evidence-only events are left out, as a rebuild leaves them out.
     package func reads(_ users: [UserKey], alsoStreams: [String]) -> Reads {
+        Self.reads(users, alsoStreams: alsoStreams, owners: owners, recordedBy: nil)
+    }
+
+    /// `reads` through the owners table named, of the events recorded by `recordedBy` (nil: all).
+    static func reads(_ users: [UserKey], alsoStreams: [String], owners: String, recordedBy: Date?) -> Reads {
         var streams = Set(alsoStreams)
         for user in users {
             streams.insert(LedgerStream.app(user.bundleID))
@@ -231,9 +233,33 @@ package struct UsersProjection: Sendable {
             PipelinedStatement("SELECT o.bundle_id, o.user_id, o.original_transaction_id FROM \(owners) o WHERE \(owned)", keys))
         let purchase = LedgerStream.purchaseSQL(bundle: "o.bundle_id", originalTransactionID: "o.original_transaction_id")
         let names = "$4::text[] || ARRAY(SELECT \(purchase) FROM \(owners) o WHERE \(owned))"
+        // The projection's reads, on every ingestion, keep the plan they have without a bound on time.
+        let condition = recordedBy == nil ? Self.factsOnlySQL : "e.recorded_at <= $5::timestamptz AND " + Self.factsOnlySQL
         let eventsSlot = trip.add(
-            PipelinedStatement(Self.eventsOfStreamsSQL(names, where: Self.factsOnlySQL), keys + [PostgresTextArray(Array(streams))]))
+            PipelinedStatement(
+                Self.eventsOfStreamsSQL(names, where: condition),
+                keys + [PostgresTextArray(Array(streams))] + (recordedBy.map { [$0] } ?? [])))
         return Reads(trip: trip, owned: ownedSlot, events: eventsSlot)
+    }
+
+    /// Each user's ledger, as `userLedger` reads it for one, for many users in one round trip
+    /// (the app's streams read once for them all, not once a user).
+    static func userLedgers(
+        _ users: [UserKey], owners: String, recordedBy: Date?, on connection: PostgresConnection
+    ) throws -> [UserKey: AppLedger] {
+        let reads = Self.reads(users, alsoStreams: [], owners: owners, recordedBy: recordedBy)
+        let results = try connection.send(reads.trip)
+        return try userLedgers(users, owned: results[reads.owned], facts: facts(of: results[reads.events]))
+    }
+
+    /// The facts of the events `rows` hold (`eventsOfStreamsSQL`'s), each with its stream.
+    static func facts(of rows: PostgresRows) throws -> [StreamFact] {
+        var facts: [StreamFact] = []
+        for row in rows {
+            let recorded = try RecordedEvent(row: row)
+            if let (bundleID, fact) = try StoredFacts.fact(from: recorded) { facts.append((recorded.stream, bundleID, fact)) }
+        }
+        return facts
     }
 
     /// Pairs of keys as three parameters — the distinct first parts, the distinct second parts and
@@ -249,7 +275,7 @@ package struct UsersProjection: Sendable {
     }
 
     /// Each user's facts, each given to each user its stream concerns.
-    func userLedgers(_ users: [UserKey], owned: PostgresRows, facts: [StreamFact]) throws -> [UserKey: AppLedger] {
+    static func userLedgers(_ users: [UserKey], owned: PostgresRows, facts: [StreamFact]) throws -> [UserKey: AppLedger] {
         let concerned = try BatchConcerns.streams(of: users, owned: owned)
         var ledgers: [UserKey: AppLedger] = [:]
         for (stream, _, fact) in facts {

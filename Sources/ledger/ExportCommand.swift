@@ -5,13 +5,23 @@ import LedgerPostgres
 import LedgerProjections
 import Logging
 
-/// `ledger export transactions`: the finance view as CSV or JSON lines, streamed to a file or stdout.
+/// `ledger export transactions`: the finance view as CSV or JSON lines, streamed to a file or
+/// stdout; `ledger export currencies`: the currency ledger.
 struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export finance data.",
-        subcommands: [Transactions.self]
+        subcommands: [Transactions.self, Currencies.self]
     )
+
+    /// Where an export goes: the file `--out` names (made anew), or stdout.
+    static func output(_ out: String?) throws -> FileHandle {
+        guard let out else { return .standardOutput }
+        guard FileManager.default.createFile(atPath: out, contents: nil), let file = FileHandle(forWritingAtPath: out) else {
+            throw ValidationError("cannot write \(out)")
+        }
+        return file
+    }
 
     struct Transactions: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -60,15 +70,7 @@ struct ExportCommand: AsyncParsableCommand {
             let export = FinanceExport(
                 bundleID: app, environment: AppleEnvironment(rawValue: environment)!,
                 from: from.flatMap(Self.time), to: to.flatMap(Self.time), knownAt: knownAt.flatMap(Self.time))
-            let handle: FileHandle
-            if let out {
-                guard FileManager.default.createFile(atPath: out, contents: nil), let file = FileHandle(forWritingAtPath: out) else {
-                    throw ValidationError("cannot write \(out)")
-                }
-                handle = file
-            } else {
-                handle = .standardOutput
-            }
+            let handle = try ExportCommand.output(out)
             var count = 0
             if format == .csv { handle.write(Data(FinanceExport.csvHeader().utf8)) }
             do {

@@ -35,44 +35,16 @@ package enum CurrencyLedger {
     /// The days from `from`'s to the one before `to`'s, for every currency any of the users ever
     /// held, in order of currency then day; `timelines` as known at the close asked about.
     package static func days(of timelines: [UserTimeline], from: Date, to: Date) -> [CurrencyDay] {
-        let first = day(of: from), end = day(of: to - 0.001) + dayLength
-        var books: [String: [Date: CurrencyDay]] = [:]
-        var openings: [String: Int64] = [:]
-        for timeline in timelines {
-            let (_, movements) = Wallet.replay(timeline.balanceEntries, until: end - 0.001)
-            for movement in movements {
-                let currency = movement.currency
-                if books[currency] == nil { books[currency] = [:] }
-                guard movement.at >= first else {
-                    openings[currency, default: 0] += signed(movement)
-                    continue
-                }
-                let date = day(of: movement.at)
-                var entry = books[currency]![date] ?? CurrencyDay(currency: currency, day: date)
-                add(movement, to: &entry)
-                books[currency]![date] = entry
-            }
-        }
-        var result: [CurrencyDay] = []
-        for currency in books.keys.sorted() {
-            var opening = openings[currency] ?? 0
-            var date = first
-            while date < end {
-                var entry = books[currency]![date] ?? CurrencyDay(currency: currency, day: date)
-                entry.opening = opening
-                opening = entry.closing
-                result.append(entry)
-                date += dayLength
-            }
-        }
-        return result
+        var books = CurrencyBooks(from: from, to: to)
+        for timeline in timelines { books.add(timeline) }
+        return books.days
     }
 
-    private static func signed(_ movement: Wallet.Movement) -> Int64 {
+    static func signed(_ movement: Wallet.Movement) -> Int64 {
         [.granted, .restored].contains(movement.kind) ? movement.amount : -movement.amount
     }
 
-    private static func add(_ movement: Wallet.Movement, to day: inout CurrencyDay) {
+    static func add(_ movement: Wallet.Movement, to day: inout CurrencyDay) {
         let amount = movement.amount
         switch movement.kind {
         case .granted where movement.origin == .moved: day.moved += amount
@@ -85,5 +57,54 @@ package enum CurrencyLedger {
         case .expired: day.expired += amount
         case .reversed: day.reversed += amount
         }
+    }
+}
+
+/// A close's books filled one user at a time: what they hold is a figure per currency and day,
+/// never the users' histories, so an app of millions of players is closed in the memory of one.
+package struct CurrencyBooks: Sendable {
+    let first: Date
+    let end: Date
+    private var books: [String: [Date: CurrencyDay]] = [:]
+    private var openings: [String: Int64] = [:]
+
+    /// The books of the days from `from`'s to the one before `to`'s.
+    package init(from: Date, to: Date) {
+        first = CurrencyLedger.day(of: from)
+        end = CurrencyLedger.day(of: to - 0.001) + CurrencyLedger.dayLength
+    }
+
+    /// Counts one user's movements up to the end of the last day: those before the first day in
+    /// its opening, the rest in their days.
+    package mutating func add(_ timeline: UserTimeline) {
+        let (_, movements) = Wallet.replay(timeline.balanceEntries, until: end - 0.001)
+        for movement in movements {
+            let currency = movement.currency
+            if books[currency] == nil { books[currency] = [:] }
+            guard movement.at >= first else {
+                openings[currency, default: 0] += CurrencyLedger.signed(movement)
+                continue
+            }
+            let date = CurrencyLedger.day(of: movement.at)
+            CurrencyLedger.add(movement, to: &books[currency]![date, default: CurrencyDay(currency: currency, day: date)])
+        }
+    }
+
+    /// Every day of every currency any user held, in order of currency then day, each day's
+    /// closing the next one's opening.
+    package var days: [CurrencyDay] {
+        var result: [CurrencyDay] = []
+        for currency in books.keys.sorted() {
+            var opening = openings[currency] ?? 0
+            var date = first
+            while date < end {
+                var entry = books[currency]?[date] ?? CurrencyDay(currency: currency, day: date)
+                entry.opening = opening
+                opening = entry.closing
+                result.append(entry)
+                date += CurrencyLedger.dayLength
+            }
+        }
+        return result
     }
 }
