@@ -19,6 +19,7 @@ struct Bench: AsyncParsableCommand {
             BackfillBenchmark.self,
             TimeTravelBenchmark.self, WebhookBenchmark.self, ConsoleBenchmark.self, OfferBenchmark.self, FailoverBenchmark.self,
             TracingBenchmark.self, GoogleBenchmark.self, RetentionBenchmark.self, ProofsBenchmark.self, SpendBenchmark.self,
+            CurrencyExportBenchmark.self,
         ]
     )
 }
