@@ -716,7 +716,7 @@ let package = Package(
         .testTarget(
             name: "LedgerCLITests",
             dependencies: [
-                "ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerPostgres", "EmbeddedPostgres",
+                "ledger", "LedgerTestSupport", "LedgerEventStore", "LedgerFacts", "LedgerPostgres", "EmbeddedPostgres",
                 "LedgerIngestion", "LedgerProjections", "LedgerCore", "LedgerSecrets", "AppStore", "AppStoreServerAPI", "AppStoreSimulator",
                 "WebhookReceiver", "OTLPReceiver", "LedgerHTTP", "LedgerWebhooks", "GooglePlaySimulator",
                 .product(name: "Crypto", package: "swift-crypto"),

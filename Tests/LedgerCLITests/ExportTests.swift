@@ -1,6 +1,10 @@
 import EmbeddedPostgres
 import Foundation
+import LedgerCore
+import LedgerEventStore
+import LedgerFacts
 import LedgerPostgres
+import LedgerProjections
 import LedgerTestSupport
 import Testing
 
@@ -103,5 +107,64 @@ import Testing
             LedgerCommandTests.ledgerBinary, ["export", "transactions", "--app", Self.bundle, "--from", "yesterday"],
             environment: environment)
         #expect(refused.status != 0 && refused.output.contains("RFC 3339"))
+    }
+
+    /// `ledger export currencies` writes the rows the library closes (the HTTP export's), and
+    /// refuses a range the ledger refuses in the options' words.
+    @Test func theCurrencyLedgerIsExportedFromTheCommandLine() async throws {
+        let configuration = try await TestCluster.database()
+        let pool = PostgresPool(configuration: TestCluster.applicationRole(configuration), size: 1, logger: TestCluster.quietLogger)
+        let store = EventStore(pool: pool, logger: TestCluster.quietLogger)
+        let bundle = "com.example.currencies"
+        let day = Date(timeIntervalSince1970: 1_790_000_000 - 1_790_000_000.truncatingRemainder(dividingBy: 86_400))
+        var events: [(LedgerEvent, Date)] = [(.currencyConfigured(CurrencyDefinition(code: "gems", name: "Gems")), day - 86_400)]
+        for (n, user) in ["ana", "bo", "cy"].enumerated() {
+            events.append(
+                (.currencyGranted(CurrencyGrant(grantID: "g-\(user)", userID: user, currency: "gems", amount: 100, reason: "quest")), day))
+            events.append(
+                (
+                    .consumed(Consumption(userID: user, currency: "gems", amount: 10 * Int64(n + 1), idempotencyKey: "s-\(user)")),
+                    day + 86_400
+                ))
+        }
+        for (event, at) in events {
+            let (stream, new) = try StoredFacts.newEvent(event, bundleID: bundle, id: UUID(), occurredAt: at)
+            _ = try await store.append([new], to: stream)
+        }
+        // Projected: a step that applies nothing may be held back by another test's open transaction.
+        for _ in 0..<2_000 {
+            if try await pool.withConnection({ try ProjectionRunner.liveStep(on: $0, batchSize: 100) }) > 0 { continue }
+            if try await pool.withConnection({ try ProjectionRunner.lag(on: $0) }) == 0 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let expected = try await CurrencyExport(bundleID: bundle, from: day, to: day + 3 * 86_400).days(on: pool)
+        await pool.close()
+        #expect(expected.map(\.closing) == [300, 240, 240] && expected.map(\.spent) == [0, 60, 0], "\(expected)")
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEDGER_DATABASE_URL"] = configuration.connectionString
+        environment["LEDGER_SECRETS_KEY"] = LedgerCommandTests.secretsKey
+        environment["LEDGER_LOG_LEVEL"] = "warning"
+        let file = NSTemporaryDirectory() + "currencies-\(UUID().uuidString.prefix(8)).jsonl"
+        defer { unlink(file) }
+        let range = ["--from", RFC3339.string(day), "--to", RFC3339.string(day + 3 * 86_400)]
+        let exported = try await ChildProcess.run(
+            LedgerCommandTests.ledgerBinary, ["export", "currencies", "--app", bundle, "--format", "jsonl", "--out", file] + range,
+            environment: environment)
+        #expect(exported.status == 0 && exported.output.contains("exported 3 rows of 1 currencies"), "\(exported.output)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == expected.map(CurrencyExport.jsonLine).joined())
+
+        let csv = try await ChildProcess.run(
+            LedgerCommandTests.ledgerBinary, ["export", "currencies", "--app", "com.example.nobody"] + range, environment: environment)
+        #expect(csv.status == 0 && csv.output.contains(CurrencyExport.csvHeader()), "\(csv.output)")
+        #expect(csv.output.contains("no user of com.example.nobody ever held a currency"), "\(csv.output)")
+        for (arguments, says) in [
+            (["--from", "2026-10-01", "--to", "2025-10-01"], "at most 366 days"),
+            (["--from", "yesterday", "--to", "2026-10-01"], "RFC 3339"),
+        ] {
+            let refused = try await ChildProcess.run(
+                LedgerCommandTests.ledgerBinary, ["export", "currencies", "--app", bundle] + arguments, environment: environment)
+            #expect(refused.status != 0 && refused.output.contains(says), "\(refused.output)")
+        }
     }
 }

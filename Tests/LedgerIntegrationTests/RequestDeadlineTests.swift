@@ -1,5 +1,6 @@
 import Foundation
 import LedgerAccess
+import LedgerCore
 import LedgerHTTP
 import LedgerPostgres
 import LedgerTestSupport
@@ -42,6 +43,42 @@ import Testing
         #expect(again.status == 200, "\(again.text)")
         let purchases = try await server.eventCount(ofType: "Purchased")
         #expect(purchases == 2)
+        await server.stop()
+    }
+
+    /// The currency ledger reads every user of the app before its first row: it is read in the
+    /// answer's body, like the transactions' export, so a close that takes longer than a request
+    /// may is answered whole — here the owners' table held past the deadline, as a large app's
+    /// thousands of pages would hold it.
+    @Test func theCurrencyLedgerIsAnsweredWholePastTheRequestsDeadline() async throws {
+        let server = try await TestServer.start(limits: RequestLimits(deadline: Self.deadline))
+        let admin = try await server.key([.admin]), finance = try await server.key([.finance])
+        let app = "/v1/apps/\(TestServer.bundleID)"
+        #expect(try await server.send("PUT", app + "/currencies/gems", key: admin, json: ["name": "Gems"]).status == 200)
+        let granted = try await server.send(
+            "POST", app + "/users/deadline-gems/currencies/gems/grants", key: admin, json: ["amount": 70, "reason": "quest"])
+        #expect(granted.status == 201, "\(granted.text)")
+
+        let holder = try PostgresConnection.connect(TestCluster.superuser(server.configuration))
+        try holder.execute(script: "BEGIN; LOCK TABLE ledger.transaction_owners IN ACCESS EXCLUSIVE MODE")
+        let today = String(RFC3339.string(Date()).prefix(10))
+        let tomorrow = String(RFC3339.string(Date(timeIntervalSinceNow: 86_400)).prefix(10))
+        async let books = server.send("GET", app + "/exports/currencies?from=\(today)&to=\(tomorrow)&format=jsonl", key: finance)
+        // Held until the export waits on it, and a deadline and a half longer. (A pipeline's
+        // statement is not what pg_stat_activity shows as its query: any wait on a lock is it.)
+        let waiting = "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        var waited = false
+        for _ in 0..<600 where !waited {
+            waited = try holder.query(waiting)[0]["n"].int() > 0
+            if !waited { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(waited, "nothing waited on the owners' table")
+        try await Task.sleep(for: Self.deadline * 1.5)
+        try holder.execute(script: "ROLLBACK")
+        let answer = try await books
+        #expect(answer.status == 200, "\(answer.text)")
+        let row = try JSONSerialization.jsonObject(with: Data(answer.text.utf8)) as? [String: Any]
+        #expect(row?["currency"] as? String == "gems" && row?["closing"] as? Int == 70, "\(answer.text)")
         await server.stop()
     }
 }

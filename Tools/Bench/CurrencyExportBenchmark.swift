@@ -54,7 +54,11 @@ struct CurrencyExportBenchmark: AsyncParsableCommand {
         while try await pool.withConnection({ try ProjectionRunner.liveStep(on: $0, batchSize: 2_000) }) > 0 {}
         try owner.execute(script: "ANALYZE")
 
-        let export = try CurrencyExport(bundleID: bundle, from: start, to: now + 86_400, knownAt: now)
+        // Closed as known once everything is recorded: both ways read every fact.
+        let close = Date()
+        // Up to today's midnight: the last day's closing is what the users hold just before it.
+        let midnight = CurrencyLedger.day(of: now)
+        let export = try CurrencyExport(bundleID: bundle, from: start, to: midnight, knownAt: close)
         let reader = UserStateReader(pool: pool)
         let ids = (0..<users).map { "player-\($0)" }
         let clock = ContinuousClock()
@@ -70,7 +74,8 @@ struct CurrencyExportBenchmark: AsyncParsableCommand {
                 try await rate {
                     var held: Int64 = 0
                     for id in ids {
-                        held += try await reader.state(bundleID: bundle, userID: id, at: now, knownAt: now).balances["gems"] ?? 0
+                        held +=
+                            try await reader.state(bundleID: bundle, userID: id, at: midnight - 0.001, knownAt: close).balances["gems"] ?? 0
                     }
                     if expected == nil { expected = held }
                 })
