@@ -35,7 +35,7 @@ package struct CurrencyExport: Sendable {
 
     /// Users read in one round trip: the app's own streams once for them all, their events
     /// decoded together; `ledger-bench currency-export` measured the sizes (docs/performance.md).
-    package static let pageSize = 500
+    package static let pageSize = 100
 
     package func days(on pool: PostgresPool, pageSize: Int = Self.pageSize) async throws -> [CurrencyDay] {
         var books = CurrencyBooks(from: from, to: to)
