@@ -96,6 +96,14 @@ package struct CurrencyExport: Sendable {
 
     package static func csvHeader() -> String { columns.joined(separator: ",") + "\r\n" }
 
+    /// The whole answer, as the API and `ledger export currencies` give it: CSV with its header
+    /// row, or a JSON line a day.
+    package static func text(_ days: [CurrencyDay], as format: FinanceExport.Format) -> String {
+        var text = format == .csv ? csvHeader() : ""
+        for day in days { text += format == .csv ? csvLine(day) : jsonLine(day) }
+        return text
+    }
+
     package static func csvLine(_ day: CurrencyDay) -> String { FinanceExport.csvRecord(fields(day)) }
 
     package static func jsonLine(_ day: CurrencyDay) -> String {

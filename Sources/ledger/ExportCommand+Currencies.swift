@@ -55,19 +55,12 @@ extension ExportCommand {
             let format = FinanceExport.Format(rawValue: self.format)!
             let days = try await database.withDatabase(logger: logger) { opened, _ in
                 let pool = PostgresPool(configuration: opened.application, size: 1, logger: logger)
-                do {
-                    let days = try await export.days(on: pool)
-                    await pool.close()
-                    return days
-                } catch {
-                    await pool.close()
-                    throw error
-                }
+                let days = await Result { try await export.days(on: pool) }
+                await pool.close()
+                return try days.get()
             }
             let handle = try ExportCommand.output(out)
-            var text = format == .csv ? CurrencyExport.csvHeader() : ""
-            for day in days { text += format == .csv ? CurrencyExport.csvLine(day) : CurrencyExport.jsonLine(day) }
-            handle.write(Data(text.utf8))
+            handle.write(Data(CurrencyExport.text(days, as: format).utf8))
             if out != nil { try handle.close() }
             let currencies = Set(days.map(\.currency)).count
             let note = currencies == 0 ? " (no user of \(app) ever held a currency: is the bundle id right?)" : ""

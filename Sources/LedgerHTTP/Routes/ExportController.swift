@@ -30,10 +30,7 @@ struct ExportController {
         // Every user is read before the first row is known: in the body, as the transactions'
         // export is, so an app of millions of players is not cut short by the request's deadline.
         let body = ResponseBody { writer in
-            let days = try await export.days(on: pool)
-            var buffer = ByteBuffer(string: format == .csv ? CurrencyExport.csvHeader() : "")
-            for day in days { buffer.writeString(format == .csv ? CurrencyExport.csvLine(day) : CurrencyExport.jsonLine(day)) }
-            try await writer.write(buffer)
+            try await writer.write(ByteBuffer(string: CurrencyExport.text(try await export.days(on: pool), as: format)))
             try await writer.finish(nil)
         }
         return Response(
